@@ -1,0 +1,86 @@
+/*
+ * cx_buf.h — growable byte buffers and bounds-checked little-endian readers.
+ *
+ * Every on-disk integer is little-endian (docs/FORMAT.md).  Writers append to a
+ * cx_buf whose failure is sticky: after an allocation failure every further
+ * append is a no-op and cx_buf_ok() is false, so encoders check once at the end
+ * instead of after each field.  Readers (cx_rd) work the same way: reading past
+ * the end sets a sticky "bad" flag and yields zeroes, so a decoder checks
+ * cx_rd_ok() once and reports the object as corrupt.
+ *
+ * Ownership: a cx_buf owns its data; cx_buf_free() releases it and
+ * cx_buf_detach() hands it to the caller.  A cx_rd borrows its bytes.
+ */
+#ifndef CX_BUF_H
+#define CX_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cx_buf
+{
+	uint8_t    *data;
+	size_t		len;
+	size_t		cap;
+	bool		failed;			/* an allocation failed; contents incomplete */
+} cx_buf;
+
+void		cx_buf_init(cx_buf *b);
+void		cx_buf_free(cx_buf *b);
+void		cx_buf_reset(cx_buf *b);	/* len = 0, keeps capacity */
+bool		cx_buf_reserve(cx_buf *b, size_t extra);
+uint8_t    *cx_buf_detach(cx_buf *b, size_t *len);	/* caller frees */
+static inline bool cx_buf_ok(const cx_buf *b) { return !b->failed; }
+
+/* Appends a zero-filled region and returns a pointer to it (NULL on failure). */
+uint8_t    *cx_buf_grow(cx_buf *b, size_t n);
+
+void		cx_buf_put(cx_buf *b, const void *p, size_t n);
+void		cx_buf_put_u8(cx_buf *b, uint8_t v);
+void		cx_buf_put_u16(cx_buf *b, uint16_t v);
+void		cx_buf_put_u32(cx_buf *b, uint32_t v);
+void		cx_buf_put_u64(cx_buf *b, uint64_t v);
+void		cx_buf_put_i64(cx_buf *b, int64_t v);
+/* u32 length followed by the bytes. */
+void		cx_buf_put_bytes32(cx_buf *b, const void *p, uint32_t n);
+/* u16 length followed by the bytes of a NUL-terminated string (max 65535). */
+void		cx_buf_put_str16(cx_buf *b, const char *s);
+
+/* Little-endian stores/loads on raw memory (unaligned-safe). */
+void		cx_store_u16(uint8_t *p, uint16_t v);
+void		cx_store_u32(uint8_t *p, uint32_t v);
+void		cx_store_u64(uint8_t *p, uint64_t v);
+uint16_t	cx_load_u16(const uint8_t *p);
+uint32_t	cx_load_u32(const uint8_t *p);
+uint64_t	cx_load_u64(const uint8_t *p);
+
+typedef struct cx_rd
+{
+	const uint8_t *p;
+	size_t		len;
+	size_t		pos;
+	bool		bad;			/* read past the end or malformed */
+} cx_rd;
+
+void		cx_rd_init(cx_rd *r, const void *p, size_t len);
+static inline bool cx_rd_ok(const cx_rd *r) { return !r->bad; }
+static inline size_t cx_rd_left(const cx_rd *r) { return r->len - r->pos; }
+uint8_t		cx_rd_u8(cx_rd *r);
+uint16_t	cx_rd_u16(cx_rd *r);
+uint32_t	cx_rd_u32(cx_rd *r);
+uint64_t	cx_rd_u64(cx_rd *r);
+int64_t		cx_rd_i64(cx_rd *r);
+/* Returns a pointer into the reader's bytes, or NULL (and bad) if short. */
+const uint8_t *cx_rd_take(cx_rd *r, size_t n);
+/* Reads a u32-length-prefixed byte string; *n receives the length. */
+const uint8_t *cx_rd_bytes32(cx_rd *r, uint32_t *n);
+/* Reads a u16-length-prefixed string into a new malloc'd NUL-terminated copy
+ * (NULL and bad on truncation or allocation failure). */
+char	   *cx_rd_str16(cx_rd *r);
+
+/* malloc'd copy of a string / of bytes; NULL on failure. */
+char	   *cx_strdup(const char *s);
+void	   *cx_memdup(const void *p, size_t n);
+
+#endif							/* CX_BUF_H */

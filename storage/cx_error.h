@@ -1,0 +1,54 @@
+/*
+ * cx_error.h — the engine's error codes and the error record every call fills.
+ *
+ * The engine never longjmps and never exits: each fallible function returns a
+ * cx_code and, on failure, writes a human-readable message into the caller's
+ * cx_err.  The PostgreSQL layer maps codes to SQLSTATEs (fdw/cx_pgerror.c).
+ * Messages name the object involved but never carry a credential.
+ */
+#ifndef CX_ERROR_H
+#define CX_ERROR_H
+
+#include <stdarg.h>
+
+typedef enum cx_code
+{
+	CX_OK = 0,
+	CX_ERR_NOT_FOUND,		/* object or version does not exist */
+	CX_ERR_EXISTS,			/* put-if-absent: the object is already there */
+	CX_ERR_CORRUPT,			/* checksum, magic, length or structure is wrong */
+	CX_ERR_IO,				/* local I/O or transport failure */
+	CX_ERR_INVALID,			/* bad argument, key, URI, option or value */
+	CX_ERR_NOMEM,			/* allocation failed */
+	CX_ERR_CONFLICT,		/* optimistic commit lost too many races */
+	CX_ERR_SCHEMA,			/* table schema does not match the store */
+	CX_ERR_UNSUPPORTED,		/* feature or format version not supported */
+	CX_ERR_TIMEOUT,			/* a bounded wait ran out */
+	CX_ERR_AUTH,			/* object store refused the credentials */
+	CX_ERR_FENCED,			/* a newer writer claimed the shard */
+	CX_ERR_LIMIT			/* a configured limit was exceeded */
+} cx_code;
+
+#define CX_ERR_MSG_LEN 512
+
+typedef struct cx_err
+{
+	cx_code		code;
+	char		msg[CX_ERR_MSG_LEN];
+} cx_err;
+
+/* Record an error and return its code, so callers can write
+ * "return cx_err_set(err, CX_ERR_IO, "...", ...);". */
+cx_code		cx_err_set(cx_err *err, cx_code code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Prefix the message already in err with more context ("reading x: <old>"). */
+cx_code		cx_err_prefix(cx_err *err, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+
+void		cx_err_clear(cx_err *err);
+
+/* Stable lower-case name of a code, e.g. "not_found"; never NULL. */
+const char *cx_code_name(cx_code code);
+
+#endif							/* CX_ERROR_H */

@@ -1,0 +1,142 @@
+/*
+ * cx_objstore.h — the object-store interface every backend implements.
+ *
+ * A store is a flat namespace of immutable-by-convention objects addressed by
+ * keys relative to the store root ("_versions/00000000000000000001.manifest").
+ * Backends: local filesystem (cx_objstore_local.c); S3 and Azure Blob later.
+ *
+ * The one primitive the whole commit protocol rests on is put-if-absent: it
+ * either creates the object or reports CX_ERR_EXISTS and changes nothing.
+ *
+ * Keys are validated by cx_key_validate(): relative, '/'-separated, no empty,
+ * "." or ".." segments, no NUL or backslash, at most CX_KEY_MAX bytes.
+ *
+ * Thread-safety: a cx_objstore handle is used by one thread at a time.
+ */
+#ifndef CX_OBJSTORE_H
+#define CX_OBJSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cx_buf.h"
+#include "cx_error.h"
+
+#define CX_KEY_MAX 1024
+
+typedef enum cx_put_mode
+{
+	CX_PUT_OVERWRITE = 0,		/* replace whatever is there */
+	CX_PUT_IF_ABSENT = 1		/* fail with CX_ERR_EXISTS if the key exists */
+} cx_put_mode;
+
+/* Request accounting; backends bump these, callers read them for stats. */
+typedef struct cx_objstats
+{
+	uint64_t	puts;
+	uint64_t	gets;
+	uint64_t	heads;
+	uint64_t	lists;
+	uint64_t	deletes;
+	uint64_t	bytes_written;
+	uint64_t	bytes_read;
+	uint64_t	retries;
+	uint64_t	connections;	/* new transport connections opened */
+} cx_objstats;
+
+/* A name/value option (server, user-mapping and table options arrive so). */
+typedef struct cx_option
+{
+	const char *name;
+	const char *value;
+} cx_option;
+
+/* Called once per key, in ascending byte order of keys.  Return false to stop
+ * the listing early (the listing then still returns CX_OK). */
+typedef bool (*cx_list_fn) (void *arg, const char *key, uint64_t size);
+
+typedef struct cx_objstore cx_objstore;
+typedef struct cx_upload cx_upload;
+
+typedef struct cx_objstore_ops
+{
+	cx_code		(*put) (cx_objstore *s, const char *key, const void *data,
+						size_t len, cx_put_mode mode, cx_err *err);
+	/* len == SIZE_MAX reads to the end.  A range past the end is not an
+	 * error: fewer bytes (possibly none) come back. */
+	cx_code		(*get) (cx_objstore *s, const char *key, uint64_t offset,
+						size_t len, cx_buf *out, cx_err *err);
+	cx_code		(*head) (cx_objstore *s, const char *key, uint64_t *size,
+						 cx_err *err);
+	cx_code		(*list) (cx_objstore *s, const char *prefix, cx_list_fn fn,
+						 void *arg, cx_err *err);
+	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
+	/* Streaming upload: begin, write any number of times, then finish
+	 * (publishes the object atomically, honouring mode) or abort. */
+	cx_code		(*upload_begin) (cx_objstore *s, const char *key,
+								 cx_put_mode mode, cx_upload **up, cx_err *err);
+	cx_code		(*upload_write) (cx_upload *up, const void *data, size_t len,
+								 cx_err *err);
+	cx_code		(*upload_finish) (cx_upload *up, cx_err *err);
+	void		(*upload_abort) (cx_upload *up);
+	void		(*close) (cx_objstore *s);
+} cx_objstore_ops;
+
+/* Backends embed this as the first member of their upload state. */
+struct cx_upload
+{
+	cx_objstore *store;
+	char		key[CX_KEY_MAX + 1];
+	cx_put_mode mode;
+	uint64_t	written;
+};
+
+struct cx_objstore
+{
+	const cx_objstore_ops *ops;
+	char	   *uri;			/* as opened, for messages; holds no secret */
+	cx_objstats stats;
+};
+
+/* Opens the store a URI names: file:///abs/path (s3:// and az:// later).
+ * options may be NULL when noptions is 0. */
+cx_code		cx_objstore_open(const char *uri, const cx_option *options,
+							 size_t noptions, cx_objstore **out, cx_err *err);
+
+/* Local-filesystem backend rooted at an absolute directory path.  The root is
+ * created on the first write if it does not exist. */
+cx_code		cx_objstore_open_local(const char *root, cx_objstore **out,
+								   cx_err *err);
+
+cx_code		cx_key_validate(const char *key, cx_err *err);
+
+/*
+ * Wrappers that validate the key, dispatch to the backend and keep error
+ * messages uniform ("<op> <uri>/<key>: <reason>").  Callers use these, never
+ * the ops table directly.
+ */
+cx_code		cx_obj_put(cx_objstore *s, const char *key, const void *data,
+					   size_t len, cx_put_mode mode, cx_err *err);
+cx_code		cx_obj_get(cx_objstore *s, const char *key, cx_buf *out,
+					   cx_err *err);
+cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
+							 size_t len, cx_buf *out, cx_err *err);
+cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
+						cx_err *err);
+cx_code		cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn,
+						void *arg, cx_err *err);
+/* Deleting a missing object is not an error. */
+cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
+cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,
+								cx_put_mode mode, cx_upload **up, cx_err *err);
+cx_code		cx_obj_upload_write(cx_upload *up, const void *data, size_t len,
+								cx_err *err);
+cx_code		cx_obj_upload_finish(cx_upload *up, cx_err *err);
+void		cx_obj_upload_abort(cx_upload *up);
+void		cx_obj_close(cx_objstore *s);
+
+/* Fills buf with n cryptographically random bytes (getrandom). */
+cx_code		cx_random_bytes(void *buf, size_t n, cx_err *err);
+
+#endif							/* CX_OBJSTORE_H */

@@ -1,0 +1,124 @@
+/*
+ * runner.c — runs every registered storage test, or those whose names contain
+ * the first argument, and ends with "N passed, N failed".
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cx_test.h"
+
+#define MAX_TESTS 1024
+
+typedef struct test_entry
+{
+	const char *name;
+	cx_test_fn	fn;
+} test_entry;
+
+static test_entry tests[MAX_TESTS];
+static int	ntests;
+static int	current_failures;
+static char current_tmpdir[4096];
+
+void
+cx_test_register(const char *name, cx_test_fn fn)
+{
+	if (ntests == MAX_TESTS)
+	{
+		fprintf(stderr, "too many tests\n");
+		exit(2);
+	}
+	tests[ntests].name = name;
+	tests[ntests].fn = fn;
+	ntests++;
+}
+
+void
+cx_test_fail(const char *file, int line, const char *what)
+{
+	current_failures++;
+	printf("    FAIL %s:%d: %s\n", file, line, what);
+	fflush(stdout);
+}
+
+const char *
+cx_test_tmpdir(void)
+{
+	if (current_tmpdir[0] == '\0')
+	{
+		const char *base = getenv("TMPDIR");
+
+		snprintf(current_tmpdir, sizeof(current_tmpdir), "%s/cxtest.XXXXXX",
+				 base ? base : "/tmp");
+		if (mkdtemp(current_tmpdir) == NULL)
+		{
+			perror("mkdtemp");
+			exit(2);
+		}
+	}
+	return current_tmpdir;
+}
+
+const char *
+cx_test_uri(const char *suffix)
+{
+	static char uri[4200];
+
+	snprintf(uri, sizeof(uri), "file://%s%s", cx_test_tmpdir(), suffix);
+	return uri;
+}
+
+static int
+remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void) sb;
+	(void) flag;
+	(void) ftw;
+	return remove(path);
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(((const test_entry *) a)->name, ((const test_entry *) b)->name);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *filter = argc > 1 ? argv[1] : NULL;
+	int			passed = 0;
+	int			failed = 0;
+
+	qsort(tests, ntests, sizeof(tests[0]), by_name);
+	for (int i = 0; i < ntests; i++)
+	{
+		if (filter && strstr(tests[i].name, filter) == NULL)
+			continue;
+		current_failures = 0;
+		current_tmpdir[0] = '\0';
+		tests[i].fn();
+		if (current_failures == 0)
+		{
+			passed++;
+			printf("ok   %s\n", tests[i].name);
+			if (current_tmpdir[0])
+				nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+		else
+		{
+			failed++;
+			printf("FAIL %s%s%s%s\n", tests[i].name,
+				   current_tmpdir[0] ? " (files kept in " : "",
+				   current_tmpdir[0] ? current_tmpdir : "",
+				   current_tmpdir[0] ? ")" : "");
+
+		}
+		fflush(stdout);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
