@@ -1,0 +1,23 @@
+# ctxstore — PGXS build of the extension from storage/, fdw/ and bgworker/.
+#   make && make install        build and install into the pg_config in PATH
+#   make -C storage check       engine unit tests (no server needed)
+#   scripts/test.sh             every test suite (what README and CI run)
+
+MODULE_big = ctxstore
+EXTENSION  = ctxstore
+DATA       = ctxstore--0.1.sql
+PGFILEDESC = "ctxstore - versioned agent-context store on object storage"
+
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard storage/cx_*.c fdw/*.c bgworker/*.c)))
+
+PG_CPPFLAGS = -Istorage -Ifdw -Ibgworker
+# -Wextra on top of PostgreSQL's own warning set.  PostgreSQL's headers and
+# callback signatures trip -Wunused-parameter, -Wsign-compare and
+# -Wmissing-field-initializers by design, so those three stay off here (the
+# storage engine, built on its own by storage/Makefile, keeps all of -Wextra).
+PG_CFLAGS   = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+SHLIB_LINK  = -lzstd -lcurl -lcrypto -lpthread
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
