@@ -70,6 +70,10 @@ cx_schema  *cx_schema_new(void);
 cx_code		cx_schema_add(cx_schema *s, const char *name, cx_type type,
 						  cx_type elem_type, const char *ext_type, cx_err *err);
 cx_schema  *cx_schema_clone(const cx_schema *s);	/* NULL on OOM */
+/* Checks a schema built by hand (cx_schema_add() already enforces this):
+ * known types, no list of lists, ext_type exactly for external columns,
+ * names non-empty and unique.  CX_ERR_INVALID names the column. */
+cx_code		cx_schema_validate(const cx_schema *s, cx_err *err);
 void		cx_schema_free(cx_schema *s);
 /* Index of the column with this name, or -1. */
 int			cx_schema_find(const cx_schema *s, const char *name);
