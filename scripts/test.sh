@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Runs every ctxstore test suite: storage unit tests (plain and under
+# ASan/UBSan), pg_regress, isolation specs and TAP tests.  Installs what it
+# needs first.  Run as root on Debian 12 (servers run as the postgres user,
+# since initdb refuses root).  Ends with one line "N passed, N failed".
+#
+#   scripts/test.sh                 everything
+#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap)
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+suites=${SUITES:-"unit sanitize regress isolation tap"}
+pgbin=/usr/lib/postgresql/15/bin
+pgxs_test=/usr/lib/postgresql/15/lib/pgxs/src/test
+export PATH="$pgbin:$PATH"
+
+passed=0
+failed=0
+log() { printf '== %s\n' "$*"; }
+count() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+bash "$repo/scripts/install-deps.sh" || { echo "dependency installation failed"; exit 1; }
+
+log "build and install the extension"
+if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/tmp/ctxstore-build.log 2>&1 \
+   || grep -q 'warning:' /tmp/ctxstore-build.log; then
+  cat /tmp/ctxstore-build.log
+  echo "build failed or produced warnings"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# A scratch directory the postgres user owns, holding copies of the test
+# inputs with @store_root@ replaced by a directory unique to this run, so
+# concurrent runs never share a store and expected output stays exact.
+work=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
+chmod 755 "$work"
+mkdir -p "$work/stores"
+for d in sql expected specs t; do
+  [ -d "$repo/$d" ] || continue
+  mkdir -p "$work/$d"
+  for f in "$repo/$d"/*; do
+    [ -f "$f" ] || continue
+    sed "s|@store_root@|$work/stores|g" "$f" > "$work/$d/$(basename "$f")"
+  done
+done
+chown -R postgres: "$work"
+as_pg() { runuser -u postgres -- env PATH="$PATH" "$@"; }
+
+# Runner output "N passed, N failed" (storage unit tests).
+run_unit() {
+  local target=$1 out
+  out=$(make -C "$repo/storage" -s "$target" 2>&1); local rc=$?
+  echo "$out" | grep -v '^ok ' 
+  local line p f
+  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+  if [ -z "$line" ]; then count 0 1; return; fi
+  p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  count "$p" "$f"
+}
+
+# pg_regress / pg_isolation_regress summary: "All N tests passed." or
+# "M of N tests failed."
+run_pg_regress() {
+  local name=$1; shift
+  local out rc
+  out=$(cd "$work" && as_pg "$@" 2>&1); rc=$?
+  echo "$out"
+  local all some
+  all=$(echo "$out" | sed -n 's/.*All \([0-9]*\) tests passed.*/\1/p' | tail -1)
+  some=$(echo "$out" | sed -n 's/.* \([0-9]*\) of \([0-9]*\) tests failed.*/\1 \2/p' | tail -1)
+  if [ -n "$all" ]; then count "$all" 0
+  elif [ -n "$some" ]; then set -- $some; count $(($2 - $1)) "$1"
+  else count 0 1
+  fi
+  if [ "$rc" -ne 0 ]; then
+    [ -f "$work/$name/regression.diffs" ] && head -c 20000 "$work/$name/regression.diffs"
+  fi
+}
+
+regress_tests() {  # $1 = 1 for tests that need the preload, 0 for the others
+  local f n
+  for f in "$work"/sql/*.sql; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f" .sql)
+    case "$n" in nopreload_*) [ "$1" = 0 ] && echo "$n" ;; *) [ "$1" = 1 ] && echo "$n" ;; esac
+  done
+}
+
+for suite in $suites; do
+  case "$suite" in
+  unit)
+    log "storage unit tests"
+    run_unit check ;;
+  sanitize)
+    log "storage unit tests under ASan + UBSan"
+    run_unit check-sanitize ;;
+  regress)
+    log "pg_regress (shared_preload_libraries = ctxstore)"
+    tests=$(regress_tests 1)
+    if [ -n "$tests" ]; then
+      mkdir -p "$work/regress" && chown postgres: "$work/regress"
+      run_pg_regress regress "$pgxs_test/regress/pg_regress" \
+        --temp-instance="$work/regress/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --inputdir="$work" --outputdir="$work/regress" --bindir="$pgbin" $tests
+    fi
+    tests=$(regress_tests 0)
+    if [ -n "$tests" ]; then
+      log "pg_regress (without shared_preload_libraries)"
+      mkdir -p "$work/nopreload" && chown postgres: "$work/nopreload"
+      run_pg_regress nopreload "$pgxs_test/regress/pg_regress" \
+        --temp-instance="$work/nopreload/tmp_check" \
+        --inputdir="$work" --outputdir="$work/nopreload" --bindir="$pgbin" $tests
+    fi ;;
+  isolation)
+    specs=$(cd "$work" && ls specs/*.spec 2>/dev/null | xargs -rn1 basename | sed 's/\.spec$//')
+    if [ -n "$specs" ]; then
+      log "isolation specs"
+      mkdir -p "$work/isolation" && chown postgres: "$work/isolation"
+      run_pg_regress isolation "$pgxs_test/isolation/pg_isolation_regress" \
+        --temp-instance="$work/isolation/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --inputdir="$work" --outputdir="$work/isolation" --bindir="$pgbin" $specs
+    fi ;;
+  tap)
+    if ls "$work"/t/*.pl >/dev/null 2>&1; then
+      log "TAP tests"
+      out=$(cd "$work" && as_pg env TESTDIR="$work" PG_REGRESS="$pgxs_test/regress/pg_regress" \
+              CTXSTORE_STORE_ROOT="$work/stores" \
+              prove -I "$pgxs_test/perl" -I "$work/t" t/ 2>&1); rc=$?
+      echo "$out"
+      tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')
+      ttotal=$(echo "$out" | sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' | tail -1)
+      if [ -z "$ttotal" ]; then count 0 1
+      else
+        [ "$rc" -ne 0 ] && [ "$tfail" -eq 0 ] && tfail=1
+        count $((ttotal - tfail)) "$tfail"
+      fi
+    fi ;;
+  *) echo "unknown suite $suite"; count 0 1 ;;
+  esac
+done
+
+[ "$failed" -eq 0 ] && [ -z "${KEEP_TEST_DIR:-}" ] && rm -rf "$work"
+[ "$failed" -ne 0 ] && echo "test files kept in $work"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
