@@ -1,1 +1,562 @@
-int main(void) { return 0; }
+/*
+ * ctxstore-inspect — look inside a ctxstore store without a server.
+ *
+ *   ctxstore-inspect URI versions              list committed versions
+ *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest)
+ *   ctxstore-inspect URI fragment KEY          schema, row groups, chunk stats
+ *   ctxstore-inspect URI rows [VERSION] [LIMIT]   print rows of a version
+ *   ctxstore-inspect URI verify                check every checksum in the store
+ *
+ * Exit status: 0 on success, 1 on an engine error (message on stderr),
+ * 2 on bad usage, 3 when verify found corrupt objects.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cx_commit.h"
+#include "cx_fragment.h"
+#include "cx_manifest.h"
+#include "cx_objstore.h"
+
+/* PostgreSQL's epoch (2000-01-01) in days and seconds after the Unix epoch. */
+#define PG_EPOCH_DAYS 10957
+#define USECS_PER_DAY INT64_C(86400000000)
+
+static int
+usage(void)
+{
+	fprintf(stderr,
+			"usage: ctxstore-inspect URI versions\n"
+			"       ctxstore-inspect URI manifest [VERSION]\n"
+			"       ctxstore-inspect URI fragment KEY\n"
+			"       ctxstore-inspect URI rows [VERSION|latest] [LIMIT]\n"
+			"       ctxstore-inspect URI verify\n");
+	return 2;
+}
+
+static int
+fail(const cx_err *err)
+{
+	fprintf(stderr, "ctxstore-inspect: %s (%s)\n", err->msg,
+			cx_code_name(err->code));
+	return 1;
+}
+
+/* Gregorian date from days since 1970-01-01 (Howard Hinnant's algorithm). */
+static void
+civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+	int64_t		era,
+				yoe,
+				doy,
+				mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	yoe = z - era * 146097;
+	yoe = (yoe - yoe / 1460 + yoe / 36524 - yoe / 146096) / 365;
+	doy = z - era * 146097 - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = (int) (doy - (153 * mp + 2) / 5 + 1);
+	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+static void
+print_date(int64_t days_since_2000)
+{
+	int64_t		y;
+	int			m,
+				d;
+
+	civil_from_days(days_since_2000 + PG_EPOCH_DAYS, &y, &m, &d);
+	printf("%04" PRId64 "-%02d-%02d", y, m, d);
+}
+
+static void
+print_time_of_day(int64_t usec)
+{
+	printf("%02" PRId64 ":%02" PRId64 ":%02" PRId64 ".%06" PRId64,
+		   usec / INT64_C(3600000000), usec / 60000000 % 60,
+		   usec / 1000000 % 60, usec % 1000000);
+}
+
+static void
+print_timestamp(int64_t usec, bool utc)
+{
+	int64_t		days = usec / USECS_PER_DAY;
+	int64_t		rem = usec % USECS_PER_DAY;
+
+	if (rem < 0)
+	{
+		rem += USECS_PER_DAY;
+		days--;
+	}
+	print_date(days);
+	putchar(' ');
+	print_time_of_day(rem);
+	if (utc)
+		printf("+00");
+}
+
+static void
+print_bytes_quoted(const uint8_t *p, size_t n)
+{
+	putchar('"');
+	for (size_t i = 0; i < n; i++)
+	{
+		if (p[i] == '"' || p[i] == '\\')
+			printf("\\%c", p[i]);
+		else if (p[i] < 0x20)
+			printf("\\x%02x", p[i]);
+		else
+			putchar(p[i]);
+	}
+	putchar('"');
+}
+
+static void
+print_hex(const uint8_t *p, size_t n)
+{
+	printf("\\x");
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", p[i]);
+}
+
+static void
+print_float(double v)
+{
+	if (isnan(v))
+		printf("NaN");
+	else if (isinf(v))
+		printf(v > 0 ? "Infinity" : "-Infinity");
+	else
+		printf("%.17g", v);
+}
+
+static void print_value(const cx_colvec *v, uint32_t row);
+
+static void
+print_scalar(const cx_datum *d, cx_type type)
+{
+	switch (type)
+	{
+		case CX_T_BOOL:
+			printf(d->v.b ? "true" : "false");
+			break;
+		case CX_T_INT16:
+			printf("%d", d->v.i16);
+			break;
+		case CX_T_INT32:
+			printf("%" PRId32, d->v.i32);
+			break;
+		case CX_T_INT64:
+			printf("%" PRId64, d->v.i64);
+			break;
+		case CX_T_FLOAT32:
+			print_float(d->v.f32);
+			break;
+		case CX_T_FLOAT64:
+			print_float(d->v.f64);
+			break;
+		case CX_T_DATE:
+			print_date(d->v.i32);
+			break;
+		case CX_T_TIME:
+			print_time_of_day(d->v.i64);
+			break;
+		case CX_T_TIMESTAMP:
+		case CX_T_TIMESTAMPTZ:
+			print_timestamp(d->v.i64, type == CX_T_TIMESTAMPTZ);
+			break;
+		case CX_T_UUID:
+			for (int i = 0; i < 16; i++)
+				printf("%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "",
+					   d->v.uuid[i]);
+			break;
+		case CX_T_INTERVAL:
+			printf("%" PRId32 " months %" PRId32 " days %" PRId64 " us",
+				   d->v.interval.months, d->v.interval.days, d->v.interval.usec);
+			break;
+		case CX_T_BINARY:
+		case CX_T_EXTERNAL:
+			print_hex(d->v.bytes.ptr, d->v.bytes.len);
+			break;
+		case CX_T_STRING:
+		case CX_T_JSON:
+		case CX_T_JSONB:
+		case CX_T_NUMERIC:
+			print_bytes_quoted(d->v.bytes.ptr, d->v.bytes.len);
+			break;
+		case CX_T_LIST:
+			break;
+	}
+}
+
+static void
+print_value(const cx_colvec *v, uint32_t row)
+{
+	cx_datum	d;
+
+	cx_colvec_get(v, row, &d);
+	if (d.isnull)
+	{
+		printf("NULL");
+		return;
+	}
+	if (v->type != CX_T_LIST)
+	{
+		print_scalar(&d, v->type);
+		return;
+	}
+	putchar('[');
+	for (uint32_t i = 0; i < d.v.slice.n; i++)
+	{
+		if (i > 0)
+			printf(", ");
+		print_value(d.v.slice.elems, d.v.slice.start + i);
+	}
+	putchar(']');
+}
+
+static void
+print_schema(const cx_schema *s)
+{
+	for (uint32_t i = 0; i < s->ncolumns; i++)
+	{
+		const cx_column *c = &s->columns[i];
+
+		printf("  %-24s %s", c->name, cx_type_name(c->type));
+		if (c->type == CX_T_LIST)
+			printf("<%s>", cx_type_name(c->elem_type));
+		if (c->ext_type)
+			printf(" (%s)", c->ext_type);
+		putchar('\n');
+	}
+}
+
+static void
+print_commit_id(const uint8_t *id)
+{
+	for (int i = 0; i < 16; i++)
+		printf("%02x", id[i]);
+}
+
+static void
+print_utc_us(int64_t unix_us)
+{
+	print_timestamp(unix_us - (int64_t) PG_EPOCH_DAYS * USECS_PER_DAY, true);
+}
+
+typedef struct versions_ctx
+{
+	cx_objstore *store;
+	cx_err	   *err;
+	int			rc;
+} versions_ctx;
+
+static bool
+print_version_line(void *arg, uint64_t version)
+{
+	versions_ctx *ctx = arg;
+	cx_manifest *m;
+
+	if (cx_manifest_load(ctx->store, version, &m, ctx->err) != CX_OK)
+	{
+		ctx->rc = fail(ctx->err);
+		return false;
+	}
+	printf("%10" PRIu64 "  ", version);
+	print_utc_us(m->committed_at_us);
+	printf("  %-10s %17" PRIu64 " %16" PRIu32 "\n",
+		   m->operation, cx_manifest_rows(m), m->nfragments);
+	cx_manifest_free(m);
+	return true;
+}
+
+static int
+cmd_versions(cx_objstore *s, cx_err *err)
+{
+	versions_ctx ctx = {s, err, 0};
+
+	printf("%10s  %-29s  %-10s %17s %16s\n", "version", "committed at (UTC)",
+		   "operation", "rows", "fragments");
+	if (cx_manifest_list_versions(s, print_version_line, &ctx, err) != CX_OK)
+		return fail(err);
+	return ctx.rc;
+}
+
+static int
+load_version(cx_objstore *s, const char *arg, cx_manifest **m, cx_err *err)
+{
+	if (arg == NULL || strcmp(arg, "latest") == 0)
+	{
+		if (cx_manifest_load_latest(s, m, err) != CX_OK)
+			return fail(err);
+		if (*m == NULL)
+		{
+			printf("empty store (no version committed)\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (cx_manifest_load(s, strtoull(arg, NULL, 10), m, err) != CX_OK)
+		return fail(err);
+	return 0;
+}
+
+static void
+print_stats(const cx_colstats *st, const cx_column *col)
+{
+	printf("nulls %" PRIu64 " values %" PRIu64, st->null_count, st->value_count);
+	if (st->has_min)
+	{
+		printf(" min ");
+		print_hex(st->min, st->min_len);
+	}
+	if (st->has_max)
+	{
+		printf(" max ");
+		print_hex(st->max, st->max_len);
+	}
+	(void) col;
+}
+
+static int
+cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
+{
+	cx_manifest *m;
+	int			rc = load_version(s, arg, &m, err);
+
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	printf("version      %" PRIu64 "\ncommit id    ", m->version);
+	print_commit_id(m->commit_id);
+	printf("\ncommitted at ");
+	print_utc_us(m->committed_at_us);
+	printf("\noperation    %s\nrows         %" PRIu64 "\nschema%s\n",
+		   m->operation, cx_manifest_rows(m), m->schema ? ":" : " (none yet)");
+	if (m->schema)
+		print_schema(m->schema);
+	printf("fragments    %" PRIu32 "\n", m->nfragments);
+	for (uint32_t i = 0; i < m->nfragments; i++)
+	{
+		const cx_fragment_info *f = &m->fragments[i];
+
+		printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  footer @%" PRIu64 "+%" PRIu32 "\n",
+			   f->path, f->size, f->rows, f->footer_offset, f->footer_len);
+		for (uint32_t c = 0; c < f->ncolumns && m->schema; c++)
+		{
+			printf("    %-22s ", m->schema->columns[c].name);
+			print_stats(&f->stats[c], &m->schema->columns[c]);
+			putchar('\n');
+		}
+	}
+	for (uint32_t i = 0; i < m->nexts; i++)
+		printf("extension    tag %" PRIu32 ", %" PRIu32 " bytes\n",
+			   m->exts[i].tag, m->exts[i].len);
+	cx_manifest_free(m);
+	return 0;
+}
+
+static int
+cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
+{
+	cx_fragr   *r;
+	const cx_schema *schema;
+
+	if (cx_fragr_open(s, key, 0, &r, err) != CX_OK)
+		return fail(err);
+	schema = cx_fragr_schema(r);
+	printf("fragment %s: %" PRIu64 " rows in %" PRIu32 " row groups\nschema:\n",
+		   key, cx_fragr_rows(r), cx_fragr_num_groups(r));
+	print_schema(schema);
+	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+	{
+		printf("row group %" PRIu32 ": %" PRIu32 " rows\n", g,
+			   cx_fragr_group_rows(r, g));
+		for (uint32_t c = 0; c < schema->ncolumns; c++)
+		{
+			const cx_chunk_meta *ch = cx_fragr_chunk(r, g, c);
+
+			printf("  %-22s @%" PRIu64 " stored %" PRIu32 " raw %" PRIu32 " %s  ",
+				   schema->columns[c].name, ch->offset, ch->stored_len,
+				   ch->raw_len, ch->codec ? "zstd" : "raw");
+			print_stats(&ch->stats, &schema->columns[c]);
+			putchar('\n');
+		}
+	}
+	cx_fragr_close(r);
+	return 0;
+}
+
+/* Prints up to *left rows of one fragment, every column. */
+static int
+print_fragment_rows(cx_objstore *s, const cx_fragment_info *f,
+					uint64_t *left, cx_err *err)
+{
+	cx_fragr   *r;
+	int			rc = 0;
+
+	if (cx_fragr_open(s, f->path, f->size, &r, err) != CX_OK)
+		return fail(err);
+	for (uint32_t g = 0; g < cx_fragr_num_groups(r) && *left > 0 && rc == 0; g++)
+	{
+		cx_rowgroup *rg;
+		const cx_schema *schema = cx_fragr_schema(r);
+
+		if (cx_fragr_read_group(r, g, NULL, &rg, err) != CX_OK)
+		{
+			rc = fail(err);
+			break;
+		}
+		for (uint32_t i = 0; i < cx_rowgroup_rows(rg) && *left > 0; i++, (*left)--)
+		{
+			for (uint32_t c = 0; c < schema->ncolumns; c++)
+			{
+				printf(c ? " | " : "");
+				print_value(cx_rowgroup_column(rg, c), i);
+			}
+			putchar('\n');
+		}
+		cx_rowgroup_free(rg);
+	}
+	cx_fragr_close(r);
+	return rc;
+}
+
+static int
+cmd_rows(cx_objstore *s, const char *version, const char *limit, cx_err *err)
+{
+	cx_manifest *m;
+	uint64_t	left = limit ? strtoull(limit, NULL, 10) : UINT64_MAX;
+	int			rc = load_version(s, version, &m, err);
+
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	if (m->schema)
+		for (uint32_t c = 0; c < m->schema->ncolumns; c++)
+			printf("%s%s", c ? " | " : "", m->schema->columns[c].name);
+	putchar('\n');
+	for (uint32_t i = 0; i < m->nfragments && left > 0 && rc == 0; i++)
+		rc = print_fragment_rows(s, &m->fragments[i], &left, err);
+	cx_manifest_free(m);
+	return rc;
+}
+
+/* verify: every manifest decodes; every fragment's footer and chunks check. */
+typedef struct verify_ctx
+{
+	cx_objstore *store;
+	uint64_t	objects;
+	uint64_t	bad;
+} verify_ctx;
+
+static void
+verify_failed(verify_ctx *ctx, const cx_err *err)
+{
+	ctx->bad++;
+	printf("BAD  %s (%s)\n", err->msg, cx_code_name(err->code));
+}
+
+static void
+verify_fragment(verify_ctx *ctx, const char *key)
+{
+	cx_err		err;
+	cx_fragr   *r;
+
+	if (cx_fragr_open(ctx->store, key, 0, &r, &err) != CX_OK)
+	{
+		verify_failed(ctx, &err);
+		return;
+	}
+	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+	{
+		cx_rowgroup *rg;
+
+		if (cx_fragr_read_group(r, g, NULL, &rg, &err) != CX_OK)
+		{
+			verify_failed(ctx, &err);
+			break;
+		}
+		cx_rowgroup_free(rg);
+	}
+	cx_fragr_close(r);
+}
+
+static void
+verify_manifest(verify_ctx *ctx, const char *key)
+{
+	cx_err		err;
+	cx_buf		b;
+	cx_manifest *m;
+
+	cx_buf_init(&b);
+	if (cx_obj_get(ctx->store, key, &b, &err) != CX_OK ||
+		cx_manifest_decode(b.data, b.len, key, &m, &err) != CX_OK)
+		verify_failed(ctx, &err);
+	else
+		cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+static bool
+verify_object(void *arg, const char *key, uint64_t size)
+{
+	verify_ctx *ctx = arg;
+	size_t		n = strlen(key);
+
+	(void) size;
+	if (n > 4 && strcmp(key + n - 4, ".cxf") == 0)
+		verify_fragment(ctx, key);
+	else if (n > 9 && strcmp(key + n - 9, ".manifest") == 0)
+		verify_manifest(ctx, key);
+	else
+		return true;
+	ctx->objects++;
+	return true;
+}
+
+static int
+cmd_verify(cx_objstore *s, cx_err *err)
+{
+	verify_ctx	ctx = {s, 0, 0};
+
+	if (cx_obj_list(s, "", verify_object, &ctx, err) != CX_OK)
+		return fail(err);
+	printf("%" PRIu64 " objects checked, %" PRIu64 " bad\n", ctx.objects, ctx.bad);
+	return ctx.bad ? 3 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	cx_objstore *s;
+	cx_err		err;
+	const char *cmd;
+	int			rc;
+
+	if (argc < 3)
+		return usage();
+	cmd = argv[2];
+	if (cx_objstore_open(argv[1], NULL, 0, &s, &err) != CX_OK)
+		return fail(&err);
+	if (strcmp(cmd, "versions") == 0 && argc == 3)
+		rc = cmd_versions(s, &err);
+	else if (strcmp(cmd, "manifest") == 0 && argc <= 4)
+		rc = cmd_manifest(s, argc == 4 ? argv[3] : NULL, &err);
+	else if (strcmp(cmd, "fragment") == 0 && argc == 4)
+		rc = cmd_fragment(s, argv[3], &err);
+	else if (strcmp(cmd, "rows") == 0 && argc <= 5)
+		rc = cmd_rows(s, argc >= 4 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL, &err);
+	else if (strcmp(cmd, "verify") == 0 && argc == 3)
+		rc = cmd_verify(s, &err);
+	else
+		rc = usage();
+	cx_obj_close(s);
+	return rc;
+}
