@@ -21,3 +21,19 @@ SHLIB_LINK  = -lzstd -lcurl -lcrypto -lpthread
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The inspection CLI, built from the same engine sources by storage/Makefile,
+# is installed next to PostgreSQL's own programs.
+INSPECT = storage/build/ctxstore-inspect
+
+all: $(INSPECT)
+
+$(INSPECT): $(wildcard storage/*.c storage/*.h storage/tools/*.c)
+	$(MAKE) -C storage build/ctxstore-inspect
+
+install: install-inspect
+
+install-inspect: $(INSPECT)
+	$(INSTALL_PROGRAM) $(INSPECT) '$(DESTDIR)$(bindir)/ctxstore-inspect'
+
+.PHONY: install-inspect
