@@ -31,7 +31,10 @@ typedef enum cx_put_mode
 	CX_PUT_IF_ABSENT = 1		/* fail with CX_ERR_EXISTS if the key exists */
 } cx_put_mode;
 
-/* Request accounting; backends bump these, callers read them for stats. */
+/* Request accounting, read by callers for stats.  The cx_obj_* wrappers count
+ * every operation they dispatch (after key validation, whether or not it
+ * succeeds) and the payload bytes of successful ones, so every backend gets
+ * the same accounting; backends bump only retries and connections. */
 typedef struct cx_objstats
 {
 	uint64_t	puts;
@@ -73,7 +76,9 @@ typedef struct cx_objstore_ops
 						 void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
 	/* Streaming upload: begin, write any number of times, then finish
-	 * (publishes the object atomically, honouring mode) or abort. */
+	 * (publishes the object atomically, honouring mode) or abort.  finish
+	 * and abort free the upload whatever the outcome; after a failed write
+	 * the caller still calls abort. */
 	cx_code		(*upload_begin) (cx_objstore *s, const char *key,
 								 cx_put_mode mode, cx_upload **up, cx_err *err);
 	cx_code		(*upload_write) (cx_upload *up, const void *data, size_t len,
@@ -83,7 +88,8 @@ typedef struct cx_objstore_ops
 	void		(*close) (cx_objstore *s);
 } cx_objstore_ops;
 
-/* Backends embed this as the first member of their upload state. */
+/* Backends embed this as the first member of their upload state, fill it in
+ * upload_begin and keep written current. */
 struct cx_upload
 {
 	cx_objstore *store;
@@ -100,7 +106,8 @@ struct cx_objstore
 };
 
 /* Opens the store a URI names: file:///abs/path (s3:// and az:// later).
- * options may be NULL when noptions is 0. */
+ * options may be NULL when noptions is 0; file:// takes none and refuses any
+ * as unknown (CX_ERR_INVALID). */
 cx_code		cx_objstore_open(const char *uri, const cx_option *options,
 							 size_t noptions, cx_objstore **out, cx_err *err);
 
@@ -118,12 +125,16 @@ cx_code		cx_key_validate(const char *key, cx_err *err);
  */
 cx_code		cx_obj_put(cx_objstore *s, const char *key, const void *data,
 					   size_t len, cx_put_mode mode, cx_err *err);
+/* Both gets reset out first; it then holds exactly the bytes read. */
 cx_code		cx_obj_get(cx_objstore *s, const char *key, cx_buf *out,
 					   cx_err *err);
 cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
 							 size_t len, cx_buf *out, cx_err *err);
 cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 						cx_err *err);
+/* Every key that starts with prefix, a key prefix rather than a directory
+ * ("_versions/000" matches "_versions/0001.manifest"); it may be empty or end
+ * in '/'. */
 cx_code		cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn,
 						void *arg, cx_err *err);
 /* Deleting a missing object is not an error. */

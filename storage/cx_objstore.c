@@ -1,0 +1,310 @@
+/*
+ * cx_objstore.c — the backend-independent half of the object-store layer.
+ *
+ * Everything every backend would otherwise repeat lives here: key validation,
+ * URI parsing, request accounting (s->stats) and the uniform error message
+ * "<op> <uri>/<key>: <reason>".  Backends report only the reason.
+ */
+#include "cx_objstore.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+/* Longer keys are shortened in messages so that the reason still fits. */
+#define MSG_KEY_MAX 200
+
+/* Longer scheme names are shortened in the "unsupported scheme" message. */
+#define MSG_SCHEME_MAX 32
+
+/*
+ * Checks a key, or with is_prefix a listing prefix (which may also be empty or
+ * end in '/').  The message is the bare reason; callers add the context.
+ */
+static cx_code
+key_check(const char *key, bool is_prefix, cx_err *err)
+{
+	size_t		len;
+	size_t		start;
+
+	if (key == NULL)
+		return cx_err_set(err, CX_ERR_INVALID, "key is missing");
+	len = strlen(key);
+	if (len == 0)
+		return is_prefix ? CX_OK : cx_err_set(err, CX_ERR_INVALID, "empty key");
+	if (len > CX_KEY_MAX)
+		return cx_err_set(err, CX_ERR_INVALID, "%zu bytes, more than %d",
+						  len, CX_KEY_MAX);
+	if (key[0] == '/')
+		return cx_err_set(err, CX_ERR_INVALID, "keys are relative: leading '/'");
+	if (memchr(key, '\\', len) != NULL)
+		return cx_err_set(err, CX_ERR_INVALID, "backslash not allowed");
+	if (is_prefix && key[len - 1] == '/')
+		len--;
+
+	/* Walk the segments of key[0 .. len); len > 0 since key[0] != '/'. */
+	start = 0;
+	for (;;)
+	{
+		const char *slash = memchr(key + start, '/', len - start);
+		size_t		end = slash ? (size_t) (slash - key) : len;
+		size_t		seglen = end - start;
+
+		if (seglen == 0)
+			return cx_err_set(err, CX_ERR_INVALID, "empty segment");
+		if ((seglen == 1 && key[start] == '.') ||
+			(seglen == 2 && key[start] == '.' && key[start + 1] == '.'))
+			return cx_err_set(err, CX_ERR_INVALID, "\"%.*s\" segment not allowed",
+							  (int) seglen, key + start);
+		if (end == len)
+			return CX_OK;
+		start = end + 1;
+	}
+}
+
+/* Length of key to show in a message, and whether it was cut. */
+static int
+shown_len(const char *key)
+{
+	size_t		len = strlen(key);
+
+	return (int) (len > MSG_KEY_MAX ? MSG_KEY_MAX : len);
+}
+
+static const char *
+cut_mark(const char *key)
+{
+	return strlen(key) > MSG_KEY_MAX ? "..." : "";
+}
+
+cx_code
+cx_key_validate(const char *key, cx_err *err)
+{
+	if (key_check(key, false, err) == CX_OK)
+		return CX_OK;
+	if (key == NULL)
+		return err->code;
+	return cx_err_prefix(err, "invalid key \"%.*s%s\"", shown_len(key), key,
+						 cut_mark(key));
+}
+
+/* Turns a backend's bare reason into "<op> <uri>/<key>: <reason>". */
+static cx_code
+op_failed(cx_objstore *s, const char *op, const char *key, cx_err *err)
+{
+	if (key == NULL)
+		key = "";
+	return cx_err_prefix(err, "%s %s/%.*s%s", op, s->uri, shown_len(key), key,
+						 cut_mark(key));
+}
+
+static cx_code
+check_or_fail(cx_objstore *s, const char *op, const char *key, bool is_prefix,
+			  cx_err *err)
+{
+	if (key_check(key, is_prefix, err) == CX_OK)
+		return CX_OK;
+	cx_err_prefix(err, "invalid %s", is_prefix ? "prefix" : "key");
+	return op_failed(s, op, key, err);
+}
+
+cx_code
+cx_obj_put(cx_objstore *s, const char *key, const void *data, size_t len,
+		   cx_put_mode mode, cx_err *err)
+{
+	if (check_or_fail(s, "put", key, false, err) != CX_OK)
+		return err->code;
+	s->stats.puts++;
+	if (s->ops->put(s, key, data, len, mode, err) != CX_OK)
+		return op_failed(s, "put", key, err);
+	s->stats.bytes_written += len;
+	return CX_OK;
+}
+
+cx_code
+cx_obj_get(cx_objstore *s, const char *key, cx_buf *out, cx_err *err)
+{
+	return cx_obj_get_range(s, key, 0, SIZE_MAX, out, err);
+}
+
+cx_code
+cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+				 cx_buf *out, cx_err *err)
+{
+	cx_buf_reset(out);
+	if (check_or_fail(s, "get", key, false, err) != CX_OK)
+		return err->code;
+	s->stats.gets++;
+	if (s->ops->get(s, key, offset, len, out, err) != CX_OK)
+	{
+		cx_buf_reset(out);
+		return op_failed(s, "get", key, err);
+	}
+	s->stats.bytes_read += out->len;
+	return CX_OK;
+}
+
+cx_code
+cx_obj_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+{
+	if (check_or_fail(s, "head", key, false, err) != CX_OK)
+		return err->code;
+	s->stats.heads++;
+	if (s->ops->head(s, key, size, err) != CX_OK)
+		return op_failed(s, "head", key, err);
+	return CX_OK;
+}
+
+cx_code
+cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+			cx_err *err)
+{
+	if (check_or_fail(s, "list", prefix, true, err) != CX_OK)
+		return err->code;
+	s->stats.lists++;
+	if (s->ops->list(s, prefix, fn, arg, err) != CX_OK)
+		return op_failed(s, "list", prefix, err);
+	return CX_OK;
+}
+
+cx_code
+cx_obj_delete(cx_objstore *s, const char *key, cx_err *err)
+{
+	if (check_or_fail(s, "delete", key, false, err) != CX_OK)
+		return err->code;
+	s->stats.deletes++;
+	if (s->ops->del(s, key, err) != CX_OK)
+		return op_failed(s, "delete", key, err);
+	return CX_OK;
+}
+
+/* An upload counts as one put, from begin; its bytes count once published. */
+cx_code
+cx_obj_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
+					cx_upload **up, cx_err *err)
+{
+	*up = NULL;
+	if (check_or_fail(s, "upload", key, false, err) != CX_OK)
+		return err->code;
+	s->stats.puts++;
+	if (s->ops->upload_begin(s, key, mode, up, err) != CX_OK)
+	{
+		*up = NULL;
+		return op_failed(s, "upload", key, err);
+	}
+	return CX_OK;
+}
+
+cx_code
+cx_obj_upload_write(cx_upload *up, const void *data, size_t len, cx_err *err)
+{
+	cx_objstore *s = up->store;
+
+	if (s->ops->upload_write(up, data, len, err) != CX_OK)
+		return op_failed(s, "upload", up->key, err);
+	return CX_OK;
+}
+
+cx_code
+cx_obj_upload_finish(cx_upload *up, cx_err *err)
+{
+	cx_objstore *s = up->store;
+	uint64_t	written = up->written;
+	char		key[CX_KEY_MAX + 1];
+
+	/* finish frees up, so keep what the message and the stats need. */
+	memcpy(key, up->key, sizeof(key));
+	if (s->ops->upload_finish(up, err) != CX_OK)
+		return op_failed(s, "upload", key, err);
+	s->stats.bytes_written += written;
+	return CX_OK;
+}
+
+void
+cx_obj_upload_abort(cx_upload *up)
+{
+	if (up != NULL)
+		up->store->ops->upload_abort(up);
+}
+
+void
+cx_obj_close(cx_objstore *s)
+{
+	if (s != NULL)
+		s->ops->close(s);
+}
+
+static bool
+has_scheme(const char *uri, const char *scheme)
+{
+	return strncasecmp(uri, scheme, strlen(scheme)) == 0;
+}
+
+static cx_code
+open_file(const char *uri, const cx_option *options, size_t noptions,
+		  cx_objstore **out, cx_err *err)
+{
+	const char *path = uri + strlen("file://");
+
+	if (path[0] != '/')
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "object store URI \"%s\" needs an absolute path, as in file:///var/lib/ctxstore",
+						  uri);
+	/* The local backend has no options; refusing them catches typos. */
+	if (noptions > 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "unknown option \"%s\" for a file:// store",
+						  options[0].name ? options[0].name : "");
+	return cx_objstore_open_local(path, out, err);
+}
+
+cx_code
+cx_objstore_open(const char *uri, const cx_option *options, size_t noptions,
+				 cx_objstore **out, cx_err *err)
+{
+	size_t		scheme_len;
+
+	*out = NULL;
+	if (uri == NULL || uri[0] == '\0')
+		return cx_err_set(err, CX_ERR_INVALID, "object store URI is empty");
+	if (has_scheme(uri, "file://"))
+		return open_file(uri, options, noptions, out, err);
+	if (has_scheme(uri, "s3://") || has_scheme(uri, "az://"))
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "%.2s:// object stores are not built yet", uri);
+
+	/* Name only the scheme: the rest of a URI may carry a secret. */
+	scheme_len = strcspn(uri, ":/");
+	if (scheme_len > MSG_SCHEME_MAX)
+		scheme_len = MSG_SCHEME_MAX;
+	return cx_err_set(err, CX_ERR_INVALID,
+					  "unsupported object store URI scheme \"%.*s\"; supported: file://, s3://, az://",
+					  (int) scheme_len, uri);
+}
+
+cx_code
+cx_random_bytes(void *buf, size_t n, cx_err *err)
+{
+	uint8_t    *p = buf;
+
+	while (n > 0)
+	{
+		ssize_t		got = getrandom(p, n, 0);
+
+		if (got < 0)
+		{
+			char		msg[128];
+			int			e = errno;
+
+			if (e == EINTR)
+				continue;
+			return cx_err_set(err, CX_ERR_IO, "getrandom: %s",
+							  strerror_r(e, msg, sizeof(msg)));
+		}
+		/* Reads above 256 bytes may come back short; loop for the rest. */
+		p += got;
+		n -= (size_t) got;
+	}
+	return CX_OK;
+}
