@@ -84,6 +84,9 @@ cx_code		cx_fragw_open(cx_objstore *s, const char *key,
 /* values has schema->ncolumns entries, in schema order. */
 cx_code		cx_fragw_append(cx_fragw *w, const cx_datum *values, cx_err *err);
 uint64_t	cx_fragw_rows(const cx_fragw *w);
+/* Raw bytes of the row group buffered in memory (not yet uploaded); bounded
+ * by about one row group (rows_per_group / max_group_bytes). */
+uint64_t	cx_fragw_buffered_bytes(const cx_fragw *w);
 /* Writes the footer and publishes the object; info receives its description
  * (caller frees with cx_fragment_info_free).  Frees w in every case. */
 cx_code		cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err);
