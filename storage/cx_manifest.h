@@ -76,6 +76,11 @@ cx_code		cx_manifest_latest_version(cx_objstore *s, uint64_t *version,
 cx_code		cx_manifest_load_latest(cx_objstore *s, cx_manifest **out,
 									cx_err *err);
 
+/* Overwrites the "_latest" hint with version.  Callers treat a failure as
+ * harmless: a stale or missing hint only costs readers extra requests. */
+cx_code		cx_manifest_write_hint(cx_objstore *s, uint64_t version,
+								   cx_err *err);
+
 /* Calls fn for every version present, ascending (via a listing). */
 typedef bool (*cx_version_fn) (void *arg, uint64_t version);
 cx_code		cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn,

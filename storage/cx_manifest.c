@@ -1,0 +1,794 @@
+/*
+ * cx_manifest.c — base-table manifests: building, (de)serialising, loading,
+ * and finding the newest version.
+ *
+ * The byte layout is specified in docs/FORMAT.md ("Manifests").  Decoding
+ * trusts nothing: the frame (magic, format version, length, CRC-32C) is
+ * checked before any field is read, every field read is bounds-checked, and
+ * counts are checked against the bytes left before anything is allocated.
+ *
+ * Finding the newest version relies on one property of the store: the
+ * versions present form a contiguous range [oldest, newest].  Committers only
+ * ever add newest + 1 (cx_commit.c) and GC only removes a prefix of old
+ * versions, so if version v exists, every version between v and the newest
+ * exists too, and the newest can be found by probing forward from any
+ * existing version.
+ */
+#include "cx_manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cx_crc32c.h"
+
+#define HEADER_LEN 12			/* magic, format, flags, body length */
+#define TRAILER_LEN 4			/* CRC-32C of everything before it */
+#define COMMIT_ID_LEN 16
+
+#define HINT_MAGIC "CXL1"
+#define HINT_LEN 16				/* magic, u64 version, u32 CRC-32C */
+
+#define KEY_DIGITS 20
+#define KEY_SUFFIX ".manifest"
+
+/* Smallest encoded fragment entry (empty path, no columns) and extension. */
+#define MIN_FRAGMENT_LEN (2 + 8 + 8 + 8 + 4 + 4)
+#define MIN_EXT_LEN (4 + 4)
+
+/* "<uri>/<key>", the name error messages give an object. */
+typedef struct objname
+{
+	char		s[CX_ERR_MSG_LEN];
+} objname;
+
+static void
+object_name(const cx_objstore *s, const char *key, objname *name)
+{
+	snprintf(name->s, sizeof(name->s), "%s/%s", s->uri, key);
+}
+
+/* --------------------------------------------------------------------------
+ * Building
+ * -------------------------------------------------------------------------- */
+
+cx_manifest *
+cx_manifest_new(void)
+{
+	return calloc(1, sizeof(cx_manifest));
+}
+
+void
+cx_manifest_free(cx_manifest *m)
+{
+	if (m == NULL)
+		return;
+	free(m->operation);
+	if (m->schema != NULL)
+		cx_schema_free(m->schema);
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		cx_fragment_info_free(&m->fragments[i]);
+	free(m->fragments);
+	for (uint32_t i = 0; i < m->nexts; i++)
+		free(m->exts[i].data);
+	free(m->exts);
+	free(m);
+}
+
+/* Copies src's fragments into c, which has none yet.  False on OOM (c then
+ * holds the ones copied so far, for cx_manifest_free). */
+static bool
+clone_fragments(cx_manifest *c, const cx_manifest *src)
+{
+	cx_err		err;
+
+	if (src->nfragments == 0)
+		return true;
+	c->fragments = calloc(src->nfragments, sizeof(cx_fragment_info));
+	if (c->fragments == NULL)
+		return false;
+	for (uint32_t i = 0; i < src->nfragments; i++)
+	{
+		if (cx_fragment_info_copy(&c->fragments[i], &src->fragments[i],
+								  &err) != CX_OK)
+			return false;
+		c->nfragments = i + 1;
+	}
+	return true;
+}
+
+static bool
+clone_exts(cx_manifest *c, const cx_manifest *src)
+{
+	if (src->nexts == 0)
+		return true;
+	c->exts = calloc(src->nexts, sizeof(cx_manifest_ext));
+	if (c->exts == NULL)
+		return false;
+	for (uint32_t i = 0; i < src->nexts; i++)
+	{
+		const cx_manifest_ext *e = &src->exts[i];
+
+		c->exts[i].data = cx_memdup(e->data, e->len);
+		if (c->exts[i].data == NULL)
+			return false;
+		c->exts[i].tag = e->tag;
+		c->exts[i].len = e->len;
+		c->nexts = i + 1;
+	}
+	return true;
+}
+
+cx_manifest *
+cx_manifest_clone(const cx_manifest *m)
+{
+	cx_manifest *c = cx_manifest_new();
+
+	if (c == NULL)
+		return NULL;
+	c->version = m->version;
+	memcpy(c->commit_id, m->commit_id, COMMIT_ID_LEN);
+	c->committed_at_us = m->committed_at_us;
+	if ((m->operation != NULL &&
+		 (c->operation = cx_strdup(m->operation)) == NULL) ||
+		(m->schema != NULL &&
+		 (c->schema = cx_schema_clone(m->schema)) == NULL) ||
+		!clone_fragments(c, m) ||
+		!clone_exts(c, m))
+	{
+		cx_manifest_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+uint64_t
+cx_manifest_rows(const cx_manifest *m)
+{
+	uint64_t	rows = 0;
+
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		rows += m->fragments[i].rows;
+	return rows;
+}
+
+cx_code
+cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
+						 cx_err *err)
+{
+	cx_fragment_info *grown;
+
+	if (m->nfragments == UINT32_MAX)
+		return cx_err_set(err, CX_ERR_LIMIT,
+						  "manifest already lists %u fragments", m->nfragments);
+	grown = realloc(m->fragments,
+					((size_t) m->nfragments + 1) * sizeof(cx_fragment_info));
+	if (grown == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "adding fragment %s: out of memory",
+						  fi->path);
+	m->fragments = grown;
+	if (cx_fragment_info_copy(&m->fragments[m->nfragments], fi, err) != CX_OK)
+		return err->code;
+	m->nfragments++;
+	return CX_OK;
+}
+
+cx_code
+cx_manifest_set_schema(cx_manifest *m, const cx_schema *s, cx_err *err)
+{
+	cx_schema  *copy = cx_schema_clone(s);
+
+	if (copy == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "copying schema: out of memory");
+	if (m->schema != NULL)
+		cx_schema_free(m->schema);
+	m->schema = copy;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Encoding
+ * -------------------------------------------------------------------------- */
+
+/* A fragment entry a reader would accept (see fragment_ok_to_read too). */
+static bool
+fragment_footer_fits(const cx_fragment_info *fi)
+{
+	return fi->footer_offset <= fi->size &&
+		fi->footer_len <= fi->size - fi->footer_offset;
+}
+
+/* Refuses what the format cannot carry or a reader would reject, so that a
+ * committer never publishes a version nobody can load. */
+static cx_code
+check_encodable(const cx_manifest *m, cx_err *err)
+{
+	if (m->operation != NULL && strlen(m->operation) > UINT16_MAX)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "manifest operation name is longer than %u bytes",
+						  UINT16_MAX);
+	for (uint32_t i = 0; i < m->nfragments; i++)
+	{
+		const cx_fragment_info *fi = &m->fragments[i];
+
+		if (fi->path == NULL)
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "fragment %u of manifest version %llu has no path",
+							  i, (unsigned long long) m->version);
+		if (cx_key_validate(fi->path, err) != CX_OK)
+			return cx_err_prefix(err, "fragment %u of manifest version %llu",
+								 i, (unsigned long long) m->version);
+		if (!fragment_footer_fits(fi) || (fi->ncolumns > 0 && fi->stats == NULL))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "fragment %s: footer or statistics inconsistent with its size",
+							  fi->path);
+	}
+	for (uint32_t i = 0; i < m->nexts; i++)
+		if (m->exts[i].len > 0 && m->exts[i].data == NULL)
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "manifest extension %u has no data", m->exts[i].tag);
+	return CX_OK;
+}
+
+static void
+encode_fragment(const cx_fragment_info *fi, cx_buf *out)
+{
+	cx_buf_put_str16(out, fi->path);
+	cx_buf_put_u64(out, fi->size);
+	cx_buf_put_u64(out, fi->rows);
+	cx_buf_put_u64(out, fi->footer_offset);
+	cx_buf_put_u32(out, fi->footer_len);
+	cx_buf_put_u32(out, fi->ncolumns);
+	for (uint32_t c = 0; c < fi->ncolumns; c++)
+		cx_colstats_encode(&fi->stats[c], out);
+}
+
+static void
+encode_body(const cx_manifest *m, cx_buf *out)
+{
+	cx_buf_put_u64(out, m->version);
+	cx_buf_put(out, m->commit_id, COMMIT_ID_LEN);
+	cx_buf_put_i64(out, m->committed_at_us);
+	cx_buf_put_str16(out, m->operation != NULL ? m->operation : "");
+	cx_buf_put_u8(out, m->schema != NULL);
+	if (m->schema != NULL)
+		cx_schema_encode(m->schema, out);
+	cx_buf_put_u32(out, m->nfragments);
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		encode_fragment(&m->fragments[i], out);
+	cx_buf_put_u32(out, m->nexts);
+	for (uint32_t i = 0; i < m->nexts; i++)
+	{
+		cx_buf_put_u32(out, m->exts[i].tag);
+		cx_buf_put_bytes32(out, m->exts[i].data, m->exts[i].len);
+	}
+}
+
+/* Appends the object to out; on error out is left as it was (or failed). */
+cx_code
+cx_manifest_encode(const cx_manifest *m, cx_buf *out, cx_err *err)
+{
+	size_t		start = out->len;
+	size_t		body_len;
+
+	if (check_encodable(m, err) != CX_OK)
+		return err->code;
+	cx_buf_put(out, CX_MANIFEST_MAGIC, 4);
+	cx_buf_put_u16(out, CX_MANIFEST_FORMAT);
+	cx_buf_put_u16(out, 0);		/* flags */
+	cx_buf_put_u32(out, 0);		/* body length, patched below */
+	encode_body(m, out);
+	if (!cx_buf_ok(out))
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "encoding manifest version %llu: out of memory",
+						  (unsigned long long) m->version);
+	body_len = out->len - start - HEADER_LEN;
+	if (body_len > UINT32_MAX)
+	{
+		out->len = start;
+		return cx_err_set(err, CX_ERR_LIMIT,
+						  "manifest version %llu would be %zu bytes, over the 4 GiB limit",
+						  (unsigned long long) m->version, body_len);
+	}
+	cx_store_u32(out->data + start + 8, (uint32_t) body_len);
+	cx_buf_put_u32(out, cx_crc32c(0, out->data + start, out->len - start));
+	if (!cx_buf_ok(out))
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "encoding manifest version %llu: out of memory",
+						  (unsigned long long) m->version);
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Decoding
+ * -------------------------------------------------------------------------- */
+
+/*
+ * Checks magic, length and checksum, then the format version and flags; on
+ * success *body_len is the body's length.  Every format version keeps this
+ * frame (a change to the frame would change the magic), so the checksum can be
+ * verified before the format version is believed: a damaged object is always
+ * reported as corrupt, and only an intact one as "too new".
+ */
+static cx_code
+check_frame(const uint8_t *data, size_t len, const char *name,
+			uint32_t *body_len, cx_err *err)
+{
+	uint16_t	format;
+	uint16_t	flags;
+	uint64_t	want;
+	uint32_t	stored;
+	uint32_t	computed;
+
+	if (len < 4 || memcmp(data, CX_MANIFEST_MAGIC, 4) != 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: not a manifest (bad magic)", name);
+	if (len < HEADER_LEN + TRAILER_LEN)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: truncated to %zu bytes", name, len);
+	*body_len = cx_load_u32(data + 8);
+	want = (uint64_t) HEADER_LEN + *body_len + TRAILER_LEN;
+	if (len < want)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: truncated: %zu bytes, header announces %llu",
+						  name, len, (unsigned long long) want);
+	if (len > want)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: %llu unexpected bytes after the checksum",
+						  name, (unsigned long long) (len - want));
+	stored = cx_load_u32(data + len - TRAILER_LEN);
+	computed = cx_crc32c(0, data, len - TRAILER_LEN);
+	if (stored != computed)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: checksum mismatch (stored %08x, computed %08x)",
+						  name, stored, computed);
+	format = cx_load_u16(data + 4);
+	if (format == 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: invalid format version 0", name);
+	if (format > CX_MANIFEST_FORMAT)
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "manifest %s: format version %u is newer than this build reads (%d); upgrade ctxstore",
+						  name, format, CX_MANIFEST_FORMAT);
+	flags = cx_load_u16(data + 6);
+	if (flags != 0)
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "manifest %s: unknown flags 0x%04x (written by a newer ctxstore?)",
+						  name, flags);
+	return CX_OK;
+}
+
+/* A str16 as a malloc'd C string; a NUL inside would silently shorten it
+ * (and a path with one could pass validation as a different key), so it
+ * marks the reader bad. */
+static char *
+read_text(cx_rd *r)
+{
+	size_t		start = r->pos;
+	uint16_t	n = cx_rd_u16(r);
+	const uint8_t *p = cx_rd_take(r, n);
+
+	if (p == NULL)
+		return NULL;
+	if (memchr(p, '\0', n) != NULL)
+	{
+		r->bad = true;
+		return NULL;
+	}
+	r->pos = start;
+	return cx_rd_str16(r);
+}
+
+/*
+ * Field decoders.  Malformed input marks the reader bad (the caller reports
+ * the object as corrupt); they return false only when memory runs out, so the
+ * two are reported differently.
+ */
+static bool
+decode_schema(cx_rd *r, cx_manifest *m)
+{
+	uint8_t		has_schema = cx_rd_u8(r);
+
+	if (has_schema > 1)
+		r->bad = true;
+	if (has_schema != 1 || !cx_rd_ok(r))
+		return true;
+	/* cx_schema_decode cannot tell OOM from corruption; call it corrupt. */
+	m->schema = cx_schema_decode(r);
+	return true;
+}
+
+/* Whether a decoded entry is one a writer could have produced. */
+static bool
+fragment_ok_to_read(const cx_fragment_info *fi)
+{
+	cx_err		ignored;
+
+	return cx_key_validate(fi->path, &ignored) == CX_OK &&
+		fragment_footer_fits(fi);
+}
+
+static bool
+decode_fragment(cx_rd *r, cx_fragment_info *fi)
+{
+	fi->path = read_text(r);
+	fi->size = cx_rd_u64(r);
+	fi->rows = cx_rd_u64(r);
+	fi->footer_offset = cx_rd_u64(r);
+	fi->footer_len = cx_rd_u32(r);
+	fi->ncolumns = cx_rd_u32(r);
+	if (!cx_rd_ok(r))
+		return true;
+	if (!fragment_ok_to_read(fi) || fi->ncolumns > cx_rd_left(r))
+	{
+		r->bad = true;
+		return true;
+	}
+	if (fi->ncolumns == 0)
+		return true;
+	fi->stats = calloc(fi->ncolumns, sizeof(cx_colstats));
+	if (fi->stats == NULL)
+		return false;
+	for (uint32_t c = 0; c < fi->ncolumns && cx_rd_ok(r); c++)
+		cx_colstats_decode(r, &fi->stats[c]);
+	return true;
+}
+
+static bool
+decode_fragments(cx_rd *r, cx_manifest *m)
+{
+	uint32_t	n = cx_rd_u32(r);
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r) / MIN_FRAGMENT_LEN)
+	{
+		r->bad = true;
+		return true;
+	}
+	m->fragments = calloc(n, sizeof(cx_fragment_info));
+	if (m->fragments == NULL)
+		return false;
+	for (uint32_t i = 0; i < n && cx_rd_ok(r); i++)
+	{
+		/* Counted before decoding so a half-decoded entry is freed too. */
+		m->nfragments = i + 1;
+		if (!decode_fragment(r, &m->fragments[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool
+decode_exts(cx_rd *r, cx_manifest *m)
+{
+	uint32_t	n = cx_rd_u32(r);
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r) / MIN_EXT_LEN)
+	{
+		r->bad = true;
+		return true;
+	}
+	m->exts = calloc(n, sizeof(cx_manifest_ext));
+	if (m->exts == NULL)
+		return false;
+	for (uint32_t i = 0; i < n && cx_rd_ok(r); i++)
+	{
+		cx_manifest_ext *e = &m->exts[i];
+		const uint8_t *p;
+
+		e->tag = cx_rd_u32(r);
+		p = cx_rd_bytes32(r, &e->len);
+		if (p == NULL)
+			return true;
+		e->data = cx_memdup(p, e->len);
+		if (e->data == NULL)
+			return false;
+		m->nexts = i + 1;
+	}
+	return true;
+}
+
+/* Decodes the body into *m; CX_ERR_CORRUPT unless it is exactly consumed. */
+static cx_code
+decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
+			cx_err *err)
+{
+	cx_rd		r;
+	const uint8_t *id;
+	bool		mem_ok;
+
+	cx_rd_init(&r, body, len);
+	m->version = cx_rd_u64(&r);
+	id = cx_rd_take(&r, COMMIT_ID_LEN);
+	if (id != NULL)
+		memcpy(m->commit_id, id, COMMIT_ID_LEN);
+	m->committed_at_us = cx_rd_i64(&r);
+	m->operation = read_text(&r);
+	mem_ok = decode_schema(&r, m) &&
+		decode_fragments(&r, m) &&
+		decode_exts(&r, m);
+	if (!mem_ok)
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "manifest %s: out of memory while decoding", name);
+	if (!cx_rd_ok(&r))
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: malformed body (bad field at byte %zu)",
+						  name, HEADER_LEN + r.pos);
+	if (cx_rd_left(&r) != 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: %zu unexpected bytes at the end of the body",
+						  name, cx_rd_left(&r));
+	if (m->version == 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "manifest %s: claims version 0", name);
+	return CX_OK;
+}
+
+cx_code
+cx_manifest_decode(const uint8_t *data, size_t len, const char *name,
+				   cx_manifest **out, cx_err *err)
+{
+	uint32_t	body_len = 0;
+	cx_manifest *m;
+
+	*out = NULL;
+	if (check_frame(data, len, name, &body_len, err) != CX_OK)
+		return err->code;
+	m = cx_manifest_new();
+	if (m == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "manifest %s: out of memory while decoding", name);
+	if (decode_body(data + HEADER_LEN, body_len, name, m, err) != CX_OK)
+	{
+		cx_manifest_free(m);
+		return err->code;
+	}
+	*out = m;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Keys and loading
+ * -------------------------------------------------------------------------- */
+
+void
+cx_manifest_key(uint64_t version, char *key, size_t keysize)
+{
+	snprintf(key, keysize, "%s%0*llu%s", CX_VERSIONS_PREFIX, KEY_DIGITS,
+			 (unsigned long long) version, KEY_SUFFIX);
+}
+
+/* Parses a key cx_manifest_key() produced; false for anything else (other
+ * objects that may share the prefix, such as a backend's temporary files). */
+static bool
+parse_manifest_key(const char *key, uint64_t *version)
+{
+	size_t		plen = strlen(CX_VERSIONS_PREFIX);
+	const char *p = key + plen;
+	uint64_t	v = 0;
+
+	if (strncmp(key, CX_VERSIONS_PREFIX, plen) != 0)
+		return false;
+	for (int i = 0; i < KEY_DIGITS; i++, p++)
+	{
+		unsigned	d = (unsigned) (*p - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (strcmp(p, KEY_SUFFIX) != 0 || v == 0)
+		return false;
+	*version = v;
+	return true;
+}
+
+cx_code
+cx_manifest_load(cx_objstore *s, uint64_t version, cx_manifest **out,
+				 cx_err *err)
+{
+	char		key[64];
+	objname		name;
+	cx_buf		b;
+	cx_code		rc;
+
+	*out = NULL;
+	if (version == 0)
+		return cx_err_set(err, CX_ERR_NOT_FOUND,
+						  "%s: version 0 is the empty store and has no manifest",
+						  s->uri);
+	cx_manifest_key(version, key, sizeof(key));
+	object_name(s, key, &name);
+	cx_buf_init(&b);
+	rc = cx_obj_get(s, key, &b, err);
+	if (rc == CX_OK)
+		rc = cx_manifest_decode(b.data, b.len, name.s, out, err);
+	cx_buf_free(&b);
+	if (rc == CX_OK && (*out)->version != version)
+	{
+		rc = cx_err_set(err, CX_ERR_CORRUPT,
+						"manifest %s: holds version %llu, not the version its key names",
+						name.s, (unsigned long long) (*out)->version);
+		cx_manifest_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* --------------------------------------------------------------------------
+ * The "_latest" hint
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_manifest_write_hint(cx_objstore *s, uint64_t version, cx_err *err)
+{
+	uint8_t		hint[HINT_LEN];
+
+	memcpy(hint, HINT_MAGIC, 4);
+	cx_store_u64(hint + 4, version);
+	cx_store_u32(hint + 12, cx_crc32c(0, hint, 12));
+	return cx_obj_put(s, CX_LATEST_HINT_KEY, hint, sizeof(hint),
+					  CX_PUT_OVERWRITE, err);
+}
+
+/* Reads the hint.  CX_ERR_NOT_FOUND or CX_ERR_CORRUPT mean "no usable hint". */
+static cx_code
+read_hint(cx_objstore *s, uint64_t *version, cx_err *err)
+{
+	cx_buf		b;
+	cx_code		rc;
+
+	cx_buf_init(&b);
+	rc = cx_obj_get(s, CX_LATEST_HINT_KEY, &b, err);
+	if (rc == CX_OK)
+	{
+		if (b.len != HINT_LEN || memcmp(b.data, HINT_MAGIC, 4) != 0 ||
+			cx_load_u32(b.data + 12) != cx_crc32c(0, b.data, 12) ||
+			(*version = cx_load_u64(b.data + 4)) == 0)
+			rc = cx_err_set(err, CX_ERR_CORRUPT, "%s/%s: corrupt hint",
+							s->uri, CX_LATEST_HINT_KEY);
+	}
+	cx_buf_free(&b);
+	return rc;
+}
+
+/* --------------------------------------------------------------------------
+ * Finding the newest version
+ * -------------------------------------------------------------------------- */
+
+static cx_code
+version_exists(cx_objstore *s, uint64_t version, bool *exists, cx_err *err)
+{
+	char		key[64];
+	uint64_t	size;
+	cx_code		rc;
+
+	cx_manifest_key(version, key, sizeof(key));
+	rc = cx_obj_head(s, key, &size, err);
+	*exists = rc == CX_OK;
+	return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
+}
+
+/*
+ * Newest version, given that `from` exists.  Gallops forward (from+1, +3, +7,
+ * ...) until a version is missing, then bisects between the last version
+ * found and the first missing one: one HEAD for an up-to-date hint, and
+ * O(log distance) for a badly stale one.
+ */
+static cx_code
+probe_forward(cx_objstore *s, uint64_t from, uint64_t *latest, cx_err *err)
+{
+	uint64_t	lo = from;		/* exists */
+	uint64_t	hi;				/* missing */
+	uint64_t	step = 1;
+	bool		exists;
+
+	for (;;)
+	{
+		hi = step > UINT64_MAX - lo ? UINT64_MAX : lo + step;
+		if (version_exists(s, hi, &exists, err) != CX_OK)
+			return err->code;
+		if (!exists)
+			break;
+		lo = hi;
+		step = step > UINT64_MAX / 2 ? step : step * 2;
+	}
+	while (hi - lo > 1)
+	{
+		uint64_t	mid = lo + (hi - lo) / 2;
+
+		if (version_exists(s, mid, &exists, err) != CX_OK)
+			return err->code;
+		if (exists)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*latest = lo;
+	return CX_OK;
+}
+
+typedef struct version_walk
+{
+	cx_version_fn fn;
+	void	   *arg;
+} version_walk;
+
+static bool
+walk_one_key(void *arg, const char *key, uint64_t size)
+{
+	version_walk *w = arg;
+	uint64_t	version;
+
+	(void) size;
+	if (!parse_manifest_key(key, &version))
+		return true;
+	return w->fn(w->arg, version);
+}
+
+cx_code
+cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn, void *arg,
+						  cx_err *err)
+{
+	version_walk w = {fn, arg};
+
+	return cx_obj_list(s, CX_VERSIONS_PREFIX, walk_one_key, &w, err);
+}
+
+static bool
+keep_max(void *arg, uint64_t version)
+{
+	uint64_t   *max = arg;
+
+	if (version > *max)
+		*max = version;
+	return true;
+}
+
+static cx_code
+latest_by_listing(cx_objstore *s, uint64_t *latest, cx_err *err)
+{
+	*latest = 0;
+	return cx_manifest_list_versions(s, keep_max, latest, err);
+}
+
+/*
+ * Starts from the hint.  The hint is only trusted after its version is seen
+ * to exist: a hint left far behind may name a version GC has since removed,
+ * and probing forward from there would report an old version as the newest
+ * (and let a committer write a second, forked successor).  Without a usable
+ * hint the listing decides.
+ */
+cx_code
+cx_manifest_latest_version(cx_objstore *s, uint64_t *version, cx_err *err)
+{
+	uint64_t	hint;
+	bool		exists = false;
+	cx_code		rc;
+
+	*version = 0;
+	rc = read_hint(s, &hint, err);
+	if (rc != CX_OK && rc != CX_ERR_NOT_FOUND && rc != CX_ERR_CORRUPT)
+		return rc;
+	if (rc == CX_OK && version_exists(s, hint, &exists, err) != CX_OK)
+		return err->code;
+	if (exists)
+		return probe_forward(s, hint, version, err);
+	return latest_by_listing(s, version, err);
+}
+
+cx_code
+cx_manifest_load_latest(cx_objstore *s, cx_manifest **out, cx_err *err)
+{
+	uint64_t	version;
+
+	*out = NULL;
+	if (cx_manifest_latest_version(s, &version, err) != CX_OK)
+		return err->code;
+	if (version == 0)
+		return CX_OK;
+	return cx_manifest_load(s, version, out, err);
+}

@@ -1,0 +1,764 @@
+/*
+ * test_manifest.c — manifest encoding, corruption handling, loading and
+ * newest-version discovery (hint, probing, listing fallback).
+ */
+#include <stdlib.h>
+
+#include "cx_crc32c.h"
+#include "cx_manifest.h"
+#include "cx_test.h"
+
+#define HEADER_LEN 12
+#define TRAILER_LEN 4
+
+static cx_schema *
+test_schema(void)
+{
+	cx_schema  *s = cx_schema_new();
+	cx_err		err;
+
+	if (s == NULL ||
+		cx_schema_add(s, "id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
+		cx_schema_add(s, "n", CX_T_INT64, 0, NULL, &err) != CX_OK ||
+		cx_schema_add(s, "embedding", CX_T_LIST, CX_T_FLOAT32, NULL, &err) != CX_OK ||
+		cx_schema_add(s, "where", CX_T_EXTERNAL, 0, "point", &err) != CX_OK)
+	{
+		cx_schema_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* A fragment description with distinct values in every field. */
+static void
+fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
+{
+	static char path[64];
+
+	snprintf(path, sizeof(path), "data/frag-%03d.cxf", i);
+	fi->path = path;
+	fi->size = 100000 + i;
+	fi->rows = 1000 + i;
+	fi->footer_offset = 90000 + i;
+	fi->footer_len = 5000 + i;
+	fi->ncolumns = ncolumns;
+	fi->stats = calloc(ncolumns ? ncolumns : 1, sizeof(cx_colstats));
+	for (uint32_t c = 0; c < ncolumns; c++)
+	{
+		cx_colstats *st = &fi->stats[c];
+
+		st->null_count = c;
+		st->value_count = fi->rows - c;
+		st->has_min = true;
+		st->min_len = 3;
+		memcpy(st->min, "abc", 3);
+		st->has_max = c % 2 == 0;
+		if (st->has_max)
+		{
+			st->max_len = 4;
+			memcpy(st->max, "wxyz", 4);
+		}
+	}
+}
+
+/* A manifest with a schema, nfrag fragments with statistics and two
+ * extensions (one of them empty). */
+static cx_manifest *
+rich_manifest(uint64_t version, int nfrag)
+{
+	cx_manifest *m = cx_manifest_new();
+	cx_schema  *schema = test_schema();
+	cx_err		err;
+	static uint8_t ext_bytes[] = {1, 2, 3, 4, 5};
+
+	if (m == NULL || schema == NULL ||
+		cx_manifest_set_schema(m, schema, &err) != CX_OK)
+		goto fail;
+	m->version = version;
+	for (int i = 0; i < 16; i++)
+		m->commit_id[i] = (uint8_t) (0xA0 + i);
+	m->committed_at_us = 1700000000000000LL + (int64_t) version;
+	m->operation = cx_strdup("append");
+	for (int i = 0; i < nfrag; i++)
+	{
+		cx_fragment_info fi;
+		cx_code		rc;
+
+		fill_fragment(&fi, i, schema->ncolumns);
+		rc = cx_manifest_add_fragment(m, &fi, &err);
+		free(fi.stats);
+		if (rc != CX_OK)
+			goto fail;
+	}
+	m->exts = calloc(2, sizeof(cx_manifest_ext));
+	if (m->exts == NULL)
+		goto fail;
+	m->nexts = 2;
+	m->exts[0].tag = 0x53484152;
+	m->exts[0].len = sizeof(ext_bytes);
+	m->exts[0].data = cx_memdup(ext_bytes, sizeof(ext_bytes));
+	m->exts[1].tag = 7;
+	m->exts[1].len = 0;
+	m->exts[1].data = NULL;
+	cx_schema_free(schema);
+	return m;
+fail:
+	cx_schema_free(schema);
+	cx_manifest_free(m);
+	return NULL;
+}
+
+static bool
+stats_equal(const cx_colstats *a, const cx_colstats *b)
+{
+	return a->null_count == b->null_count && a->value_count == b->value_count &&
+		a->has_min == b->has_min && a->has_max == b->has_max &&
+		(!a->has_min || (a->min_len == b->min_len &&
+						 memcmp(a->min, b->min, a->min_len) == 0)) &&
+		(!a->has_max || (a->max_len == b->max_len &&
+						 memcmp(a->max, b->max, a->max_len) == 0));
+}
+
+static bool
+fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
+{
+	if (strcmp(a->path, b->path) != 0 || a->size != b->size ||
+		a->rows != b->rows || a->footer_offset != b->footer_offset ||
+		a->footer_len != b->footer_len || a->ncolumns != b->ncolumns)
+		return false;
+	for (uint32_t c = 0; c < a->ncolumns; c++)
+		if (!stats_equal(&a->stats[c], &b->stats[c]))
+			return false;
+	return true;
+}
+
+static bool
+manifests_equal(const cx_manifest *a, const cx_manifest *b)
+{
+	if (a->version != b->version ||
+		memcmp(a->commit_id, b->commit_id, 16) != 0 ||
+		a->committed_at_us != b->committed_at_us ||
+		strcmp(a->operation ? a->operation : "", b->operation ? b->operation : "") != 0 ||
+		(a->schema == NULL) != (b->schema == NULL) ||
+		(a->schema && !cx_schema_equal(a->schema, b->schema)) ||
+		a->nfragments != b->nfragments || a->nexts != b->nexts)
+		return false;
+	for (uint32_t i = 0; i < a->nfragments; i++)
+		if (!fragments_equal(&a->fragments[i], &b->fragments[i]))
+			return false;
+	for (uint32_t i = 0; i < a->nexts; i++)
+		if (a->exts[i].tag != b->exts[i].tag || a->exts[i].len != b->exts[i].len ||
+			(a->exts[i].len && memcmp(a->exts[i].data, b->exts[i].data, a->exts[i].len) != 0))
+			return false;
+	return true;
+}
+
+/* Wraps body bytes in a valid frame (the given format version, flags 0). */
+static void
+frame(const uint8_t *body, size_t len, uint16_t format, cx_buf *out)
+{
+	cx_buf_reset(out);
+	cx_buf_put(out, CX_MANIFEST_MAGIC, 4);
+	cx_buf_put_u16(out, format);
+	cx_buf_put_u16(out, 0);
+	cx_buf_put_u32(out, (uint32_t) len);
+	cx_buf_put(out, body, len);
+	cx_buf_put_u32(out, cx_crc32c(0, out->data, out->len));
+}
+
+/* Recomputes the trailer after a test edited the header or body. */
+static void
+fix_crc(cx_buf *b)
+{
+	cx_store_u32(b->data + b->len - TRAILER_LEN,
+				 cx_crc32c(0, b->data, b->len - TRAILER_LEN));
+}
+
+/* Decoding must fail cleanly: an error code, no manifest, the name quoted. */
+static bool
+rejected(const uint8_t *data, size_t len, cx_code *code)
+{
+	cx_manifest *m = (cx_manifest *) 1;
+	cx_err		err;
+	cx_code		rc = cx_manifest_decode(data, len, "obj-name", &m, &err);
+
+	if (code)
+		*code = rc;
+	if (rc == CX_OK)
+	{
+		cx_manifest_free(m);
+		return false;
+	}
+	return m == NULL && strstr(err.msg, "obj-name") != NULL;
+}
+
+static cx_code
+put_manifest(cx_objstore *s, const cx_manifest *m, uint64_t at_version,
+			 cx_err *err)
+{
+	char		key[64];
+	cx_buf		b;
+	cx_code		rc;
+
+	cx_buf_init(&b);
+	rc = cx_manifest_encode(m, &b, err);
+	cx_manifest_key(at_version, key, sizeof(key));
+	if (rc == CX_OK)
+		rc = cx_obj_put(s, key, b.data, b.len, CX_PUT_IF_ABSENT, err);
+	cx_buf_free(&b);
+	return rc;
+}
+
+/* Writes versions first..last directly (no commit protocol). */
+static cx_code
+put_versions(cx_objstore *s, uint64_t first, uint64_t last, cx_err *err)
+{
+	for (uint64_t v = first; v <= last; v++)
+	{
+		cx_manifest *m = cx_manifest_new();
+		cx_code		rc;
+
+		if (m == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "oom");
+		m->version = v;
+		m->operation = cx_strdup("test");
+		rc = put_manifest(s, m, v, err);
+		cx_manifest_free(m);
+		if (rc != CX_OK)
+			return rc;
+	}
+	return CX_OK;
+}
+
+static cx_code
+delete_version(cx_objstore *s, uint64_t v, cx_err *err)
+{
+	char		key[64];
+
+	cx_manifest_key(v, key, sizeof(key));
+	return cx_obj_delete(s, key, err);
+}
+
+CX_TEST(manifest_round_trip_is_exact)
+{
+	cx_manifest *m = rich_manifest(42, 3);
+	cx_manifest *d = NULL;
+	cx_manifest *c = NULL;
+	cx_buf		b1;
+	cx_buf		b2;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b1);
+	cx_buf_init(&b2);
+	REQUIRE_OK(cx_manifest_encode(m, &b1, &err), &err);
+	REQUIRE_OK(cx_manifest_decode(b1.data, b1.len, "m", &d, &err), &err);
+	CHECK(manifests_equal(m, d));
+	CHECK(cx_manifest_rows(d) == 1000 + 1001 + 1002);
+	CHECK(d->schema->columns[3].ext_type &&
+		  strcmp(d->schema->columns[3].ext_type, "point") == 0);
+	/* Re-encoding the decoded manifest gives the same bytes. */
+	REQUIRE_OK(cx_manifest_encode(d, &b2, &err), &err);
+	CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+	c = cx_manifest_clone(d);
+	REQUIRE(c != NULL);
+	CHECK(manifests_equal(m, c));
+	cx_manifest_free(c);
+	cx_manifest_free(d);
+	cx_manifest_free(m);
+	cx_buf_free(&b1);
+	cx_buf_free(&b2);
+}
+
+CX_TEST(manifest_round_trip_minimal)
+{
+	cx_manifest *m = cx_manifest_new();
+	cx_manifest *d = NULL;
+	cx_buf		b;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	m->version = 1;
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	/* header, version, id, time, empty operation, no schema, two counts, crc */
+	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 4 + 4 + 4);
+	CHECK(memcmp(b.data, "CXM1", 4) == 0);
+	CHECK(cx_load_u16(b.data + 4) == 1 && cx_load_u16(b.data + 6) == 0);
+	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
+	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
+	CHECK(d->schema == NULL && d->nfragments == 0 && d->nexts == 0);
+	CHECK(strcmp(d->operation, "") == 0);
+	cx_manifest_free(d);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_every_flipped_byte_is_detected)
+{
+	cx_manifest *m = rich_manifest(7, 2);
+	cx_buf		b;
+	cx_err		err;
+	static const uint8_t flips[] = {0x01, 0x80, 0xFF};
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	/* Header, body and checksum alike: CRC-32C catches every single-byte
+	 * error, and it is verified before any header field is believed (so a
+	 * damaged format version reads as corrupt, not as "too new"). */
+	for (size_t i = 0; i < b.len; i++)
+		for (size_t f = 0; f < sizeof(flips); f++)
+		{
+			cx_code		code;
+
+			b.data[i] ^= flips[f];
+			CHECK(rejected(b.data, b.len, &code));
+			CHECK(code == CX_ERR_CORRUPT);
+			b.data[i] ^= flips[f];
+		}
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_truncation_and_trailing_bytes_are_detected)
+{
+	cx_manifest *m = rich_manifest(7, 2);
+	cx_buf		b;
+	cx_err		err;
+	cx_code		code;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	for (size_t len = 0; len < b.len; len++)
+	{
+		CHECK(rejected(b.data, len, &code));
+		CHECK(code == CX_ERR_CORRUPT);
+	}
+	cx_buf_put(&b, "\0\0\0", 3);
+	CHECK(rejected(b.data, b.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* A body cut short but framed with a valid checksum, as a buggy writer might
+ * produce: the field decoders must notice on their own. */
+CX_TEST(manifest_truncated_body_with_valid_crc_is_detected)
+{
+	cx_manifest *m = rich_manifest(9, 3);
+	cx_buf		b;
+	cx_buf		f;
+	cx_err		err;
+	cx_code		code;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	cx_buf_init(&f);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	for (size_t n = 0; n < b.len - HEADER_LEN - TRAILER_LEN; n++)
+	{
+		frame(b.data + HEADER_LEN, n, CX_MANIFEST_FORMAT, &f);
+		CHECK(rejected(f.data, f.len, &code));
+		CHECK(code == CX_ERR_CORRUPT);
+	}
+	/* One byte too many inside the body. */
+	cx_buf_reset(&f);
+	cx_buf_put(&f, b.data + HEADER_LEN, b.len - HEADER_LEN - TRAILER_LEN);
+	cx_buf_put_u8(&f, 0);
+	{
+		cx_buf		g;
+
+		cx_buf_init(&g);
+		frame(f.data, f.len, CX_MANIFEST_FORMAT, &g);
+		CHECK(rejected(g.data, g.len, &code));
+		CHECK(code == CX_ERR_CORRUPT);
+		cx_buf_free(&g);
+	}
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+	cx_buf_free(&f);
+}
+
+/* Random edits of the body with the checksum fixed up: decoding may succeed
+ * or fail, but must never crash, leak or read out of bounds (ASan run). */
+CX_TEST(manifest_fuzzed_bodies_never_crash)
+{
+	cx_manifest *m = rich_manifest(11, 4);
+	cx_buf		b;
+	cx_err		err;
+	uint32_t	seed = 12345;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	for (int iter = 0; iter < 20000; iter++)
+	{
+		cx_buf		c;
+		cx_manifest *d = NULL;
+		int			edits = 1 + iter % 4;
+
+		cx_buf_init(&c);
+		cx_buf_put(&c, b.data, b.len);
+		for (int e = 0; e < edits; e++)
+		{
+			seed = seed * 1103515245u + 12345u;
+			c.data[HEADER_LEN + (seed >> 8) % (c.len - HEADER_LEN - TRAILER_LEN)] =
+				(uint8_t) (seed >> 24);
+		}
+		fix_crc(&c);
+		if (cx_manifest_decode(c.data, c.len, "fuzz", &d, &err) == CX_OK)
+			cx_manifest_free(d);
+		else
+			CHECK(d == NULL && strstr(err.msg, "fuzz") != NULL);
+		cx_buf_free(&c);
+	}
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_bad_field_values_with_valid_crc_are_rejected)
+{
+	cx_manifest *m = rich_manifest(5, 1);
+	cx_buf		b;
+	cx_err		err;
+	cx_code		code;
+	size_t		schema_flag = HEADER_LEN + 8 + 16 + 8 + 2 + strlen("append");
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	/* has_schema must be 0 or 1. */
+	b.data[schema_flag] = 2;
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+	b.data[schema_flag] = 1;
+	/* A NUL inside a path would make it a different, shorter key. */
+	{
+		uint8_t    *path = memmem(b.data, b.len, "data/frag-000.cxf", 17);
+
+		REQUIRE(path != NULL);
+		path[9] = '\0';
+		fix_crc(&b);
+		CHECK(rejected(b.data, b.len, &code));
+		CHECK(code == CX_ERR_CORRUPT);
+	}
+	cx_manifest_free(m);
+
+	/* A fragment path that escapes the store. */
+	m = rich_manifest(5, 1);
+	REQUIRE(m != NULL);
+	m->fragments[0].path[5] = '.';
+	m->fragments[0].path[6] = '.';
+	m->fragments[0].path[7] = '/';
+	cx_buf_reset(&b);
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	cx_manifest_free(m);
+
+	/* A footer that lies outside the fragment. */
+	m = rich_manifest(5, 1);
+	REQUIRE(m != NULL);
+	m->fragments[0].footer_offset = m->fragments[0].size;
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	cx_manifest_free(m);
+
+	/* Version 0 is never a manifest. */
+	m = rich_manifest(0, 0);
+	REQUIRE(m != NULL);
+	cx_buf_reset(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	CHECK(rejected(b.data, b.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_huge_counts_are_rejected_before_allocating)
+{
+	cx_buf		body;
+	cx_buf		f;
+	cx_code		code;
+
+	cx_buf_init(&body);
+	cx_buf_init(&f);
+	cx_buf_put_u64(&body, 1);
+	cx_buf_grow(&body, 16);
+	cx_buf_put_i64(&body, 0);
+	cx_buf_put_str16(&body, "x");
+	cx_buf_put_u8(&body, 0);
+	cx_buf_put_u32(&body, 0xFFFFFFFFu);	/* nfragments */
+	cx_buf_put_u32(&body, 0);
+	frame(body.data, body.len, CX_MANIFEST_FORMAT, &f);
+	CHECK(rejected(f.data, f.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+
+	/* and the same for extensions */
+	body.len -= 8;
+	cx_buf_put_u32(&body, 0);
+	cx_buf_put_u32(&body, 0x7FFFFFFFu);	/* nexts */
+	frame(body.data, body.len, CX_MANIFEST_FORMAT, &f);
+	CHECK(rejected(f.data, f.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+	cx_buf_free(&body);
+	cx_buf_free(&f);
+}
+
+CX_TEST(manifest_future_format_and_flags_are_refused)
+{
+	cx_manifest *m = rich_manifest(3, 1);
+	cx_buf		b;
+	cx_err		err;
+	cx_manifest *d = NULL;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	cx_store_u16(b.data + 4, CX_MANIFEST_FORMAT + 1);
+	fix_crc(&b);
+	CHECK_CODE(cx_manifest_decode(b.data, b.len, "future", &d, &err),
+			   CX_ERR_UNSUPPORTED);
+	CHECK(d == NULL && strstr(err.msg, "future") && strstr(err.msg, "newer"));
+
+	/* without the checksum fixed up it is damage, not a newer format */
+	b.data[b.len - 1] ^= 1;
+	CHECK_CODE(cx_manifest_decode(b.data, b.len, "future", &d, &err),
+			   CX_ERR_CORRUPT);
+
+	cx_buf_reset(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	cx_store_u16(b.data + 6, 0x0001);
+	fix_crc(&b);
+	CHECK_CODE(cx_manifest_decode(b.data, b.len, "flags", &d, &err),
+			   CX_ERR_UNSUPPORTED);
+	CHECK(d == NULL);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_key_is_zero_padded)
+{
+	char		key[64];
+
+	cx_manifest_key(42, key, sizeof(key));
+	CHECK(strcmp(key, "_versions/00000000000000000042.manifest") == 0);
+	cx_manifest_key(UINT64_MAX, key, sizeof(key));
+	CHECK(strcmp(key, "_versions/18446744073709551615.manifest") == 0);
+}
+
+CX_TEST(manifest_load_checks_version_against_key)
+{
+	cx_objstore *s;
+	cx_manifest *m = rich_manifest(5, 2);
+	cx_manifest *d = NULL;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_manifest(s, m, 5, &err), &err);
+	REQUIRE_OK(put_manifest(s, m, 3, &err), &err);	/* wrong place */
+	REQUIRE_OK(cx_manifest_load(s, 5, &d, &err), &err);
+	CHECK(manifests_equal(m, d));
+	cx_manifest_free(d);
+	d = NULL;
+	CHECK_CODE(cx_manifest_load(s, 3, &d, &err), CX_ERR_CORRUPT);
+	CHECK(d == NULL && strstr(err.msg, "_versions/00000000000000000003.manifest"));
+	CHECK_CODE(cx_manifest_load(s, 4, &d, &err), CX_ERR_NOT_FOUND);
+	CHECK_CODE(cx_manifest_load(s, 0, &d, &err), CX_ERR_NOT_FOUND);
+	CHECK(d == NULL);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+CX_TEST(manifest_load_names_a_corrupt_object)
+{
+	cx_objstore *s;
+	cx_manifest *d = NULL;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_versions/00000000000000000001.manifest",
+						  "CXM1garbage-garbage", 19, CX_PUT_IF_ABSENT, &err), &err);
+	CHECK_CODE(cx_manifest_load(s, 1, &d, &err), CX_ERR_CORRUPT);
+	CHECK(d == NULL);
+	CHECK(strstr(err.msg, "/store/_versions/00000000000000000001.manifest") != NULL);
+	cx_obj_close(s);
+}
+
+CX_TEST(latest_of_empty_store_is_zero)
+{
+	cx_objstore *s;
+	cx_manifest *m = (cx_manifest *) 1;
+	uint64_t	v = 99;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m == NULL);
+	cx_obj_close(s);
+}
+
+CX_TEST(latest_with_current_hint_costs_two_heads)
+{
+	cx_objstore *s;
+	uint64_t	v = 0;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 1, 5, &err), &err);
+	REQUIRE_OK(cx_manifest_write_hint(s, 5, &err), &err);
+	memset(&s->stats, 0, sizeof(s->stats));
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 5);
+	CHECK(s->stats.gets == 1 && s->stats.heads == 2 && s->stats.lists == 0);
+	cx_obj_close(s);
+}
+
+CX_TEST(latest_with_stale_hint_probes_forward)
+{
+	cx_objstore *s;
+	uint64_t	v = 0;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 1, 300, &err), &err);
+	for (uint64_t hint = 1; hint <= 300; hint += 37)
+	{
+		REQUIRE_OK(cx_manifest_write_hint(s, hint, &err), &err);
+		memset(&s->stats, 0, sizeof(s->stats));
+		REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+		CHECK(v == 300);
+		CHECK(s->stats.lists == 0);
+		/* galloping then bisecting: logarithmic, not linear, in the lag */
+		CHECK(s->stats.heads <= 2 + 2 * 9);
+	}
+	cx_obj_close(s);
+}
+
+CX_TEST(latest_without_hint_lists)
+{
+	cx_objstore *s;
+	uint64_t	v = 0;
+	cx_manifest *m = NULL;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 1, 7, &err), &err);
+	memset(&s->stats, 0, sizeof(s->stats));
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 7);
+	CHECK(s->stats.lists == 1);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m != NULL);
+	CHECK(m->version == 7);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+CX_TEST(latest_with_corrupt_hint_lists)
+{
+	cx_objstore *s;
+	uint64_t	v = 0;
+	uint8_t		hint[16];
+	cx_buf		b;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 1, 4, &err), &err);
+	/* garbage */
+	REQUIRE_OK(cx_obj_put(s, CX_LATEST_HINT_KEY, "nonsense", 8, CX_PUT_OVERWRITE,
+						  &err), &err);
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 4);
+	/* a well-formed hint for version 2 with one bit flipped to say 3 */
+	REQUIRE_OK(cx_manifest_write_hint(s, 2, &err), &err);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_obj_get(s, CX_LATEST_HINT_KEY, &b, &err), &err);
+	REQUIRE(b.len == sizeof(hint));
+	CHECK(memcmp(b.data, "CXL1", 4) == 0 && cx_load_u64(b.data + 4) == 2);
+	memcpy(hint, b.data, sizeof(hint));
+	cx_buf_free(&b);
+	hint[4] ^= 1;
+	REQUIRE_OK(cx_obj_put(s, CX_LATEST_HINT_KEY, hint, sizeof(hint),
+						  CX_PUT_OVERWRITE, &err), &err);
+	memset(&s->stats, 0, sizeof(s->stats));
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 4);
+	CHECK(s->stats.lists == 1);
+	cx_obj_close(s);
+}
+
+/* After GC removed old versions, a hint older than the oldest survivor must
+ * not be mistaken for the newest version. */
+CX_TEST(latest_ignores_hint_to_collected_version)
+{
+	cx_objstore *s;
+	uint64_t	v = 0;
+	cx_manifest *m = NULL;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 1, 20, &err), &err);
+	REQUIRE_OK(cx_manifest_write_hint(s, 4, &err), &err);
+	for (uint64_t old = 1; old < 10; old++)
+		REQUIRE_OK(delete_version(s, old, &err), &err);
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 20);
+	/* A hint within the surviving range probes forward as usual. */
+	REQUIRE_OK(cx_manifest_write_hint(s, 12, &err), &err);
+	memset(&s->stats, 0, sizeof(s->stats));
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m != NULL);
+	CHECK(m->version == 20 && s->stats.lists == 0);
+	cx_manifest_free(m);
+	/* And without a hint the listing starts wherever the survivors start. */
+	REQUIRE_OK(cx_obj_delete(s, CX_LATEST_HINT_KEY, &err), &err);
+	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
+	CHECK(v == 20);
+	cx_obj_close(s);
+}
+
+typedef struct collected
+{
+	uint64_t	versions[64];
+	int			n;
+	int			stop_after;
+} collected;
+
+static bool
+collect(void *arg, uint64_t version)
+{
+	collected  *c = arg;
+
+	c->versions[c->n++] = version;
+	return c->n != c->stop_after;
+}
+
+CX_TEST(list_versions_ascending_skipping_foreign_keys)
+{
+	cx_objstore *s;
+	collected	c = {.n = 0, .stop_after = 0};
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_versions(s, 8, 12, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_versions/readme", "x", 1, CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_versions/00000000000000000013.manifest.tmp", "x",
+						  1, CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_versions/99999999999999999999.manifest", "x",
+						  1, CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_versions/0000000000000000001x.manifest", "x",
+						  1, CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(cx_manifest_list_versions(s, collect, &c, &err), &err);
+	REQUIRE(c.n == 5);
+	for (int i = 0; i < 5; i++)
+		CHECK(c.versions[i] == (uint64_t) (8 + i));
+	c.n = 0;
+	c.stop_after = 2;
+	REQUIRE_OK(cx_manifest_list_versions(s, collect, &c, &err), &err);
+	CHECK(c.n == 2);
+	cx_obj_close(s);
+}
