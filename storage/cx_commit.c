@@ -164,7 +164,8 @@ put_settled(cx_objstore *s, const cx_manifest *next, const cx_buf *bytes,
 
 /*
  * One attempt on top of base: build the next version, let the caller edit it,
- * write it.  *version is set when the attempt wins.
+ * write it.  On CX_OK, *outcome says whether we own *version, the version
+ * the attempt wrote.
  */
 static cx_code
 attempt(cx_objstore *s, const cx_manifest *base, const char *operation,
@@ -201,6 +202,7 @@ cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 	uint64_t	tried = 0;
 	cx_code		rc;
 	int			losses = 0;
+	cx_err		hint_err;
 
 	if (opt != NULL)
 		o = *opt;
@@ -228,11 +230,7 @@ cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 		return rc;
 	*version = tried;
 	/* Best effort: a failed hint write only makes readers probe further. */
-	{
-		cx_err		ignored;
-
-		(void) cx_manifest_write_hint(s, *version, &ignored);
-	}
+	(void) cx_manifest_write_hint(s, *version, &hint_err);
 	return CX_OK;
 }
 
