@@ -224,7 +224,11 @@ cx_colbuild_measure(const cx_colbuild *b, const cx_datum *d, uint64_t *size,
 	{
 		if (d->v.bytes.ptr == NULL && d->v.bytes.len > 0)
 			return cx_err_set(err, CX_ERR_INVALID, "value has no bytes");
-		*size += d->v.bytes.len;
+		/* Checked before adding so a huge size_t cannot wrap the sum. */
+		if (d->v.bytes.len <= CX_CHUNK_RAW_MAX)
+			*size += d->v.bytes.len;
+		else
+			*size = UINT64_MAX;
 	}
 	else
 	{

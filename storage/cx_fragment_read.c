@@ -152,12 +152,16 @@ parse_footer(cx_fragr *r, const uint8_t *data, size_t len, cx_err *err)
 {
 	cx_rd		rd;
 	uint64_t	rows;
+	uint32_t	version;
 	size_t		per_group;
+	size_t		nchunks;
 
 	cx_rd_init(&rd, data, len);
-	if (cx_rd_u32(&rd) != FRAGMENT_FORMAT_VERSION)
+	version = cx_rd_u32(&rd);
+	if (version != FRAGMENT_FORMAT_VERSION)
 		return cx_err_set(err, CX_ERR_UNSUPPORTED,
-						  "fragment %s: unsupported format version", r->key);
+						  "fragment %s has format version %u; this build reads %u",
+						  r->key, version, FRAGMENT_FORMAT_VERSION);
 	r->schema = cx_schema_decode(&rd);
 	if (r->schema == NULL)
 		return corrupt(err, r->key, "invalid schema in footer");
@@ -167,9 +171,9 @@ parse_footer(cx_fragr *r, const uint8_t *data, size_t len, cx_err *err)
 	per_group = 4 + (size_t) r->schema->ncolumns * MIN_CHUNK_ENTRY;
 	if (!cx_rd_ok(&rd) || r->ngroups > cx_rd_left(&rd) / per_group)
 		return corrupt(err, r->key, "row-group directory is truncated");
+	nchunks = (size_t) r->ngroups * r->schema->ncolumns;
 	r->group_rows = calloc(r->ngroups ? r->ngroups : 1, sizeof(uint32_t));
-	r->chunks = calloc(((size_t) r->ngroups * r->schema->ncolumns) ?: 1,
-					   sizeof(cx_chunk_meta));
+	r->chunks = calloc(nchunks ? nchunks : 1, sizeof(cx_chunk_meta));
 	if (r->group_rows == NULL || r->chunks == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory opening fragment %s",
 						  r->key);
@@ -248,6 +252,8 @@ cx_fragr_open(cx_objstore *s, const char *key, uint64_t size,
 		cx_fragr_close(r);
 		return err->code;
 	}
+	/* The tail buffer is not needed once parsed; open readers may be cached. */
+	cx_buf_free(&r->io);
 	*out = r;
 	return CX_OK;
 }

@@ -9,6 +9,7 @@
  * directory (a few dozen bytes per chunk) is the only thing that grows; it
  * becomes the footer at cx_fragw_finish().
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -290,14 +291,12 @@ cx_fragw_append(cx_fragw *w, const cx_datum *values, cx_err *err)
 	 * stays usable. */
 	if (measure_row(w, values, err) != CX_OK)
 		return err->code;
+	if (row_overflows_chunk(w) && w->group_rows > 0 &&
+		cut_group(w, err) != CX_OK)
+		return fail(w, err);
 	if (row_overflows_chunk(w))
-	{
-		if (w->group_rows == 0)
-			return cx_err_set(err, CX_ERR_LIMIT,
-							  "fragment %s: row too large for one chunk", w->key);
-		if (cut_group(w, err) != CX_OK)
-			return fail(w, err);
-	}
+		return cx_err_set(err, CX_ERR_LIMIT,
+						  "fragment %s: row too large for one chunk", w->key);
 	for (uint32_t c = 0; c < w->ncols; c++)
 		if (!cx_colbuild_append(w->cols[c], &values[c]))
 		{
@@ -420,21 +419,21 @@ cx_fragw_abort(cx_fragw *w)
 cx_code
 cx_fragment_new_key(char *key, size_t keysize, cx_err *err)
 {
-	static const char hex[] = "0123456789abcdef";
+	static const char digits[] = "0123456789abcdef";
 	uint8_t		rnd[16];
-	char	   *p;
+	char		hex[2 * sizeof(rnd) + 1];
 
-	if (keysize < sizeof(KEY_PREFIX) - 1 + 32 + sizeof(KEY_SUFFIX))
+	if (keysize < sizeof(KEY_PREFIX) - 1 + sizeof(hex) - 1 + sizeof(KEY_SUFFIX))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "key buffer of %zu bytes is too small", keysize);
 	if (cx_random_bytes(rnd, sizeof(rnd), err) != CX_OK)
 		return err->code;
-	p = stpcpy(key, KEY_PREFIX);
 	for (size_t i = 0; i < sizeof(rnd); i++)
 	{
-		*p++ = hex[rnd[i] >> 4];
-		*p++ = hex[rnd[i] & 15];
+		hex[2 * i] = digits[rnd[i] >> 4];
+		hex[2 * i + 1] = digits[rnd[i] & 15];
 	}
-	strcpy(p, KEY_SUFFIX);
+	hex[sizeof(hex) - 1] = '\0';
+	snprintf(key, keysize, KEY_PREFIX "%s" KEY_SUFFIX, hex);
 	return CX_OK;
 }

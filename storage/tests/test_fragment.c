@@ -1061,6 +1061,17 @@ CX_TEST(fragment_writer_refuses_bad_input_and_existing_key)
 	CHECK_CODE(cx_fragw_append(w, vals, &err), CX_ERR_INVALID);
 	CHECK(strstr(err.msg, "column \"s\"") != NULL);
 	CHECK(cx_fragw_rows(w) == 0);
+	/* A length no chunk can hold is refused before a byte is read. */
+	gen_small(1, vals, &sc);
+	vals[1].v.bytes.len = SIZE_MAX;
+	CHECK_CODE(cx_fragw_append(w, vals, &err), CX_ERR_LIMIT);
+	gen_small(2, vals, &sc);
+	((cx_datum *) vals[2].v.list.items)[0].v.bytes.len = SIZE_MAX / 2;
+	CHECK_CODE(cx_fragw_append(w, vals, &err), CX_ERR_LIMIT);
+	CHECK(strstr(err.msg, "list element 0") != NULL);
+	vals[2].v.list.items = NULL;
+	CHECK_CODE(cx_fragw_append(w, vals, &err), CX_ERR_INVALID);
+	CHECK(cx_fragw_rows(w) == 0);
 	gen_small(1, vals, &sc);	/* the writer is still usable */
 	REQUIRE_OK(cx_fragw_append(w, vals, &err), &err);
 	REQUIRE_OK(cx_fragw_finish(w, &info, &err), &err);
