@@ -3,7 +3,8 @@
  *
  * Opening costs one ranged GET of the object's tail (two when the footer is
  * larger than the first guess).  Reading a row group fetches only the wanted
- * chunks, one GET per run of adjacent wanted chunks.
+ * chunks, one GET per run of adjacent wanted chunks; a fragment no larger
+ * than the tail read is kept in memory whole and costs no further GETs.
  *
  * Nothing read from the store is trusted: the trailer and footer are checked
  * (magic, lengths, CRC, every offset inside the data area, statistics
@@ -39,6 +40,9 @@ struct cx_fragr
 	uint32_t   *group_rows;
 	cx_chunk_meta *chunks;		/* ngroups * ncolumns, group-major */
 	cx_buf		io;				/* scratch for ranged reads */
+	cx_buf		whole;			/* the entire object, when the first tail
+								 * read covered it: small fragments then
+								 * cost one GET in all */
 	ZSTD_DCtx  *zd;
 };
 
@@ -65,14 +69,25 @@ corrupt_chunk(cx_err *err, const cx_fragr *r, uint32_t group, uint32_t col,
 					  r->key, group, col, r->schema->columns[col].name, why);
 }
 
-/* Ranged read that must return exactly len bytes into r->io. */
+/*
+ * Points *out at len bytes of the object from offset (a range the caller has
+ * checked lies inside the object): from the cached whole object if there is
+ * one, else with a ranged read into r->io that must return all len bytes.
+ */
 static cx_code
-read_exact(cx_fragr *r, uint64_t offset, size_t len, cx_err *err)
+fetch(cx_fragr *r, uint64_t offset, size_t len, const uint8_t **out,
+	  cx_err *err)
 {
+	if (r->whole.data != NULL)
+	{
+		*out = r->whole.data + offset;
+		return CX_OK;
+	}
 	if (cx_obj_get_range(r->store, r->key, offset, len, &r->io, err) != CX_OK)
 		return err->code;
 	if (r->io.len != len)
 		return corrupt(err, r->key, "object is shorter than expected");
+	*out = r->io.data;
 	return CX_OK;
 }
 
@@ -190,12 +205,14 @@ parse_footer(cx_fragr *r, const uint8_t *data, size_t len, cx_err *err)
 /*
  * Reads the tail and checks the trailer; if the footer did not fit in the
  * tail, reads the whole footer with a second GET.  Then verifies the footer
- * CRC and parses it.
+ * CRC and parses it.  A tail that is the whole object is kept, so the row
+ * groups of a small fragment need no further reads.
  */
 static cx_code
 load_footer(cx_fragr *r, cx_err *err)
 {
 	size_t		tail = r->size < TAIL_GUESS ? (size_t) r->size : TAIL_GUESS;
+	const uint8_t *data;
 	const uint8_t *t;
 	const uint8_t *footer;
 	uint32_t	footer_len;
@@ -203,13 +220,18 @@ load_footer(cx_fragr *r, cx_err *err)
 
 	if (r->size < MAGIC_BYTES + TRAILER_BYTES)
 		return corrupt(err, r->key, "object too small to be a fragment");
-	if (read_exact(r, r->size - tail, tail, err) != CX_OK)
+	if (fetch(r, r->size - tail, tail, &data, err) != CX_OK)
 		return err->code;
-	t = r->io.data + tail - TRAILER_BYTES;
+	if (tail == r->size)
+	{
+		if (memcmp(data, CX_FRAGMENT_MAGIC, MAGIC_BYTES) != 0)
+			return corrupt(err, r->key, "bad header magic");
+		r->whole = r->io;
+		cx_buf_init(&r->io);
+	}
+	t = data + tail - TRAILER_BYTES;
 	if (memcmp(t + 8, CX_FRAGMENT_MAGIC, MAGIC_BYTES) != 0)
 		return corrupt(err, r->key, "bad trailer magic");
-	if (tail == r->size && memcmp(r->io.data, CX_FRAGMENT_MAGIC, MAGIC_BYTES) != 0)
-		return corrupt(err, r->key, "bad header magic");
 	footer_len = cx_load_u32(t);
 	crc = cx_load_u32(t + 4);
 	if (footer_len > r->size - MAGIC_BYTES - TRAILER_BYTES)
@@ -217,12 +239,8 @@ load_footer(cx_fragr *r, cx_err *err)
 	r->footer_offset = r->size - TRAILER_BYTES - footer_len;
 	if ((size_t) footer_len + TRAILER_BYTES <= tail)
 		footer = t - footer_len;
-	else
-	{
-		if (read_exact(r, r->footer_offset, footer_len, err) != CX_OK)
-			return err->code;
-		footer = r->io.data;
-	}
+	else if (fetch(r, r->footer_offset, footer_len, &footer, err) != CX_OK)
+		return err->code;
 	if (cx_crc32c(0, footer, footer_len) != crc)
 		return corrupt(err, r->key, "footer checksum mismatch");
 	return parse_footer(r, footer, footer_len, err);
@@ -267,6 +285,7 @@ cx_fragr_close(cx_fragr *r)
 	free(r->group_rows);
 	free(r->chunks);
 	cx_buf_free(&r->io);
+	cx_buf_free(&r->whole);
 	ZSTD_freeDCtx(r->zd);
 	free(r->key);
 	free(r);
@@ -372,15 +391,16 @@ load_run(cx_fragr *r, uint32_t g, uint32_t first, uint32_t last,
 	const cx_chunk_meta *m0 = cx_fragr_chunk(r, g, first);
 	const cx_chunk_meta *mn = cx_fragr_chunk(r, g, last);
 	size_t		len = (size_t) (mn->offset + mn->stored_len - m0->offset);
+	const uint8_t *data;
 
-	if (read_exact(r, m0->offset, len, err) != CX_OK)
+	if (fetch(r, m0->offset, len, &data, err) != CX_OK)
 		return err->code;
 	for (uint32_t c = first; c <= last; c++)
 	{
 		const cx_chunk_meta *m = cx_fragr_chunk(r, g, c);
 
 		rg->present[c] = true;
-		if (load_chunk(r, g, c, r->io.data + (m->offset - m0->offset),
+		if (load_chunk(r, g, c, data + (m->offset - m0->offset),
 					   &rg->cols[c], err) != CX_OK)
 			return err->code;
 	}

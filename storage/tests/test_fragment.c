@@ -375,19 +375,23 @@ CX_TEST(fragment_multi_megabyte_values_close_the_group)
 
 #define WIDE_COLS 8
 
+#define WIDE_LEN 250
+
+/* Pseudo-random bytes per (row, column): chunks zstd cannot shrink much. */
 static void
 gen_wide(uint32_t i, cx_datum *v, row_scratch *sc)
 {
 	if (sc->big == NULL)
-	{
-		uint32_t	x = 99;
-
-		sc->big = malloc(4096);
-		for (int k = 0; k < 4096; k++)
-			sc->big[k] = (uint8_t) ((x = x * 1103515245u + 12345u) >> 16);
-	}
+		sc->big = malloc(WIDE_COLS * WIDE_LEN);
 	for (int c = 0; c < WIDE_COLS; c++)
-		set_bytes(&v[c], sc->big + (i * 7 + c * 13) % 3800, 250);
+	{
+		uint8_t    *p = sc->big + c * WIDE_LEN;
+		uint32_t	x = i * WIDE_COLS + (uint32_t) c;
+
+		for (int k = 0; k < WIDE_LEN; k++)
+			p[k] = (uint8_t) ((x = x * 1103515245u + 12345u) >> 16);
+		set_bytes(&v[c], p, WIDE_LEN);
+	}
 }
 
 static cx_schema *
@@ -440,8 +444,9 @@ CX_TEST(fragment_projection_reads_only_wanted_chunks)
 	cx_objstats before;
 
 	REQUIRE(s && schema);
-	REQUIRE_OK(write_fragment(s, "data/wide.cxf", schema, NULL, 200, gen_wide,
+	REQUIRE_OK(write_fragment(s, "data/wide.cxf", schema, NULL, 500, gen_wide,
 							  &info, &err), &err);
+	REQUIRE(info.size > 2 * 64 * 1024);	/* not read whole with the footer */
 	before = s->stats;
 	REQUIRE_OK(cx_fragr_open(s, "data/wide.cxf", info.size, &r, &err), &err);
 	CHECK(s->stats.gets - before.gets == 1);	/* footer in one GET */
@@ -743,6 +748,30 @@ small_schema(void)
 	cx_schema_add(schema, "s", CX_T_STRING, 0, NULL, &err);
 	cx_schema_add(schema, "l", CX_T_LIST, CX_T_STRING, NULL, &err);
 	return schema;
+}
+
+/* A fragment that fits in the first tail read costs one GET in all. */
+CX_TEST(fragment_small_fragment_costs_one_get)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = small_schema();
+	cx_fragment_info info;
+	cx_objstats before;
+	cx_err		err;
+	cx_fragw_options o;
+
+	REQUIRE(s && schema);
+	cx_fragw_options_default(&o);
+	o.rows_per_group = 16;
+	REQUIRE_OK(write_fragment(s, "data/one.cxf", schema, &o, 40, gen_small,
+							  &info, &err), &err);
+	before = s->stats;
+	CHECK(verify_fragment(s, "data/one.cxf", info.size, gen_small, &err) == 0);
+	CHECK(s->stats.gets - before.gets == 1);
+	CHECK(s->stats.bytes_read - before.bytes_read == info.size);
+	cx_fragment_info_free(&info);
+	cx_schema_free(schema);
+	cx_obj_close(s);
 }
 
 /* Writes the small fragment and returns its bytes. */
