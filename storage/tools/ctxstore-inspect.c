@@ -309,6 +309,25 @@ load_version(cx_objstore *s, const char *arg, cx_manifest **m, cx_err *err)
 	return 0;
 }
 
+/* Prints a min/max bound (stored as the value's on-disk bytes) as a value,
+ * through a one-row column vector so print_value() does the formatting. */
+static void
+print_bound(const uint8_t *bytes, uint8_t len, const cx_column *col)
+{
+	uint32_t	offsets[2] = {0, len};
+	cx_colvec	v = {.type = col->type, .width = (uint8_t) cx_type_width(col->type),
+	.nrows = 1};
+
+	if (v.width > 0)
+		v.fixed = bytes;
+	else
+	{
+		v.offsets = offsets;
+		v.bytes = bytes;
+	}
+	print_value(&v, 0);
+}
+
 static void
 print_stats(const cx_colstats *st, const cx_column *col)
 {
@@ -316,14 +335,13 @@ print_stats(const cx_colstats *st, const cx_column *col)
 	if (st->has_min)
 	{
 		printf(" min ");
-		print_hex(st->min, st->min_len);
+		print_bound(st->min, st->min_len, col);
 	}
 	if (st->has_max)
 	{
 		printf(" max ");
-		print_hex(st->max, st->max_len);
+		print_bound(st->max, st->max_len, col);
 	}
-	(void) col;
 }
 
 static int

@@ -1,0 +1,53 @@
+# bench/common.sh — shared by the benchmarks: a throw-away PostgreSQL 15
+# cluster with ctxstore preloaded, run as the postgres OS user.
+# Source it; call bench_start, then psql_b / pgbench_b, then bench_stop.
+
+pgbin=/usr/lib/postgresql/15/bin
+bench_dir=${CTXSTORE_BENCH_DIR:-/var/tmp/ctxstore-bench}
+bench_port=${CTXSTORE_BENCH_PORT:-5498}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+as_pg() { runuser -u postgres -- "$@"; }
+psql_b() { "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 -h "$bench_dir" -p "$bench_port" -U postgres -d bench "$@"; }
+pgbench_b() { "$pgbin/pgbench" -h "$bench_dir" -p "$bench_port" -U postgres "$@" bench; }
+
+bench_start() {
+  bash "$repo/scripts/install-deps.sh" >/dev/null
+  make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/dev/null
+  [ -f "$bench_dir/data/postmaster.pid" ] && as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -m immediate stop >/dev/null 2>&1
+  rm -rf "$bench_dir"
+  mkdir -p "$bench_dir/stores"
+  chown -R postgres: "$bench_dir"
+  as_pg "$pgbin/initdb" -D "$bench_dir/data" --auth=trust -U postgres >/dev/null
+  cat >> "$bench_dir/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'ctxstore'
+port = $bench_port
+listen_addresses = ''
+unix_socket_directories = '$bench_dir'
+max_connections = 64
+shared_buffers = 1GB
+CONF
+  as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -l "$bench_dir/server.log" -w start >/dev/null
+  "$pgbin/psql" -X -q -h "$bench_dir" -p "$bench_port" -U postgres -d postgres -c "CREATE DATABASE bench"
+  psql_b -c "CREATE EXTENSION ctxstore; CREATE SERVER local FOREIGN DATA WRAPPER ctxstore;"
+}
+
+bench_stop() {
+  as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -m fast stop >/dev/null
+}
+
+# The wide agent-context table of the brief, as a foreign table and as a heap.
+context_columns="id text NOT NULL, external_id text, bot_id text, session_id text, role text,
+  content text, metadata jsonb, embedding real[], created_at timestamptz"
+
+create_context_tables() {  # $1 = name suffix
+  psql_b <<SQL
+CREATE TABLE heap_$1 ($context_columns, PRIMARY KEY (id));
+CREATE FOREIGN TABLE ctx_$1 ($context_columns)
+  SERVER local OPTIONS (uri 'file://$bench_dir/stores/$1', key 'id');
+SQL
+}
+
+# tps from pgbench output
+tps_of() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
