@@ -1,0 +1,108 @@
+/*
+ * cx_shardwriter.h — the resident writer of one shard of one store (MemWAL).
+ *
+ * The writer worker keeps one cx_shardwriter per store, opened once: the
+ * claim (epoch + 1), the fence marker and the WAL replay happen in
+ * cx_sw_open(), never per append.
+ *
+ * Write path:
+ *   append(seal = false): WAL entry "_shards/<id>/wal/<20-digit seq>.wal"
+ *       written put-if-absent at the next seq (durable on return), rows go
+ *       to the memtable;  visible after the next seal.
+ *   append(seal = true):  rows go to the memtable and the memtable is sealed
+ *       at once: no WAL entry (it would be a wasted PUT).  Visible on return.
+ *   seal:  memtable -> generation fragment -> next shard-manifest version
+ *       listing it, with replay_seq advanced past the WAL entries it holds.
+ *
+ * Fencing: every write that can collide with a newer writer is put-if-absent
+ * (WAL entries at seq, shard manifests at version + 1).  A collision is read
+ * back: an object of a newer epoch (a fence marker, an entry, a manifest)
+ * means this writer is fenced: CX_ERR_FENCED, and the writer stays fenced
+ * (every later call fails the same way).  Re-claiming is an explicit new
+ * cx_sw_open(); nothing here retries a claim.
+ *
+ * Claim (cx_sw_open): read the newest shard manifest, write the next version
+ * with epoch + 1 (losing that race is CX_ERR_FENCED: someone else claimed
+ * concurrently); register the shard in the base manifest if it is not there
+ * (a base commit, once per shard lifetime, so readers find it); write a fence
+ * marker at the WAL tip (the first free seq after the newest entry; if that
+ * collides with a straggler's entry, move past it); replay the WAL entries in
+ * (replay_seq, fence) into a generation; drain generations the base manifest
+ * says are merged.
+ *
+ * Not thread-safe: one thread drives a writer.
+ */
+#ifndef CX_SHARDWRITER_H
+#define CX_SHARDWRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cx_fragment.h"
+#include "cx_objstore.h"
+#include "cx_schema.h"
+#include "cx_shard.h"
+
+typedef struct cx_sw_options
+{
+	const char *writer_info;	/* "host pid ..." recorded in claims */
+	const char *key_column;		/* table key; recorded in the base manifest
+								 * on registration if none yet */
+	bool		unique_key;
+	uint32_t	pending_generations_max;	/* 4096: appends refused above;
+											 * warning about the count is the
+											 * caller's job */
+	cx_fragw_options fragment;	/* row groups and zstd level */
+} cx_sw_options;
+
+void		cx_sw_options_default(cx_sw_options *o);
+
+typedef struct cx_shardwriter cx_shardwriter;
+
+/* Claims shard_id of the store s (see above).  s stays owned by the caller
+ * and must outlive the writer. */
+cx_code		cx_sw_open(cx_objstore *s, const char *shard_id,
+					   const cx_sw_options *opt, cx_shardwriter **out,
+					   cx_err *err);
+
+/*
+ * Appends nrows rows encoded with cx_row_encode() in the order of schema
+ * (the table's user columns; the writer adds the hidden columns).  schema
+ * must match the store's (CX_ERR_SCHEMA otherwise; the first append to an
+ * empty store records it).  *commit_ts receives the commit time given to
+ * these rows.  CX_ERR_LIMIT when the shard has more than
+ * pending_generations_max unmerged generations.
+ */
+cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
+						 const uint8_t *rows, size_t rows_len, uint64_t nrows,
+						 bool seal, int64_t *commit_ts, cx_err *err);
+
+/* Seals the memtable (no-op when empty). */
+cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
+
+/* Removes from the shard manifest exactly the generations the base manifest
+ * marks as merged (no-op if none). */
+cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
+
+/* Unmerged generations listed now (drained ones excluded). */
+uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
+/* Rows appended but not sealed yet. */
+uint64_t	cx_sw_memtable_rows(const cx_shardwriter *w);
+uint64_t	cx_sw_epoch(const cx_shardwriter *w);
+const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
+
+/* Counters since open. */
+typedef struct cx_sw_stats
+{
+	uint64_t	appends;
+	uint64_t	wal_entries;
+	uint64_t	seals;
+	uint64_t	drains;
+	uint64_t	replayed_entries;
+} cx_sw_stats;
+const cx_sw_stats *cx_sw_get_stats(const cx_shardwriter *w);
+
+/* Seals if seal is true, then frees the writer (s stays open). */
+cx_code		cx_sw_close(cx_shardwriter *w, bool seal, cx_err *err);
+
+#endif							/* CX_SHARDWRITER_H */

@@ -1,0 +1,63 @@
+/*
+ * cx_tablescan.h — reading a consistent snapshot of a table: the base
+ * fragments (minus deletion vectors) unioned with the unmerged generations of
+ * every shard, at most one row per key.
+ *
+ * A snapshot is fixed when it is opened: one base version and, per shard
+ * registered in it, one shard-manifest version.  Generations at or below the
+ * shard's watermark in that base version are skipped (already merged).
+ *
+ * De-duplication (unique-key tables): among all versions of a key the newest
+ * wins — commit order within a shard (generation number, then row order),
+ * commit time across shards (documented in DESIGN.md); a winning tombstone
+ * hides the key.  The scan first reads the key, commit-time and tombstone
+ * columns of the unmerged generations to build a map of their keys (memory
+ * bounded by the unmerged layers, not by the base), then streams the base
+ * rows that no newer generation row shadows, then the winning generation
+ * rows.  Tables without a unique key skip all of that and stream everything.
+ *
+ * Rows come out one row group at a time with only the wanted columns decoded
+ * (projection).
+ */
+#ifndef CX_TABLESCAN_H
+#define CX_TABLESCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cx_fragment.h"
+#include "cx_manifest.h"
+#include "cx_objstore.h"
+
+typedef struct cx_snapshot cx_snapshot;
+
+/* version 0 = newest; otherwise that base version (and, for shards, the
+ * newest shard manifests — generations are not versioned with the base:
+ * a pinned old version reads only its base fragments). */
+cx_code		cx_snapshot_open(cx_objstore *s, uint64_t version,
+							 cx_snapshot **out, cx_err *err);
+void		cx_snapshot_close(cx_snapshot *snap);
+/* NULL schema: empty store. */
+const cx_manifest *cx_snapshot_base(const cx_snapshot *snap);
+uint64_t	cx_snapshot_version(const cx_snapshot *snap);
+/* Rows estimate: base rows plus unmerged generation rows. */
+uint64_t	cx_snapshot_row_estimate(const cx_snapshot *snap);
+uint32_t	cx_snapshot_pending_generations(const cx_snapshot *snap);
+
+typedef struct cx_tablescan cx_tablescan;
+
+/* want[] has one entry per column of the base schema (NULL = all). */
+cx_code		cx_tablescan_begin(cx_snapshot *snap, const bool *want,
+							   cx_tablescan **out, cx_err *err);
+/*
+ * Next batch of rows: *group receives a row group whose wanted columns are
+ * decoded (indices are base-schema column indices) and *rows/*nrows the
+ * indices of its visible rows, ascending.  *group = NULL at the end.  The
+ * group and the row list stay valid until the next call.
+ */
+cx_code		cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
+							  const uint32_t **rows, uint32_t *nrows,
+							  cx_err *err);
+void		cx_tablescan_end(cx_tablescan *scan);
+
+#endif							/* CX_TABLESCAN_H */
