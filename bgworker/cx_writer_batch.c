@@ -1,0 +1,206 @@
+/*
+ * cx_writer_batch.c — lays a transaction's write requests out in one dynamic
+ * shared memory segment (backend side) and reads them back (worker side).
+ *
+ * The encoded rows, which dominate the size, are copied exactly once: from
+ * the FDW's transaction buffer into the segment.  The worker decodes them
+ * straight from the mapping.  The worker checks every offset before using
+ * it, so a malformed segment fails its request instead of the worker.
+ */
+#include "postgres.h"
+
+#include "cx_schema.h"
+#include "cx_writer_int.h"
+
+/* Bytes of the options block: each name and value NUL-terminated. */
+static Size
+options_size(const CxWriteRequest *req)
+{
+	Size		n = 0;
+
+	for (int i = 0; i < req->noptions; i++)
+		n += strlen(req->options[i].name) + 1 + strlen(req->options[i].value) + 1;
+	return n;
+}
+
+/* cx_schema_encode() into palloc'd memory, so no malloc'd buffer is live
+ * across a call that can raise an ERROR. */
+static char *
+encode_schema(const cx_schema *schema, Size *len)
+{
+	cx_buf		buf;
+	char	   *copy = NULL;
+
+	cx_buf_init(&buf);
+	cx_schema_encode(schema, &buf);
+	if (cx_buf_ok(&buf))
+	{
+		copy = palloc_extended(buf.len, MCXT_ALLOC_NO_OOM);
+		if (copy != NULL)
+			memcpy(copy, buf.data, buf.len);
+	}
+	*len = buf.len;
+	cx_buf_free(&buf);
+	if (copy == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory encoding a ctxstore table schema")));
+	return copy;
+}
+
+static char *
+put_options(char *p, const CxWriteRequest *req)
+{
+	for (int i = 0; i < req->noptions; i++)
+	{
+		Size		n = strlen(req->options[i].name) + 1;
+		Size		v = strlen(req->options[i].value) + 1;
+
+		memcpy(p, req->options[i].name, n);
+		memcpy(p + n, req->options[i].value, v);
+		p += n + v;
+	}
+	return p;
+}
+
+dsm_segment *
+cx_batch_create(const CxWriteRequest *requests, int nrequests)
+{
+	char	  **schemas = palloc(sizeof(char *) * nrequests);
+	Size	   *schema_lens = palloc(sizeof(Size) * nrequests);
+	Size		total = MAXALIGN(offsetof(CxBatchHeader, requests) +
+								 sizeof(CxBatchRequest) * nrequests);
+	dsm_segment *seg;
+	CxBatchHeader *hdr;
+	Size		off = total;
+
+	for (int i = 0; i < nrequests; i++)
+	{
+		schemas[i] = encode_schema(requests[i].schema, &schema_lens[i]);
+		total = add_size(total, MAXALIGN(strlen(requests[i].uri) + 1));
+		total = add_size(total, MAXALIGN(options_size(&requests[i])));
+		total = add_size(total, MAXALIGN(schema_lens[i]));
+		total = add_size(total, MAXALIGN(requests[i].rows_len));
+	}
+
+	seg = dsm_create(total, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("too many dynamic shared memory segments to hand a transaction to the ctxstore writer"),
+				 errhint("Raise max_connections, or commit from fewer sessions at once.")));
+	hdr = dsm_segment_address(seg);
+	hdr->magic = CX_BATCH_MAGIC;
+	hdr->nrequests = nrequests;
+	hdr->total_len = total;
+	for (int i = 0; i < nrequests; i++)
+	{
+		const CxWriteRequest *req = &requests[i];
+		CxBatchRequest *br = &hdr->requests[i];
+		char	   *base = (char *) hdr;
+
+		br->uri_off = off;
+		strcpy(base + off, req->uri);
+		off += MAXALIGN(strlen(req->uri) + 1);
+		br->options_off = off;
+		br->options_len = options_size(req);
+		br->noptions = req->noptions;
+		put_options(base + off, req);
+		off += MAXALIGN(br->options_len);
+		br->schema_off = off;
+		br->schema_len = schema_lens[i];
+		memcpy(base + off, schemas[i], schema_lens[i]);
+		off += MAXALIGN(schema_lens[i]);
+		br->rows_off = off;
+		br->rows_len = req->rows_len;
+		memcpy(base + off, req->rows, req->rows_len);
+		off += MAXALIGN(req->rows_len);
+		br->nrows = req->nrows;
+		br->compression_level = req->compression_level;
+		br->result_version = 0;
+		pfree(schemas[i]);
+	}
+	Assert(off == total);
+	pfree(schemas);
+	pfree(schema_lens);
+	return seg;
+}
+
+static bool
+range_ok(Size off, Size len, Size total)
+{
+	return off <= total && len <= total - off;
+}
+
+/* Options block: exactly noptions name/value pairs, each NUL-terminated. */
+static bool
+options_ok(const char *p, Size len, int noptions)
+{
+	Size		pos = 0;
+
+	for (int i = 0; i < 2 * noptions; i++)
+	{
+		const char *nul = memchr(p + pos, '\0', len - pos);
+
+		if (nul == NULL)
+			return false;
+		pos = nul - p + 1;
+	}
+	return pos == len;
+}
+
+bool
+cx_batch_check(const CxBatchHeader *hdr, Size maplen, const char **why)
+{
+	const char *base = (const char *) hdr;
+
+	*why = "malformed request batch";
+	if (maplen < offsetof(CxBatchHeader, requests) ||
+		hdr->magic != CX_BATCH_MAGIC || hdr->nrequests <= 0 ||
+		hdr->total_len > maplen ||
+		(Size) hdr->nrequests > (hdr->total_len - offsetof(CxBatchHeader, requests)) /
+		sizeof(CxBatchRequest))
+		return false;
+	for (int i = 0; i < hdr->nrequests; i++)
+	{
+		const CxBatchRequest *br = &hdr->requests[i];
+		Size		total = hdr->total_len;
+
+		if (!range_ok(br->uri_off, 1, total) ||
+			memchr(base + br->uri_off, '\0', total - br->uri_off) == NULL ||
+			!range_ok(br->options_off, br->options_len, total) ||
+			br->noptions < 0 ||
+			!options_ok(base + br->options_off, br->options_len, br->noptions) ||
+			!range_ok(br->schema_off, br->schema_len, total) ||
+			!range_ok(br->rows_off, br->rows_len, total))
+			return false;
+	}
+	return true;
+}
+
+void
+cx_batch_view(CxBatchHeader *hdr, int i, CxBatchView *out)
+{
+	const CxBatchRequest *br = &hdr->requests[i];
+	const char *base = (const char *) hdr;
+	const char *p = base + br->options_off;
+
+	out->uri = base + br->uri_off;
+	out->noptions = br->noptions;
+	out->options = palloc(sizeof(cx_option) * Max(br->noptions, 1));
+	for (int k = 0; k < br->noptions; k++)
+	{
+		out->options[k].name = p;
+		p += strlen(p) + 1;
+		out->options[k].value = p;
+		p += strlen(p) + 1;
+	}
+	out->options_bytes = base + br->options_off;
+	out->options_len = br->options_len;
+	out->schema_bytes = (const uint8 *) base + br->schema_off;
+	out->schema_len = br->schema_len;
+	out->rows = (const uint8 *) base + br->rows_off;
+	out->rows_len = br->rows_len;
+	out->nrows = br->nrows;
+	out->compression_level = br->compression_level;
+}

@@ -1,0 +1,383 @@
+/*
+ * cx_writer_submit.c — the backend side of the write path: hand a
+ * transaction's rows to the writer worker at PRE_COMMIT and wait for the
+ * acknowledgement.
+ *
+ * The wait is bounded and interruptible.  Every ~100 ms at the latest (and
+ * whenever the latch is set: by the worker, a signal or an interrupt) the
+ * backend looks at its slot, at whether a worker is alive, and at its
+ * deadline: ctxstore.commit_timeout from the start of the wait and
+ * statement_timeout from the start of the statement.  PostgreSQL disables
+ * the statement_timeout timer before it commits, so the writer applies that
+ * limit itself; otherwise a stuck store could hold a COMMIT forever.
+ *
+ * Giving up (timeout, cancel, worker gone, backend exit) is decided under
+ * the lock: a request the worker has not taken is withdrawn and is certain
+ * never to be written; one it has taken is abandoned and its outcome is
+ * unknown.  Every error says which of the two happened.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "access/xact.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "cx_pgerror.h"
+#include "cx_writer_int.h"
+
+/* Longest sleep between two looks at the slot and the worker. */
+#define POLL_MS 100L
+
+/* What giving up on a posted request means for its rows. */
+typedef enum GiveUp
+{
+	GIVEUP_NONE,				/* nothing was posted */
+	GIVEUP_WITHDRAWN,			/* never written */
+	GIVEUP_UNKNOWN,				/* taken by the worker: may be written */
+	GIVEUP_WRITTEN,				/* the worker had finished successfully */
+	GIVEUP_FAILED				/* the worker had finished with an error */
+} GiveUp;
+
+/* Whether this backend's slot holds a request of ours. */
+static bool request_posted = false;
+static bool exit_callback_registered = false;
+
+typedef struct WaitDeadline
+{
+	TimestampTz at;				/* PG_INT64_MAX = none */
+	bool		by_statement;	/* statement_timeout, not commit_timeout */
+} WaitDeadline;
+
+static CxWriterSlot *
+my_slot(void)
+{
+	if (MyBackendId == InvalidBackendId || MyBackendId > CxWriter->nslots)
+		elog(ERROR, "ctxstore: this process cannot hand rows to the writer");
+	return &CxWriter->slots[MyBackendId - 1];
+}
+
+/* Releases the slot whatever state it is in (caller holds the lock). */
+static GiveUp
+give_up_locked(CxWriterSlot *slot)
+{
+	GiveUp		result = GIVEUP_NONE;
+
+	if (!request_posted)
+		return GIVEUP_NONE;
+	request_posted = false;
+	switch (slot->state)
+	{
+		case CX_SLOT_QUEUED:
+			slot->state = CX_SLOT_FREE;
+			return GIVEUP_WITHDRAWN;
+		case CX_SLOT_TAKEN:
+			slot->state = CX_SLOT_ABANDONED;
+			return GIVEUP_UNKNOWN;
+		case CX_SLOT_DONE:
+			result = GIVEUP_WRITTEN;
+			break;
+		case CX_SLOT_FAILED:
+			result = slot->outcome_unknown ? GIVEUP_UNKNOWN : GIVEUP_FAILED;
+			break;
+		default:
+			break;
+	}
+	slot->state = CX_SLOT_FREE;
+	return result;
+}
+
+static GiveUp
+give_up(CxWriterSlot *slot)
+{
+	GiveUp		result;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	result = give_up_locked(slot);
+	LWLockRelease(CxWriter->lock);
+	return result;
+}
+
+/* A DETAIL sentence saying what became of the rows. */
+static const char *
+give_up_detail(GiveUp g)
+{
+	switch (g)
+	{
+		case GIVEUP_WITHDRAWN:
+			return "The transaction's rows were withdrawn before the ctxstore writer took them: they were not written.";
+		case GIVEUP_UNKNOWN:
+			return "The ctxstore writer had already taken the transaction's rows: they may or may not have been written.";
+		case GIVEUP_WRITTEN:
+			return "The ctxstore writer had already written the transaction's rows: they are durable although the transaction reports an error.";
+		case GIVEUP_FAILED:
+			return "The ctxstore writer had failed to write the transaction's rows.";
+		case GIVEUP_NONE:
+			break;
+	}
+	return NULL;
+}
+
+/* Backend exit (FATAL, terminate) while a request is posted. */
+static void
+backend_exit(int code, Datum arg)
+{
+	if (request_posted)
+		(void) give_up(my_slot());
+}
+
+static WaitDeadline
+wait_deadline(void)
+{
+	WaitDeadline d = {PG_INT64_MAX, false};
+
+	if (cx_commit_timeout_ms > 0)
+		d.at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   cx_commit_timeout_ms);
+	if (StatementTimeout > 0)
+	{
+		TimestampTz st = TimestampTzPlusMilliseconds(GetCurrentStatementStartTimestamp(),
+													 StatementTimeout);
+
+		if (st < d.at)
+		{
+			d.at = st;
+			d.by_statement = true;
+		}
+	}
+	return d;
+}
+
+static void
+report_timeout(const WaitDeadline *d, GiveUp g)
+{
+	if (d->by_statement)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling statement due to statement timeout"),
+				 errdetail("%s", give_up_detail(g))));
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("the ctxstore writer did not acknowledge the commit within ctxstore.commit_timeout (%d ms)",
+					cx_commit_timeout_ms),
+			 errdetail("%s", give_up_detail(g)),
+			 errhint("Check the server log for the writer's progress; raise ctxstore.commit_timeout if commits to this store are legitimately slow.")));
+}
+
+static void
+report_no_worker(GiveUp g)
+{
+	ereport(ERROR,
+			(errcode(g == GIVEUP_UNKNOWN ? ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN
+					 : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 g == GIVEUP_UNKNOWN ?
+			 errmsg("the ctxstore writer worker stopped while committing the transaction") :
+			 errmsg("the ctxstore writer worker is not running"),
+			 errdetail("%s", give_up_detail(g == GIVEUP_NONE ? GIVEUP_WITHDRAWN : g)),
+			 errhint("The worker restarts automatically within seconds; retry the transaction.  The server log says why it stopped.")));
+}
+
+static bool
+worker_running(void)
+{
+	return pg_atomic_read_u32(&CxWriter->worker_pid) != 0;
+}
+
+/* Sleeps until the latch is set or the next look is due (at most POLL_MS),
+ * then honours cancel and terminate. */
+static void
+nap(const WaitDeadline *d)
+{
+	long		ms = POLL_MS;
+
+	if (d->at != PG_INT64_MAX)
+		ms = Min(ms, Max(TimestampDifferenceMilliseconds(GetCurrentTimestamp(), d->at), 1));
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+static bool
+deadline_passed(const WaitDeadline *d)
+{
+	return d->at != PG_INT64_MAX && GetCurrentTimestamp() >= d->at;
+}
+
+/*
+ * Posts the batch.  The slot may still be ABANDONED by this backend's
+ * previous transaction (or a previous backend with this slot); then wait,
+ * boundedly, for the worker to finish with it.
+ */
+static void
+post_request(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d)
+{
+	for (;;)
+	{
+		CxSlotState state;
+
+		if (!worker_running())
+			report_no_worker(GIVEUP_NONE);
+		LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+		state = slot->state;
+		if (state == CX_SLOT_FREE)
+		{
+			slot->state = CX_SLOT_QUEUED;
+			slot->handle = dsm_segment_handle(seg);
+			slot->requester_procno = MyProc->pgprocno;
+			slot->seq = ++CxWriter->next_seq;
+			slot->nfailed = 0;
+			slot->outcome_unknown = false;
+			slot->error_msg[0] = '\0';
+			request_posted = true;
+		}
+		LWLockRelease(CxWriter->lock);
+		if (state == CX_SLOT_FREE)
+			break;
+		if (state != CX_SLOT_ABANDONED)
+			elog(ERROR, "ctxstore writer slot %d is unexpectedly in state %d",
+				 MyBackendId, (int) state);
+		if (deadline_passed(d))
+			report_timeout(d, GIVEUP_WITHDRAWN);
+		nap(d);
+	}
+	cx_writer_set_latch(pg_atomic_read_u32(&CxWriter->worker_procno));
+}
+
+/* Raises the error a FAILED slot carried (a copy taken under the lock). */
+static void
+report_failure(const CxWriterSlot *failed, const CxWriteRequest *requests,
+			   int nrequests)
+{
+	cx_err		err;
+	int			nwritten = nrequests - failed->nfailed;
+	const char *uri;
+
+	if (failed->outcome_unknown)
+		report_no_worker(GIVEUP_UNKNOWN);
+	uri = failed->failed_request >= 0 ? requests[failed->failed_request].uri : "?";
+	err.code = failed->error_code;
+	if (nwritten > 0)
+		snprintf(err.msg, sizeof(err.msg), "%s (%d other store(s) of this transaction were written)",
+				 failed->error_msg, nwritten);
+	else
+		strlcpy(err.msg, failed->error_msg, sizeof(err.msg));
+	cx_pg_report(ERROR, &err, "could not write to ctxstore store \"%s\"", uri);
+	pg_unreachable();
+}
+
+/* Waits for the worker's verdict; on success fills results. */
+static void
+await_outcome(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d,
+			  const CxWriteRequest *requests, int nrequests,
+			  CxWriteResult *results)
+{
+	CxBatchHeader *hdr = dsm_segment_address(seg);
+
+	for (;;)
+	{
+		CxSlotState state;
+		CxWriterSlot failed;
+		GiveUp		g = GIVEUP_NONE;
+		bool		dead = false;
+
+		LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+		state = slot->state;
+		if (state == CX_SLOT_DONE || state == CX_SLOT_FAILED)
+		{
+			failed = *slot;
+			(void) give_up_locked(slot);
+		}
+		else
+		{
+			dead = !worker_running() ||
+				(state == CX_SLOT_TAKEN &&
+				 slot->taken_generation != pg_atomic_read_u64(&CxWriter->generation));
+			if (dead)
+				g = give_up_locked(slot);
+		}
+		LWLockRelease(CxWriter->lock);
+
+		if (state == CX_SLOT_DONE)
+		{
+			for (int i = 0; results != NULL && i < nrequests; i++)
+				results[i].version = hdr->requests[i].result_version;
+			return;
+		}
+		if (state == CX_SLOT_FAILED)
+			report_failure(&failed, requests, nrequests);
+		if (dead)
+			report_no_worker(g);
+		if (deadline_passed(d))
+			report_timeout(d, give_up(slot));
+		nap(d);
+	}
+}
+
+/* On an error out of the wait (cancel, terminate): release the slot and say
+ * in the error what became of the rows. */
+static void
+rethrow_with_outcome(CxWriterSlot *slot, dsm_segment *seg, MemoryContext cxt)
+{
+	GiveUp		g = give_up(slot);
+	ErrorData  *edata;
+	const char *what = give_up_detail(g);
+
+	dsm_detach(seg);
+	if (what == NULL)
+		PG_RE_THROW();
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	edata->detail = edata->detail ? psprintf("%s\n%s", edata->detail, what)
+		: pstrdup(what);
+	ReThrowError(edata);
+}
+
+static void
+check_requests(const CxWriteRequest *requests, int nrequests)
+{
+	if (CxWriter == NULL)
+		elog(ERROR, "ctxstore writer is not available (shared_preload_libraries)");
+	if (nrequests <= 0)
+		elog(ERROR, "ctxstore: empty write submission");
+	for (int i = 0; i < nrequests; i++)
+		if (requests[i].nrows == 0)
+			elog(ERROR, "ctxstore: write request for \"%s\" has no rows",
+				 requests[i].uri);
+}
+
+void
+cx_writer_submit(const CxWriteRequest *requests, int nrequests,
+				 CxWriteResult *results)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	CxWriterSlot *slot;
+	WaitDeadline d;
+	dsm_segment *seg;
+
+	check_requests(requests, nrequests);
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(backend_exit, (Datum) 0);
+		exit_callback_registered = true;
+	}
+	slot = my_slot();
+	d = wait_deadline();
+	seg = cx_batch_create(requests, nrequests);
+
+	PG_TRY();
+	{
+		post_request(slot, seg, &d);
+		await_outcome(slot, seg, &d, requests, nrequests, results);
+	}
+	PG_CATCH();
+	{
+		rethrow_with_outcome(slot, seg, cxt);
+	}
+	PG_END_TRY();
+	dsm_detach(seg);
+}

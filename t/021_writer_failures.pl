@@ -1,0 +1,194 @@
+# The commit wait is bounded and interruptible, and survives the writer
+# worker going away: a COMMIT either succeeds or fails with an error that
+# says what became of its rows, never hangs; the worker comes back by itself;
+# rows the worker never took are never written; acknowledged rows survive a
+# crash of the worker.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $root = $ENV{CTXSTORE_STORE_ROOT} // PostgreSQL::Test::Utils::tempdir();
+my $uri = "file://$root/writer_failures";
+
+my $node = PostgreSQL::Test::Cluster->new('writer_failures');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'ctxstore'
+max_connections = 40
+restart_after_crash = on
+});
+$node->start;
+$node->safe_psql(
+	'postgres', qq{
+CREATE EXTENSION ctxstore;
+CREATE SERVER lake FOREIGN DATA WRAPPER ctxstore;
+CREATE FOREIGN TABLE items (id text NOT NULL, n int) SERVER lake OPTIONS (uri '$uri');
+});
+
+sub writer_pid
+{
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+}
+
+# Waits for a writer other than $old (any writer if $old is empty).
+sub wait_for_writer
+{
+	my ($old) = @_;
+	my $cond = $old ? "AND pid <> $old" : '';
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer' $cond"
+	) or die 'the ctxstore writer did not come back';
+	return writer_pid();
+}
+
+sub count_like
+{
+	my ($pattern) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM items WHERE id LIKE '$pattern'");
+}
+
+# Runs $sql in psql; returns (elapsed seconds, stderr).
+sub timed_psql
+{
+	my ($sql) = @_;
+	my $start = time;
+	my ($rc, $out, $err) = $node->psql('postgres', $sql, timeout => 60);
+	return (time - $start, $err);
+}
+
+# A session whose INSERT is now waiting for the writer.
+sub start_waiting_insert
+{
+	my ($id) = @_;
+	my $bg = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+	$bg->query_until(qr/started/, "\\echo started\nINSERT INTO items VALUES ('$id', 1);\n");
+	$node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
+	  or die 'the INSERT never waited for the writer';
+	return ($bg, $pid);
+}
+
+# Lets a waiting session finish; returns its stderr.
+sub finish_session
+{
+	my ($bg) = @_;
+	$bg->query('SELECT 1');
+	my $err = $bg->{stderr};
+	$bg->quit;
+	return $err;
+}
+
+my $writer = wait_for_writer('');
+$node->safe_psql('postgres', "INSERT INTO items VALUES ('warm-up', 0)");
+
+# ---- a stopped worker: timeouts and cancel withdraw the request ----
+
+kill 'STOP', $writer;
+
+my ($elapsed, $err) = timed_psql(
+	"SET statement_timeout = '500ms'; INSERT INTO items VALUES ('withdrawn-statement-timeout', 1);");
+like($err, qr/canceling statement due to statement timeout/,
+	'statement_timeout ends a commit the writer does not answer');
+like($err, qr/not written/, 'the error says the rows were not written');
+cmp_ok($elapsed, '<', 10, 'statement_timeout bounds the wait');
+
+($elapsed, $err) = timed_psql(q{
+SET ctxstore.commit_timeout = 300;
+BEGIN;
+INSERT INTO items VALUES ('withdrawn-commit-timeout-1', 1);
+INSERT INTO items VALUES ('withdrawn-commit-timeout-2', 2);
+COMMIT;
+});
+like($err, qr/ctxstore\.commit_timeout/, 'ctxstore.commit_timeout caps the wait');
+like($err, qr/not written/, 'the error says the rows were not written');
+cmp_ok($elapsed, '<', 10, 'ctxstore.commit_timeout bounds the wait');
+
+my ($bg, $bg_pid) = start_waiting_insert('withdrawn-cancel');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($bg_pid)");
+$err = finish_session($bg);
+like($err, qr/canceling statement due to user request/, 'cancel ends the wait');
+like($err, qr/not written/, 'the cancel error says the rows were not written');
+
+kill 'CONT', $writer;
+
+$node->safe_psql('postgres', "INSERT INTO items VALUES ('after-stop', 1)");
+is(count_like('after-stop'), '1', 'the resumed writer commits new rows');
+is(count_like('withdrawn-%'), '0', 'withdrawn rows never appear');
+
+# ---- SIGTERM: the worker leaves, a waiting commit fails clearly ----
+
+kill 'STOP', $writer;
+($bg, $bg_pid) = start_waiting_insert('sigterm-queued');
+kill 'TERM', $writer;
+kill 'CONT', $writer;
+$err = finish_session($bg);
+like($err, qr/ctxstore writer worker is not running/,
+	'a commit queued when the worker exits fails with a clear error');
+like($err, qr/not written/, 'and says its rows were not written');
+
+my $new_writer = wait_for_writer($writer);
+isnt($new_writer, $writer, 'the worker restarted with a new pid');
+$writer = $new_writer;
+$node->safe_psql('postgres', "INSERT INTO items VALUES ('after-sigterm', 1)");
+is(count_like('after-sigterm'), '1', 'the restarted worker commits');
+is(count_like('sigterm-queued'), '0', 'the failed commit left no rows');
+
+# ---- SIGKILL while sessions commit: acknowledged rows survive ----
+
+my $nsessions = 4;
+my $per_session = 3000;
+my (@runs, @outs);
+for my $s (1 .. $nsessions)
+{
+	my $script = join('',
+		map { "INSERT INTO items VALUES ('crash-$s-$_', $_) RETURNING id;\n" }
+		  1 .. $per_session);
+	my ($in, $out, $errout) = ($script, '', '');
+	push @outs, \$out;
+	push @runs,
+	  IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
+		'<', \$in, '>', \$out, '2>', \$errout,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+}
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 200 FROM items WHERE id LIKE 'crash-%'")
+  or die 'the sessions never committed';
+kill 'KILL', $writer;
+my $t0 = time;
+$_->finish for @runs;    # dies on timeout: a hung session fails the test
+cmp_ok(time - $t0, '<', 60, 'every session ended after the worker was killed');
+
+my %acked;
+for my $out (@outs)
+{
+	$acked{$_} = 1 for grep { /^crash-/ } split /\n/, $$out;
+}
+cmp_ok(scalar(keys %acked), '>', 0, 'some commits were acknowledged before the crash');
+
+$writer = wait_for_writer('');
+my %stored;
+my $dups = 0;
+for my $id (split /\n/,
+	$node->safe_psql('postgres', "SELECT id FROM items WHERE id LIKE 'crash-%'"))
+{
+	$dups++ if $stored{$id}++;
+}
+is($dups, 0, 'no row is stored twice');
+my @lost = grep { !$stored{$_} } keys %acked;
+is(scalar(@lost), 0, 'every acknowledged row survived the crash')
+  or diag("lost: @lost[0 .. (@lost > 10 ? 9 : $#lost)]");
+
+$node->safe_psql('postgres', "INSERT INTO items VALUES ('after-crash', 1)");
+is(count_like('after-crash'), '1', 'commits work after the crash');
+
+$node->stop;
+done_testing();
