@@ -3,7 +3,8 @@
  *
  * A store is a flat namespace of immutable-by-convention objects addressed by
  * keys relative to the store root ("_versions/00000000000000000001.manifest").
- * Backends: local filesystem (cx_objstore_local.c); S3 and Azure Blob later.
+ * Backends: local filesystem (cx_objstore_local.c), S3 (cx_objstore_s3.c)
+ * and Azure Blob (cx_objstore_azure.c); the cloud ones share cx_http.h.
  *
  * The one primitive the whole commit protocol rests on is put-if-absent: it
  * either creates the object or reports CX_ERR_EXISTS and changes nothing.
@@ -105,11 +106,41 @@ struct cx_objstore
 	cx_objstats stats;
 };
 
-/* Opens the store a URI names: file:///abs/path (s3:// and az:// later).
- * options may be NULL when noptions is 0; file:// takes none and refuses any
- * as unknown (CX_ERR_INVALID). */
+/*
+ * Every option name an object store understands, NULL-terminated.  Each name
+ * is accepted for every scheme, so that callers can pass server and
+ * user-mapping options uniformly; each backend reads the ones it needs and
+ * ignores the rest.  A name not in this table is CX_ERR_INVALID.
+ */
+extern const char *const cx_objstore_option_names[];
+
+/* Opens the store a URI names: file:///abs/path, s3://bucket[/prefix] or
+ * az://container[/prefix].  options may be NULL when noptions is 0; an
+ * unknown option name is CX_ERR_INVALID, naming the valid ones. */
 cx_code		cx_objstore_open(const char *uri, const cx_option *options,
 							 size_t noptions, cx_objstore **out, cx_err *err);
+
+/*
+ * Backend entry points cx_objstore_open() dispatches to, with the URI split
+ * up: bucket/container is non-empty, prefix is "" or a valid key without a
+ * trailing '/', and the option names are already known to be valid.
+ */
+cx_code		cx_objstore_open_s3(const char *bucket, const char *prefix,
+								const cx_option *options, size_t noptions,
+								cx_objstore **out, cx_err *err);
+cx_code		cx_objstore_open_azure(const char *container, const char *prefix,
+								   const cx_option *options, size_t noptions,
+								   cx_objstore **out, cx_err *err);
+
+/* Value of the last option called name (later options override earlier
+ * ones, so user-mapping options can follow server options), or NULL. */
+const char *cx_option_get(const cx_option *options, size_t noptions,
+						  const char *name);
+
+/* Reads a boolean option (on/off, true/false, yes/no, 1/0, any case) into
+ * *out, or dflt if absent; CX_ERR_INVALID naming the option otherwise. */
+cx_code		cx_option_bool(const cx_option *options, size_t noptions,
+						   const char *name, bool dflt, bool *out, cx_err *err);
 
 /* Local-filesystem backend rooted at an absolute directory path.  The root is
  * created on the first write if it does not exist. */
