@@ -1,0 +1,162 @@
+/*
+ * ctxstore_fdw.h — declarations shared by the files of the foreign-data
+ * wrapper (fdw/).  Not installed; the engine (storage/) never sees it.
+ *
+ * One file per concern:
+ *   ctxstore.c       module entry: _PG_init, GUCs, the handler
+ *   cx_option.c      option validation and reading a table's options
+ *   cx_types.c       PostgreSQL type <-> engine type and value conversion
+ *   cx_columns.c     store schemas from table columns, column matching
+ *   cx_store.c       per-backend store handles and manifest cache, access checks
+ *   cx_scan.c        planner, executor scan and EXPLAIN
+ *   cx_modify.c      INSERT / COPY FROM into the transaction's buffer
+ *   cx_xact.c        the transaction buffers and their commit / abort hooks
+ *   cx_functions.c   SQL functions in schema ctxstore
+ *   cx_pgerror.c     engine error codes -> ereport (cx_pgerror.h)
+ */
+#ifndef CTXSTORE_FDW_H
+#define CTXSTORE_FDW_H
+
+#include "postgres.h"
+
+#include "foreign/fdwapi.h"
+#include "utils/relcache.h"
+
+#include "cx_manifest.h"
+#include "cx_objstore.h"
+#include "cx_schema.h"
+
+/* ---- GUCs (ctxstore.c) ---- */
+
+/* ctxstore.max_transaction_bytes, in kB: rows one transaction may buffer. */
+extern int	cxfdw_max_transaction_kb;
+
+/* ---- type mapping (cx_types.c) ---- */
+
+/* How values of one PostgreSQL column travel as engine values. */
+typedef struct CxTypeInfo
+{
+	Oid			typid;			/* the column's type (domains: their base) */
+	int32		typmod;
+	cx_type		type;			/* engine type */
+	cx_type		elem_type;		/* element engine type of a CX_T_LIST */
+	char	   *ext_type;		/* type name of a CX_T_EXTERNAL, else NULL */
+	/* Arrays stored as lists: the element type and its storage properties. */
+	Oid			elem_typid;
+	int16		elem_len;
+	bool		elem_byval;
+	char		elem_align;
+	/* Types with a text form (numeric, jsonb) or a binary one (external). */
+	Oid			out_func;
+	Oid			in_func;
+	Oid			in_ioparam;
+} CxTypeInfo;
+
+/* Where the items of a list value are: cx_row_decode() hands them out as an
+ * items array, a row group as a slice of a child column vector. */
+typedef enum CxListForm
+{
+	CX_LIST_ITEMS,
+	CX_LIST_SLICE
+} CxListForm;
+
+extern void cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti);
+extern char *cxfdw_type_describe(cx_type type, cx_type elem_type,
+								 const char *ext_type);
+/* Conversions allocate in CurrentMemoryContext; a cx_datum filled by
+ * cxfdw_to_cx points into that memory or into the Datum. */
+extern void cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out);
+extern Datum cxfdw_from_cx(const CxTypeInfo *ti, const cx_datum *d,
+						   CxListForm form);
+
+/* While pushed, errors name the column being converted (att, or none if
+ * att is -1) in their CONTEXT line. */
+typedef struct CxConvErrContext
+{
+	ErrorContextCallback cb;
+	const struct CxRelInfo *ri;
+	int			att;
+} CxConvErrContext;
+
+extern void cxfdw_conv_errcontext_push(CxConvErrContext *ec,
+									   const struct CxRelInfo *ri);
+extern void cxfdw_conv_errcontext_pop(CxConvErrContext *ec);
+
+/* ---- a foreign table as the wrapper sees it (cx_option.c) ---- */
+
+typedef struct CxColumnDef
+{
+	char	   *attname;		/* NULL if the attribute is dropped */
+	char	   *name;			/* store column name (column_name or attname) */
+	CxTypeInfo	type;
+} CxColumnDef;
+
+typedef struct CxRelInfo
+{
+	Oid			relid;
+	char	   *relname;
+	Oid			userid;			/* whose user mapping and privileges apply */
+	char	   *uri;
+	uint64		version;		/* pinned version, 0 = the latest */
+	int			compression_level;
+	/* Options the engine opens the store with (server + user mapping);
+	 * may hold secrets, so never shown anywhere. */
+	cx_option  *store_options;
+	int			nstore_options;
+	bool		has_credentials;	/* the user mapping supplies some */
+	int			natts;
+	CxColumnDef *columns;		/* one per attribute, attnum - 1 */
+} CxRelInfo;
+
+extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
+extern bool cxfdw_uri_is_file(const char *uri);
+
+/* ---- columns and store schemas (cx_columns.c) ---- */
+
+/* How a table's attributes line up with a store schema's columns. */
+typedef struct CxBinding
+{
+	const cx_schema *schema;
+	int		   *att_col;		/* per attribute: store column, -1 if dropped */
+	int		   *col_att;		/* per store column: attribute index, or -1
+								 * if the table has no such column */
+} CxBinding;
+
+extern cx_schema *cxfdw_schema_from_rel(const CxRelInfo *ri);
+extern void cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema,
+					   CxBinding *b);
+
+/* ---- store handles and manifests (cx_store.c) ---- */
+
+typedef enum CxAccess
+{
+	CX_ACCESS_READ,
+	CX_ACCESS_WRITE
+} CxAccess;
+
+typedef struct CxStore CxStore;
+
+extern CxStore *cxfdw_store_open(const CxRelInfo *ri, CxAccess access);
+extern cx_objstore *cxfdw_store_handle(CxStore *st);
+extern const cx_manifest *cxfdw_store_manifest(CxStore *st, uint64 version);
+extern cx_manifest *cxfdw_store_manifest_copy(CxStore *st, uint64 version);
+
+/* ---- transaction buffers (cx_xact.c) ---- */
+
+typedef struct CxPending CxPending;
+
+extern void cxfdw_xact_register(void);
+extern CxPending *cxfdw_pending_find(Oid relid);
+extern CxPending *cxfdw_pending_open(const CxRelInfo *ri, CxStore *st);
+extern const cx_schema *cxfdw_pending_schema(const CxPending *p);
+extern void cxfdw_pending_append(CxPending *p, const cx_datum *values);
+extern uint64 cxfdw_pending_rows(const CxPending *p);
+/* The bytes of the rows buffered so far; valid until the next append. */
+extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);
+
+/* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
+
+extern void cxfdw_scan_routine(FdwRoutine *routine);
+extern void cxfdw_modify_routine(FdwRoutine *routine);
+
+#endif							/* CTXSTORE_FDW_H */

@@ -1,0 +1,483 @@
+/*
+ * cx_option.c — the options of servers, user mappings, foreign tables and
+ * columns: validation at CREATE / ALTER time, and reading them back when a
+ * table is used.
+ *
+ * Every option is checked at the level it belongs to, and its value as far as
+ * it can be without touching the store, so a typo fails at DDL time rather
+ * than at the first write.  Options the engine does not act on yet are still
+ * validated and stored (docs/SQL.md says which are in effect).
+ *
+ * Credentials are accepted only in user mappings: pg_user_mappings shows them
+ * to their user and to superusers, whereas server and table options are
+ * readable by anyone.
+ */
+#include "postgres.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+
+#include "access/reloptions.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "ctxstore_fdw.h"
+
+/* What an option's value must look like. */
+typedef enum CxOptKind
+{
+	OPT_STRING,					/* any non-empty string */
+	OPT_BOOL,					/* anything parse_bool() accepts */
+	OPT_URL,					/* http:// or https:// endpoint */
+	OPT_URL_STYLE,				/* path | virtual */
+	OPT_URI,					/* store URI */
+	OPT_INT,					/* integer in [min, max] */
+	OPT_SECONDS,				/* integer seconds, GUC time units allowed */
+	OPT_BYTES					/* byte count, GUC memory units allowed */
+} CxOptKind;
+
+typedef struct CxOptDef
+{
+	const char *name;
+	Oid			context;		/* catalog of the level it belongs to */
+	CxOptKind	kind;
+	int64		min;
+	int64		max;
+} CxOptDef;
+
+#define SERVER ForeignServerRelationId
+#define MAPPING UserMappingRelationId
+#define TABLE ForeignTableRelationId
+#define COLUMN AttributeRelationId
+
+#define COMPRESSION_LEVEL_DEFAULT 3
+
+static const CxOptDef options[] =
+{
+	{"endpoint", SERVER, OPT_URL},
+	{"region", SERVER, OPT_STRING},
+	{"url_style", SERVER, OPT_URL_STYLE},
+	{"conditional_put", SERVER, OPT_BOOL},
+	{"connect_timeout", SERVER, OPT_SECONDS, 1, INT_MAX},
+	{"request_timeout", SERVER, OPT_SECONDS, 1, INT_MAX},
+
+	{"access_key_id", MAPPING, OPT_STRING},
+	{"secret_access_key", MAPPING, OPT_STRING},
+	{"session_token", MAPPING, OPT_STRING},
+	{"account_name", MAPPING, OPT_STRING},
+	{"account_key", MAPPING, OPT_STRING},
+	{"sas_token", MAPPING, OPT_STRING},
+
+	{"uri", TABLE, OPT_URI},
+	{"key", TABLE, OPT_STRING},
+	{"seal_on_insert", TABLE, OPT_BOOL},
+	{"unique_key", TABLE, OPT_BOOL},
+	{"upsert_key", TABLE, OPT_BOOL},
+	{"flush_interval", TABLE, OPT_SECONDS, 0, INT_MAX},
+	{"merge_after_generations", TABLE, OPT_INT, 0, INT_MAX},
+	{"merge_max_generations", TABLE, OPT_INT, 2, INT_MAX},
+	{"merge_max_bytes", TABLE, OPT_BYTES, 1, PG_INT64_MAX / 2},
+	{"cleanup_interval", TABLE, OPT_SECONDS, 0, INT_MAX},
+	{"cleanup_min_generations", TABLE, OPT_INT, 1, INT_MAX},
+	{"pending_generations_warn", TABLE, OPT_INT, 1, INT_MAX},
+	{"pending_generations_max", TABLE, OPT_INT, 1, INT_MAX},
+	{"compact_min_fragments", TABLE, OPT_INT, 2, INT_MAX},
+	{"target_rows_per_fragment", TABLE, OPT_INT, 1, INT_MAX},
+	{"compression_level", TABLE, OPT_INT, 1, 22},
+	{"version", TABLE, OPT_INT, 1, PG_INT64_MAX},
+
+	{"column_name", COLUMN, OPT_STRING},
+};
+
+static const CxOptDef *
+find_option(const char *name)
+{
+	for (int i = 0; i < lengthof(options); i++)
+		if (strcmp(options[i].name, name) == 0)
+			return &options[i];
+	return NULL;
+}
+
+static const char *
+level_name(Oid context)
+{
+	switch (context)
+	{
+		case SERVER:
+			return "a server";
+		case MAPPING:
+			return "a user mapping";
+		case TABLE:
+			return "a foreign table";
+		case COLUMN:
+			return "a column";
+		default:
+			return "this object";
+	}
+}
+
+static void reject_unknown(const char *name, Oid context) pg_attribute_noreturn();
+static void reject_value(const CxOptDef *def, const char *value,
+						 const char *why) pg_attribute_noreturn();
+
+/* Unknown here: say which options this level does take, like postgres_fdw. */
+static void
+reject_unknown(const char *name, Oid context)
+{
+	StringInfoData valid;
+	const CxOptDef *def = find_option(name);
+
+	/* Secrets in a world-readable catalog are refused with their own reason. */
+	if (def != NULL && def->context == MAPPING)
+		ereport(ERROR,
+				errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				errmsg("option \"%s\" is accepted only in a user mapping", name),
+				errhint("Credentials go in CREATE USER MAPPING ... SERVER ... OPTIONS (...), which only that user and superusers can read."));
+
+	initStringInfo(&valid);
+	for (int i = 0; i < lengthof(options); i++)
+		if (options[i].context == context)
+			appendStringInfo(&valid, "%s%s", valid.len > 0 ? ", " : "",
+							 options[i].name);
+
+	ereport(ERROR,
+			errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+			errmsg("invalid option \"%s\" for %s", name, level_name(context)),
+			valid.len > 0
+			? errhint("Valid options in this context are: %s", valid.data)
+			: errhint("There are no valid options in this context."));
+}
+
+static void
+reject_value(const CxOptDef *def, const char *value, const char *why)
+{
+	/* A credential's value is never repeated back. */
+	bool		show = def->context != MAPPING;
+
+	ereport(ERROR,
+			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			show
+			? errmsg("invalid value for option \"%s\": \"%s\"", def->name, value)
+			: errmsg("invalid value for option \"%s\"", def->name),
+			errdetail("%s", why));
+}
+
+static bool
+has_prefix_ci(const char *s, const char *prefix)
+{
+	return pg_strncasecmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool
+cxfdw_uri_is_file(const char *uri)
+{
+	return has_prefix_ci(uri, "file://");
+}
+
+/* Returns why uri is not a store URI, or NULL if it is one. */
+static const char *
+uri_problem(const char *uri)
+{
+	const char *rest;
+
+	if (cxfdw_uri_is_file(uri))
+	{
+		rest = uri + strlen("file://");
+		if (rest[0] != '/')
+			return "A file:// URI needs an absolute path, as in file:///var/lib/ctxstore/context.";
+		return NULL;
+	}
+	if (has_prefix_ci(uri, "s3://"))
+		rest = uri + strlen("s3://");
+	else if (has_prefix_ci(uri, "az://"))
+		rest = uri + strlen("az://");
+	else
+		return "Supported URIs are file:///absolute/path, s3://bucket/prefix and az://container/prefix.";
+	if (rest[0] == '\0' || rest[0] == '/')
+		return "An s3:// or az:// URI needs a bucket or container name, as in s3://bucket/prefix.";
+	/* URIs show up in EXPLAIN and messages, so they must not carry secrets. */
+	if (memchr(rest, '@', strcspn(rest, "/")) != NULL)
+		return "A URI cannot carry credentials; put them in the user mapping.";
+	return NULL;
+}
+
+/* Integer from an integer option; min/max from the option's definition. */
+static int64
+parse_integer(const CxOptDef *def, const char *value)
+{
+	char	   *end;
+	int64		v;
+
+	errno = 0;
+	v = strtoi64(value, &end, 10);
+	if (errno != 0 || end == value || *end != '\0')
+		reject_value(def, value, "The value must be a whole number.");
+	return v;
+}
+
+static int64
+parse_seconds(const CxOptDef *def, const char *value)
+{
+	int			v;
+	const char *hint = NULL;
+
+	if (!parse_int(value, &v, GUC_UNIT_S, &hint))
+		reject_value(def, value,
+					 hint ? hint : "The value must be a whole number of seconds, optionally with a unit: 30, 30s, 5min, 1h.");
+	return v;
+}
+
+static int64
+parse_bytes(const CxOptDef *def, const char *value)
+{
+	double		v;
+	const char *hint = NULL;
+
+	if (!parse_real(value, &v, GUC_UNIT_BYTE, &hint) || v != rint(v) ||
+		v < (double) PG_INT64_MIN || v >= (double) PG_INT64_MAX)
+		reject_value(def, value,
+					 hint ? hint : "The value must be a whole number of bytes, optionally with a unit: 1048576, 512MB, 1GB.");
+	return (int64) v;
+}
+
+/*
+ * Checks value against def and returns it as a number for the numeric kinds
+ * (booleans as 0 or 1; 0 for the others).
+ */
+static int64
+parse_value(const CxOptDef *def, const char *value)
+{
+	int64		n = 0;
+	bool		b;
+	const char *problem;
+
+	switch (def->kind)
+	{
+		case OPT_STRING:
+			if (value[0] == '\0')
+				reject_value(def, value, "The value must not be empty.");
+			return 0;
+		case OPT_BOOL:
+			if (!parse_bool(value, &b))
+				reject_value(def, value, "The value must be a boolean: on, off, true or false.");
+			return b ? 1 : 0;
+		case OPT_URL:
+			if (!has_prefix_ci(value, "http://") && !has_prefix_ci(value, "https://"))
+				reject_value(def, value, "The endpoint must be an http:// or https:// URL.");
+			return 0;
+		case OPT_URL_STYLE:
+			if (strcmp(value, "path") != 0 && strcmp(value, "virtual") != 0)
+				reject_value(def, value, "The value must be \"path\" or \"virtual\".");
+			return 0;
+		case OPT_URI:
+			problem = uri_problem(value);
+			if (problem != NULL)
+				reject_value(def, value, problem);
+			return 0;
+		case OPT_INT:
+			n = parse_integer(def, value);
+			break;
+		case OPT_SECONDS:
+			n = parse_seconds(def, value);
+			break;
+		case OPT_BYTES:
+			n = parse_bytes(def, value);
+			break;
+	}
+
+	if (n < def->min || n > def->max)
+	{
+		/* Upper bounds of INT_MAX and beyond only guard against overflow. */
+		if (def->max >= INT_MAX)
+			reject_value(def, value,
+						 psprintf("The value must be at least " INT64_FORMAT ".",
+								  def->min));
+		reject_value(def, value,
+					 psprintf("The value must be between " INT64_FORMAT " and " INT64_FORMAT ".",
+							  def->min, def->max));
+	}
+	return n;
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_fdw_validator);
+
+/*
+ * The wrapper's validator: called with the complete option list of the object
+ * being created or altered, and the catalog that says which level it is.
+ */
+Datum
+ctxstore_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *list = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			context = PG_GETARG_OID(1);
+	bool		has_uri = false;
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+		const CxOptDef *def = find_option(opt->defname);
+
+		if (def == NULL || def->context != context)
+			reject_unknown(opt->defname, context);
+		parse_value(def, defGetString(opt));
+		has_uri |= strcmp(def->name, "uri") == 0;
+	}
+
+	if (context == TABLE && !has_uri)
+		ereport(ERROR,
+				errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				errmsg("a ctxstore foreign table needs the option \"uri\""),
+				errhint("Name the store, as in OPTIONS (uri 'file:///var/lib/ctxstore/context') or OPTIONS (uri 's3://bucket/context')."));
+
+	PG_RETURN_VOID();
+}
+
+/* The user mapping's options for (userid, serverid), falling back to the
+ * PUBLIC mapping; NIL if there is none (a file:// store needs none). */
+static List *
+user_mapping_options(Oid userid, Oid serverid)
+{
+	HeapTuple	tp;
+	Datum		datum;
+	bool		isnull;
+	List	   *result = NIL;
+
+	tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid),
+						 ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tp))
+		tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid),
+							 ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tp))
+		return NIL;
+	datum = SysCacheGetAttr(USERMAPPINGUSERSERVER, tp,
+							Anum_pg_user_mapping_umoptions, &isnull);
+	if (!isnull)
+		result = untransformRelOptions(datum);
+	ReleaseSysCache(tp);
+	return result;
+}
+
+/* Options a user mapping authenticates with, as opposed to naming things. */
+static bool
+is_credential(const char *name)
+{
+	return strcmp(name, "access_key_id") == 0 ||
+		strcmp(name, "account_key") == 0 ||
+		strcmp(name, "sas_token") == 0;
+}
+
+/* Appends a DefElem list to a cx_option array sized by the caller. */
+static void
+add_store_options(CxRelInfo *ri, List *list)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+
+		ri->has_credentials |= is_credential(opt->defname);
+		ri->store_options[ri->nstore_options].name = opt->defname;
+		ri->store_options[ri->nstore_options].value = defGetString(opt);
+		ri->nstore_options++;
+	}
+}
+
+static void
+read_table_options(CxRelInfo *ri, List *list)
+{
+	ListCell   *lc;
+
+	ri->compression_level = COMPRESSION_LEVEL_DEFAULT;
+	foreach(lc, list)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+		const CxOptDef *def = find_option(opt->defname);
+
+		/* The validator let nothing else in; re-parsing is cheap and keeps
+		 * one definition of each option's syntax. */
+		if (def == NULL || def->context != TABLE)
+			reject_unknown(opt->defname, TABLE);
+		if (strcmp(def->name, "uri") == 0)
+			ri->uri = defGetString(opt);
+		else if (strcmp(def->name, "version") == 0)
+			ri->version = (uint64) parse_value(def, defGetString(opt));
+		else if (strcmp(def->name, "compression_level") == 0)
+			ri->compression_level = (int) parse_value(def, defGetString(opt));
+	}
+	if (ri->uri == NULL)
+		elog(ERROR, "foreign table \"%s\" has no uri option", ri->relname);
+}
+
+static void
+read_columns(CxRelInfo *ri, Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+
+	ri->natts = tupdesc->natts;
+	ri->columns = palloc0(sizeof(CxColumnDef) * ri->natts);
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		CxColumnDef *col = &ri->columns[i];
+		ListCell   *lc;
+
+		if (att->attisdropped)
+			continue;
+		col->attname = NameStr(att->attname);
+		col->name = col->attname;
+		foreach(lc, GetForeignColumnOptions(ri->relid, att->attnum))
+		{
+			DefElem    *opt = lfirst_node(DefElem, lc);
+
+			if (strcmp(opt->defname, "column_name") == 0)
+				col->name = defGetString(opt);
+		}
+		cxfdw_type_resolve(att->atttypid, att->atttypmod, &col->type);
+	}
+}
+
+/*
+ * Everything the wrapper needs to know about a foreign table, as seen by
+ * userid (whose user mapping supplies credentials).  Allocated in
+ * CurrentMemoryContext.
+ */
+CxRelInfo *
+cxfdw_rel_info(Relation rel, Oid userid)
+{
+	CxRelInfo  *ri = palloc0(sizeof(CxRelInfo));
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+
+	ri->relid = RelationGetRelid(rel);
+	ri->relname = pstrdup(RelationGetRelationName(rel));
+	ri->userid = userid;
+	read_table_options(ri, table->options);
+
+	/* A local store takes no options; the engine refuses any it is given. */
+	if (!cxfdw_uri_is_file(ri->uri))
+	{
+		ForeignServer *server = GetForeignServer(table->serverid);
+		List	   *mapping = user_mapping_options(userid, server->serverid);
+
+		ri->store_options = palloc(sizeof(cx_option) *
+								   (list_length(server->options) + list_length(mapping) + 1));
+		add_store_options(ri, server->options);
+		add_store_options(ri, mapping);
+	}
+
+	read_columns(ri, rel);
+	return ri;
+}

@@ -1,0 +1,202 @@
+/*
+ * cx_store.c — the backend's read handles on stores, its manifest cache and
+ * the access checks every use of a store goes through.
+ *
+ * Handles are opened once per backend per (uri, options) and kept: opening
+ * may cost connections and DNS lookups on an object store, and a read handle
+ * holds no state that a later transaction could trip over.  They are never
+ * used for writing (the writer worker writes).
+ *
+ * Loading the newest manifest costs a few HEAD probes and a GET, so it is
+ * cached: for the whole transaction under REPEATABLE READ or SERIALIZABLE, for
+ * one statement under READ COMMITTED (a statement's planning and execution
+ * share it, as they share the statement start time).  A pinned version never
+ * changes, so the last one used is kept as long as the handle.  Scans take a
+ * private copy, so replacing a cached manifest never pulls one from under a
+ * scan still running (an open cursor, say).
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/memutils.h"
+
+#include "ctxstore_fdw.h"
+#include "cx_pgerror.h"
+
+struct CxStore
+{
+	char	   *key;			/* uri and options; holds secrets */
+	cx_objstore *handle;
+	/* The newest manifest (NULL: empty store) and when it was loaded. */
+	bool		latest_loaded;
+	cx_manifest *latest;
+	LocalTransactionId latest_lxid;
+	TimestampTz latest_stmt;
+	cx_manifest *pinned;		/* last pinned version read, or NULL */
+	CxStore    *next;
+};
+
+static CxStore *stores = NULL;
+
+/* What tells two handles apart: the URI and every option the engine gets. */
+static char *
+handle_key(const CxRelInfo *ri)
+{
+	StringInfoData key;
+
+	initStringInfo(&key);
+	appendStringInfoString(&key, ri->uri);
+	for (int i = 0; i < ri->nstore_options; i++)
+		appendStringInfo(&key, "\n%s=%s", ri->store_options[i].name,
+						 ri->store_options[i].value);
+	return key.data;
+}
+
+static void
+check_access(const CxRelInfo *ri, CxAccess access)
+{
+	bool		reading = access == CX_ACCESS_READ;
+
+	/* file:// reaches the server's file system: the rule of file_fdw. */
+	if (cxfdw_uri_is_file(ri->uri))
+	{
+		Oid			role = reading ? ROLE_PG_READ_SERVER_FILES : ROLE_PG_WRITE_SERVER_FILES;
+
+		if (!has_privs_of_role(ri->userid, role))
+			ereport(ERROR,
+					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied to %s store %s of foreign table \"%s\"",
+						   reading ? "read" : "write", ri->uri, ri->relname),
+					errdetail("Only roles with privileges of the \"%s\" role may %s file:// stores.",
+							  reading ? "pg_read_server_files" : "pg_write_server_files",
+							  reading ? "read" : "write"));
+		return;
+	}
+
+	/* Ambient credentials (environment, instance role) are the server's,
+	 * not every user's. */
+	if (!ri->has_credentials && !superuser_arg(ri->userid))
+		ereport(ERROR,
+				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				errmsg("store %s of foreign table \"%s\" needs credentials in a user mapping",
+					   ri->uri, ri->relname),
+				errdetail("Only superusers may use the credentials of the server's environment."),
+				errhint("Add access_key_id and secret_access_key (S3), or account_key or sas_token (Azure), to the user mapping."));
+}
+
+static CxStore *
+find_or_open(const CxRelInfo *ri)
+{
+	char	   *key = handle_key(ri);
+	CxStore    *st;
+	cx_objstore *handle;
+	cx_err		err;
+
+	for (st = stores; st != NULL; st = st->next)
+		if (strcmp(st->key, key) == 0)
+			return st;
+
+	if (cx_objstore_open(ri->uri, ri->store_options, ri->nstore_options,
+						 &handle, &err) != CX_OK)
+		cx_pg_error(&err, "could not open store %s", ri->uri);
+
+	st = MemoryContextAllocZero(TopMemoryContext, sizeof(CxStore));
+	st->key = MemoryContextStrdup(TopMemoryContext, key);
+	st->handle = handle;
+	st->next = stores;
+	stores = st;
+	return st;
+}
+
+/*
+ * The store of a foreign table, after checking that its user may read it or
+ * write it.  Every use of a store starts here.
+ */
+CxStore *
+cxfdw_store_open(const CxRelInfo *ri, CxAccess access)
+{
+	check_access(ri, access);
+	return find_or_open(ri);
+}
+
+cx_objstore *
+cxfdw_store_handle(CxStore *st)
+{
+	return st->handle;
+}
+
+static bool
+latest_is_current(const CxStore *st)
+{
+	if (!st->latest_loaded || st->latest_lxid != MyProc->lxid)
+		return false;
+	return IsolationUsesXactSnapshot() ||
+		st->latest_stmt == GetCurrentStatementStartTimestamp();
+}
+
+static const cx_manifest *
+latest_manifest(CxStore *st)
+{
+	cx_manifest *m;
+	cx_err		err;
+
+	if (latest_is_current(st))
+		return st->latest;
+
+	if (cx_manifest_load_latest(st->handle, &m, &err) != CX_OK)
+		cx_pg_error(&err, "could not read the newest version of store %s",
+					st->handle->uri);
+	cx_manifest_free(st->latest);
+	st->latest = m;
+	st->latest_loaded = true;
+	st->latest_lxid = MyProc->lxid;
+	st->latest_stmt = GetCurrentStatementStartTimestamp();
+	return m;
+}
+
+static const cx_manifest *
+pinned_manifest(CxStore *st, uint64 version)
+{
+	cx_manifest *m;
+	cx_err		err;
+
+	if (st->pinned != NULL && st->pinned->version == version)
+		return st->pinned;
+
+	if (cx_manifest_load(st->handle, version, &m, &err) != CX_OK)
+		cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
+					version, st->handle->uri);
+	cx_manifest_free(st->pinned);
+	st->pinned = m;
+	return m;
+}
+
+/*
+ * The manifest of version (0: the newest), or NULL for a store nobody has
+ * written yet.  It belongs to the cache: use it before the next call.
+ */
+const cx_manifest *
+cxfdw_store_manifest(CxStore *st, uint64 version)
+{
+	return version == 0 ? latest_manifest(st) : pinned_manifest(st, version);
+}
+
+/* A copy of that manifest for the caller to keep and cx_manifest_free(). */
+cx_manifest *
+cxfdw_store_manifest_copy(CxStore *st, uint64 version)
+{
+	const cx_manifest *m = cxfdw_store_manifest(st, version);
+	cx_manifest *copy;
+
+	if (m == NULL)
+		return NULL;
+	copy = cx_manifest_clone(m);
+	if (copy == NULL)
+		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
+	return copy;
+}

@@ -1,0 +1,337 @@
+/*
+ * cx_xact.c — the rows a transaction wrote, until COMMIT hands them over.
+ *
+ * Backends never write a store.  Each foreign table a transaction inserts
+ * into gets a buffer of rows encoded with cx_row_encode() in its store's
+ * column order; at PRE_COMMIT all of them go to the writer worker in one
+ * cx_writer_submit() call, which returns once they are durable (or raises,
+ * which aborts the transaction).  ROLLBACK drops the buffers and ROLLBACK TO
+ * SAVEPOINT cuts each one back to where the subtransaction began.
+ *
+ * Subtransaction ids grow monotonically within a transaction, so every row
+ * written before subtransaction S began carries a smaller id than S and every
+ * row written since carries S or a later id.  A buffer therefore only records
+ * "marks" where the writing subtransaction changed, and aborting S truncates
+ * it at the oldest trailing mark whose id is >= S.
+ *
+ * Encoded rows live in a malloc'd cx_buf (that is what cx_row_encode appends
+ * to); the bookkeeping lives in TopTransactionContext.  Every exit of the
+ * transaction (commit, abort, prepare) frees both.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "ctxstore_fdw.h"
+#include "cx_pgerror.h"
+#include "cx_rowcodec.h"
+#include "cx_writer_protocol.h"
+
+typedef struct CxMark
+{
+	SubTransactionId subid;		/* the subtransaction that wrote from here */
+	size_t		offset;			/* rows.len where its rows begin */
+	uint64		nrows;			/* row count at that point */
+} CxMark;
+
+struct CxPending
+{
+	Oid			relid;			/* hash key */
+	/* What the writer worker needs, copied from the table at first write. */
+	char	   *uri;
+	cx_option  *options;
+	int			noptions;
+	int			compression_level;
+	cx_schema  *schema;			/* the store's, or the table's for a new
+								 * store; malloc'd */
+	cx_buf		rows;			/* malloc'd */
+	uint64		nrows;
+	CxMark	   *marks;
+	int			nmarks;
+	int			maxmarks;
+};
+
+/* Buffers of the current transaction by foreign table OID, or NULL. */
+static HTAB *pending = NULL;
+
+/* Bytes buffered by the current transaction, all tables together. */
+static size_t pending_bytes = 0;
+
+CxPending *
+cxfdw_pending_find(Oid relid)
+{
+	if (pending == NULL)
+		return NULL;
+	return hash_search(pending, &relid, HASH_FIND, NULL);
+}
+
+static void
+copy_destination(CxPending *p, const CxRelInfo *ri)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	p->uri = pstrdup(ri->uri);
+	p->options = palloc(sizeof(cx_option) * Max(ri->nstore_options, 1));
+	for (int i = 0; i < ri->nstore_options; i++)
+	{
+		p->options[i].name = pstrdup(ri->store_options[i].name);
+		p->options[i].value = pstrdup(ri->store_options[i].value);
+	}
+	p->noptions = ri->nstore_options;
+	p->compression_level = ri->compression_level;
+	MemoryContextSwitchTo(old);
+}
+
+/* The store's schema if it has one, else the one this table would give it. */
+static cx_schema *
+schema_for_write(const CxRelInfo *ri, CxStore *st)
+{
+	const cx_manifest *m = cxfdw_store_manifest(st, 0);
+	cx_schema  *schema;
+
+	if (m == NULL || m->schema == NULL)
+		return cxfdw_schema_from_rel(ri);
+	schema = cx_schema_clone(m->schema);
+	if (schema == NULL)
+		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
+	return schema;
+}
+
+/*
+ * The buffer of a foreign table in this transaction, created on first use.
+ * Its schema is fixed then, so every row of the transaction has one layout.
+ */
+CxPending *
+cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
+{
+	CxPending  *p;
+	bool		found;
+
+	if (pending == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CxPending);
+		ctl.hcxt = TopTransactionContext;
+		pending = hash_create("ctxstore pending rows", 8, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+
+	p = hash_search(pending, &ri->relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset((char *) p + sizeof(Oid), 0, sizeof(CxPending) - sizeof(Oid));
+		cx_buf_init(&p->rows);
+		copy_destination(p, ri);
+	}
+	/* Set last: an error above leaves an entry that the next call finishes. */
+	if (p->schema == NULL)
+		p->schema = schema_for_write(ri, st);
+	return p;
+}
+
+const cx_schema *
+cxfdw_pending_schema(const CxPending *p)
+{
+	return p->schema;
+}
+
+uint64
+cxfdw_pending_rows(const CxPending *p)
+{
+	return p->nrows;
+}
+
+const uint8_t *
+cxfdw_pending_data(const CxPending *p, size_t *len)
+{
+	*len = p->rows.len;
+	return p->rows.data;
+}
+
+static void
+mark_subtransaction(CxPending *p)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	if (p->nmarks > 0 && p->marks[p->nmarks - 1].subid == subid)
+		return;
+	if (p->nmarks == p->maxmarks)
+	{
+		p->maxmarks = Max(8, p->maxmarks * 2);
+		p->marks = p->marks == NULL
+			? MemoryContextAlloc(TopTransactionContext, sizeof(CxMark) * p->maxmarks)
+			: repalloc(p->marks, sizeof(CxMark) * p->maxmarks);
+	}
+	p->marks[p->nmarks].subid = subid;
+	p->marks[p->nmarks].offset = p->rows.len;
+	p->marks[p->nmarks].nrows = p->nrows;
+	p->nmarks++;
+}
+
+/* Drops the rows after offset (a failed grow leaves the bytes before it
+ * intact, so the buffer is usable again afterwards). */
+static void
+truncate_rows(CxPending *p, size_t offset, uint64 nrows)
+{
+	pending_bytes -= p->rows.len - offset;
+	p->rows.len = offset;
+	p->rows.failed = false;
+	p->nrows = nrows;
+}
+
+/* Appends one row, values in the order of the buffer's schema. */
+void
+cxfdw_pending_append(CxPending *p, const cx_datum *values)
+{
+	size_t		before = p->rows.len;
+	uint64		limit = (uint64) cxfdw_max_transaction_kb * 1024;
+
+	mark_subtransaction(p);
+	cx_row_encode(p->schema, values, &p->rows);
+	pending_bytes += p->rows.len - before;
+	if (!cx_buf_ok(&p->rows))
+	{
+		truncate_rows(p, before, p->nrows);
+		ereport(ERROR,
+				errcode(ERRCODE_OUT_OF_MEMORY),
+				errmsg("out of memory"),
+				errdetail("Could not buffer a row for store %s.", p->uri));
+	}
+	p->nrows++;
+	if (pending_bytes > limit)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("transaction wrote more than ctxstore.max_transaction_bytes to ctxstore foreign tables"),
+				errdetail("The rows buffered for commit take %zu bytes; the limit is " UINT64_FORMAT " bytes.",
+						  pending_bytes, limit),
+				errhint("Insert in smaller transactions, or raise ctxstore.max_transaction_bytes."));
+}
+
+/* ---- transaction events ---- */
+
+static void
+submit_pending(void)
+{
+	HASH_SEQ_STATUS scan;
+	CxPending  *p;
+	CxWriteRequest *requests;
+	int			n = 0;
+
+	requests = palloc(sizeof(CxWriteRequest) * hash_get_num_entries(pending));
+	hash_seq_init(&scan, pending);
+	while ((p = hash_seq_search(&scan)) != NULL)
+	{
+		CxWriteRequest *r = &requests[n];
+
+		if (p->nrows == 0)
+			continue;
+		r->uri = p->uri;
+		r->options = p->options;
+		r->noptions = p->noptions;
+		r->schema = p->schema;
+		r->rows = (const char *) p->rows.data;
+		r->rows_len = p->rows.len;
+		r->nrows = p->nrows;
+		r->compression_level = p->compression_level;
+		n++;
+	}
+	if (n > 0)
+		cx_writer_submit(requests, n, NULL);
+	pfree(requests);
+}
+
+static bool
+has_pending_rows(void)
+{
+	HASH_SEQ_STATUS scan;
+	CxPending  *p;
+
+	hash_seq_init(&scan, pending);
+	while ((p = hash_seq_search(&scan)) != NULL)
+	{
+		if (p->nrows > 0)
+		{
+			hash_seq_term(&scan);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Frees the malloc'd parts; TopTransactionContext takes the rest. */
+static void
+discard_pending(void)
+{
+	HASH_SEQ_STATUS scan;
+	CxPending  *p;
+
+	hash_seq_init(&scan, pending);
+	while ((p = hash_seq_search(&scan)) != NULL)
+	{
+		cx_buf_free(&p->rows);
+		cx_schema_free(p->schema);
+	}
+	pending = NULL;
+	pending_bytes = 0;
+}
+
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (pending == NULL)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			submit_pending();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (has_pending_rows())
+				ereport(ERROR,
+						errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("cannot PREPARE a transaction that wrote to a ctxstore foreign table"),
+						errdetail("Rows written to ctxstore foreign tables are committed by the writer worker, which cannot take part in two-phase commit."));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			discard_pending();
+			break;
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			break;
+	}
+}
+
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS scan;
+	CxPending  *p;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB || pending == NULL)
+		return;
+	hash_seq_init(&scan, pending);
+	while ((p = hash_seq_search(&scan)) != NULL)
+	{
+		while (p->nmarks > 0 && p->marks[p->nmarks - 1].subid >= mySubid)
+		{
+			CxMark	   *m = &p->marks[--p->nmarks];
+
+			truncate_rows(p, m->offset, m->nrows);
+		}
+	}
+}
+
+void
+cxfdw_xact_register(void)
+{
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+}
