@@ -32,8 +32,10 @@
 #define KEY_DIGITS 20
 #define KEY_SUFFIX ".manifest"
 
-/* Smallest encoded fragment entry (empty path, no columns) and extension. */
-#define MIN_FRAGMENT_LEN (2 + 8 + 8 + 8 + 4 + 4)
+/* Smallest encoded fragment entry (empty path, no columns, no deletions),
+ * shard entry and extension. */
+#define MIN_FRAGMENT_LEN (2 + 8 + 8 + 8 + 4 + 4 + 4)
+#define MIN_SHARD_LEN (2 + 8)
 #define MIN_EXT_LEN (4 + 4)
 
 /* "<uri>/<key>", the name error messages give an object. */
@@ -66,17 +68,26 @@ cx_manifest_free(cx_manifest *m)
 	free(m->operation);
 	if (m->schema != NULL)
 		cx_schema_free(m->schema);
+	free(m->key_column);
 	for (uint32_t i = 0; i < m->nfragments; i++)
+	{
 		cx_fragment_info_free(&m->fragments[i]);
+		if (m->dvs != NULL)
+			free(m->dvs[i].rows);
+	}
 	free(m->fragments);
+	free(m->dvs);
+	for (uint32_t i = 0; i < m->nshards; i++)
+		free(m->shards[i].shard_id);
+	free(m->shards);
 	for (uint32_t i = 0; i < m->nexts; i++)
 		free(m->exts[i].data);
 	free(m->exts);
 	free(m);
 }
 
-/* Copies src's fragments into c, which has none yet.  False on OOM (c then
- * holds the ones copied so far, for cx_manifest_free). */
+/* Copies src's fragments and deletion vectors into c, which has none yet.
+ * False on OOM (c then holds the ones copied so far, for cx_manifest_free). */
 static bool
 clone_fragments(cx_manifest *c, const cx_manifest *src)
 {
@@ -85,14 +96,43 @@ clone_fragments(cx_manifest *c, const cx_manifest *src)
 	if (src->nfragments == 0)
 		return true;
 	c->fragments = calloc(src->nfragments, sizeof(cx_fragment_info));
-	if (c->fragments == NULL)
+	c->dvs = calloc(src->nfragments, sizeof(cx_deletion_vector));
+	if (c->fragments == NULL || c->dvs == NULL)
 		return false;
 	for (uint32_t i = 0; i < src->nfragments; i++)
 	{
+		const cx_deletion_vector *dv = src->dvs != NULL ? &src->dvs[i] : NULL;
+
 		if (cx_fragment_info_copy(&c->fragments[i], &src->fragments[i],
 								  &err) != CX_OK)
 			return false;
 		c->nfragments = i + 1;
+		if (dv != NULL && dv->n > 0)
+		{
+			c->dvs[i].rows = cx_memdup(dv->rows, dv->n * sizeof(uint32_t));
+			if (c->dvs[i].rows == NULL)
+				return false;
+			c->dvs[i].n = dv->n;
+		}
+	}
+	return true;
+}
+
+static bool
+clone_shards(cx_manifest *c, const cx_manifest *src)
+{
+	if (src->nshards == 0)
+		return true;
+	c->shards = calloc(src->nshards, sizeof(cx_shard_mark));
+	if (c->shards == NULL)
+		return false;
+	for (uint32_t i = 0; i < src->nshards; i++)
+	{
+		c->shards[i].shard_id = cx_strdup(src->shards[i].shard_id);
+		if (c->shards[i].shard_id == NULL)
+			return false;
+		c->shards[i].merged_gen = src->shards[i].merged_gen;
+		c->nshards = i + 1;
 	}
 	return true;
 }
@@ -129,11 +169,15 @@ cx_manifest_clone(const cx_manifest *m)
 	c->version = m->version;
 	memcpy(c->commit_id, m->commit_id, COMMIT_ID_LEN);
 	c->committed_at_us = m->committed_at_us;
+	c->unique_key = m->unique_key;
 	if ((m->operation != NULL &&
 		 (c->operation = cx_strdup(m->operation)) == NULL) ||
 		(m->schema != NULL &&
 		 (c->schema = cx_schema_clone(m->schema)) == NULL) ||
+		(m->key_column != NULL &&
+		 (c->key_column = cx_strdup(m->key_column)) == NULL) ||
 		!clone_fragments(c, m) ||
+		!clone_shards(c, m) ||
 		!clone_exts(c, m))
 	{
 		cx_manifest_free(c);
@@ -148,8 +192,29 @@ cx_manifest_rows(const cx_manifest *m)
 	uint64_t	rows = 0;
 
 	for (uint32_t i = 0; i < m->nfragments; i++)
-		rows += m->fragments[i].rows;
+		rows += m->fragments[i].rows - cx_manifest_deleted_count(m, i);
 	return rows;
+}
+
+/* Makes m->dvs exist (nfragments empty vectors) and have room for one more
+ * entry, so the two arrays grow in step. */
+static bool
+grow_dvs(cx_manifest *m)
+{
+	size_t		n = (size_t) m->nfragments + 1;
+	cx_deletion_vector *grown;
+
+	if (m->dvs == NULL)
+	{
+		m->dvs = calloc(n, sizeof(cx_deletion_vector));
+		return m->dvs != NULL;
+	}
+	grown = realloc(m->dvs, n * sizeof(cx_deletion_vector));
+	if (grown == NULL)
+		return false;
+	memset(&grown[m->nfragments], 0, sizeof(cx_deletion_vector));
+	m->dvs = grown;
+	return true;
 }
 
 cx_code
@@ -167,10 +232,22 @@ cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 		return cx_err_set(err, CX_ERR_NOMEM, "adding fragment %s: out of memory",
 						  fi->path);
 	m->fragments = grown;
+	if (!grow_dvs(m))
+		return cx_err_set(err, CX_ERR_NOMEM, "adding fragment %s: out of memory",
+						  fi->path);
 	if (cx_fragment_info_copy(&m->fragments[m->nfragments], fi, err) != CX_OK)
 		return err->code;
 	m->nfragments++;
 	return CX_OK;
+}
+
+int64_t
+cx_manifest_find_fragment(const cx_manifest *m, const char *path)
+{
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		if (strcmp(m->fragments[i].path, path) == 0)
+			return i;
+	return -1;
 }
 
 cx_code
@@ -198,6 +275,29 @@ fragment_footer_fits(const cx_fragment_info *fi)
 		fi->footer_len <= fi->size - fi->footer_offset;
 }
 
+/* The key column, if any, is a column of the schema (once there is one), and
+ * unique_key needs a key.  Long names cannot be columns, so the length limit
+ * of str16 is covered. */
+static bool
+key_ok(const char *key_column, bool unique_key, const cx_schema *schema)
+{
+	if (key_column == NULL || key_column[0] == '\0')
+		return !unique_key;
+	return schema == NULL || cx_schema_find(schema, key_column) >= 0;
+}
+
+/* Strictly ascending row indices, all within the fragment. */
+static bool
+dv_ok(const cx_deletion_vector *dv, uint64_t rows)
+{
+	if (dv->n > 0 && dv->rows == NULL)
+		return false;
+	for (uint32_t i = 0; i < dv->n; i++)
+		if (dv->rows[i] >= rows || (i > 0 && dv->rows[i - 1] >= dv->rows[i]))
+			return false;
+	return true;
+}
+
 /* Refuses what the format cannot carry or a reader would reject, so that a
  * committer never publishes a version nobody can load. */
 static cx_code
@@ -207,6 +307,18 @@ check_encodable(const cx_manifest *m, cx_err *err)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "manifest operation name is longer than %u bytes",
 						  UINT16_MAX);
+	if (!key_ok(m->key_column, m->unique_key, m->schema))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "manifest version %llu: key column \"%.64s\" is not a column of the table (or unique_key is set without a key)",
+						  (unsigned long long) m->version,
+						  m->key_column != NULL ? m->key_column : "");
+	for (uint32_t i = 0; i < m->nshards; i++)
+		if (!cx_manifest_shard_id_ok(m->shards[i].shard_id) ||
+			(i > 0 && strcmp(m->shards[i - 1].shard_id,
+							 m->shards[i].shard_id) >= 0))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "manifest version %llu: shard list is not a sorted list of valid shard ids",
+							  (unsigned long long) m->version);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 	{
 		const cx_fragment_info *fi = &m->fragments[i];
@@ -222,6 +334,10 @@ check_encodable(const cx_manifest *m, cx_err *err)
 			return cx_err_set(err, CX_ERR_INVALID,
 							  "fragment %s: footer or statistics inconsistent with its size",
 							  fi->path);
+		if (m->dvs != NULL && !dv_ok(&m->dvs[i], fi->rows))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "fragment %s: deletion vector is not an ascending list of its rows",
+							  fi->path);
 	}
 	for (uint32_t i = 0; i < m->nexts; i++)
 		if (m->exts[i].len > 0 && m->exts[i].data == NULL)
@@ -231,7 +347,8 @@ check_encodable(const cx_manifest *m, cx_err *err)
 }
 
 static void
-encode_fragment(const cx_fragment_info *fi, cx_buf *out)
+encode_fragment(const cx_fragment_info *fi, const cx_deletion_vector *dv,
+				cx_buf *out)
 {
 	cx_buf_put_str16(out, fi->path);
 	cx_buf_put_u64(out, fi->size);
@@ -241,6 +358,9 @@ encode_fragment(const cx_fragment_info *fi, cx_buf *out)
 	cx_buf_put_u32(out, fi->ncolumns);
 	for (uint32_t c = 0; c < fi->ncolumns; c++)
 		cx_colstats_encode(&fi->stats[c], out);
+	cx_buf_put_u32(out, dv != NULL ? dv->n : 0);
+	for (uint32_t i = 0; dv != NULL && i < dv->n; i++)
+		cx_buf_put_u32(out, dv->rows[i]);
 }
 
 static void
@@ -253,9 +373,18 @@ encode_body(const cx_manifest *m, cx_buf *out)
 	cx_buf_put_u8(out, m->schema != NULL);
 	if (m->schema != NULL)
 		cx_schema_encode(m->schema, out);
+	cx_buf_put_str16(out, m->key_column != NULL ? m->key_column : "");
+	cx_buf_put_u8(out, m->unique_key);
 	cx_buf_put_u32(out, m->nfragments);
 	for (uint32_t i = 0; i < m->nfragments; i++)
-		encode_fragment(&m->fragments[i], out);
+		encode_fragment(&m->fragments[i],
+						m->dvs != NULL ? &m->dvs[i] : NULL, out);
+	cx_buf_put_u32(out, m->nshards);
+	for (uint32_t i = 0; i < m->nshards; i++)
+	{
+		cx_buf_put_str16(out, m->shards[i].shard_id);
+		cx_buf_put_u64(out, m->shards[i].merged_gen);
+	}
 	cx_buf_put_u32(out, m->nexts);
 	for (uint32_t i = 0; i < m->nexts; i++)
 	{
@@ -398,6 +527,51 @@ decode_schema(cx_rd *r, cx_manifest *m)
 	return true;
 }
 
+/* key_column (empty = none) and unique_key; checked against the schema. */
+static bool
+decode_key(cx_rd *r, cx_manifest *m)
+{
+	uint8_t		unique;
+
+	m->key_column = read_text(r);
+	unique = cx_rd_u8(r);
+	if (!cx_rd_ok(r))
+		return true;
+	if (m->key_column[0] == '\0')
+	{
+		free(m->key_column);
+		m->key_column = NULL;
+	}
+	m->unique_key = unique == 1;
+	if (unique > 1 || !key_ok(m->key_column, m->unique_key, m->schema))
+		r->bad = true;
+	return true;
+}
+
+/* A deletion vector: u32 n, then n strictly ascending rows below `rows`. */
+static bool
+decode_dv(cx_rd *r, uint64_t rows, cx_deletion_vector *dv)
+{
+	uint32_t	n = cx_rd_u32(r);
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r) / 4 || n > rows)
+	{
+		r->bad = true;
+		return true;
+	}
+	dv->rows = malloc((size_t) n * sizeof(uint32_t));
+	if (dv->rows == NULL)
+		return false;
+	dv->n = n;
+	for (uint32_t i = 0; i < n; i++)
+		dv->rows[i] = cx_rd_u32(r);
+	if (!dv_ok(dv, rows))
+		r->bad = true;
+	return true;
+}
+
 /* Whether a decoded entry is one a writer could have produced. */
 static bool
 fragment_ok_to_read(const cx_fragment_info *fi)
@@ -409,7 +583,7 @@ fragment_ok_to_read(const cx_fragment_info *fi)
 }
 
 static bool
-decode_fragment(cx_rd *r, cx_fragment_info *fi)
+decode_fragment(cx_rd *r, cx_fragment_info *fi, cx_deletion_vector *dv)
 {
 	fi->path = read_text(r);
 	fi->size = cx_rd_u64(r);
@@ -425,13 +599,13 @@ decode_fragment(cx_rd *r, cx_fragment_info *fi)
 		return true;
 	}
 	if (fi->ncolumns == 0)
-		return true;
+		return decode_dv(r, fi->rows, dv);
 	fi->stats = calloc(fi->ncolumns, sizeof(cx_colstats));
 	if (fi->stats == NULL)
 		return false;
 	for (uint32_t c = 0; c < fi->ncolumns && cx_rd_ok(r); c++)
 		cx_colstats_decode(r, &fi->stats[c]);
-	return true;
+	return !cx_rd_ok(r) || decode_dv(r, fi->rows, dv);
 }
 
 static bool
@@ -447,14 +621,48 @@ decode_fragments(cx_rd *r, cx_manifest *m)
 		return true;
 	}
 	m->fragments = calloc(n, sizeof(cx_fragment_info));
-	if (m->fragments == NULL)
+	m->dvs = calloc(n, sizeof(cx_deletion_vector));
+	if (m->fragments == NULL || m->dvs == NULL)
 		return false;
 	for (uint32_t i = 0; i < n && cx_rd_ok(r); i++)
 	{
 		/* Counted before decoding so a half-decoded entry is freed too. */
 		m->nfragments = i + 1;
-		if (!decode_fragment(r, &m->fragments[i]))
+		if (!decode_fragment(r, &m->fragments[i], &m->dvs[i]))
 			return false;
+	}
+	return true;
+}
+
+/* The shard list: valid ids, strictly ascending (so no duplicates). */
+static bool
+decode_shards(cx_rd *r, cx_manifest *m)
+{
+	uint32_t	n = cx_rd_u32(r);
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r) / MIN_SHARD_LEN)
+	{
+		r->bad = true;
+		return true;
+	}
+	m->shards = calloc(n, sizeof(cx_shard_mark));
+	if (m->shards == NULL)
+		return false;
+	for (uint32_t i = 0; i < n && cx_rd_ok(r); i++)
+	{
+		cx_shard_mark *sm = &m->shards[i];
+
+		/* Counted before decoding so a half-decoded entry is freed too. */
+		m->nshards = i + 1;
+		sm->shard_id = read_text(r);
+		sm->merged_gen = cx_rd_u64(r);
+		if (!cx_rd_ok(r))
+			return true;
+		if (!cx_manifest_shard_id_ok(sm->shard_id) ||
+			(i > 0 && strcmp(m->shards[i - 1].shard_id, sm->shard_id) >= 0))
+			r->bad = true;
 	}
 	return true;
 }
@@ -508,7 +716,9 @@ decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
 	m->committed_at_us = cx_rd_i64(&r);
 	m->operation = read_text(&r);
 	mem_ok = decode_schema(&r, m) &&
+		decode_key(&r, m) &&
 		decode_fragments(&r, m) &&
+		decode_shards(&r, m) &&
 		decode_exts(&r, m);
 	if (!mem_ok)
 		return cx_err_set(err, CX_ERR_NOMEM,

@@ -61,8 +61,9 @@ fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
 	}
 }
 
-/* A manifest with a schema, nfrag fragments with statistics and two
- * extensions (one of them empty). */
+/* A manifest with a schema, a unique key, nfrag fragments with statistics
+ * (the second one with a deletion vector), two shards and two extensions
+ * (one of them empty). */
 static cx_manifest *
 rich_manifest(uint64_t version, int nfrag)
 {
@@ -88,6 +89,17 @@ rich_manifest(uint64_t version, int nfrag)
 		rc = cx_manifest_add_fragment(m, &fi, &err);
 		free(fi.stats);
 		if (rc != CX_OK)
+			goto fail;
+	}
+	if (cx_manifest_set_key(m, "id", true, &err) != CX_OK ||
+		cx_manifest_set_merged_gen(m, "shard-b", 17, &err) != CX_OK ||
+		cx_manifest_register_shard(m, "shard-a", &err) != CX_OK)
+		goto fail;
+	if (nfrag > 1)
+	{
+		static const uint32_t deleted[] = {0, 5, 999};
+
+		if (cx_manifest_add_deletions(m, 1, deleted, 3, &err) != CX_OK)
 			goto fail;
 	}
 	m->exts = calloc(2, sizeof(cx_manifest_ext));
@@ -133,8 +145,39 @@ fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
 }
 
 static bool
+dvs_equal(const cx_manifest *a, const cx_manifest *b)
+{
+	for (uint32_t i = 0; i < a->nfragments; i++)
+	{
+		uint32_t	n = cx_manifest_deleted_count(a, i);
+
+		if (n != cx_manifest_deleted_count(b, i) ||
+			(n > 0 && memcmp(a->dvs[i].rows, b->dvs[i].rows, n * 4) != 0))
+			return false;
+	}
+	return true;
+}
+
+static bool
+shards_equal(const cx_manifest *a, const cx_manifest *b)
+{
+	if (a->nshards != b->nshards)
+		return false;
+	for (uint32_t i = 0; i < a->nshards; i++)
+		if (strcmp(a->shards[i].shard_id, b->shards[i].shard_id) != 0 ||
+			a->shards[i].merged_gen != b->shards[i].merged_gen)
+			return false;
+	return true;
+}
+
+static bool
 manifests_equal(const cx_manifest *a, const cx_manifest *b)
 {
+	if ((a->key_column == NULL) != (b->key_column == NULL) ||
+		(a->key_column && strcmp(a->key_column, b->key_column) != 0) ||
+		a->unique_key != b->unique_key ||
+		!dvs_equal(a, b) || !shards_equal(a, b))
+		return false;
 	if (a->version != b->version ||
 		memcmp(a->commit_id, b->commit_id, 16) != 0 ||
 		a->committed_at_us != b->committed_at_us ||
@@ -254,7 +297,12 @@ CX_TEST(manifest_round_trip_is_exact)
 	REQUIRE_OK(cx_manifest_encode(m, &b1, &err), &err);
 	REQUIRE_OK(cx_manifest_decode(b1.data, b1.len, "m", &d, &err), &err);
 	CHECK(manifests_equal(m, d));
-	CHECK(cx_manifest_rows(d) == 1000 + 1001 + 1002);
+	/* live rows: three of the second fragment's are deleted */
+	CHECK(cx_manifest_rows(d) == 1000 + 1001 + 1002 - 3);
+	CHECK(strcmp(d->key_column, "id") == 0 && d->unique_key);
+	CHECK(d->nshards == 2 && strcmp(d->shards[0].shard_id, "shard-a") == 0);
+	CHECK(cx_manifest_merged_gen(d, "shard-b") == 17);
+	CHECK(cx_manifest_is_deleted(d, 1, 999) && !cx_manifest_is_deleted(d, 0, 0));
 	CHECK(d->schema->columns[3].ext_type &&
 		  strcmp(d->schema->columns[3].ext_type, "point") == 0);
 	/* Re-encoding the decoded manifest gives the same bytes. */
@@ -281,13 +329,15 @@ CX_TEST(manifest_round_trip_minimal)
 	m->version = 1;
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
-	/* header, version, id, time, empty operation, no schema, two counts, crc */
-	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 4 + 4 + 4);
+	/* header, version, id, time, empty operation, no schema, empty key,
+	 * unique_key, three counts, crc */
+	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 2 + 1 + 4 + 4 + 4 + 4);
 	CHECK(memcmp(b.data, "CXM1", 4) == 0);
 	CHECK(cx_load_u16(b.data + 4) == 1 && cx_load_u16(b.data + 6) == 0);
 	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
 	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
 	CHECK(d->schema == NULL && d->nfragments == 0 && d->nexts == 0);
+	CHECK(d->key_column == NULL && !d->unique_key && d->nshards == 0);
 	CHECK(strcmp(d->operation, "") == 0);
 	cx_manifest_free(d);
 	cx_manifest_free(m);
@@ -488,13 +538,25 @@ CX_TEST(manifest_huge_counts_are_rejected_before_allocating)
 	cx_buf_put_i64(&body, 0);
 	cx_buf_put_str16(&body, "x");
 	cx_buf_put_u8(&body, 0);
+	cx_buf_put_str16(&body, "");	/* no key */
+	cx_buf_put_u8(&body, 0);
 	cx_buf_put_u32(&body, 0xFFFFFFFFu);	/* nfragments */
+	cx_buf_put_u32(&body, 0);
 	cx_buf_put_u32(&body, 0);
 	frame(body.data, body.len, CX_MANIFEST_FORMAT, &f);
 	CHECK(rejected(f.data, f.len, &code));
 	CHECK(code == CX_ERR_CORRUPT);
 
-	/* and the same for extensions */
+	/* and the same for shards */
+	body.len -= 12;
+	cx_buf_put_u32(&body, 0);
+	cx_buf_put_u32(&body, 0xFFFFFFF0u);	/* nshards */
+	cx_buf_put_u32(&body, 0);
+	frame(body.data, body.len, CX_MANIFEST_FORMAT, &f);
+	CHECK(rejected(f.data, f.len, &code));
+	CHECK(code == CX_ERR_CORRUPT);
+
+	/* and for extensions */
 	body.len -= 8;
 	cx_buf_put_u32(&body, 0);
 	cx_buf_put_u32(&body, 0x7FFFFFFFu);	/* nexts */
@@ -761,4 +823,221 @@ CX_TEST(list_versions_ascending_skipping_foreign_keys)
 	REQUIRE_OK(cx_manifest_list_versions(s, collect, &c, &err), &err);
 	CHECK(c.n == 2);
 	cx_obj_close(s);
+}
+
+CX_TEST(manifest_shard_marks_stay_sorted_and_only_rise)
+{
+	cx_manifest *m = cx_manifest_new();
+	cx_err		err;
+	static const char *ids[] = {"m", "a", "z", "b-2", "b.1", "A_0"};
+
+	REQUIRE(m != NULL);
+	for (int i = 0; i < 6; i++)
+		REQUIRE_OK(cx_manifest_register_shard(m, ids[i], &err), &err);
+	/* registering again changes nothing */
+	REQUIRE_OK(cx_manifest_register_shard(m, "m", &err), &err);
+	REQUIRE(m->nshards == 6);
+	for (uint32_t i = 1; i < m->nshards; i++)
+		CHECK(strcmp(m->shards[i - 1].shard_id, m->shards[i].shard_id) < 0);
+	CHECK(cx_manifest_merged_gen(m, "z") == 0);
+	CHECK(cx_manifest_merged_gen(m, "unknown") == 0);
+	CHECK(cx_manifest_shard(m, "unknown") == NULL);
+	REQUIRE_OK(cx_manifest_set_merged_gen(m, "z", 9, &err), &err);
+	REQUIRE_OK(cx_manifest_set_merged_gen(m, "z", 9, &err), &err);
+	CHECK(cx_manifest_merged_gen(m, "z") == 9);
+	CHECK_CODE(cx_manifest_set_merged_gen(m, "z", 8, &err), CX_ERR_INVALID);
+	CHECK(cx_manifest_merged_gen(m, "z") == 9);
+	/* setting a watermark registers an unknown shard */
+	REQUIRE_OK(cx_manifest_set_merged_gen(m, "new", 3, &err), &err);
+	CHECK(m->nshards == 7 && cx_manifest_merged_gen(m, "new") == 3);
+	/* ids must be one safe key segment */
+	CHECK_CODE(cx_manifest_register_shard(m, "", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_manifest_register_shard(m, "..", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_manifest_register_shard(m, "a/b", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_manifest_register_shard(m, "sp ace", &err), CX_ERR_INVALID);
+	{
+		char		longid[130];
+
+		memset(longid, 'x', 129);
+		longid[129] = '\0';
+		CHECK_CODE(cx_manifest_register_shard(m, longid, &err), CX_ERR_INVALID);
+		longid[128] = '\0';
+		REQUIRE_OK(cx_manifest_register_shard(m, longid, &err), &err);
+	}
+	CHECK(m->nshards == 8);
+	cx_manifest_free(m);
+}
+
+CX_TEST(manifest_deletions_merge_sorted_lists)
+{
+	cx_manifest *m = rich_manifest(3, 3);
+	cx_manifest *c;
+	cx_err		err;
+	static const uint32_t a[] = {7, 7, 100, 500};
+	static const uint32_t b[] = {1, 100, 600, 1001};
+	static const uint32_t want[] = {1, 7, 100, 500, 600, 1001};
+	static const uint32_t beyond[] = {1002};
+	static const uint32_t unsorted[] = {5, 4};
+
+	REQUIRE(m != NULL);
+	/* fragment 0 has 1000 rows, fragment 2 has 1002 */
+	REQUIRE_OK(cx_manifest_add_deletions(m, 2, a, 4, &err), &err);
+	REQUIRE_OK(cx_manifest_add_deletions(m, 2, b, 4, &err), &err);
+	REQUIRE(m->dvs[2].n == 6);
+	CHECK(memcmp(m->dvs[2].rows, want, sizeof(want)) == 0);
+	for (uint32_t r = 0; r < 1002; r++)
+	{
+		bool		expect = false;
+
+		for (int i = 0; i < 6; i++)
+			expect |= want[i] == r;
+		CHECK(cx_manifest_is_deleted(m, 2, r) == expect);
+	}
+	CHECK(!cx_manifest_is_deleted(m, 0, 7));
+	CHECK(!cx_manifest_is_deleted(m, 9, 7));
+	CHECK(cx_manifest_deleted_count(m, 2) == 6);
+	CHECK_CODE(cx_manifest_add_deletions(m, 2, beyond, 1, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_manifest_add_deletions(m, 0, unsorted, 2, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_manifest_add_deletions(m, 3, a, 1, &err), CX_ERR_INVALID);
+	CHECK(cx_manifest_deleted_count(m, 0) == 0 && m->dvs[2].n == 6);
+	/* live rows: 1000 + (1001 - 3) + (1002 - 6) */
+	CHECK(cx_manifest_rows(m) == 1000 + 998 + 996);
+	/* a clone is deep, and adding a fragment keeps the arrays in step */
+	c = cx_manifest_clone(m);
+	REQUIRE(c != NULL);
+	cx_manifest_free(m);
+	CHECK(cx_manifest_is_deleted(c, 2, 600) && cx_manifest_deleted_count(c, 1) == 3);
+	{
+		cx_fragment_info fi;
+
+		fill_fragment(&fi, 9, c->schema->ncolumns);
+		REQUIRE_OK(cx_manifest_add_fragment(c, &fi, &err), &err);
+		free(fi.stats);
+	}
+	CHECK(c->nfragments == 4 && cx_manifest_deleted_count(c, 3) == 0);
+	CHECK(cx_manifest_find_fragment(c, "data/frag-009.cxf") == 3);
+	CHECK(cx_manifest_find_fragment(c, "data/none.cxf") == -1);
+	cx_manifest_free(c);
+}
+
+CX_TEST(manifest_key_is_set_once)
+{
+	cx_manifest *m = rich_manifest(2, 0);
+	cx_manifest *e = cx_manifest_new();
+	cx_err		err;
+
+	REQUIRE(m != NULL && e != NULL);
+	REQUIRE_OK(cx_manifest_set_key(m, "id", true, &err), &err);
+	CHECK_CODE(cx_manifest_set_key(m, "n", true, &err), CX_ERR_SCHEMA);
+	CHECK_CODE(cx_manifest_set_key(m, "id", false, &err), CX_ERR_SCHEMA);
+	CHECK(strcmp(m->key_column, "id") == 0 && m->unique_key);
+	/* before the schema is known any name is taken; with one it must exist */
+	REQUIRE_OK(cx_manifest_set_key(e, "later", false, &err), &err);
+	CHECK_CODE(cx_manifest_set_key(e, "", false, &err), CX_ERR_INVALID);
+	cx_manifest_free(e);
+	e = rich_manifest(2, 0);
+	REQUIRE(e != NULL);
+	free(e->key_column);
+	e->key_column = NULL;
+	CHECK_CODE(cx_manifest_set_key(e, "nope", true, &err), CX_ERR_SCHEMA);
+	cx_manifest_free(e);
+	cx_manifest_free(m);
+}
+
+/* Values the encoder refuses and the decoder rejects even under a valid
+ * checksum: a committer can never publish what readers would refuse. */
+CX_TEST(manifest_bad_memwal_fields_are_rejected)
+{
+	cx_manifest *m = rich_manifest(4, 2);
+	cx_buf		b;
+	cx_err		err;
+	cx_code		code;
+	uint8_t    *p;
+
+	REQUIRE(m != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	/* a key that is not a column */
+	p = memmem(b.data, b.len, "\x02\x00id\x01", 5);
+	REQUIRE(p != NULL);
+	p[2] = 'x';
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[2] = 'i';
+	/* unique_key other than 0 or 1 */
+	p[4] = 2;
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[4] = 1;
+	/* shards out of order (swap the first letters: "shard-b" < "shard-a") */
+	p = memmem(b.data, b.len, "shard-a", 7);
+	REQUIRE(p != NULL);
+	p[6] = 'c';
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[6] = '/';
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[6] = 'a';
+	fix_crc(&b);
+	{
+		cx_manifest *d = NULL;
+
+		REQUIRE_OK(cx_manifest_decode(b.data, b.len, "ok", &d, &err), &err);
+		cx_manifest_free(d);
+	}
+	/* deletion vector not ascending, or beyond the fragment's rows */
+	p = memmem(b.data, b.len, "\x03\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\xe7\x03\x00\x00", 16);
+	REQUIRE(p != NULL);
+	p[8] = 0;
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[8] = 5;
+	p[12] = 0xe9;				/* 1001: the fragment has rows 0..1000 */
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	p[12] = 0xe8;				/* 1000 is its last row */
+	fix_crc(&b);
+	CHECK(!rejected(b.data, b.len, &code));
+	/* the encoder refuses the same things */
+	m->dvs[1].rows[0] = 5;
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->dvs[1].rows[0] = 0;
+	m->shards[0].shard_id[0] = 'z';
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->shards[0].shard_id[0] = 's';
+	m->key_column[0] = 'x';
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* The example in docs/FORMAT.md ("Manifests", "Example"), byte for byte. */
+CX_TEST(manifest_encoding_matches_format_example)
+{
+	static const uint8_t expect[72] = {
+		0x43, 0x58, 0x4d, 0x31, 0x01, 0x00, 0x00, 0x00, 0x38, 0x00, 0x00, 0x00,
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+		0x00, 0x40, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00,
+		0x06, 0x00, 0x61, 0x70, 0x70, 0x65, 0x6e, 0x64,
+		0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0xe8, 0xf0, 0x30, 0x77};
+	cx_manifest *m = cx_manifest_new();
+	cx_buf		b;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	m->version = 1;
+	for (int i = 0; i < 16; i++)
+		m->commit_id[i] = (uint8_t) i;
+	m->committed_at_us = 1700000000000000LL;
+	m->operation = cx_strdup("append");
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	CHECK(b.len == sizeof(expect) && memcmp(b.data, expect, b.len) == 0);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
 }
