@@ -18,8 +18,8 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"

@@ -95,6 +95,8 @@ cx_writer_main(Datum main_arg)
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	/* There is no query to cancel; a cancel must not end the worker. */
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 	/* No database: this only gives the worker a pg_stat_activity entry. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);

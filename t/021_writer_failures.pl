@@ -148,15 +148,18 @@ my $per_session = 3000;
 my (@runs, @outs);
 for my $s (1 .. $nsessions)
 {
-	my $script = join('',
-		map { "INSERT INTO items VALUES ('crash-$s-$_', $_) RETURNING id;\n" }
-		  1 .. $per_session);
-	my ($in, $out, $errout) = ($script, '', '');
-	push @outs, \$out;
+	# Files, not scalars: IPC::Run only moves scalar data while pumped.
+	my $script = $node->basedir . "/crash_$s.sql";
+	my $out = $node->basedir . "/crash_$s.out";
+	PostgreSQL::Test::Utils::append_to_file($script,
+		join('',
+			map { "INSERT INTO items VALUES ('crash-$s-$_', $_) RETURNING id;\n" }
+			  1 .. $per_session));
+	push @outs, $out;
 	push @runs,
 	  IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
-		'<', \$in, '>', \$out, '2>', \$errout,
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', $script ],
+		'>', $out, '2>', "$out.err",
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 }
 $node->poll_query_until('postgres',
@@ -170,9 +173,11 @@ cmp_ok(time - $t0, '<', 60, 'every session ended after the worker was killed');
 my %acked;
 for my $out (@outs)
 {
-	$acked{$_} = 1 for grep { /^crash-/ } split /\n/, $$out;
+	$acked{$_} = 1
+	  for grep { /^crash-/ } split /\n/, PostgreSQL::Test::Utils::slurp_file($out);
 }
 cmp_ok(scalar(keys %acked), '>', 0, 'some commits were acknowledged before the crash');
+diag(scalar(keys %acked) . ' commits were acknowledged before the crash');
 
 $writer = wait_for_writer('');
 my %stored;
