@@ -4,8 +4,10 @@
 \echo Use "CREATE EXTENSION ctxstore" to load this file. \quit
 
 -- Everything the extension defines lives in schema ctxstore, which belongs to
--- the extension (DROP EXTENSION removes it).
+-- the extension (DROP EXTENSION removes it).  Its functions check privileges
+-- on the foreign table they are given, so everyone may look them up.
 CREATE SCHEMA ctxstore;
+GRANT USAGE ON SCHEMA ctxstore TO PUBLIC;
 
 CREATE FUNCTION ctxstore.fdw_handler()
 RETURNS fdw_handler

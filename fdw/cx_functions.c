@@ -47,9 +47,13 @@ uses_this_wrapper(Oid relid)
 static Relation
 open_table(Oid relid)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
+	Relation	rel = try_relation_open(relid, AccessShareLock);
 	AclResult	acl;
 
+	if (rel == NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_TABLE),
+				errmsg("relation with OID %u does not exist", relid));
 	if (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE || !uses_this_wrapper(relid))
 		ereport(ERROR,
 				errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -124,7 +124,7 @@ level_name(Oid context)
 		case COLUMN:
 			return "a column";
 		default:
-			return "this object";
+			return "a foreign-data wrapper";
 	}
 }
 
@@ -222,8 +222,10 @@ parse_integer(const CxOptDef *def, const char *value)
 
 	errno = 0;
 	v = strtoi64(value, &end, 10);
-	if (errno != 0 || end == value || *end != '\0')
+	if (end == value || *end != '\0')
 		reject_value(def, value, "The value must be a whole number.");
+	if (errno == ERANGE)
+		reject_value(def, value, "The value is out of range.");
 	return v;
 }
 

@@ -39,6 +39,7 @@ typedef struct CxMark
 struct CxPending
 {
 	Oid			relid;			/* hash key */
+	int			seq;			/* tables in order of first write: 0, 1, ... */
 	/* What the writer worker needs, copied from the table at first write. */
 	char	   *uri;
 	cx_option  *options;
@@ -124,6 +125,7 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 	if (!found)
 	{
 		memset((char *) p + sizeof(Oid), 0, sizeof(CxPending) - sizeof(Oid));
+		p->seq = hash_get_num_entries(pending) - 1;
 		cx_buf_init(&p->rows);
 		copy_destination(p, ri);
 	}
@@ -213,20 +215,31 @@ cxfdw_pending_append(CxPending *p, const cx_datum *values)
 
 /* ---- transaction events ---- */
 
+/*
+ * Hands every table's rows to the writer worker in one call, in the order the
+ * transaction first wrote to them, so that what happens when one of them
+ * fails (the worker reports which others landed) does not depend on hash
+ * order.
+ */
 static void
 submit_pending(void)
 {
+	long		ntables = hash_get_num_entries(pending);
+	CxPending **by_seq = palloc(sizeof(CxPending *) * ntables);
+	CxWriteRequest *requests = palloc(sizeof(CxWriteRequest) * ntables);
 	HASH_SEQ_STATUS scan;
 	CxPending  *p;
-	CxWriteRequest *requests;
 	int			n = 0;
 
-	requests = palloc(sizeof(CxWriteRequest) * hash_get_num_entries(pending));
 	hash_seq_init(&scan, pending);
 	while ((p = hash_seq_search(&scan)) != NULL)
+		by_seq[p->seq] = p;
+
+	for (long i = 0; i < ntables; i++)
 	{
 		CxWriteRequest *r = &requests[n];
 
+		p = by_seq[i];
 		if (p->nrows == 0)
 			continue;
 		r->uri = p->uri;
@@ -242,6 +255,7 @@ submit_pending(void)
 	if (n > 0)
 		cx_writer_submit(requests, n, NULL);
 	pfree(requests);
+	pfree(by_seq);
 }
 
 static bool

@@ -1,0 +1,127 @@
+--
+-- Options are checked at CREATE / ALTER time, each at its own level.
+--
+CREATE EXTENSION ctxstore;
+
+-- The wrapper itself takes no options.
+ALTER FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint 'https://example.com');
+
+-- Server level.
+CREATE SERVER opt_srv FOREIGN DATA WRAPPER ctxstore OPTIONS (
+  endpoint 'https://s3.eu-west-1.amazonaws.com', region 'eu-west-1',
+  url_style 'virtual', conditional_put 'off', connect_timeout '5',
+  request_timeout '2min');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (bucket 'x');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (uri 'file:///tmp/x');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint 's3.amazonaws.com');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (url_style 'host');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (conditional_put 'maybe');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (connect_timeout '0');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (request_timeout '-1');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (request_timeout 'soon');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (region '');
+ALTER SERVER opt_srv OPTIONS (SET url_style 'sideways');
+ALTER SERVER opt_srv OPTIONS (ADD compression_level '3');
+
+-- Secrets are refused anywhere but in a user mapping, without echoing them.
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (secret_access_key 'hunter2');
+\echo :LAST_ERROR_SQLSTATE
+ALTER SERVER opt_srv OPTIONS (ADD access_key_id 'AKIAEXAMPLE');
+CREATE FOREIGN TABLE opt_bad (id text) SERVER opt_srv
+  OPTIONS (uri 's3://bucket/x', sas_token 'sv=2020&sig=abc');
+CREATE FOREIGN TABLE opt_bad (id text OPTIONS (account_key 'abc')) SERVER opt_srv
+  OPTIONS (uri 's3://bucket/x');
+
+-- User-mapping level.
+CREATE USER MAPPING FOR PUBLIC SERVER opt_srv OPTIONS (
+  access_key_id 'AKIAEXAMPLE', secret_access_key 'hunter2', session_token 't');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (endpoint 'https://x');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (
+  account_name 'acct', account_key 'a2V5', sas_token 'sv=1');
+ALTER USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (ADD password 'x');
+-- A bad credential value is refused without being repeated.
+ALTER USER MAPPING FOR PUBLIC SERVER opt_srv OPTIONS (SET secret_access_key '');
+
+-- Foreign-table level: every option with a valid value.
+CREATE FOREIGN TABLE opt_ft (id text, v text OPTIONS (column_name 'value'))
+  SERVER opt_srv OPTIONS (
+    uri 's3://agents/context', key 'id', seal_on_insert 'false',
+    unique_key 'true', upsert_key 'false', flush_interval '30s',
+    merge_after_generations '0', merge_max_generations '8',
+    merge_max_bytes '1GB', cleanup_interval '0', cleanup_min_generations '1',
+    pending_generations_warn '256', pending_generations_max '4096',
+    compact_min_fragments '16', target_rows_per_fragment '1048576',
+    compression_level '22', version '3');
+-- uri is required, and stays required.
+CREATE FOREIGN TABLE opt_bad (id text) SERVER opt_srv;
+\echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE opt_ft OPTIONS (DROP uri);
+-- Unknown table option.
+ALTER FOREIGN TABLE opt_ft OPTIONS (ADD bucket 'x');
+\echo :LAST_ERROR_SQLSTATE
+-- Store URIs.
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'gs://bucket/x');
+\echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri '/var/lib/ctxstore');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file://');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file://relative/path');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 's3://');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'az:///prefix');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 's3://AKIA:secret@bucket/x');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'az://container/prefix');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'FILE:///var/lib/ctxstore');
+-- Values.
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET key '');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET seal_on_insert 'sometimes');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET unique_key '2');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET upsert_key 'yes please');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET flush_interval '-5');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET flush_interval '10 parsecs');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET cleanup_interval '-1s');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET merge_after_generations '-1');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET merge_max_generations '1');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET merge_max_bytes '0');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET merge_max_bytes '1.5 bytes');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET merge_max_bytes '64 apples');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET cleanup_min_generations '0');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET pending_generations_warn 'many');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET pending_generations_max '0');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET compact_min_fragments '1');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET target_rows_per_fragment '1e6');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET compression_level '0');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET compression_level '23');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET version '0');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET version '99999999999999999999');
+-- Column level.
+ALTER FOREIGN TABLE opt_ft ALTER COLUMN id OPTIONS (ADD name 'x');
+\echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE opt_ft ALTER COLUMN id OPTIONS (ADD column_name '');
+ALTER FOREIGN TABLE opt_ft ALTER COLUMN id OPTIONS (ADD uri 'file:///x');
+
+-- What was accepted is stored as given; nothing else got in.
+SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'opt_srv';
+SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'opt_ft'::regclass;
+SELECT attname, attfdwoptions FROM pg_attribute
+  WHERE attrelid = 'opt_ft'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT count(*) AS mappings FROM pg_user_mappings WHERE srvname = 'opt_srv';
+
+-- Two table columns may not name one store column.
+CREATE FOREIGN TABLE opt_dup (a text, b text OPTIONS (column_name 'a'))
+  SERVER opt_srv OPTIONS (uri 'file://@store_root@/options_dup');
+INSERT INTO opt_dup VALUES ('x', 'y');
+
+-- A store a non-superuser reaches through the server's own credentials.
+CREATE ROLE regress_cx_opt_user;
+CREATE SERVER opt_s3 FOREIGN DATA WRAPPER ctxstore;
+GRANT USAGE ON FOREIGN SERVER opt_s3 TO regress_cx_opt_user;
+CREATE FOREIGN TABLE opt_s3_ft (id text) SERVER opt_s3
+  OPTIONS (uri 's3://bucket/prefix');
+GRANT SELECT ON opt_s3_ft TO regress_cx_opt_user;
+SET ROLE regress_cx_opt_user;
+SELECT * FROM opt_s3_ft;
+RESET ROLE;
+
+SET client_min_messages = warning;
+DROP EXTENSION ctxstore CASCADE;
+DROP ROLE regress_cx_opt_user;
