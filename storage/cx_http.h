@@ -120,16 +120,18 @@ typedef bool (*cx_http_retry_fn) (void *arg, const cx_http_response *resp);
 
 struct cx_http_request
 {
-	const char *op;				/* for messages: "put", "upload part 3"... */
+	const char *op;				/* sub-operation named in messages ("upload
+								 * part 3"), or NULL */
 	const char *method;			/* "GET", "PUT", "HEAD", "POST", "DELETE" */
 	const char *url;			/* full URL; its query is never shown */
 	const cx_http_headers *headers; /* fixed headers, may be NULL */
 	const void *body;			/* request body (borrowed), may be NULL */
 	size_t		body_len;
-	cx_buf	   *body_out;		/* if set, the response body goes here (it
-								 * is truncated back to its length at the
-								 * start of the request before each attempt)
-								 * instead of into resp->body */
+	cx_buf	   *body_out;		/* if set, a 2xx response's body is appended
+								 * here instead of to resp->body (cut back
+								 * to its starting length before each
+								 * attempt); error bodies still go to
+								 * resp->body */
 	cx_http_sign_fn sign;		/* may be NULL (anonymous, SAS in the URL) */
 	void	   *sign_arg;
 	cx_http_retry_fn retry;		/* NULL: cx_http_retryable_status() */
@@ -160,8 +162,9 @@ cx_code		cx_http_do(cx_http *h, const cx_http_request *req,
 bool		cx_http_retryable_status(long status);
 
 /*
- * Sets err to code with "<METHOD> <url without query>: HTTP <status>
- * [<detail>]": the uniform message for a final status the backend refuses.
+ * Sets err to code with "[<op>: ]<METHOD> <url without query>: HTTP
+ * <status> [(<detail>)]": the uniform message for a final status the backend
+ * refuses.
  * detail (may be NULL) is typically the service's error code, e.g.
  * "AccessDenied".  Returns code.
  */
@@ -175,6 +178,10 @@ cx_code		cx_http_fail(const cx_http_request *req,
  * anything else -> IO.
  */
 cx_code		cx_http_status_code(long status);
+
+/* The <Code> of an S3 or Azure XML error body (malloc'd; caller frees), or
+ * NULL if there is none. */
+char	   *cx_http_error_code(const cx_http_response *resp);
 
 /* Writes url minus its query string, fragment and user-info into buf. */
 void		cx_http_redact_url(const char *url, char *buf, size_t size);

@@ -8,6 +8,8 @@
 #include "cx_objstore.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -235,15 +237,123 @@ cx_obj_close(cx_objstore *s)
 		s->ops->close(s);
 }
 
+/* Keep in step with docs/OPERATIONS-objectstores.md and the FDW validator. */
+const char *const cx_objstore_option_names[] = {
+	/* where and how to reach the service */
+	"endpoint", "region", "url_style", "conditional_put",
+	/* credentials (user mappings only) */
+	"access_key_id", "secret_access_key", "session_token",
+	"account_name", "account_key", "sas_token",
+	"allow_env_credentials",
+	/* transport */
+	"connect_timeout", "request_timeout", "retry_max_attempts",
+	"retry_max_seconds", "ca_file", "tls_verify",
+	"list_page_size",
+	NULL
+};
+
+const char *
+cx_option_get(const cx_option *options, size_t noptions, const char *name)
+{
+	const char *value = NULL;
+
+	for (size_t i = 0; i < noptions; i++)
+		if (options[i].name != NULL && strcmp(options[i].name, name) == 0)
+			value = options[i].value;
+	return value;
+}
+
+cx_code
+cx_option_bool(const cx_option *options, size_t noptions, const char *name,
+			   bool dflt, bool *out, cx_err *err)
+{
+	static const char *const yes[] = {"on", "true", "yes", "1"};
+	static const char *const no[] = {"off", "false", "no", "0"};
+	const char *v = cx_option_get(options, noptions, name);
+
+	*out = dflt;
+	if (v == NULL)
+		return CX_OK;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+	{
+		if (strcasecmp(v, yes[i]) == 0)
+		{
+			*out = true;
+			return CX_OK;
+		}
+		if (strcasecmp(v, no[i]) == 0)
+		{
+			*out = false;
+			return CX_OK;
+		}
+	}
+	return cx_err_set(err, CX_ERR_INVALID,
+					  "option %s must be on or off, not \"%.64s\"", name, v);
+}
+
+cx_code
+cx_option_int(const cx_option *options, size_t noptions, const char *name,
+			  long min, long max, long dflt, long *out, cx_err *err)
+{
+	const char *v = cx_option_get(options, noptions, name);
+	char	   *end;
+	long		x;
+
+	*out = dflt;
+	if (v == NULL)
+		return CX_OK;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || x < min || x > max)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "option %s must be an integer between %ld and %ld, not \"%.64s\"",
+						  name, min, max, v);
+	*out = x;
+	return CX_OK;
+}
+
+static bool
+known_option(const char *name)
+{
+	for (const char *const *n = cx_objstore_option_names; *n != NULL; n++)
+		if (strcmp(*n, name) == 0)
+			return true;
+	return false;
+}
+
+/* Refuses an option name no backend knows, listing the ones they do. */
+static cx_code
+check_option_names(const cx_option *options, size_t noptions, cx_err *err)
+{
+	char		names[CX_ERR_MSG_LEN / 2];
+	size_t		used = 0;
+
+	for (size_t i = 0; i < noptions; i++)
+	{
+		const char *name = options[i].name;
+
+		if (name != NULL && known_option(name))
+			continue;
+		for (const char *const *n = cx_objstore_option_names; *n != NULL; n++)
+			used += (size_t) snprintf(names + used, sizeof(names) - used,
+									  "%s%s", used ? ", " : "", *n);
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "unknown object store option \"%.64s\"; valid options: %s",
+						  name ? name : "", names);
+	}
+	return CX_OK;
+}
+
 static bool
 has_scheme(const char *uri, const char *scheme)
 {
 	return strncasecmp(uri, scheme, strlen(scheme)) == 0;
 }
 
+/* The local backend ignores the cloud options, which may well arrive with
+ * it from a server shared with cloud tables. */
 static cx_code
-open_file(const char *uri, const cx_option *options, size_t noptions,
-		  cx_objstore **out, cx_err *err)
+open_file(const char *uri, cx_objstore **out, cx_err *err)
 {
 	const char *path = uri + strlen("file://");
 
@@ -251,12 +361,48 @@ open_file(const char *uri, const cx_option *options, size_t noptions,
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "object store URI \"%s\" needs an absolute path, as in file:///var/lib/ctxstore",
 						  uri);
-	/* The local backend has no options; refusing them catches typos. */
-	if (noptions > 0)
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "unknown option \"%s\" for a file:// store",
-						  options[0].name ? options[0].name : "");
 	return cx_objstore_open_local(path, out, err);
+}
+
+typedef cx_code (*cloud_open_fn) (const char *bucket, const char *prefix,
+								  const cx_option *options, size_t noptions,
+								  cx_objstore **out, cx_err *err);
+
+/*
+ * Splits "<scheme>://<bucket>[/<prefix>]" and opens it with open_fn.  The
+ * prefix loses trailing slashes and must otherwise be a valid key, so that
+ * "<prefix>/<key>" is one too.
+ */
+static cx_code
+open_cloud(const char *uri, const char *scheme, const char *what,
+		   cloud_open_fn open_fn, const cx_option *options, size_t noptions,
+		   cx_objstore **out, cx_err *err)
+{
+	const char *rest = uri + strlen(scheme);
+	size_t		blen = strcspn(rest, "/");
+	const char *prefix = rest[blen] == '/' ? rest + blen + 1 : "";
+	size_t		plen = strlen(prefix);
+	char	   *bucket;
+	char	   *pfx;
+	cx_code		rc;
+
+	while (plen > 0 && prefix[plen - 1] == '/')
+		plen--;
+	if (blen == 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "object store URI \"%.200s\" names no %s, as in %sname/prefix",
+						  uri, what, scheme);
+	bucket = strndup(rest, blen);
+	pfx = strndup(prefix, plen);
+	if (bucket == NULL || pfx == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	else if (plen > 0 && key_check(pfx, false, err) != CX_OK)
+		rc = cx_err_prefix(err, "object store URI \"%.200s\": invalid prefix", uri);
+	else
+		rc = open_fn(bucket, pfx, options, noptions, out, err);
+	free(bucket);
+	free(pfx);
+	return rc;
 }
 
 cx_code
@@ -268,11 +414,16 @@ cx_objstore_open(const char *uri, const cx_option *options, size_t noptions,
 	*out = NULL;
 	if (uri == NULL || uri[0] == '\0')
 		return cx_err_set(err, CX_ERR_INVALID, "object store URI is empty");
+	if (check_option_names(options, noptions, err) != CX_OK)
+		return err->code;
 	if (has_scheme(uri, "file://"))
-		return open_file(uri, options, noptions, out, err);
-	if (has_scheme(uri, "s3://") || has_scheme(uri, "az://"))
+		return open_file(uri, out, err);
+	if (has_scheme(uri, "s3://"))
 		return cx_err_set(err, CX_ERR_UNSUPPORTED,
-						  "%.2s:// object stores are not built yet", uri);
+						  "s3:// object stores are not built yet");
+	if (has_scheme(uri, "az://"))
+		return open_cloud(uri, "az://", "container", cx_objstore_open_azure,
+						  options, noptions, out, err);
 
 	/* Name only the scheme: the rest of a URI may carry a secret. */
 	scheme_len = strcspn(uri, ":/");

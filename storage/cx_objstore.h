@@ -142,6 +142,12 @@ const char *cx_option_get(const cx_option *options, size_t noptions,
 cx_code		cx_option_bool(const cx_option *options, size_t noptions,
 						   const char *name, bool dflt, bool *out, cx_err *err);
 
+/* Reads a decimal integer option in [min, max] into *out, or dflt if
+ * absent; CX_ERR_INVALID naming the option and the range otherwise. */
+cx_code		cx_option_int(const cx_option *options, size_t noptions,
+						  const char *name, long min, long max, long dflt,
+						  long *out, cx_err *err);
+
 /* Local-filesystem backend rooted at an absolute directory path.  The root is
  * created on the first write if it does not exist. */
 cx_code		cx_objstore_open_local(const char *root, cx_objstore **out,

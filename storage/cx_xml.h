@@ -1,72 +1,51 @@
 /*
- * cx_xml.h — a small event parser for the XML that object stores answer with.
+ * cx_xml.h — just enough XML reading for object-store listing and error
+ * responses (S3 ListBucketResult, Azure EnumerationResults, <Error><Code>).
  *
- * S3 and Azure Blob answer listings, multipart/block-list requests and errors
- * with short, flat, machine-written XML documents.  Callers need a handful of
- * leaf values from them ("EnumerationResults/Blobs/Blob/Name"), correctly
- * entity-decoded, and nothing else; a DOM or a general-purpose library would
- * be more than that needs.  This parser reports each element's opening (with
- * its attributes) and closing (with its text, if it has no child elements),
- * naming the element by its path from the root.
+ * A cx_xml is a cursor over a span [p, end) of a document.  cx_xml_next()
+ * finds the next element of a given name inside the span, at any depth, and
+ * returns a cursor over its content; cx_xml_text() decodes that content's
+ * character data (the five predefined entities, numeric character references
+ * and CDATA sections).  That is all these responses need, and it is not a
+ * general parser: attributes are skipped, an element must not contain
+ * another element of its own name, and comments are not skipped.  Nothing is
+ * ever expanded beyond the document's own bytes (no DTD, no entity
+ * definitions).
  *
- * Supported: the XML declaration and processing instructions, comments,
- * CDATA sections, attributes in either quote, the five predefined entities
- * and numeric character references (written out as UTF-8).  A DOCTYPE is
- * refused (no entity definitions, hence no entity expansion).  Namespaces are
- * not interpreted: a prefixed name keeps its prefix.  Malformed input gives
- * CX_ERR_IO with the byte offset, since a document that does not parse is a
- * transport or server fault, not a corrupt object of ours.
+ * Cursors borrow the document (which need not be NUL-terminated); it must
+ * outlive them.
  */
 #ifndef CX_XML_H
 #define CX_XML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cx_error.h"
 
-/* Deeper documents are refused; the services' answers are 4 or 5 deep. */
-#define CX_XML_MAX_DEPTH 32
-/* Attributes beyond this many on one element are refused. */
-#define CX_XML_MAX_ATTRS 16
-
-typedef enum cx_xml_kind
+typedef struct cx_xml
 {
-	CX_XML_OPEN,				/* start tag (also for <empty/>) */
-	CX_XML_CLOSE				/* end tag (also for <empty/>) */
-} cx_xml_kind;
+	const char *p;				/* where the next search starts */
+	const char *end;			/* end of the span */
+} cx_xml;
 
-typedef struct cx_xml_attr
-{
-	const char *name;
-	const char *value;			/* decoded */
-} cx_xml_attr;
+/* A cursor over doc[0 .. len). */
+void		cx_xml_init(cx_xml *x, const char *doc, size_t len);
 
-/* Everything an event points at is valid only during the callback. */
-typedef struct cx_xml_event
-{
-	cx_xml_kind kind;
-	int			depth;			/* 1 for the root element */
-	const char *name;			/* this element's name */
-	const char *path;			/* names from the root, joined by '/' */
-	/* CLOSE of an element without child elements: its decoded text, NUL
-	 * terminated (text_len excludes the NUL; an embedded &#0; is refused,
-	 * so strlen(text) == text_len).  Otherwise "" and 0. */
-	const char *text;
-	size_t		text_len;
-	/* OPEN only; CLOSE events carry none. */
-	const cx_xml_attr *attrs;
-	int			nattrs;
-} cx_xml_event;
+/* Finds the next element called name at or after the cursor; on success
+ * points *inner at its content (empty for <name/>), moves x past the element
+ * and returns true.  False if there is none or it is not closed. */
+bool		cx_xml_next(cx_xml *x, const char *name, cx_xml *inner);
 
-/* Called for each event in document order.  Returning anything but CX_OK
- * (with err filled) stops the parse, which returns that code. */
-typedef cx_code (*cx_xml_fn) (void *arg, const cx_xml_event *ev, cx_err *err);
+/* Like cx_xml_next() on a copy of x: the first such element, x unmoved. */
+bool		cx_xml_find(const cx_xml *x, const char *name, cx_xml *inner);
 
-/* Parses doc[0 .. len), which need not be NUL-terminated. */
-cx_code		cx_xml_parse(const char *doc, size_t len, cx_xml_fn fn, void *arg,
-						 cx_err *err);
+/* The decoded text of x's span as a malloc'd string (caller frees).
+ * CX_ERR_CORRUPT for a bad reference or a NUL, CX_ERR_NOMEM. */
+cx_code		cx_xml_text(const cx_xml *x, char **out, cx_err *err);
 
-/* The decoded value of an OPEN event's attribute, or NULL. */
-const char *cx_xml_attr_value(const cx_xml_event *ev, const char *name);
+/* Decoded text of the first element called name in x, or NULL if absent,
+ * malformed or out of memory: for optional fields such as error codes. */
+char	   *cx_xml_find_text(const cx_xml *x, const char *name);
 
 #endif							/* CX_XML_H */
