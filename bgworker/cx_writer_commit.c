@@ -434,7 +434,9 @@ publish(Round *r)
 
 		if (slot->state == CX_SLOT_ABANDONED)
 		{
+			/* Its requester may be waiting to post its next transaction. */
 			slot->state = CX_SLOT_FREE;
+			cx_writer_set_latch(slot->requester_procno);
 			continue;
 		}
 		Assert(slot->state == CX_SLOT_TAKEN);

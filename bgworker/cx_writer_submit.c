@@ -6,8 +6,8 @@
  * The wait is bounded and interruptible.  Every ~100 ms at the latest (and
  * whenever the latch is set: by the worker, a signal or an interrupt) the
  * backend looks at its slot, at whether a worker is alive, and at its
- * deadline: ctxstore.commit_timeout from the start of the wait and
- * statement_timeout from the start of the statement.  PostgreSQL disables
+ * deadline: ctxstore.commit_timeout from the moment the rows are handed
+ * over and statement_timeout from the start of the statement.  PostgreSQL disables
  * the statement_timeout timer before it commits, so the writer applies that
  * limit itself; otherwise a stuck store could hold a COMMIT forever.
  *
@@ -366,8 +366,8 @@ cx_writer_submit(const CxWriteRequest *requests, int nrequests,
 		exit_callback_registered = true;
 	}
 	slot = my_slot();
-	d = wait_deadline();
 	seg = cx_batch_create(requests, nrequests);
+	d = wait_deadline();
 
 	PG_TRY();
 	{

@@ -141,6 +141,33 @@ $node->safe_psql('postgres', "INSERT INTO items VALUES ('after-sigterm', 1)");
 is(count_like('after-sigterm'), '1', 'the restarted worker commits');
 is(count_like('sigterm-queued'), '0', 'the failed commit left no rows');
 
+# ---- giving up on a request the worker has taken ----
+
+# 20 ms is far shorter than writing a million rows takes, so the worker has
+# usually taken the request when the backend gives up: the outcome is then
+# unknown, the slot stays the worker's until it finishes, and the session's
+# next commit waits for that.  (If the worker was slow to take it, it is
+# withdrawn instead.)  Either way the big insert is all there or not at all.
+my $bg_big = $node->background_psql('postgres', on_error_stop => 0);
+$bg_big->query(q{
+SET ctxstore.commit_timeout = 20;
+INSERT INTO items SELECT 'abandoned-' || i, i FROM generate_series(1, 1000000) i;
+});
+$err = $bg_big->{stderr};
+like($err, qr/ctxstore\.commit_timeout/, 'a commit the writer is slow to finish times out');
+like($err, qr/may or may not have been written|were not written/,
+	'the error says whether the rows may have been written');
+$bg_big->{stderr} = '';
+$bg_big->query_safe(q{
+SET ctxstore.commit_timeout = '1min';
+INSERT INTO items VALUES ('after-abandon', 1);
+});
+is(count_like('after-abandon'), '1', 'the next commit of the session succeeds');
+like(count_like('abandoned-%'), qr/^(0|1000000)$/,
+	'the abandoned transaction is written completely or not at all');
+note('abandoned rows stored: ' . count_like('abandoned-%'));
+$bg_big->quit;
+
 # ---- SIGKILL while sessions commit: acknowledged rows survive ----
 
 my $nsessions = 4;
