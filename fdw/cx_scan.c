@@ -4,9 +4,10 @@
  *
  * A scan reads the fragments of one manifest version, one row group at a
  * time, fetching only the columns the query references (its target list and
- * its quals); then, unless the table is pinned to a version, the rows the
- * current transaction has buffered for the table (read-your-writes).  Quals
- * are all evaluated locally by the executor.
+ * its quals) and skipping the rows the fragments' deletion vectors list; then,
+ * unless the table is pinned to a version, the rows the current transaction
+ * has buffered for the table (read-your-writes).  Quals are all evaluated
+ * locally by the executor.
  *
  * The engine's objects (manifest copy, fragment reader, row group) are
  * malloc'd; a reset callback on the executor's memory context frees them, so
@@ -47,7 +48,10 @@ typedef struct CxScanState
 	/* Position in the store. */
 	uint32		next_fragment;
 	cx_fragr   *fragr;
+	const cx_deletion_vector *dv;	/* the fragment's, NULL if none */
+	uint32		dv_pos;			/* first entry not below the current row */
 	uint32		next_group;
+	uint64		group_first;	/* fragment row number of the group's row 0 */
 	cx_rowgroup *group;
 	uint32		group_rows;
 	uint32		row;
@@ -233,8 +237,9 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 }
 
 static void
-open_fragment(CxScanState *s, const cx_fragment_info *fi)
+open_fragment(CxScanState *s, uint32 index)
 {
+	const cx_fragment_info *fi = &s->manifest->fragments[index];
 	cx_err		err;
 
 	if (cx_fragr_open(s->store, fi->path, fi->size, &s->fragr, &err) != CX_OK)
@@ -248,6 +253,11 @@ open_fragment(CxScanState *s, const cx_fragment_info *fi)
 				errmsg("fragment %s of store %s does not have the store's schema",
 					   fi->path, s->ri->uri));
 	s->next_group = 0;
+	s->group_first = 0;
+	s->group_rows = 0;
+	s->dv = s->manifest->dvs != NULL && s->manifest->dvs[index].n > 0
+		? &s->manifest->dvs[index] : NULL;
+	s->dv_pos = 0;
 }
 
 /*
@@ -268,6 +278,7 @@ next_group(CxScanState *s)
 			uint32		g = s->next_group++;
 
 			s->row = 0;
+			s->group_first += s->group_rows;
 			s->group_rows = cx_fragr_group_rows(s->fragr, g);
 			if (s->group_rows == 0)
 				continue;
@@ -282,7 +293,7 @@ next_group(CxScanState *s)
 		s->fragr = NULL;
 		if (s->manifest == NULL || s->next_fragment >= s->manifest->nfragments)
 			return false;
-		open_fragment(s, &s->manifest->fragments[s->next_fragment++]);
+		open_fragment(s, s->next_fragment++);
 	}
 }
 
@@ -349,6 +360,34 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	cxfdw_conv_errcontext_pop(&ec);
 }
 
+/* Whether the current row is listed in its fragment's deletion vector
+ * (rows are visited in ascending order, so the vector is walked once). */
+static bool
+row_deleted(CxScanState *s)
+{
+	uint64		r = s->group_first + s->row;
+
+	if (s->dv == NULL)
+		return false;
+	while (s->dv_pos < s->dv->n && s->dv->rows[s->dv_pos] < r)
+		s->dv_pos++;
+	return s->dv_pos < s->dv->n && s->dv->rows[s->dv_pos] == r;
+}
+
+/* Moves to the next live row of the store; false at its end. */
+static bool
+next_store_row(CxScanState *s)
+{
+	for (;;)
+	{
+		if (s->row >= s->group_rows && !next_group(s))
+			return false;
+		if (!row_deleted(s))
+			return true;
+		s->row++;
+	}
+}
+
 static TupleTableSlot *
 cx_iterate(ForeignScanState *node)
 {
@@ -359,7 +398,7 @@ cx_iterate(ForeignScanState *node)
 	/* Columns the query does not use stay NULL. */
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 
-	if ((s->row < s->group_rows) || next_group(s))
+	if (next_store_row(s))
 	{
 		if (!s->fetch_none)
 			fill_from_group(s, slot);
