@@ -127,7 +127,7 @@ for suite in $suites; do
       log "TAP tests"
       out=$(cd "$work" && as_pg env TESTDIR="$work" PG_REGRESS="$pgxs_test/regress/pg_regress" \
               CTXSTORE_STORE_ROOT="$work/stores" \
-              prove -I "$pgxs_test/perl" -I "$work/t" t/ 2>&1); rc=$?
+              prove -I "$pgxs_test/perl" -I "$work/t" t/*.pl 2>&1); rc=$?
       echo "$out"
       tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')
       ttotal=$(echo "$out" | sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' | tail -1)
