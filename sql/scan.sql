@@ -12,6 +12,7 @@ CREATE FOREIGN TABLE scan_t (
 EXPLAIN (COSTS OFF) SELECT * FROM scan_t;
 SELECT * FROM scan_t;
 SELECT ctxstore.stats('scan_t') - 'backend_reads' AS stats;
+SELECT * FROM ctxstore.versions('scan_t');
 
 INSERT INTO scan_t
   SELECT 'id' || i, 's' || (i % 3), CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
@@ -96,6 +97,8 @@ SELECT count(*) FROM scan_t;
 \echo :LAST_ERROR_SQLSTATE
 SELECT ctxstore.stats('scan_t');
 INSERT INTO scan_t (id) VALUES ('intruder');
+-- The functions need SELECT on the table.
+SELECT * FROM ctxstore.versions('scan_v1');
 RESET ROLE;
 GRANT pg_read_server_files TO regress_cx_scan_user;
 SET ROLE regress_cx_scan_user;

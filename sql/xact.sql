@@ -76,6 +76,19 @@ copy2	\N
 \.
 SELECT count(*), sum(n), count(*) FILTER (WHERE n IS NULL) AS nulls FROM xact_t;
 
+-- Rows routed to a ctxstore partition, by INSERT and by COPY.
+CREATE TABLE xact_parted (id text NOT NULL, n int) PARTITION BY RANGE (n);
+CREATE TABLE xact_parted_heap PARTITION OF xact_parted FOR VALUES FROM (0) TO (100);
+CREATE FOREIGN TABLE xact_parted_cx PARTITION OF xact_parted FOR VALUES FROM (100) TO (200)
+  SERVER xact_srv OPTIONS (uri 'file://@store_root@/xact_parted');
+INSERT INTO xact_parted VALUES ('heap', 1), ('cx1', 101), ('cx2', 102);
+COPY xact_parted FROM STDIN;
+cx3	103
+heap2	2
+\.
+SELECT tableoid::regclass, * FROM xact_parted ORDER BY n;
+DROP TABLE xact_parted;
+
 -- Two tables, one transaction, one commit.
 CREATE FOREIGN TABLE xact_u (id text, n int)
   SERVER xact_srv OPTIONS (uri 'file://@store_root@/xact_u');
