@@ -69,19 +69,6 @@ extern void cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out);
 extern Datum cxfdw_from_cx(const CxTypeInfo *ti, const cx_datum *d,
 						   CxListForm form);
 
-/* While pushed, errors name the column being converted (att, or none if
- * att is -1) in their CONTEXT line. */
-typedef struct CxConvErrContext
-{
-	ErrorContextCallback cb;
-	const struct CxRelInfo *ri;
-	int			att;
-} CxConvErrContext;
-
-extern void cxfdw_conv_errcontext_push(CxConvErrContext *ec,
-									   const struct CxRelInfo *ri);
-extern void cxfdw_conv_errcontext_pop(CxConvErrContext *ec);
-
 /* ---- a foreign table as the wrapper sees it (cx_option.c) ---- */
 
 typedef struct CxColumnDef
@@ -110,6 +97,19 @@ typedef struct CxRelInfo
 
 extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
 extern bool cxfdw_uri_is_file(const char *uri);
+
+/* While pushed, errors name the column being converted (att, or none if
+ * att is -1) in their CONTEXT line (cx_types.c). */
+typedef struct CxConvErrContext
+{
+	ErrorContextCallback cb;
+	const CxRelInfo *ri;
+	int			att;
+} CxConvErrContext;
+
+extern void cxfdw_conv_errcontext_push(CxConvErrContext *ec,
+									   const CxRelInfo *ri);
+extern void cxfdw_conv_errcontext_pop(CxConvErrContext *ec);
 
 /* ---- columns and store schemas (cx_columns.c) ---- */
 

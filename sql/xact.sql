@@ -45,6 +45,17 @@ SAVEPOINT s6;
 INSERT INTO xact_t VALUES ('x5', 50), (NULL, 60);
 ROLLBACK TO SAVEPOINT s6;
 SELECT * FROM xact_t ORDER BY id;
+-- So is a plpgsql block that catches an error.
+DO $$
+BEGIN
+  INSERT INTO xact_t VALUES ('f', 6);
+  BEGIN
+    INSERT INTO xact_t VALUES ('x6', 60);
+    RAISE EXCEPTION 'undo x6';
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'caught: %', SQLERRM;
+  END;
+END $$;
 COMMIT;
 SELECT * FROM xact_t ORDER BY id;
 SELECT version, operation, rows FROM ctxstore.versions('xact_t');
@@ -56,7 +67,7 @@ INSERT INTO xact_t SELECT id || '2', n + 100 FROM xact_t;
 SELECT count(*) FROM xact_t;
 DECLARE c CURSOR FOR SELECT id FROM xact_t;
 FETCH 2 FROM c;
-INSERT INTO xact_t VALUES ('f', 6);
+INSERT INTO xact_t VALUES ('late', 6);
 FETCH ALL FROM c;
 CLOSE c;
 DO $$
