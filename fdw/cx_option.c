@@ -439,7 +439,8 @@ read_columns(CxRelInfo *ri, Relation rel)
 
 		if (att->attisdropped)
 			continue;
-		col->attname = NameStr(att->attname);
+		/* A copy: a relcache rebuild may move the original. */
+		col->attname = pstrdup(NameStr(att->attname));
 		col->name = col->attname;
 		foreach(lc, GetForeignColumnOptions(ri->relid, att->attnum))
 		{
