@@ -428,7 +428,10 @@ static void
 read_columns(CxRelInfo *ri, Relation rel)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	CxConvErrContext ec;
 
+	/* A type that cannot be stored is reported with its column. */
+	cxfdw_conv_errcontext_push(&ec, ri);
 	ri->natts = tupdesc->natts;
 	ri->columns = palloc0(sizeof(CxColumnDef) * ri->natts);
 	for (int i = 0; i < tupdesc->natts; i++)
@@ -449,8 +452,10 @@ read_columns(CxRelInfo *ri, Relation rel)
 			if (strcmp(opt->defname, "column_name") == 0)
 				col->name = defGetString(opt);
 		}
+		ec.att = i;
 		cxfdw_type_resolve(att->atttypid, att->atttypmod, &col->type);
 	}
+	cxfdw_conv_errcontext_pop(&ec);
 }
 
 /*
