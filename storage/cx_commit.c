@@ -257,17 +257,16 @@ describe_type(const cx_column *c, char *buf, size_t size)
 			 c->ext_type != NULL ? c->ext_type : "");
 }
 
-/* CX_ERR_SCHEMA naming the first column (in order) where the fragments'
- * schema differs from the store's. */
-static cx_code
-check_same_schema(const cx_schema *store, const cx_schema *frag, cx_err *err)
+cx_code
+cx_commit_check_schema(const cx_schema *store, const cx_schema *data,
+					   cx_err *err)
 {
-	uint32_t	n = store->ncolumns > frag->ncolumns ? store->ncolumns : frag->ncolumns;
+	uint32_t	n = store->ncolumns > data->ncolumns ? store->ncolumns : data->ncolumns;
 
 	for (uint32_t i = 0; i < n; i++)
 	{
 		const cx_column *a = i < store->ncolumns ? &store->columns[i] : NULL;
-		const cx_column *b = i < frag->ncolumns ? &frag->columns[i] : NULL;
+		const cx_column *b = i < data->ncolumns ? &data->columns[i] : NULL;
 		char		ta[96];
 		char		tb[96];
 
@@ -307,7 +306,7 @@ append_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 		if (cx_manifest_set_schema(next, a->schema, err) != CX_OK)
 			return err->code;
 	}
-	else if (check_same_schema(next->schema, a->schema, err) != CX_OK)
+	else if (cx_commit_check_schema(next->schema, a->schema, err) != CX_OK)
 		return err->code;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (cx_manifest_add_fragment(next, &a->fragments[i], err) != CX_OK)

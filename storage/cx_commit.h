@@ -44,4 +44,9 @@ cx_code		cx_commit_append(cx_objstore *s, const cx_schema *schema,
 							 const cx_fragment_info *fragments, uint32_t n,
 							 uint64_t *version, cx_err *err);
 
+/* CX_ERR_SCHEMA naming the first column (in order) where the data's schema
+ * differs from the store's; appends of every kind check with it. */
+cx_code		cx_commit_check_schema(const cx_schema *store, const cx_schema *data,
+								   cx_err *err);
+
 #endif							/* CX_COMMIT_H */

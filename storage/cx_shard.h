@@ -27,10 +27,12 @@
 #ifndef CX_SHARD_H
 #define CX_SHARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cx_fragment.h"
 #include "cx_objstore.h"
+#include "cx_schema.h"
 
 #define CX_SHARD_MAGIC "CXS1"
 #define CX_SHARD_FORMAT 1
@@ -68,6 +70,12 @@ typedef struct cx_shard_manifest
 
 cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
 
+/* The columns of a generation fragment: the table's, then CX_COL_COMMIT_TS
+ * and CX_COL_TOMBSTONE.  CX_ERR_SCHEMA if a table column name starts with
+ * CX_HIDDEN_PREFIX. */
+cx_code		cx_shard_generation_schema(const cx_schema *table,
+									   cx_schema **out, cx_err *err);
+
 cx_shard_manifest *cx_shard_manifest_new(const char *shard_id);
 void		cx_shard_manifest_free(cx_shard_manifest *m);
 cx_shard_manifest *cx_shard_manifest_clone(const cx_shard_manifest *m);
@@ -78,6 +86,10 @@ cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
 									 cx_shard_manifest **out, cx_err *err);
 void		cx_shard_manifest_key(const char *shard_id, uint64_t version,
 								  char *key, size_t keysize);
+
+/* "_shards/<shard_id>/<rest>" into key (CX_KEY_MAX + 1 bytes); shard_id
+ * must be valid. */
+void		cx_shard_key(const char *shard_id, const char *rest, char *key);
 
 /* Loads a version; CX_ERR_NOT_FOUND if absent. */
 cx_code		cx_shard_manifest_load(cx_objstore *s, const char *shard_id,
@@ -91,5 +103,25 @@ cx_code		cx_shard_manifest_load(cx_objstore *s, const char *shard_id,
 cx_code		cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
 										  uint64_t known,
 										  cx_shard_manifest **out, cx_err *err);
+
+/*
+ * Writes m at m->version with put-if-absent (the writer's commit: version is
+ * the previous one + 1).  On CX_OK, *winner is NULL if m holds the version,
+ * else the manifest that does (decoded; the caller frees it and decides: a
+ * newer epoch means fenced).  An ambiguous put is settled by reading the
+ * version back; when even that fails, *unknown is set and the error says the
+ * outcome is unknown (the caller must find out later whether m landed).
+ */
+cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
+								  cx_shard_manifest **winner, bool *unknown,
+								  cx_err *err);
+
+/*
+ * Overwrites the shard hint "_shards/<shard_id>/_latest" (same 16-byte form
+ * as the base "_latest" hint) with version: best effort, written on claims
+ * and periodically (cx_shardwriter.c), so that cold readers probe little.
+ */
+cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
+								uint64_t version, cx_err *err);
 
 #endif							/* CX_SHARD_H */

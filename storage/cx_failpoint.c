@@ -1,0 +1,256 @@
+/*
+ * cx_failpoint.c — arming and firing named failpoints (cx_failpoint.h).
+ *
+ * The armed set is a small fixed table behind a mutex: failpoints are for
+ * tests, so the slow path may take a lock, but the fast path (nothing armed)
+ * is the relaxed load of cx_failpoint_active in CX_FAILPOINT.  That flag
+ * starts at 1 so the first failpoint reached reads CTXSTORE_FAILPOINTS; it
+ * drops to 0 whenever the armed set is empty and the environment was fine.
+ */
+#include "cx_failpoint.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARMED 32
+#define NAME_MAX_LEN 63
+#define SPEC_MAX_LEN 4096
+
+typedef enum fp_action
+{
+	FP_CRASH,
+	FP_ERROR
+} fp_action;
+
+typedef struct failpoint
+{
+	char		name[NAME_MAX_LEN + 1];
+	fp_action	action;
+	uint64_t	nth;			/* fire on this hit only; 0 = on every hit */
+	uint64_t	hits;
+} failpoint;
+
+typedef struct fp_set
+{
+	int			n;
+	failpoint	fp[MAX_ARMED];
+} fp_set;
+
+int			cx_failpoint_active = 1;
+
+static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;
+static fp_set armed;
+static bool env_read;
+static char env_error[CX_ERR_MSG_LEN];	/* "" unless the variable was bad */
+
+static void
+update_active(void)
+{
+	__atomic_store_n(&cx_failpoint_active,
+					 armed.n > 0 || env_error[0] != '\0', __ATOMIC_RELAXED);
+}
+
+/* Copies [p, end) into buf without surrounding spaces. */
+static void
+trimmed(const char *p, const char *end, char *buf, size_t size)
+{
+	size_t		n;
+
+	while (p < end && isspace((unsigned char) *p))
+		p++;
+	while (end > p && isspace((unsigned char) end[-1]))
+		end--;
+	n = (size_t) (end - p) < size - 1 ? (size_t) (end - p) : size - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+}
+
+static bool
+valid_name(const char *name)
+{
+	if (name[0] == '\0')
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!(islower((unsigned char) *c) || isdigit((unsigned char) *c) ||
+			  *c == '_' || *c == '.'))
+			return false;
+	return true;
+}
+
+/* "crash", "error", optionally "@N" with N >= 1. */
+static bool
+parse_action(const char *text, fp_action *action, uint64_t *nth)
+{
+	const char *at = strchr(text, '@');
+	size_t		len = at != NULL ? (size_t) (at - text) : strlen(text);
+	char	   *end;
+
+	if (len == 5 && strncmp(text, "crash", 5) == 0)
+		*action = FP_CRASH;
+	else if (len == 5 && strncmp(text, "error", 5) == 0)
+		*action = FP_ERROR;
+	else
+		return false;
+	*nth = 0;
+	if (at == NULL)
+		return true;
+	if (!isdigit((unsigned char) at[1]))
+		return false;
+	*nth = strtoull(at + 1, &end, 10);
+	return *end == '\0' && *nth >= 1;
+}
+
+/* Adds or replaces name's entry in set. */
+static bool
+set_put(fp_set *set, const char *name, fp_action action, uint64_t nth)
+{
+	failpoint  *fp = NULL;
+
+	for (int i = 0; i < set->n; i++)
+		if (strcmp(set->fp[i].name, name) == 0)
+			fp = &set->fp[i];
+	if (fp == NULL)
+	{
+		if (set->n == MAX_ARMED)
+			return false;
+		fp = &set->fp[set->n++];
+		strcpy(fp->name, name);
+	}
+	fp->action = action;
+	fp->nth = nth;
+	fp->hits = 0;
+	return true;
+}
+
+/* Parses a whole spec into *set (emptied first). */
+static cx_code
+parse_spec(const char *spec, fp_set *set, cx_err *err)
+{
+	const char *p = spec;
+
+	set->n = 0;
+	if (spec == NULL)
+		return CX_OK;
+	if (strlen(spec) > SPEC_MAX_LEN)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "failpoint spec is longer than %d bytes", SPEC_MAX_LEN);
+	while (*p != '\0')
+	{
+		const char *start = p;
+		const char *comma = strchr(p, ',');
+		const char *end = comma != NULL ? comma : p + strlen(p);
+		const char *eq = memchr(p, '=', (size_t) (end - p));
+		char		item[NAME_MAX_LEN + 32];
+		char		name[NAME_MAX_LEN + 2];
+		char		action_text[32];
+		fp_action	action;
+		uint64_t	nth;
+
+		trimmed(p, end, item, sizeof(item));
+		p = comma != NULL ? comma + 1 : end;
+		if (item[0] == '\0')
+			continue;
+		if (eq == NULL)
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "failpoint \"%s\": expected name=crash or name=error (optionally @N)",
+							  item);
+		trimmed(start, eq, name, sizeof(name));
+		trimmed(eq + 1, end, action_text, sizeof(action_text));
+		if (strlen(name) > NAME_MAX_LEN || !valid_name(name))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "failpoint \"%s\": the name must be 1-%d characters of [a-z0-9_.]",
+							  item, NAME_MAX_LEN);
+		if (!parse_action(action_text, &action, &nth))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "failpoint \"%s\": the action must be crash or error, optionally followed by @N (N >= 1)",
+							  item);
+		if (!set_put(set, name, action, nth))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "failpoint spec arms more than %d failpoints", MAX_ARMED);
+	}
+	return CX_OK;
+}
+
+/* Reads the environment once; called with the lock held. */
+static void
+read_env(void)
+{
+	const char *spec = getenv(CX_FAILPOINT_ENV);
+	fp_set		parsed;
+	cx_err		err;
+
+	env_read = true;
+	if (parse_spec(spec, &parsed, &err) == CX_OK)
+		armed = parsed;
+	else
+		snprintf(env_error, sizeof(env_error), "%s: %.400s", CX_FAILPOINT_ENV,
+				 err.msg);
+	update_active();
+}
+
+cx_code
+cx_failpoint_set(const char *spec, cx_err *err)
+{
+	fp_set		parsed;
+
+	if (parse_spec(spec, &parsed, err) != CX_OK)
+		return err->code;
+	pthread_mutex_lock(&fp_lock);
+	env_read = true;
+	env_error[0] = '\0';
+	armed = parsed;
+	update_active();
+	pthread_mutex_unlock(&fp_lock);
+	return CX_OK;
+}
+
+cx_code
+cx_failpoint_hit(const char *name, cx_err *err)
+{
+	bool		fire = false;
+	fp_action	action = FP_ERROR;
+
+	pthread_mutex_lock(&fp_lock);
+	if (!env_read)
+		read_env();
+	if (env_error[0] != '\0')
+	{
+		cx_err_set(err, CX_ERR_INVALID, "%s", env_error);
+		pthread_mutex_unlock(&fp_lock);
+		return CX_ERR_INVALID;
+	}
+	for (int i = 0; i < armed.n; i++)
+	{
+		failpoint  *fp = &armed.fp[i];
+
+		if (strcmp(fp->name, name) != 0)
+			continue;
+		fp->hits++;
+		fire = fp->nth == 0 || fp->hits == fp->nth;
+		action = fp->action;
+	}
+	pthread_mutex_unlock(&fp_lock);
+	if (!fire)
+		return CX_OK;
+	if (action == FP_CRASH)
+		raise(SIGKILL);			/* as kill -9: no cleanup, no flush */
+	return cx_err_set(err, CX_ERR_IO, "failpoint %s", name);
+}
+
+uint64_t
+cx_failpoint_hits(const char *name)
+{
+	uint64_t	hits = 0;
+
+	pthread_mutex_lock(&fp_lock);
+	for (int i = 0; i < armed.n; i++)
+		if (strcmp(armed.fp[i].name, name) == 0)
+			hits = armed.fp[i].hits;
+	pthread_mutex_unlock(&fp_lock);
+	return hits;
+}

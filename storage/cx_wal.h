@@ -1,0 +1,81 @@
+/*
+ * cx_wal.h — a shard's write-ahead log (private to the shard writer).
+ *
+ * Entry seq of shard <id> is the immutable object
+ * "_shards/<id>/wal/<seq as 20 digits>.wal", written once with put-if-absent
+ * (docs/FORMAT-shard.md).  Two kinds:
+ *   rows   one append: its rows (cx_rowcodec bytes), their schema and commit
+ *          time.  Durable once the put returns: this is what an unsealed
+ *          append acknowledges.
+ *   fence  written by a claim at the WAL tip: an older writer's next entry
+ *          collides with it (or with a later entry) and the older writer
+ *          learns it is fenced.
+ * Every entry carries the writer's epoch and a random commit id, so a writer
+ * recognises its own landed put after an ambiguous answer, and anyone can
+ * tell an older writer's straggler from a newer writer's entry.
+ *
+ * Seqs of one writer are increasing; a seq whose put failed may stay a gap,
+ * so readers list the prefix rather than assume contiguity.
+ */
+#ifndef CX_WAL_H
+#define CX_WAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cx_objstore.h"
+#include "cx_schema.h"
+#include "cx_vseq.h"
+
+#define CX_WAL_MAGIC "CXW1"
+#define CX_WAL_FORMAT 1
+
+typedef enum cx_wal_kind
+{
+	CX_WAL_ROWS = 1,
+	CX_WAL_FENCE = 2
+} cx_wal_kind;
+
+typedef struct cx_wal_entry
+{
+	uint8_t		kind;			/* cx_wal_kind */
+	uint64_t	epoch;			/* writer epoch, >= 1 */
+	uint64_t	seq;			/* equals the number in the key, >= 1 */
+	int64_t		commit_ts;		/* rows: their commit time (Unix us);
+								 * fence: when it was placed */
+	uint8_t		commit_id[16];	/* random */
+	uint64_t	nrows;			/* rows: >= 1; fence: 0 */
+	cx_schema  *schema;			/* rows: the rows' columns */
+	const uint8_t *rows;		/* rows: nrows rows, cx_row_encode() form;
+								 * after decoding, points into the object */
+	size_t		rows_len;
+	char	   *writer;			/* fence: who claimed ("host pid ...") */
+} cx_wal_entry;
+
+/* Frees what cx_wal_read() allocated (schema, writer); not rows. */
+void		cx_wal_entry_clear(cx_wal_entry *e);
+
+/* The shard's WAL as a numbered sequence; prefix holds CX_KEY_MAX + 1. */
+void		cx_wal_seq(const char *shard_id, char *prefix, cx_vseq *q);
+
+cx_code		cx_wal_encode(const cx_wal_entry *e, cx_buf *out, cx_err *err);
+/* Decodes into *e (rows point into data); name is for messages. */
+cx_code		cx_wal_decode(const uint8_t *data, size_t len, const char *name,
+						  cx_wal_entry *e, cx_err *err);
+
+/*
+ * Writes e at e->seq with put-if-absent.  On CX_OK, *taken_epoch is 0 if e
+ * holds the seq, else the epoch of the entry that does (the caller decides:
+ * newer means fenced, older means an older writer's straggler).  When the
+ * outcome cannot be settled, *unknown is set along with the error.
+ */
+cx_code		cx_wal_put(cx_objstore *s, const char *shard_id,
+					   const cx_wal_entry *e, uint64_t *taken_epoch,
+					   bool *unknown, cx_err *err);
+
+/* Reads entry seq into *e; bytes (reused across calls, so one entry is in
+ * memory at a time) holds the object e->rows points into. */
+cx_code		cx_wal_read(cx_objstore *s, const char *shard_id, uint64_t seq,
+						cx_buf *bytes, cx_wal_entry *e, cx_err *err);
+
+#endif							/* CX_WAL_H */

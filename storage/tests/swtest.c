@@ -1,0 +1,260 @@
+/*
+ * swtest.c — helpers shared by the MemWAL tests (swtest.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cx_fragment.h"
+#include "cx_rowcodec.h"
+#include "cx_test.h"
+#include "swtest.h"
+
+cx_objstore *
+sw_store(const char *suffix)
+{
+	cx_objstore *s = NULL;
+	cx_err		err;
+
+	if (cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s, &err) != CX_OK)
+	{
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+		return NULL;
+	}
+	return s;
+}
+
+cx_schema *
+sw_schema(void)
+{
+	cx_schema  *s = cx_schema_new();
+	cx_err		err;
+
+	if (s == NULL ||
+		cx_schema_add(s, "id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
+		cx_schema_add(s, "n", CX_T_INT64, 0, NULL, &err) != CX_OK)
+	{
+		cx_schema_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void
+sw_rows(cx_buf *out, const cx_schema *schema, const char *prefix, int from,
+		int count)
+{
+	for (int i = from; i < from + count; i++)
+	{
+		char		id[64];
+		cx_datum	v[2];
+
+		snprintf(id, sizeof(id), "%s%d", prefix, i);
+		memset(v, 0, sizeof(v));
+		v[0].v.bytes.ptr = (const uint8_t *) id;
+		v[0].v.bytes.len = strlen(id);
+		v[1].v.i64 = i;
+		cx_row_encode(schema, v, out);
+	}
+}
+
+/* Counts the ids of one generation fragment into counts. */
+static long
+count_fragment(cx_objstore *s, const cx_fragment_info *fi, const char *prefix,
+			   int from, int count, int *counts, cx_err *err)
+{
+	cx_fragr   *r;
+	long		rows = 0;
+	size_t		plen = strlen(prefix);
+
+	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
+		return -1;
+	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+	{
+		cx_rowgroup *rg;
+		const cx_colvec *ids;
+
+		if (cx_fragr_read_group(r, g, NULL, &rg, err) != CX_OK)
+		{
+			cx_fragr_close(r);
+			return -1;
+		}
+		ids = cx_rowgroup_column(rg, 0);
+		for (uint32_t i = 0; i < cx_rowgroup_rows(rg); i++)
+		{
+			cx_datum	d;
+			char		buf[64];
+			int			n;
+
+			cx_colvec_get(ids, i, &d);
+			rows++;
+			if (d.v.bytes.len >= sizeof(buf) || d.v.bytes.len < plen ||
+				memcmp(d.v.bytes.ptr, prefix, plen) != 0)
+				continue;
+			memcpy(buf, d.v.bytes.ptr, d.v.bytes.len);
+			buf[d.v.bytes.len] = '\0';
+			n = atoi(buf + plen);
+			if (n >= from && n < from + count)
+				counts[n - from]++;
+		}
+		cx_rowgroup_free(rg);
+	}
+	cx_fragr_close(r);
+	return rows;
+}
+
+long
+sw_count_ids(cx_objstore *s, const char *shard_id, const char *prefix,
+			 int from, int count, int *counts)
+{
+	cx_shard_manifest *m;
+	cx_err		err;
+	long		total = 0;
+
+	memset(counts, 0, sizeof(int) * (size_t) count);
+	if (cx_shard_manifest_load_latest(s, shard_id, 0, &m, &err) != CX_OK)
+	{
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+		return -1;
+	}
+	for (uint32_t i = 0; m != NULL && i < m->ngens; i++)
+	{
+		long		n = count_fragment(s, &m->gens[i].fragment, prefix, from,
+									   count, counts, &err);
+
+		if (n < 0)
+		{
+			cx_test_fail(__FILE__, __LINE__, err.msg);
+			total = -1;
+			break;
+		}
+		total += n;
+	}
+	cx_shard_manifest_free(m);
+	return total;
+}
+
+int
+sw_all_once(const int *counts, int n, const char *what)
+{
+	for (int i = 0; i < n; i++)
+		if (counts[i] != 1)
+		{
+			char		msg[160];
+
+			snprintf(msg, sizeof(msg), "%s: row %d present %d times, expected once",
+					 what, i, counts[i]);
+			cx_test_fail(__FILE__, __LINE__, msg);
+			return 0;
+		}
+	return 1;
+}
+
+/* --------------------------------------------------------------------------
+ * The wrapping store
+ * -------------------------------------------------------------------------- */
+
+static cx_code
+wrap_put(cx_objstore *s, const char *key, const void *data, size_t len,
+		 cx_put_mode mode, cx_err *err)
+{
+	sw_wrap    *w = (sw_wrap *) s;
+	sw_fault	fault = SW_FAULT_NONE;
+	cx_code		rc;
+
+	if (w->before_put != NULL)
+		w->before_put(w->arg, key);
+	if (w->faults > 0 && (w->match == NULL || strstr(key, w->match) != NULL))
+	{
+		w->faults--;
+		fault = w->fault;
+	}
+	if (fault == SW_FAULT_IO_NOT_LANDED)
+		return cx_err_set(err, CX_ERR_IO, "injected failure before landing");
+	rc = cx_obj_put(w->inner, key, data, len, mode, err);
+	if (rc != CX_OK || fault == SW_FAULT_NONE)
+		return rc;
+	if (fault == SW_FAULT_LAND_THEN_IO_GET_FAILS)
+		w->get_failures = 1;
+	return cx_err_set(err, CX_ERR_IO, "injected failure after landing");
+}
+
+static cx_code
+wrap_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+		 cx_buf *out, cx_err *err)
+{
+	sw_wrap    *w = (sw_wrap *) s;
+
+	if (w->get_failures > 0)
+	{
+		w->get_failures--;
+		return cx_err_set(err, CX_ERR_IO, "injected read failure");
+	}
+	return cx_obj_get_range(w->inner, key, offset, len, out, err);
+}
+
+static cx_code
+wrap_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+{
+	return cx_obj_head(((sw_wrap *) s)->inner, key, size, err);
+}
+
+static cx_code
+wrap_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+		  cx_err *err)
+{
+	return cx_obj_list(((sw_wrap *) s)->inner, prefix, fn, arg, err);
+}
+
+static cx_code
+wrap_del(cx_objstore *s, const char *key, cx_err *err)
+{
+	return cx_obj_delete(((sw_wrap *) s)->inner, key, err);
+}
+
+/* The upload belongs to the inner store (up->store), which then receives
+ * the writes, finish and abort directly. */
+static cx_code
+wrap_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
+				  cx_upload **up, cx_err *err)
+{
+	return cx_obj_upload_begin(((sw_wrap *) s)->inner, key, mode, up, err);
+}
+
+static void
+wrap_close(cx_objstore *s)
+{
+	sw_wrap    *w = (sw_wrap *) s;
+
+	cx_obj_close(w->inner);
+	free(w->base.uri);
+	free(w);
+}
+
+static const cx_objstore_ops wrap_ops = {
+	.put = wrap_put,
+	.get = wrap_get,
+	.head = wrap_head,
+	.list = wrap_list,
+	.del = wrap_del,
+	.upload_begin = wrap_upload_begin,
+	.close = wrap_close,
+};
+
+sw_wrap *
+sw_wrap_open(const char *suffix)
+{
+	sw_wrap    *w = calloc(1, sizeof(sw_wrap));
+
+	if (w == NULL)
+		return NULL;
+	w->inner = sw_store(suffix);
+	if (w->inner == NULL)
+	{
+		free(w);
+		return NULL;
+	}
+	w->base.ops = &wrap_ops;
+	w->base.uri = cx_strdup(cx_test_uri(suffix));
+	return w;
+}

@@ -1,0 +1,64 @@
+/*
+ * swtest.h — helpers shared by the MemWAL tests (test_shard.c, test_wal.c,
+ * test_shardwriter.c): a standard table, encoded row batches, reading back
+ * which ids a shard's generations hold, and a wrapping object store that
+ * injects faults into puts.
+ */
+#ifndef SWTEST_H
+#define SWTEST_H
+
+#include "cx_objstore.h"
+#include "cx_schema.h"
+#include "cx_shard.h"
+
+/* A store at cx_test_uri(suffix); NULL (and a test failure) on error. */
+cx_objstore *sw_store(const char *suffix);
+
+/* (id string, n int64) */
+cx_schema  *sw_schema(void);
+
+/* Appends rows id = "<prefix><i>", n = i for i in [from, from + count). */
+void		sw_rows(cx_buf *out, const cx_schema *schema, const char *prefix,
+					int from, int count);
+
+/*
+ * Counts, over the unmerged generations of the newest manifest of shard_id,
+ * how often the id "<prefix><i>" occurs, for i in [from, from + count), into
+ * counts[0 .. count).  Returns the total number of rows in those
+ * generations, or -1 (and a test failure) on error.
+ */
+long		sw_count_ids(cx_objstore *s, const char *shard_id,
+						 const char *prefix, int from, int count,
+						 int *counts);
+
+/* Whether every counts[i] is exactly 1 (failing the test otherwise). */
+int			sw_all_once(const int *counts, int n, const char *what);
+
+/*
+ * A store that forwards to another and can misbehave on puts.  before_put,
+ * if set, runs before every put (with the key); fault applies to the next
+ * `faults` puts whose key contains `match`.
+ */
+typedef enum sw_fault
+{
+	SW_FAULT_NONE,
+	SW_FAULT_LAND_THEN_IO,		/* the object lands, the caller sees IO */
+	SW_FAULT_IO_NOT_LANDED,		/* nothing lands, the caller sees IO */
+	SW_FAULT_LAND_THEN_IO_GET_FAILS	/* lands; the read-back fails too */
+} sw_fault;
+
+typedef struct sw_wrap
+{
+	cx_objstore base;
+	cx_objstore *inner;
+	sw_fault	fault;
+	int			faults;
+	const char *match;
+	int			get_failures;	/* GETs that fail with IO */
+	void		(*before_put) (void *arg, const char *key);
+	void	   *arg;
+} sw_wrap;
+
+sw_wrap    *sw_wrap_open(const char *suffix);
+
+#endif							/* SWTEST_H */

@@ -1,0 +1,310 @@
+/*
+ * test_shard.c — shard manifests: encoding round trip, every kind of
+ * corruption, keys, shard ids, finding the newest version (with a known
+ * version, the hint, or a listing) and the put-if-absent commit.
+ */
+#include <stdlib.h>
+
+#include "cx_crc32c.h"
+#include "cx_shard.h"
+#include "cx_test.h"
+#include "swtest.h"
+
+static void
+fill_fragment(cx_fragment_info *fi, const char *path, uint32_t ncolumns)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->path = cx_strdup(path);
+	fi->size = 1000;
+	fi->rows = 7;
+	fi->footer_offset = 900;
+	fi->footer_len = 100;
+	fi->ncolumns = ncolumns;
+	fi->stats = calloc(ncolumns, sizeof(cx_colstats));
+	for (uint32_t c = 0; c < ncolumns; c++)
+	{
+		fi->stats[c].value_count = 7;
+		fi->stats[c].has_min = true;
+		fi->stats[c].min_len = 1;
+		fi->stats[c].min[0] = (uint8_t) c;
+	}
+}
+
+/* Version 3 of shard "s1" with two generations. */
+static cx_shard_manifest *
+sample(void)
+{
+	cx_shard_manifest *m = cx_shard_manifest_new("s1");
+
+	m->version = 3;
+	m->epoch = 2;
+	for (int i = 0; i < 16; i++)
+		m->commit_id[i] = (uint8_t) i;
+	m->committed_at_us = 1700000000000000;
+	m->writer = cx_strdup("host-a pid 42");
+	m->replay_seq = 9;
+	m->next_gen = 6;
+	m->ngens = 2;
+	m->gens = calloc(2, sizeof(cx_generation));
+	m->gens[0].gen = 4;
+	m->gens[0].min_ts = 10;
+	m->gens[0].max_ts = 20;
+	fill_fragment(&m->gens[0].fragment, "data/a.cxf", 4);
+	m->gens[1].gen = 5;
+	m->gens[1].min_ts = 21;
+	m->gens[1].max_ts = 21;
+	fill_fragment(&m->gens[1].fragment, "data/b.cxf", 4);
+	return m;
+}
+
+static bool
+same_manifest(const cx_shard_manifest *a, const cx_shard_manifest *b)
+{
+	if (a->version != b->version || strcmp(a->shard_id, b->shard_id) != 0 ||
+		a->epoch != b->epoch || memcmp(a->commit_id, b->commit_id, 16) != 0 ||
+		a->committed_at_us != b->committed_at_us ||
+		strcmp(a->writer, b->writer) != 0 || a->replay_seq != b->replay_seq ||
+		a->next_gen != b->next_gen || a->ngens != b->ngens)
+		return false;
+	for (uint32_t i = 0; i < a->ngens; i++)
+	{
+		const cx_generation *x = &a->gens[i];
+		const cx_generation *y = &b->gens[i];
+
+		if (x->gen != y->gen || x->min_ts != y->min_ts || x->max_ts != y->max_ts ||
+			strcmp(x->fragment.path, y->fragment.path) != 0 ||
+			x->fragment.size != y->fragment.size ||
+			x->fragment.rows != y->fragment.rows ||
+			x->fragment.ncolumns != y->fragment.ncolumns ||
+			x->fragment.stats[1].min[0] != y->fragment.stats[1].min[0])
+			return false;
+	}
+	return true;
+}
+
+CX_TEST(shard_manifest_round_trip)
+{
+	cx_shard_manifest *m = sample();
+	cx_shard_manifest *d = NULL;
+	cx_shard_manifest *c;
+	cx_buf		b;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	CHECK(memcmp(b.data, "CXS1", 4) == 0);
+	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
+	REQUIRE_OK(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err), &err);
+	CHECK(same_manifest(m, d));
+	c = cx_shard_manifest_clone(d);
+	REQUIRE(c != NULL);
+	CHECK(same_manifest(m, c));
+	cx_shard_manifest_free(c);
+	cx_shard_manifest_free(d);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(shard_manifest_corruption_is_detected)
+{
+	cx_shard_manifest *m = sample();
+	cx_shard_manifest *d;
+	cx_buf		b;
+	cx_err		err;
+	int			corrupt = 0;
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	/* Every single-byte change and every truncation is an error, never a
+	 * crash or a different manifest. */
+	for (size_t i = 0; i < b.len; i++)
+	{
+		b.data[i] ^= 0x5a;
+		if (cx_shard_manifest_decode(b.data, b.len, "x", &d, &err) != CX_OK)
+			corrupt += strstr(err.msg, "shard manifest x") != NULL;
+		else
+			cx_shard_manifest_free(d);
+		b.data[i] ^= 0x5a;
+	}
+	CHECK(corrupt == (int) b.len);
+	for (size_t len = 0; len < b.len; len++)
+		CHECK_CODE(cx_shard_manifest_decode(b.data, len, "x", &d, &err),
+				   CX_ERR_CORRUPT);
+	/* A newer format with a valid checksum is unsupported, not corrupt. */
+	cx_store_u16(b.data + 4, 2);
+	cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
+	CHECK_CODE(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err),
+			   CX_ERR_UNSUPPORTED);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(shard_manifest_refuses_unreadable_contents)
+{
+	cx_shard_manifest *m = sample();
+	cx_buf		b;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	m->gens[1].gen = 4;			/* not increasing */
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->gens[1].gen = 6;			/* not below next_gen */
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->gens[1].gen = 5;
+	m->gens[1].min_ts = 22;		/* inverted range */
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->gens[1].min_ts = 21;
+	m->epoch = 0;
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->epoch = 2;
+	free(m->gens[0].fragment.path);
+	m->gens[0].fragment.path = cx_strdup("../escape");
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(shard_ids_and_keys)
+{
+	char		key[CX_KEY_MAX + 1];
+	char		long_id[CX_SHARD_ID_MAX + 2];
+	cx_err		err;
+
+	CHECK_CODE(cx_shard_id_validate("host-1.pg_15", &err), CX_OK);
+	CHECK_CODE(cx_shard_id_validate("", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_shard_id_validate("..", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_shard_id_validate("a/b", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_shard_id_validate(NULL, &err), CX_ERR_INVALID);
+	memset(long_id, 'x', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = '\0';
+	CHECK_CODE(cx_shard_id_validate(long_id, &err), CX_ERR_INVALID);
+	long_id[CX_SHARD_ID_MAX] = '\0';
+	CHECK_CODE(cx_shard_id_validate(long_id, &err), CX_OK);
+	cx_shard_manifest_key("s1", 42, key, sizeof(key));
+	CHECK(strcmp(key, "_shards/s1/_versions/00000000000000000042.shard") == 0);
+}
+
+/* Writes versions 1..n of shard s1 (epoch 1), with or without the hint. */
+static void
+write_versions(cx_objstore *s, uint64_t n, bool hint)
+{
+	for (uint64_t v = 1; v <= n; v++)
+	{
+		cx_shard_manifest *m = cx_shard_manifest_new("s1");
+		cx_shard_manifest *winner;
+		bool		unknown;
+		cx_err		err;
+
+		m->version = v;
+		m->epoch = 1;
+		m->commit_id[0] = (uint8_t) v;
+		if (cx_shard_manifest_put(s, m, &winner, &unknown, &err) != CX_OK ||
+			winner != NULL)
+			cx_test_fail(__FILE__, __LINE__, "writing a version failed");
+		if (hint && v == 1)
+			cx_shard_hint_write(s, "s1", v, &err);
+		cx_shard_manifest_free(m);
+	}
+}
+
+CX_TEST(shard_latest_uses_known_then_hint_then_listing)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shard_manifest *m;
+	cx_err		err;
+	uint64_t	heads;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 0, &m, &err), &err);
+	CHECK(m == NULL);
+	write_versions(s, 37, true);
+	/* Cold: the hint (version 1) and galloping forward. */
+	heads = s->stats.heads;
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 0, &m, &err), &err);
+	REQUIRE(m != NULL);
+	CHECK(m->version == 37);
+	CHECK(s->stats.heads - heads <= 2 * 6 + 2);
+	cx_shard_manifest_free(m);
+	/* Warm: nothing changed since 37, one HEAD. */
+	heads = s->stats.heads;
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 37, &m, &err), &err);
+	CHECK(m->version == 37);
+	CHECK(s->stats.heads - heads == 1);
+	cx_shard_manifest_free(m);
+	/* A known version GC removed: start cold. */
+	REQUIRE_OK(cx_obj_delete(s, "_shards/s1/_versions/00000000000000000037.shard", &err), &err);
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 37, &m, &err), &err);
+	CHECK(m->version == 36);
+	cx_shard_manifest_free(m);
+	/* No hint: the listing decides. */
+	REQUIRE_OK(cx_obj_delete(s, "_shards/s1/_latest", &err), &err);
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 0, &m, &err), &err);
+	CHECK(m->version == 36);
+	cx_shard_manifest_free(m);
+	cx_obj_close(s);
+}
+
+CX_TEST(shard_load_checks_the_key)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shard_manifest *m = sample();
+	cx_shard_manifest *d;
+	cx_buf		b;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	/* Version 3 of s1 stored as version 4, and as a version of s2. */
+	REQUIRE_OK(cx_obj_put(s, "_shards/s1/_versions/00000000000000000004.shard",
+						  b.data, b.len, CX_PUT_IF_ABSENT, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "_shards/s2/_versions/00000000000000000003.shard",
+						  b.data, b.len, CX_PUT_IF_ABSENT, &err), &err);
+	CHECK_CODE(cx_shard_manifest_load(s, "s1", 4, &d, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "00000000000000000004.shard") != NULL);
+	CHECK_CODE(cx_shard_manifest_load(s, "s2", 3, &d, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_shard_manifest_load(s, "s1", 3, &d, &err), CX_ERR_NOT_FOUND);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+CX_TEST(shard_put_reports_the_winner_and_settles_ambiguity)
+{
+	sw_wrap    *w = sw_wrap_open("/st");
+	cx_shard_manifest *mine = sample();
+	cx_shard_manifest *theirs = sample();
+	cx_shard_manifest *winner;
+	bool		unknown;
+	cx_err		err;
+
+	REQUIRE(w != NULL);
+	/* Our put lands but we hear "I/O error": read back, ours. */
+	w->fault = SW_FAULT_LAND_THEN_IO;
+	w->faults = 1;
+	REQUIRE_OK(cx_shard_manifest_put(&w->base, mine, &winner, &unknown, &err), &err);
+	CHECK(winner == NULL);
+	/* Someone else's version 3: we learn who holds it. */
+	theirs->commit_id[0] = 99;
+	theirs->epoch = 3;
+	REQUIRE_OK(cx_shard_manifest_put(&w->base, theirs, &winner, &unknown, &err), &err);
+	REQUIRE(winner != NULL);
+	CHECK(winner->epoch == 2);
+	cx_shard_manifest_free(winner);
+	/* Lands, and the read-back fails: unknown. */
+	theirs->version = 4;
+	w->fault = SW_FAULT_LAND_THEN_IO_GET_FAILS;
+	w->faults = 1;
+	CHECK_CODE(cx_shard_manifest_put(&w->base, theirs, &winner, &unknown, &err), CX_ERR_IO);
+	CHECK(unknown);
+	CHECK(strstr(err.msg, "outcome unknown") != NULL);
+	/* Does not land, twice: retried, lands on the third try. */
+	theirs->version = 5;
+	w->fault = SW_FAULT_IO_NOT_LANDED;
+	w->faults = 2;
+	REQUIRE_OK(cx_shard_manifest_put(&w->base, theirs, &winner, &unknown, &err), &err);
+	CHECK(winner == NULL);
+	cx_shard_manifest_free(mine);
+	cx_shard_manifest_free(theirs);
+	cx_obj_close(&w->base);
+}
