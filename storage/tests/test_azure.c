@@ -3,10 +3,11 @@
  * put-if-absent, paged listings, block uploads, SAS and SharedKey auth,
  * connection reuse, and racing committers.
  *
- * Azurite's endpoint comes from the environment (AZURITE_ENV below, set by
- * scripts/emulators.sh).  Without it these tests pass without running,
- * saying so, unless CX_TEST_REQUIRE_EMULATORS=1, when they fail: a test run
- * that is meant to cover Azure must never go green by skipping it.
+ * Azurite, its account and key and the fault proxy in front of it come from
+ * the environment scripts/emulators.sh writes (CX_TEST_AZ_*).  Without it
+ * these tests pass without running, saying so, unless
+ * CX_TEST_REQUIRE_EMULATORS=1 (scripts/with-emulators.sh), when they fail:
+ * a run meant to cover Azure must never go green by skipping it.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,11 +21,21 @@
 #include "cx_objstore.h"
 #include "cx_test.h"
 
-#define AZURITE_ENV "CX_AZURITE_ENDPOINT"
-#define DEV_ACCOUNT "devstoreaccount1"
-#define DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+#define AZURITE_ENV "CX_TEST_AZ_ENDPOINT"
 #define CONTAINER "cxtest"
 #define MAX_OPTIONS 8
+
+/* An environment variable emulators.sh sets, or "" if it did not. */
+static const char *
+env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL ? v : "";
+}
+
+#define AZ_ACCOUNT env("CX_TEST_AZ_ACCOUNT")
+#define AZ_KEY env("CX_TEST_AZ_KEY")
 
 /* Azurite's endpoint, or NULL after failing (required) or noting a skip. */
 static const char *
@@ -79,7 +90,7 @@ ensure_container(const char *endpoint, cx_err *err)
 	cx_http_headers_init(&h);
 	cx_http_headers_add(&h, "x-ms-version", "2021-08-06");
 	cx_http_response_init(&resp);
-	rc = cx_az_sharedkey_init(&key, DEV_ACCOUNT, DEV_KEY, err);
+	rc = cx_az_sharedkey_init(&key, AZ_ACCOUNT, AZ_KEY, err);
 	if (rc == CX_OK)
 		rc = cx_http_create(&cfg, &stats, &http, err);
 	if (rc == CX_OK)
@@ -129,8 +140,8 @@ open_store(const char *name, const cx_option *extra, size_t nextra,
 	cx_option	o[MAX_OPTIONS];
 	size_t		n = 0;
 
-	o[n++] = (cx_option) {"account_name", DEV_ACCOUNT};
-	o[n++] = (cx_option) {"account_key", DEV_KEY};
+	o[n++] = (cx_option) {"account_name", AZ_ACCOUNT};
+	o[n++] = (cx_option) {"account_key", AZ_KEY};
 	for (size_t i = 0; i < nextra && n < MAX_OPTIONS - 1; i++)
 		o[n++] = extra[i];
 	return open_with(name, o, n, out, err);
@@ -505,7 +516,7 @@ account_sas(const char *key_base64, time_t expiry, cx_buf *out)
 	gmtime_r(&expiry, &tm);
 	strftime(se, sizeof(se), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	n = snprintf(sts, sizeof(sts), "%s\nrwdlac\nb\nsco\n\n%s\n\nhttps,http\n2021-08-06\n\n",
-				 DEV_ACCOUNT, se);
+				 AZ_ACCOUNT, se);
 	cx_buf_init(&key);
 	cx_buf_init(&sig);
 	(void) cx_base64_decode(&key, key_base64, &err);
@@ -543,7 +554,7 @@ CX_TEST(azure_live_sas_token)
 	cx_buf_init(&sas);
 	cx_buf_init(&forged);
 	cx_buf_init(&b);
-	account_sas(DEV_KEY, time(NULL) + 3600, &sas);
+	account_sas(AZ_KEY, time(NULL) + 3600, &sas);
 	account_sas("V1JPTkdLRVlXUk9OR0tFWQ==", time(NULL) + 3600, &forged);
 	REQUIRE(cx_buf_ok(&sas) && cx_buf_ok(&forged));
 	{
@@ -680,5 +691,213 @@ CX_TEST(azure_live_commit_race)
 		for (int j = i + 1; j < RACERS * RACE_COMMITS; j++)
 			CHECK(r[i / RACE_COMMITS].won[i % RACE_COMMITS] !=
 				  r[j / RACE_COMMITS].won[j % RACE_COMMITS]);
+	cx_obj_close(s);
+}
+
+/* --------------------------------------------------------------------------
+ * Through the fault proxy (scripts/faultproxy.js) in front of Azurite
+ * -------------------------------------------------------------------------- */
+
+/* Sends a control request to the proxy (POST /faults with a rule, DELETE
+ * /faults, GET /stats...); the answer's body goes to out unless NULL. */
+static cx_code
+proxy_ctl(const char *method, const char *path, const char *json,
+		  cx_buf *out, cx_err *err)
+{
+	cx_http_config cfg;
+	cx_objstats stats = {0};
+	cx_http    *http;
+	cx_http_request req = {0};
+	cx_http_response resp;
+	char		url[256];
+	cx_code		rc;
+
+	snprintf(url, sizeof(url), "%s%s", env("CX_TEST_AZ_PROXY_CTL"), path);
+	cx_http_config_default(&cfg);
+	if (cx_http_create(&cfg, &stats, &http, err) != CX_OK)
+		return err->code;
+	cx_http_response_init(&resp);
+	req.method = method;
+	req.url = url;
+	req.body = json;
+	req.body_len = json ? strlen(json) : 0;
+	req.body_out = out;
+	rc = cx_http_do(http, &req, &resp, err);
+	if (rc == CX_OK && resp.status != 200)
+		rc = cx_http_fail(&req, &resp, CX_ERR_IO, "fault proxy control", err);
+	cx_http_response_free(&resp);
+	cx_http_destroy(http);
+	return rc;
+}
+
+/* Faults the proxy has injected since open_proxied(), or -1. */
+static int
+proxy_fired(void)
+{
+	cx_buf		b;
+	cx_err		err;
+	const char *f;
+	int			n = -1;
+
+	cx_buf_init(&b);
+	if (proxy_ctl("GET", "/stats", NULL, &b, &err) == CX_OK)
+	{
+		cx_buf_put_u8(&b, 0);
+		f = cx_buf_ok(&b) ? strstr((const char *) b.data, "\"fired\":") : NULL;
+		if (f != NULL)
+			n = atoi(f + 8);
+	}
+	cx_buf_free(&b);
+	return n;
+}
+
+/* Opens the store name through the proxy, with no rule armed and the
+ * proxy's counters reset. */
+static cx_code
+open_proxied(const char *name, const cx_option *extra, size_t nextra,
+			 cx_objstore **out, cx_err *err)
+{
+	cx_option	o[MAX_OPTIONS];
+	size_t		n = 0;
+
+	*out = NULL;
+	if (proxy_ctl("DELETE", "/faults", NULL, NULL, err) != CX_OK ||
+		proxy_ctl("POST", "/stats/reset", NULL, NULL, err) != CX_OK)
+		return err->code;
+	o[n++] = (cx_option) {"endpoint", env("CX_TEST_AZ_PROXY")};
+	for (size_t i = 0; i < nextra && n < MAX_OPTIONS - 1; i++)
+		o[n++] = extra[i];
+	return open_store(name, o, n, out, err);
+}
+
+static int64_t
+elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t) (now.tv_sec - since->tv_sec) * 1000 +
+		(now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/*
+ * 503, 500 and 429 answers and connection resets are retried and the
+ * operations succeed.  A reset on a kept-alive connection before any answer
+ * is resent by libcurl itself on a new connection: it shows as a connection,
+ * not a retry.
+ */
+CX_TEST(azure_fault_retried)
+{
+	cx_objstore *s;
+	cx_buf		b;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	REQUIRE_OK(open_proxied("fault-retry", NULL, 0, &s, &err), &err);
+	cx_buf_init(&b);
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"status\",\"status\":503,\"count\":2,\"method\":\"PUT\"}",
+						 NULL, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "k", "value", 5, CX_PUT_IF_ABSENT, &err), &err);
+	CHECK(s->stats.retries == 2);
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"status\",\"status\":429,\"code\":\"TooManyRequests\",\"method\":\"GET\"}",
+						 NULL, &err), &err);
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"reset\",\"method\":\"GET\"}", NULL, &err), &err);
+	REQUIRE_OK(cx_obj_get(s, "k", &b, &err), &err);
+	CHECK(b.len == 5 && memcmp(b.data, "value", 5) == 0);
+	CHECK(s->stats.retries == 3);
+	CHECK(s->stats.connections == 2);
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"status\",\"status\":500,\"code\":\"InternalError\",\"method\":\"GET\"}",
+						 NULL, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "", collect, &(listed) {0}, &err), &err);
+	CHECK(s->stats.retries == 4);
+	CHECK(proxy_fired() == 5);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+/* A fault that persists ends in bounded time with a clear error: the
+ * operation, the object, the status and Azure's code, and no credential. */
+CX_TEST(azure_fault_bounded_failure)
+{
+	cx_option	o[] = {{"retry_max_attempts", "3"}, {"retry_max_seconds", "5"}};
+	cx_objstore *s;
+	struct timespec start;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	REQUIRE_OK(open_proxied("fault-bounded", o, 2, &s, &err), &err);
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"status\",\"status\":503,\"count\":100}", NULL, &err), &err);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	CHECK_CODE(cx_obj_put(s, "k", "value", 5, CX_PUT_IF_ABSENT, &err), CX_ERR_IO);
+	CHECK(elapsed_ms(&start) < 5000);
+	CHECK(strstr(err.msg, "put az://") != NULL && strstr(err.msg, "/fault-bounded/k") != NULL);
+	CHECK(strstr(err.msg, "HTTP 503") != NULL);
+	CHECK(strstr(err.msg, "ServiceUnavailable") != NULL);
+	CHECK(strstr(err.msg, "3 attempts") != NULL);
+	CHECK(strstr(err.msg, "SharedKey") == NULL && strstr(err.msg, "Eby8") == NULL);
+	CHECK(s->stats.retries == 2);
+	REQUIRE_OK(proxy_ctl("DELETE", "/faults", NULL, NULL, &err), &err);
+	cx_obj_close(s);
+}
+
+/* The number of manifest versions in s, and whether they are 1..n. */
+static bool
+versions_are_1_to(cx_objstore *s, uint64_t n)
+{
+	uint64_t	latest = 0;
+	cx_manifest *m = NULL;
+	cx_err		err;
+	bool		ok;
+
+	if (cx_manifest_latest_version(s, &latest, &err) != CX_OK || latest != n)
+		return false;
+	/* No version beyond the latest either. */
+	ok = cx_manifest_load(s, n + 1, &m, &err) == CX_ERR_NOT_FOUND;
+	cx_manifest_free(m);
+	return ok;
+}
+
+/*
+ * Lost acknowledgements (invariant 1): the manifest put lands but its answer
+ * is dropped (a reset), or comes after the request timeout.  The retried put
+ * finds the object there; cx_commit reads it back, recognises its own commit
+ * id and reports the version won, committing nothing twice.
+ */
+CX_TEST(azure_fault_lost_ack_resolved_by_commit)
+{
+	cx_option	o[] = {{"request_timeout", "1"}};
+	cx_objstore *s;
+	cx_manifest *m = NULL;
+	uint64_t	v = 0;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	REQUIRE_OK(open_proxied("fault-lostack", o, 1, &s, &err), &err);
+
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"_versions/\"}",
+						 NULL, &err), &err);
+	REQUIRE_OK(cx_commit(s, "first", no_change, NULL, NULL, &v, &err), &err);
+	CHECK(v == 1);
+	CHECK(proxy_fired() == 1);
+
+	REQUIRE_OK(proxy_ctl("POST", "/faults",
+						 "{\"action\":\"delay\",\"ms\":2500,\"method\":\"PUT\",\"path\":\"_versions/\"}",
+						 NULL, &err), &err);
+	REQUIRE_OK(cx_commit(s, "second", no_change, NULL, NULL, &v, &err), &err);
+	CHECK(v == 2);
+	CHECK(proxy_fired() == 2);
+	CHECK(s->stats.retries == 1);	/* the timed-out attempt */
+
+	CHECK(versions_are_1_to(s, 2));
+	REQUIRE_OK(cx_manifest_load(s, 2, &m, &err), &err);
+	CHECK(strcmp(m->operation, "second") == 0);
+	cx_manifest_free(m);
+	REQUIRE_OK(proxy_ctl("DELETE", "/faults", NULL, NULL, &err), &err);
 	cx_obj_close(s);
 }
