@@ -20,6 +20,9 @@ log() { printf '== %s\n' "$*"; }
 count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
 bash "$repo/scripts/install-deps.sh" || { echo "dependency installation failed"; exit 1; }
+# s3rver and Azurite for the object-store tests; the unit suites start private
+# instances around each run (storage/Makefile, scripts/with-emulators.sh).
+bash "$repo/scripts/emulators.sh" install || { echo "emulator installation failed"; exit 1; }
 
 log "build and install the extension"
 if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/tmp/ctxstore-build.log 2>&1 \

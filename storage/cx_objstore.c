@@ -419,8 +419,8 @@ cx_objstore_open(const char *uri, const cx_option *options, size_t noptions,
 	if (has_scheme(uri, "file://"))
 		return open_file(uri, out, err);
 	if (has_scheme(uri, "s3://"))
-		return cx_err_set(err, CX_ERR_UNSUPPORTED,
-						  "s3:// object stores are not built yet");
+		return open_cloud(uri, "s3://", "bucket", cx_objstore_open_s3,
+						  options, noptions, out, err);
 	if (has_scheme(uri, "az://"))
 		return open_cloud(uri, "az://", "container", cx_objstore_open_azure,
 						  options, noptions, out, err);

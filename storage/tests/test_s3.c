@@ -1,0 +1,735 @@
+/*
+ * test_s3.c — the S3 backend against s3rver, directly and through the fault
+ * proxy (scripts/faultproxy.js), as started by scripts/with-emulators.sh.
+ *
+ * s3rver itself ignores If-None-Match, which is how the conditional-write
+ * probe is tested; through the proxy, which emulates the condition, the
+ * store runs with conditional_put on, as against a real S3.
+ *
+ * The endpoints come from CX_TEST_S3_* variables.  Without them a test is
+ * skipped (with a note), unless CX_TEST_REQUIRE_EMULATORS=1, when it fails.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "cx_commit.h"
+#include "cx_crypto.h"
+#include "cx_objstore.h"
+#include "cx_test.h"
+
+#define SECRET "S3RVER"
+#define TOKEN "SESSION-TOKEN-SECRET"
+#define MAX_OPTS 16
+
+/* A store under test: its options and a prefix of its own. */
+typedef struct s3_env
+{
+	char		uri[256];
+	cx_option	opts[MAX_OPTS];
+	size_t		nopts;
+	char		prefix[64];
+} s3_env;
+
+/* The variable's value; NULL if unset, after failing the test if the
+ * emulators are required and noting the skip otherwise. */
+static const char *
+need_env(const char *name)
+{
+	const char *v = getenv(name);
+	const char *req = getenv("CX_TEST_REQUIRE_EMULATORS");
+	char		msg[160];
+
+	if (v != NULL && v[0] != '\0')
+		return v;
+	snprintf(msg, sizeof(msg), "%s is not set: start the emulators (scripts/with-emulators.sh)",
+			 name);
+	if (req != NULL && strcmp(req, "1") == 0)
+		cx_test_fail(__FILE__, __LINE__, msg);
+	else
+		printf("    skip: %s\n", msg);
+	return NULL;
+}
+
+static void
+add_opt(s3_env *e, const char *name, const char *value)
+{
+	if (e->nopts < MAX_OPTS)
+	{
+		e->opts[e->nopts].name = name;
+		e->opts[e->nopts].value = value;
+		e->nopts++;
+	}
+}
+
+/* Sets up s3://<bucket>/<random prefix> against the endpoint held in
+ * variable endpoint_var, authenticated, path-style.  False to skip. */
+static bool
+env_init(s3_env *e, const char *endpoint_var)
+{
+	const char *endpoint = need_env(endpoint_var);
+	const char *bucket = need_env("CX_TEST_S3_BUCKET");
+	uint8_t		rnd[6];
+	char		hex[13];
+	cx_err		err;
+
+	memset(e, 0, sizeof(*e));
+	if (endpoint == NULL || bucket == NULL)
+		return false;
+	if (cx_random_bytes(rnd, sizeof(rnd), &err) != CX_OK)
+		return false;
+	cx_hex_encode(rnd, sizeof(rnd), hex);
+	snprintf(e->prefix, sizeof(e->prefix), "t%s", hex);
+	snprintf(e->uri, sizeof(e->uri), "s3://%s/%s/store", bucket, e->prefix);
+	add_opt(e, "endpoint", endpoint);
+	add_opt(e, "access_key_id", getenv("CX_TEST_S3_ACCESS_KEY"));
+	add_opt(e, "secret_access_key", getenv("CX_TEST_S3_SECRET_KEY"));
+	add_opt(e, "region", "us-east-1");
+	/* Short timeouts keep failing tests quick; the defaults are minutes. */
+	add_opt(e, "connect_timeout", "2");
+	add_opt(e, "request_timeout", "10");
+	add_opt(e, "retry_max_seconds", "5");
+	return true;
+}
+
+/* s3rver directly: no conditional writes, so conditional_put off. */
+static bool
+direct_env(s3_env *e)
+{
+	if (!env_init(e, "CX_TEST_S3_ENDPOINT"))
+		return false;
+	add_opt(e, "conditional_put", "off");
+	return true;
+}
+
+/* Through the fault proxy, which honours If-None-Match: conditional_put on. */
+static bool
+proxy_env(s3_env *e)
+{
+	if (!env_init(e, "CX_TEST_S3_PROXY") || need_env("CX_TEST_S3_PROXY_CTL") == NULL)
+		return false;
+	add_opt(e, "conditional_put", "on");
+	return true;
+}
+
+static cx_code
+env_open(s3_env *e, cx_objstore **s, cx_err *err)
+{
+	return cx_objstore_open(e->uri, e->opts, e->nopts, s, err);
+}
+
+/* --- talking to the proxy's control port ------------------------------ */
+
+static size_t
+collect_body(char *p, size_t size, size_t n, void *arg)
+{
+	cx_buf_put(arg, p, size * n);
+	return size * n;
+}
+
+/* Sends a control request; returns the HTTP status (0 on failure) and the
+ * body in out (if not NULL). */
+static long
+proxy_ctl(const char *method, const char *path, const char *json, cx_buf *out)
+{
+	const char *ctl = getenv("CX_TEST_S3_PROXY_CTL");
+	char		url[256];
+	CURL	   *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	cx_buf		ignored;
+	long		status = 0;
+
+	cx_buf_init(&ignored);
+	snprintf(url, sizeof(url), "%s%s", ctl ? ctl : "", path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	if (json != NULL)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, out ? out : &ignored);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	cx_buf_free(&ignored);
+	return status;
+}
+
+static bool
+inject(const char *json)
+{
+	return proxy_ctl("POST", "/faults", json, NULL) == 200;
+}
+
+/* No fault rules left, counters at zero. */
+static void
+proxy_reset(void)
+{
+	proxy_ctl("DELETE", "/faults", NULL, NULL);
+	proxy_ctl("POST", "/stats/reset", NULL, NULL);
+}
+
+/* A counter from the proxy's /stats, or -1. */
+static long
+proxy_stat(const char *name)
+{
+	cx_buf		b;
+	char		pat[64];
+	const char *p;
+	long		v = -1;
+
+	cx_buf_init(&b);
+	proxy_ctl("GET", "/stats", NULL, &b);
+	cx_buf_put_u8(&b, 0);
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	if (b.data && (p = strstr((char *) b.data, pat)) != NULL)
+		v = strtol(p + strlen(pat), NULL, 10);
+	cx_buf_free(&b);
+	return v;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* --- helpers over the store ------------------------------------------- */
+
+static cx_code
+put_str(cx_objstore *s, const char *key, const char *val, cx_put_mode mode,
+		cx_err *err)
+{
+	return cx_obj_put(s, key, val, strlen(val), mode, err);
+}
+
+static bool
+holds(cx_objstore *s, const char *key, const char *val)
+{
+	cx_buf		b;
+	cx_err		err;
+	bool		ok;
+
+	cx_buf_init(&b);
+	ok = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == strlen(val) &&
+		(b.len == 0 || memcmp(b.data, val, b.len) == 0);
+	cx_buf_free(&b);
+	return ok;
+}
+
+#define MAX_KEYS 64
+
+typedef struct listed
+{
+	int			n;
+	int			stop_after;
+	char		keys[MAX_KEYS][128];
+	uint64_t	sizes[MAX_KEYS];
+} listed;
+
+static bool
+collect(void *arg, const char *key, uint64_t size)
+{
+	listed	   *l = arg;
+
+	if (l->n < MAX_KEYS)
+	{
+		snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", key);
+		l->sizes[l->n] = size;
+	}
+	l->n++;
+	return l->stop_after == 0 || l->n < l->stop_after;
+}
+
+/* --- tests against s3rver directly ------------------------------------ */
+
+CX_TEST(s3_put_get_head_delete)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	uint64_t	size;
+
+	if (!direct_env(&e))
+		return;
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	CHECK(strstr(s->uri, "s3://") == s->uri && strstr(s->uri, e.prefix) != NULL);
+	REQUIRE_OK(put_str(s, "a/b.bin", "0123456789", CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(put_str(s, "empty", "", CX_PUT_OVERWRITE, &err), &err);
+	CHECK(holds(s, "a/b.bin", "0123456789"));
+	CHECK(holds(s, "empty", ""));
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_obj_get_range(s, "a/b.bin", 2, 3, &b, &err), &err);
+	CHECK(b.len == 3 && memcmp(b.data, "234", 3) == 0);
+	REQUIRE_OK(cx_obj_get_range(s, "a/b.bin", 7, SIZE_MAX, &b, &err), &err);
+	CHECK(b.len == 3 && memcmp(b.data, "789", 3) == 0);
+	REQUIRE_OK(cx_obj_get_range(s, "a/b.bin", 8, 100, &b, &err), &err);
+	CHECK(b.len == 2 && memcmp(b.data, "89", 2) == 0);
+	/* A range past the end is no error: no bytes. */
+	REQUIRE_OK(cx_obj_get_range(s, "a/b.bin", 10, 5, &b, &err), &err);
+	CHECK(b.len == 0);
+	REQUIRE_OK(cx_obj_get_range(s, "a/b.bin", 3, 0, &b, &err), &err);
+	CHECK(b.len == 0);
+	CHECK_CODE(cx_obj_get(s, "missing", &b, &err), CX_ERR_NOT_FOUND);
+	CHECK(strstr(err.msg, "missing") != NULL);
+	cx_buf_free(&b);
+
+	REQUIRE_OK(cx_obj_head(s, "a/b.bin", &size, &err), &err);
+	CHECK(size == 10);
+	CHECK_CODE(cx_obj_head(s, "missing", &size, &err), CX_ERR_NOT_FOUND);
+	REQUIRE_OK(cx_obj_delete(s, "a/b.bin", &err), &err);
+	REQUIRE_OK(cx_obj_delete(s, "a/b.bin", &err), &err);
+	CHECK_CODE(cx_obj_head(s, "a/b.bin", &size, &err), CX_ERR_NOT_FOUND);
+	CHECK(s->stats.puts == 2 && s->stats.bytes_written == 10);
+	CHECK(s->stats.heads == 3 && s->stats.deletes == 2);
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_list_with_continuation_and_odd_keys)
+{
+	static const char *const keys[] = {
+		"k/a & b", "k/a<b>", "k/caf\xc3\xa9", "k/d'q\"", "k/e+f=g?h",
+		"k/n0", "k/n1", "k/n2", "k/n3", "k/z%41",
+	};
+	const int	n = (int) (sizeof(keys) / sizeof(keys[0]));
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	listed		l = {0};
+	listed		first3 = {.stop_after = 3};
+	listed		none = {0};
+
+	if (!direct_env(&e))
+		return;
+	/* Three keys a page: the listing needs four continuation requests. */
+	add_opt(&e, "list_page_size", "3");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	for (int i = n - 1; i >= 0; i--)
+		REQUIRE_OK(put_str(s, keys[i], keys[i], CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(put_str(s, "other", "x", CX_PUT_OVERWRITE, &err), &err);
+
+	REQUIRE_OK(cx_obj_list(s, "k/", collect, &l, &err), &err);
+	REQUIRE(l.n == n);
+	for (int i = 0; i < n; i++)
+	{
+		CHECK(strcmp(l.keys[i], keys[i]) == 0);
+		CHECK(l.sizes[i] == strlen(keys[i]));
+		CHECK(holds(s, keys[i], keys[i]));
+	}
+	CHECK(s->stats.lists == 1);
+
+	REQUIRE_OK(cx_obj_list(s, "k/", collect, &first3, &err), &err);
+	CHECK(first3.n == 3);
+	REQUIRE_OK(cx_obj_list(s, "nothing/", collect, &none, &err), &err);
+	CHECK(none.n == 0);
+	cx_obj_close(s);
+}
+
+/* Streams n bytes of a pattern through an upload, in odd-sized pieces. */
+static cx_code
+stream(cx_objstore *s, const char *key, size_t n, cx_put_mode mode,
+	   cx_err *err)
+{
+	static uint8_t chunk[100003];
+	cx_upload  *up;
+
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = (uint8_t) (i * 7 + 3);
+	if (cx_obj_upload_begin(s, key, mode, &up, err) != CX_OK)
+		return err->code;
+	for (size_t done = 0; done < n;)
+	{
+		size_t		len = n - done < sizeof(chunk) ? n - done : sizeof(chunk);
+
+		if (cx_obj_upload_write(up, chunk, len, err) != CX_OK)
+		{
+			cx_obj_upload_abort(up);
+			return err->code;
+		}
+		done += len;
+	}
+	return cx_obj_upload_finish(up, err);
+}
+
+static bool
+holds_stream(cx_objstore *s, const char *key, size_t n)
+{
+	cx_buf		b;
+	cx_err		err;
+	bool		ok;
+
+	cx_buf_init(&b);
+	ok = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == n;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = b.data[i] == (uint8_t) ((i % 100003) * 7 + 3);
+	cx_buf_free(&b);
+	return ok;
+}
+
+CX_TEST(s3_streaming_and_multipart_uploads)
+{
+	const size_t big = 2 * 8 * 1024 * 1024 + 12345;	/* three parts */
+	s3_env		e;
+	cx_objstore *s;
+	cx_upload  *up;
+	cx_err		err;
+	uint64_t	size;
+
+	if (!direct_env(&e))
+		return;
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(stream(s, "small", 250000, CX_PUT_IF_ABSENT, &err), &err);
+	CHECK(holds_stream(s, "small", 250000));
+	REQUIRE_OK(stream(s, "big", big, CX_PUT_IF_ABSENT, &err), &err);
+	CHECK(holds_stream(s, "big", big));
+	CHECK(s->stats.bytes_written == 250000 + big);
+	/* if-absent holds for multipart uploads too. */
+	CHECK_CODE(stream(s, "big", big, CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
+	CHECK(holds_stream(s, "big", big));
+
+	/* An aborted upload leaves nothing behind. */
+	REQUIRE_OK(cx_obj_upload_begin(s, "aborted", CX_PUT_OVERWRITE, &up, &err), &err);
+	REQUIRE_OK(cx_obj_upload_write(up, "abc", 3, &err), &err);
+	cx_obj_upload_abort(up);
+	CHECK_CODE(cx_obj_head(s, "aborted", &size, &err), CX_ERR_NOT_FOUND);
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_conditional_put_off_is_head_then_put)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+
+	if (!direct_env(&e))
+		return;
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(put_str(s, "k", "one", CX_PUT_IF_ABSENT, &err), &err);
+	CHECK_CODE(put_str(s, "k", "two", CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
+	CHECK(strstr(err.msg, "exists") != NULL);
+	CHECK(holds(s, "k", "one"));
+	REQUIRE_OK(put_str(s, "k", "three", CX_PUT_OVERWRITE, &err), &err);
+	CHECK(holds(s, "k", "three"));
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_probe_refuses_server_ignoring_if_none_match)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	listed		l = {0};
+
+	if (!env_init(&e, "CX_TEST_S3_ENDPOINT"))
+		return;
+	/* conditional_put defaults to on. */
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	CHECK_CODE(put_str(s, "k", "v", CX_PUT_IF_ABSENT, &err), CX_ERR_UNSUPPORTED);
+	CHECK(strstr(err.msg, "If-None-Match") != NULL);
+	CHECK(strstr(err.msg, "conditional_put 'off'") != NULL);
+	CHECK(strstr(err.msg, "single cluster") != NULL);
+	/* Nothing was written, and the probe cleaned up after itself. */
+	REQUIRE_OK(cx_obj_list(s, "", collect, &l, &err), &err);
+	CHECK(l.n == 0);
+	/* Plain overwrites need no probe. */
+	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_options_are_checked)
+{
+	static const cx_option bad_style[] = {{"url_style", "sideways"}};
+	static const cx_option bad_endpoint[] = {{"endpoint", "http://h/?x=1"}};
+	static const cx_option half_keys[] = {{"access_key_id", "AKID"}};
+	static const cx_option bad_timeout[] = {{"request_timeout", "-1"}};
+	static const cx_option bad_attempts[] = {{"retry_max_attempts", "0"}};
+	static const cx_option unknown[] = {{"secret_acess_key", "x"}};
+	cx_objstore *s;
+	cx_err		err;
+
+	CHECK_CODE(cx_objstore_open("s3://b/p", bad_style, 1, &s, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "url_style") != NULL);
+	CHECK_CODE(cx_objstore_open("s3://b/p", bad_endpoint, 1, &s, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_objstore_open("s3://b/p", half_keys, 1, &s, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "AKID") == NULL);
+	CHECK_CODE(cx_objstore_open("s3://b/p", bad_timeout, 1, &s, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "request_timeout") != NULL);
+	CHECK_CODE(cx_objstore_open("s3://b/p", bad_attempts, 1, &s, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_objstore_open("s3://b/p", unknown, 1, &s, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "secret_access_key") != NULL);
+	CHECK_CODE(cx_objstore_open("s3:///p", NULL, 0, &s, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_objstore_open("s3://b/a/../c", NULL, 0, &s, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_objstore_open("s3://b c/p", NULL, 0, &s, &err), CX_ERR_INVALID);
+
+	/* Defaults: AWS endpoint of the region, virtual-host style. */
+	REQUIRE_OK(cx_objstore_open("s3://bucket/some/prefix/", NULL, 0, &s, &err), &err);
+	CHECK(strcmp(s->uri, "s3://bucket/some/prefix") == 0);
+	cx_obj_close(s);
+}
+
+/*
+ * Environment credentials are used only when allow_env_credentials is on.
+ * s3rver accepts anonymous requests and refuses unknown keys, which tells
+ * the two apart.
+ */
+CX_TEST(s3_env_credentials_need_permission)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	const char *saved = getenv("AWS_ACCESS_KEY_ID");
+
+	if (!need_env("CX_TEST_S3_ENDPOINT") || !env_init(&e, "CX_TEST_S3_ENDPOINT") ||
+		saved != NULL)
+		return;
+	e.nopts = 0;
+	add_opt(&e, "endpoint", getenv("CX_TEST_S3_ENDPOINT"));
+	add_opt(&e, "conditional_put", "off");
+	setenv("AWS_ACCESS_KEY_ID", "NOT-A-KNOWN-KEY", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "ENV-SECRET-VALUE", 1);
+
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	CHECK_CODE(put_str(s, "anon", "v", CX_PUT_OVERWRITE, &err), CX_OK);
+	cx_obj_close(s);
+
+	add_opt(&e, "allow_env_credentials", "on");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	CHECK_CODE(put_str(s, "signed", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
+	CHECK(strstr(err.msg, "403") != NULL && strstr(err.msg, "InvalidAccessKeyId") != NULL);
+	CHECK(strstr(err.msg, "ENV-SECRET-VALUE") == NULL);
+	CHECK(strstr(err.msg, "NOT-A-KNOWN-KEY") == NULL);
+	cx_obj_close(s);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+}
+
+CX_TEST(s3_tls_verified_by_default_and_ca_file)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	const char *ca = need_env("CX_TEST_S3_TLS_CA");
+
+	if (ca == NULL || !env_init(&e, "CX_TEST_S3_TLS_ENDPOINT"))
+		return;
+	add_opt(&e, "conditional_put", "off");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	/* A self-signed peer is refused at once: no retries for a bad cert. */
+	CHECK_CODE(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), CX_ERR_IO);
+	CHECK(strstr(err.msg, "https://") != NULL);
+	CHECK(s->stats.retries == 0);
+	cx_obj_close(s);
+
+	add_opt(&e, "ca_file", ca);
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
+	CHECK(holds(s, "k", "v"));
+	cx_obj_close(s);
+}
+
+/* --- through the fault proxy ------------------------------------------ */
+
+CX_TEST(s3_proxy_honours_conditional_put)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(put_str(s, "k", "one", CX_PUT_IF_ABSENT, &err), &err);
+	CHECK_CODE(put_str(s, "k", "two", CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
+	CHECK(holds(s, "k", "one"));
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_retries_500_503_429)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE(inject("{\"action\":\"status\",\"status\":500,\"method\":\"PUT\"}"));
+	REQUIRE(inject("{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"method\":\"PUT\"}"));
+	REQUIRE(inject("{\"action\":\"status\",\"status\":429,\"method\":\"PUT\",\"headers\":{\"Retry-After\":\"1\"}}"));
+	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
+	CHECK(s->stats.retries == 3);
+	CHECK(holds(s, "k", "v"));
+	/* The same on reads. */
+	REQUIRE(inject("{\"action\":\"status\",\"status\":502,\"method\":\"GET\"}"));
+	CHECK(holds(s, "k", "v"));
+	CHECK(s->stats.retries == 4);
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_retries_exhausted_name_op_key_status_not_secret)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	double		t0;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	add_opt(&e, "session_token", TOKEN);
+	add_opt(&e, "retry_max_attempts", "3");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE(inject("{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"count\":10}"));
+	t0 = now_s();
+	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_IO);
+	CHECK(now_s() - t0 < 5.0);
+	CHECK(strstr(err.msg, "put ") == err.msg);
+	CHECK(strstr(err.msg, "victim/key") != NULL);
+	CHECK(strstr(err.msg, "HTTP 503") != NULL);
+	CHECK(strstr(err.msg, "SlowDown") != NULL);
+	CHECK(strstr(err.msg, "3 attempts") != NULL);
+	CHECK(strstr(err.msg, SECRET) == NULL);
+	CHECK(strstr(err.msg, TOKEN) == NULL);
+	CHECK(strstr(err.msg, "Authorization") == NULL);
+	CHECK(s->stats.retries == 2);
+	proxy_reset();
+
+	/* A final refusal is not retried, and says so just as clearly. */
+	REQUIRE(inject("{\"action\":\"status\",\"status\":403,\"code\":\"AccessDenied\"}"));
+	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
+	CHECK(strstr(err.msg, "HTTP 403 (AccessDenied)") != NULL);
+	CHECK(s->stats.retries == 2);
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_timeouts_are_bounded)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	double		t0;
+	double		took;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	add_opt(&e, "request_timeout", "0.4");
+	add_opt(&e, "retry_max_attempts", "2");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE(inject("{\"action\":\"delay\",\"ms\":3000,\"count\":5,\"method\":\"GET\"}"));
+	cx_buf_init(&b);
+	t0 = now_s();
+	CHECK_CODE(cx_obj_get(s, "k", &b, &err), CX_ERR_TIMEOUT);
+	took = now_s() - t0;
+	CHECK(took < 2.0);
+	CHECK(strstr(err.msg, "get ") == err.msg && strstr(err.msg, "/k") != NULL);
+	CHECK(strstr(err.msg, "2 attempts") != NULL);
+	cx_buf_free(&b);
+	proxy_reset();
+	cx_obj_close(s);
+}
+
+CX_TEST(s3_connection_resets_are_retried)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE(inject("{\"action\":\"reset\",\"count\":2,\"method\":\"PUT\"}"));
+	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_IF_ABSENT, &err), &err);
+	CHECK(s->stats.retries >= 2);
+	CHECK(holds(s, "k", "v"));
+	cx_obj_close(s);
+}
+
+static cx_code
+no_change(void *arg, const cx_manifest *base, cx_manifest *next, cx_err *err)
+{
+	(void) arg;
+	(void) base;
+	(void) next;
+	(void) err;
+	return CX_OK;
+}
+
+static bool
+count_version(void *arg, uint64_t version)
+{
+	(void) version;
+	(*(int *) arg)++;
+	return true;
+}
+
+/*
+ * A manifest PUT lands but its answer is lost: the HTTP layer retries, the
+ * retry meets If-None-Match and answers "exists", and cx_commit reads the
+ * manifest back, finds its own commit id and reports success — one version,
+ * no error, no gap.
+ */
+CX_TEST(s3_lost_acknowledgement_of_a_commit)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	uint64_t	v = 0;
+	int			versions = 0;
+
+	if (!proxy_env(&e))
+		return;
+	proxy_reset();
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(cx_commit(s, "first", no_change, NULL, NULL, &v, &err), &err);
+	CHECK(v == 1);
+	REQUIRE(inject("{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"/_versions/\"}"));
+	REQUIRE_OK(cx_commit(s, "second", no_change, NULL, NULL, &v, &err), &err);
+	CHECK(v == 2);
+	CHECK(proxy_stat("fired") == 1);
+	/* libcurl itself resends a request whose reused connection died before
+	 * any answer, so the retry shows as a new connection, not always as one
+	 * of our retries. */
+	CHECK(s->stats.connections >= 2);
+	REQUIRE_OK(cx_manifest_list_versions(s, count_version, &versions, &err), &err);
+	CHECK(versions == 2);
+	REQUIRE_OK(cx_commit(s, "third", no_change, NULL, NULL, &v, &err), &err);
+	CHECK(v == 3);
+	cx_obj_close(s);
+}
+
+/* A warm handle opens no new connection: N puts, one connection. */
+CX_TEST(s3_sequential_requests_reuse_one_connection)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+	char		key[32];
+
+	if (!proxy_env(&e))
+		return;
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	proxy_reset();
+	for (int i = 0; i < 20; i++)
+	{
+		snprintf(key, sizeof(key), "k%02d", i);
+		REQUIRE_OK(put_str(s, key, "v", CX_PUT_OVERWRITE, &err), &err);
+	}
+	CHECK(s->stats.puts == 20);
+	CHECK(s->stats.connections == 1);
+	CHECK(proxy_stat("connections") == 1);
+	CHECK(proxy_stat("requests") == 20);
+	cx_obj_close(s);
+}
