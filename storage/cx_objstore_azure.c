@@ -9,7 +9,8 @@
  * the SharedKey canonical resource handle without a special case.
  *
  * Requests authenticate with SharedKey (account_name + account_key) or with
- * a SAS token appended to every URL (cx_azure_auth.h).  They go through one
+ * a SAS token appended to every URL (cx_azure_auth.h), or go anonymous to a
+ * public container.  They go through one
  * cx_http per store, so connections and DNS answers are reused and 429/5xx,
  * timeouts and resets are retried with backoff.
  *
@@ -58,7 +59,7 @@ typedef struct az_store
 	cx_http    *http;
 	char	   *container_url;	/* <endpoint>/<container>, no trailing '/' */
 	char	   *prefix;			/* "" or "<prefix>/" */
-	cx_az_sharedkey key;		/* key.account == NULL when using a SAS */
+	cx_az_sharedkey key;		/* SharedKey; key.account NULL if none */
 	char	   *sas;			/* normalised SAS token, or NULL */
 	bool		conditional;	/* conditional_put: send If-None-Match */
 	long		page_size;		/* maxresults; 0 leaves it to the service */
@@ -130,7 +131,7 @@ req_init(az_req *r, az_store *s, const char *op, const char *method,
 	r->http.op = op;
 	r->http.method = method;
 	r->http.headers = &r->headers;
-	if (s->sas == NULL)
+	if (s->key.account != NULL)
 	{
 		r->http.sign = cx_az_sign;
 		r->http.sign_arg = &s->key;
@@ -806,20 +807,40 @@ set_container_url(az_store *s, const char *endpoint, const char *account,
 	return CX_OK;
 }
 
-/* Credentials: SharedKey or a SAS token, exactly one of them. */
+/*
+ * Credentials come from the options: account_key (SharedKey, with
+ * account_name) or sas_token, not both.  Failing those, and only if
+ * allow_env_credentials is on (the FDW sets it for superuser-configured
+ * servers only), from AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, the
+ * names the Azure CLI uses; failing those, requests are anonymous, which
+ * only a public container answers.  *account may be replaced by
+ * AZURE_STORAGE_ACCOUNT in the same circumstances.
+ */
 static cx_code
-set_credentials(az_store *s, const char *account, const char *key,
-				const char *sas, cx_err *err)
+set_credentials(az_store *s, const cx_option *o, size_t n, const char **account,
+				cx_err *err)
 {
+	const char *key = cx_option_get(o, n, "account_key");
+	const char *sas = cx_option_get(o, n, "sas_token");
+	bool		allow_env;
+
+	if (cx_option_bool(o, n, "allow_env_credentials", false, &allow_env, err) != CX_OK)
+		return err->code;
+	if (key == NULL && sas == NULL && allow_env)
+	{
+		key = getenv("AZURE_STORAGE_KEY");
+		sas = key == NULL ? getenv("AZURE_STORAGE_SAS_TOKEN") : NULL;
+		if (*account == NULL)
+			*account = getenv("AZURE_STORAGE_ACCOUNT");
+	}
 	if (key != NULL && sas != NULL)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "give either account_key or sas_token for an az:// store, not both");
 	if (key != NULL)
-		return cx_az_sharedkey_init(&s->key, account, key, err);
+		return cx_az_sharedkey_init(&s->key, *account, key, err);
 	if (sas != NULL)
 		return cx_az_sas_normalize(sas, &s->sas, err);
-	return cx_err_set(err, CX_ERR_INVALID,
-					  "an az:// store needs credentials: account_name with account_key, or sas_token");
+	return CX_OK;
 }
 
 static cx_code
@@ -855,8 +876,7 @@ configure(az_store *s, const char *container, const char *prefix,
 	sprintf(s->base.uri, "az://%s%s%s", container, plen ? "/" : "", prefix);
 	sprintf(s->prefix, "%s%s", prefix, plen ? "/" : "");
 
-	if (set_credentials(s, account, cx_option_get(o, n, "account_key"),
-						cx_option_get(o, n, "sas_token"), err) != CX_OK ||
+	if (set_credentials(s, o, n, &account, err) != CX_OK ||
 		set_container_url(s, cx_option_get(o, n, "endpoint"), account,
 						  container, err) != CX_OK ||
 		cx_option_bool(o, n, "conditional_put", true, &s->conditional, err) != CX_OK ||

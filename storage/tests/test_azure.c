@@ -155,6 +155,68 @@ open_store(const char *name, const cx_option *extra, size_t nextra,
 			return; \
 	} while (0)
 
+/* The code and message cx_objstore_open gives for an az:// URI and options;
+ * no request is made. */
+static cx_code
+open_fails(const char *uri, const cx_option *o, size_t n, cx_err *err)
+{
+	cx_objstore *s = NULL;
+	cx_code		rc = cx_objstore_open(uri, o, n, &s, err);
+
+	cx_obj_close(s);
+	return rc;
+}
+
+/* Options are checked when the store opens, with messages that name the
+ * option and never show a secret. */
+CX_TEST(azure_open_refusals)
+{
+	const char *secret = "c2VjcmV0LWtleS1tYXRlcmlhbA#=";
+	cx_option	both[] = {{"account_name", "acct"}, {"account_key", "YWJjZA=="},
+	{"sas_token", "sv=1&sig=x"}};
+	cx_option	badkey[] = {{"account_name", "acct"}, {"account_key", secret}};
+	cx_option	badsas[] = {{"account_name", "acct"}, {"sas_token", "sv=1&secretvalue"}};
+	cx_option	scheme[] = {{"endpoint", "ftp://host/acct"}, {"sas_token", "sig=x"}};
+	cx_option	query[] = {{"endpoint", "http://host/acct?sig=leak"}, {"sas_token", "sig=x"}};
+	cx_option	noacct[] = {{"sas_token", "sig=x"}};
+	cx_option	page[] = {{"account_name", "acct"}, {"list_page_size", "0"}};
+	cx_option	cond[] = {{"account_name", "acct"}, {"conditional_put", "maybe"}};
+	cx_err		err;
+
+	CHECK_CODE(open_fails("az://c/p", both, 3, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "not both") != NULL);
+	CHECK_CODE(open_fails("az://c/p", badkey, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "account_key") != NULL && strstr(err.msg, "c2VjcmV0") == NULL);
+	CHECK_CODE(open_fails("az://c/p", badsas, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "sig=") != NULL && strstr(err.msg, "secretvalue") == NULL);
+	CHECK_CODE(open_fails("az://c/p", scheme, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "endpoint") != NULL);
+	CHECK_CODE(open_fails("az://c/p", query, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "leak") == NULL);
+	CHECK_CODE(open_fails("az://c/p", noacct, 1, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "account_name") != NULL);
+	CHECK_CODE(open_fails("az://c/p", page, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "list_page_size") != NULL);
+	CHECK_CODE(open_fails("az://c/p", cond, 2, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "conditional_put") != NULL);
+	CHECK_CODE(open_fails("az:///p", noacct, 1, &err), CX_ERR_INVALID);
+}
+
+/* The store's URI names container and prefix, and no secret. */
+CX_TEST(azure_open_uri)
+{
+	cx_option	o[] = {{"account_name", "acct"}, {"sas_token", "?sv=1&sig=topsecret"}};
+	cx_objstore *s;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open("az://box/a/b/", o, 2, &s, &err), &err);
+	CHECK(strcmp(s->uri, "az://box/a/b") == 0);
+	cx_obj_close(s);
+	REQUIRE_OK(cx_objstore_open("az://box", o, 2, &s, &err), &err);
+	CHECK(strcmp(s->uri, "az://box") == 0);
+	cx_obj_close(s);
+}
+
 /* Whether key holds exactly the len bytes at data. */
 static bool
 holds(cx_objstore *s, const char *key, const void *data, size_t len)
@@ -589,6 +651,36 @@ CX_TEST(azure_live_sas_token)
 	cx_buf_free(&sas);
 	cx_buf_free(&forged);
 	free(big);
+}
+
+/*
+ * Credentials come from the environment only with allow_env_credentials;
+ * with none at all requests are anonymous, which a private container
+ * refuses as an authentication failure.
+ */
+CX_TEST(azure_live_env_credentials)
+{
+	cx_option	allow[] = {{"allow_env_credentials", "on"}};
+	cx_objstore *s;
+	cx_buf		b;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	cx_buf_init(&b);
+	setenv("AZURE_STORAGE_ACCOUNT", AZ_ACCOUNT, 1);
+	setenv("AZURE_STORAGE_KEY", AZ_KEY, 1);
+	REQUIRE_OK(open_with("envcreds", allow, 1, &s, &err), &err);
+	CHECK_CODE(cx_obj_put(s, "k", "env", 3, CX_PUT_OVERWRITE, &err), CX_OK);
+	CHECK(holds(s, "k", "env", 3));
+	cx_obj_close(s);
+
+	REQUIRE_OK(open_with("envcreds", NULL, 0, &s, &err), &err);
+	CHECK_CODE(cx_obj_get(s, "k", &b, &err), CX_ERR_AUTH);
+	CHECK(strstr(err.msg, "403") != NULL);
+	cx_obj_close(s);
+	unsetenv("AZURE_STORAGE_ACCOUNT");
+	unsetenv("AZURE_STORAGE_KEY");
+	cx_buf_free(&b);
 }
 
 #define RACERS 3
