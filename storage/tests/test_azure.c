@@ -20,6 +20,7 @@
 #include "cx_http.h"
 #include "cx_objstore.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 
 #define AZURITE_ENV "CX_TEST_AZ_ENDPOINT"
 #define CONTAINER "cxtest"
@@ -36,24 +37,6 @@ env(const char *name)
 
 #define AZ_ACCOUNT env("CX_TEST_AZ_ACCOUNT")
 #define AZ_KEY env("CX_TEST_AZ_KEY")
-
-/* Azurite's endpoint, or NULL after failing (required) or noting a skip. */
-static const char *
-azurite(void)
-{
-	const char *e = getenv(AZURITE_ENV);
-	const char *required = getenv("CX_TEST_REQUIRE_EMULATORS");
-
-	if (e != NULL && e[0] != '\0')
-		return e;
-	if (required != NULL && strcmp(required, "1") == 0)
-		cx_test_fail(__FILE__, __LINE__,
-					 AZURITE_ENV " is unset but CX_TEST_REQUIRE_EMULATORS=1");
-	else
-		printf("    skipped: %s is unset (scripts/emulators.sh sets it)\n",
-			   AZURITE_ENV);
-	return NULL;
-}
 
 /* A prefix unique to this run, so reruns against one Azurite never meet
  * each other's objects. */
@@ -147,11 +130,11 @@ open_store(const char *name, const cx_option *extra, size_t nextra,
 	return open_with(name, o, n, out, err);
 }
 
-/* Ends the test at once when Azurite is not configured (azurite() has
- * failed it if it had to be). */
+/* Ends the test at once when Azurite is not configured (having failed it
+ * if the emulators are required). */
 #define AZURITE_OR_RETURN() \
 	do { \
-		if (azurite() == NULL) \
+		if (cx_test_need_env(AZURITE_ENV) == NULL) \
 			return; \
 	} while (0)
 
@@ -217,21 +200,6 @@ CX_TEST(azure_open_uri)
 	cx_obj_close(s);
 }
 
-/* Whether key holds exactly the len bytes at data. */
-static bool
-holds(cx_objstore *s, const char *key, const void *data, size_t len)
-{
-	cx_buf		b;
-	cx_err		err;
-	bool		same;
-
-	cx_buf_init(&b);
-	same = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == len &&
-		(len == 0 || memcmp(b.data, data, len) == 0);
-	cx_buf_free(&b);
-	return same;
-}
-
 /* The bytes get_range returns, as a string in a static buffer, or "ERROR". */
 static const char *
 range_str(cx_objstore *s, const char *key, uint64_t off, size_t len)
@@ -271,7 +239,7 @@ CX_TEST(azure_live_put_get_head_delete)
 	{
 		REQUIRE_OK(cx_obj_put(s, odd_keys[i], odd_keys[i], strlen(odd_keys[i]),
 							  CX_PUT_OVERWRITE, &err), &err);
-		CHECK(holds(s, odd_keys[i], odd_keys[i], strlen(odd_keys[i])));
+		CHECK(cx_test_holds(s, odd_keys[i], odd_keys[i], strlen(odd_keys[i])));
 		REQUIRE_OK(cx_obj_head(s, odd_keys[i], &size, &err), &err);
 		CHECK(size == strlen(odd_keys[i]));
 	}
@@ -289,7 +257,7 @@ CX_TEST(azure_live_put_get_head_delete)
 
 	/* An empty object. */
 	REQUIRE_OK(cx_obj_put(s, "empty", "", 0, CX_PUT_OVERWRITE, &err), &err);
-	CHECK(holds(s, "empty", "", 0));
+	CHECK(cx_test_holds(s, "empty", "", 0));
 	CHECK(strcmp(range_str(s, "empty", 0, 10), "") == 0);
 	REQUIRE_OK(cx_obj_head(s, "empty", &size, &err), &err);
 	CHECK(size == 0);
@@ -321,9 +289,9 @@ CX_TEST(azure_live_put_if_absent)
 	CHECK(strstr(err.msg, "/ifabsent/k") != NULL);
 	CHECK(strstr(err.msg, "409") != NULL);
 	CHECK(strstr(err.msg, "BlobAlreadyExists") != NULL);
-	CHECK(holds(s, "k", "first", 5));
+	CHECK(cx_test_holds(s, "k", "first", 5));
 	REQUIRE_OK(cx_obj_put(s, "k", "third", 5, CX_PUT_OVERWRITE, &err), &err);
-	CHECK(holds(s, "k", "third", 5));
+	CHECK(cx_test_holds(s, "k", "third", 5));
 	cx_obj_close(s);
 }
 
@@ -338,32 +306,8 @@ CX_TEST(azure_live_conditional_put_off)
 	REQUIRE_OK(open_store("condoff", off, 1, &s, &err), &err);
 	REQUIRE_OK(cx_obj_put(s, "k", "first", 5, CX_PUT_IF_ABSENT, &err), &err);
 	CHECK_CODE(cx_obj_put(s, "k", "second", 6, CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
-	CHECK(holds(s, "k", "first", 5));
+	CHECK(cx_test_holds(s, "k", "first", 5));
 	cx_obj_close(s);
-}
-
-#define LIST_MAX 64
-
-typedef struct listed
-{
-	int			n;
-	int			stop_after;		/* 0: never stop early */
-	char		keys[LIST_MAX][128];
-	uint64_t	sizes[LIST_MAX];
-} listed;
-
-static bool
-collect(void *arg, const char *key, uint64_t size)
-{
-	listed	   *l = arg;
-
-	if (l->n < LIST_MAX)
-	{
-		snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", key);
-		l->sizes[l->n] = size;
-	}
-	l->n++;
-	return l->stop_after == 0 || l->n < l->stop_after;
 }
 
 static int
@@ -381,7 +325,7 @@ CX_TEST(azure_live_list_pages)
 	const char *sorted[NODD];
 	cx_objstore *s;
 	cx_objstore *other;
-	listed		l = {0};
+	cx_test_listed l = {0};
 	cx_err		err;
 
 	AZURITE_OR_RETURN();
@@ -395,7 +339,7 @@ CX_TEST(azure_live_list_pages)
 	}
 	qsort(sorted, NODD, sizeof(sorted[0]), str_cmp);
 
-	REQUIRE_OK(cx_obj_list(s, "", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "", cx_test_collect, &l, &err), &err);
 	REQUIRE(l.n == (int) NODD);
 	for (size_t i = 0; i < NODD; i++)
 	{
@@ -408,20 +352,20 @@ CX_TEST(azure_live_list_pages)
 	CHECK(s->stats.lists == 1);
 
 	memset(&l, 0, sizeof(l));
-	REQUIRE_OK(cx_obj_list(s, "deep/a/", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "deep/a/", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 1 && strcmp(l.keys[0], "deep/a/b/c/d.bin") == 0);
 
 	memset(&l, 0, sizeof(l));
-	REQUIRE_OK(cx_obj_list(s, "sp ace+plus&", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "sp ace+plus&", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 1 && strcmp(l.keys[0], odd_keys[1]) == 0);
 
 	memset(&l, 0, sizeof(l));
 	l.stop_after = 3;
-	REQUIRE_OK(cx_obj_list(s, "", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 3);
 
 	memset(&l, 0, sizeof(l));
-	REQUIRE_OK(cx_obj_list(s, "nothing-here/", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "nothing-here/", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 0);
 	cx_obj_close(other);
 	cx_obj_close(s);
@@ -474,7 +418,7 @@ CX_TEST(azure_live_block_upload)
 		off += n;
 	}
 	REQUIRE_OK(cx_obj_upload_finish(up, &err), &err);
-	CHECK(holds(s, "big", data, BIG_LEN));
+	CHECK(cx_test_holds(s, "big", data, BIG_LEN));
 	REQUIRE_OK(cx_obj_get_range(s, "big", 4194300, 10, &b, &err), &err);
 	CHECK(b.len == 10 && memcmp(b.data, data + 4194300, 10) == 0);
 
@@ -485,16 +429,16 @@ CX_TEST(azure_live_block_upload)
 	CHECK(strstr(err.msg, "put block list") != NULL);
 	CHECK(s->stats.puts == puts + 1);
 	fill_pattern(data, BIG_LEN, 7);
-	CHECK(holds(s, "big", data, BIG_LEN));
+	CHECK(cx_test_holds(s, "big", data, BIG_LEN));
 
 	/* Overwrite through cx_obj_put, and an aborted upload changes nothing. */
 	fill_pattern(data, BIG_LEN, 9);
 	REQUIRE_OK(cx_obj_put(s, "big", data, BIG_LEN, CX_PUT_OVERWRITE, &err), &err);
-	CHECK(holds(s, "big", data, BIG_LEN));
+	CHECK(cx_test_holds(s, "big", data, BIG_LEN));
 	REQUIRE_OK(cx_obj_upload_begin(s, "big", CX_PUT_OVERWRITE, &up, &err), &err);
 	REQUIRE_OK(cx_obj_upload_write(up, "junk", 4, &err), &err);
 	cx_obj_upload_abort(up);
-	CHECK(holds(s, "big", data, BIG_LEN));
+	CHECK(cx_test_holds(s, "big", data, BIG_LEN));
 
 	cx_buf_free(&b);
 	free(data);
@@ -519,7 +463,7 @@ CX_TEST(azure_live_connection_reuse)
 
 		snprintf(key, sizeof(key), "k%02d", i);
 		REQUIRE_OK(cx_obj_put(s, key, key, strlen(key), CX_PUT_IF_ABSENT, &err), &err);
-		CHECK(holds(s, key, key, strlen(key)));
+		CHECK(cx_test_holds(s, key, key, strlen(key)));
 	}
 	CHECK(s->stats.connections == warm);
 	CHECK(s->stats.retries == 0);
@@ -606,7 +550,7 @@ CX_TEST(azure_live_sas_token)
 	cx_buf		b;
 	uint8_t    *big;
 	uint64_t	size = 0;
-	listed		l = {0};
+	cx_test_listed l = {0};
 	cx_err		err;
 
 	AZURITE_OR_RETURN();
@@ -628,13 +572,13 @@ CX_TEST(azure_live_sas_token)
 	}
 	REQUIRE_OK(cx_obj_put(s, "a/k", "value", 5, CX_PUT_IF_ABSENT, &err), &err);
 	CHECK_CODE(cx_obj_put(s, "a/k", "value", 5, CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
-	CHECK(holds(s, "a/k", "value", 5));
+	CHECK(cx_test_holds(s, "a/k", "value", 5));
 	CHECK(strcmp(range_str(s, "a/k", 1, 2), "al") == 0);
 	REQUIRE_OK(cx_obj_head(s, "a/k", &size, &err), &err);
 	CHECK(size == 5);
 	REQUIRE_OK(cx_obj_put(s, "big", big, BIG_LEN, CX_PUT_IF_ABSENT, &err), &err);
-	CHECK(holds(s, "big", big, BIG_LEN));
-	REQUIRE_OK(cx_obj_list(s, "", collect, &l, &err), &err);
+	CHECK(cx_test_holds(s, "big", big, BIG_LEN));
+	REQUIRE_OK(cx_obj_list(s, "", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 2 && strcmp(l.keys[0], "a/k") == 0 && strcmp(l.keys[1], "big") == 0);
 	REQUIRE_OK(cx_obj_delete(s, "a/k", &err), &err);
 	CHECK_CODE(cx_obj_head(s, "a/k", &size, &err), CX_ERR_NOT_FOUND);
@@ -671,7 +615,7 @@ CX_TEST(azure_live_env_credentials)
 	setenv("AZURE_STORAGE_KEY", AZ_KEY, 1);
 	REQUIRE_OK(open_with("envcreds", allow, 1, &s, &err), &err);
 	CHECK_CODE(cx_obj_put(s, "k", "env", 3, CX_PUT_OVERWRITE, &err), CX_OK);
-	CHECK(holds(s, "k", "env", 3));
+	CHECK(cx_test_holds(s, "k", "env", 3));
 	cx_obj_close(s);
 
 	REQUIRE_OK(open_with("envcreds", NULL, 0, &s, &err), &err);
@@ -790,58 +734,7 @@ CX_TEST(azure_live_commit_race)
  * Through the fault proxy (scripts/faultproxy.js) in front of Azurite
  * -------------------------------------------------------------------------- */
 
-/* Sends a control request to the proxy (POST /faults with a rule, DELETE
- * /faults, GET /stats...); the answer's body goes to out unless NULL. */
-static cx_code
-proxy_ctl(const char *method, const char *path, const char *json,
-		  cx_buf *out, cx_err *err)
-{
-	cx_http_config cfg;
-	cx_objstats stats = {0};
-	cx_http    *http;
-	cx_http_request req = {0};
-	cx_http_response resp;
-	char		url[256];
-	cx_code		rc;
-
-	snprintf(url, sizeof(url), "%s%s", env("CX_TEST_AZ_PROXY_CTL"), path);
-	cx_http_config_default(&cfg);
-	if (cx_http_create(&cfg, &stats, &http, err) != CX_OK)
-		return err->code;
-	cx_http_response_init(&resp);
-	req.method = method;
-	req.url = url;
-	req.body = json;
-	req.body_len = json ? strlen(json) : 0;
-	req.body_out = out;
-	rc = cx_http_do(http, &req, &resp, err);
-	if (rc == CX_OK && resp.status != 200)
-		rc = cx_http_fail(&req, &resp, CX_ERR_IO, "fault proxy control", err);
-	cx_http_response_free(&resp);
-	cx_http_destroy(http);
-	return rc;
-}
-
-/* Faults the proxy has injected since open_proxied(), or -1. */
-static int
-proxy_fired(void)
-{
-	cx_buf		b;
-	cx_err		err;
-	const char *f;
-	int			n = -1;
-
-	cx_buf_init(&b);
-	if (proxy_ctl("GET", "/stats", NULL, &b, &err) == CX_OK)
-	{
-		cx_buf_put_u8(&b, 0);
-		f = cx_buf_ok(&b) ? strstr((const char *) b.data, "\"fired\":") : NULL;
-		if (f != NULL)
-			n = atoi(f + 8);
-	}
-	cx_buf_free(&b);
-	return n;
-}
+#define PROXY_CTL env("CX_TEST_AZ_PROXY_CTL")
 
 /* Opens the store name through the proxy, with no rule armed and the
  * proxy's counters reset. */
@@ -852,10 +745,7 @@ open_proxied(const char *name, const cx_option *extra, size_t nextra,
 	cx_option	o[MAX_OPTIONS];
 	size_t		n = 0;
 
-	*out = NULL;
-	if (proxy_ctl("DELETE", "/faults", NULL, NULL, err) != CX_OK ||
-		proxy_ctl("POST", "/stats/reset", NULL, NULL, err) != CX_OK)
-		return err->code;
+	cx_test_proxy_reset(PROXY_CTL);
 	o[n++] = (cx_option) {"endpoint", env("CX_TEST_AZ_PROXY")};
 	for (size_t i = 0; i < nextra && n < MAX_OPTIONS - 1; i++)
 		o[n++] = extra[i];
@@ -887,26 +777,22 @@ CX_TEST(azure_fault_retried)
 	AZURITE_OR_RETURN();
 	REQUIRE_OK(open_proxied("fault-retry", NULL, 0, &s, &err), &err);
 	cx_buf_init(&b);
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"status\",\"status\":503,\"count\":2,\"method\":\"PUT\"}",
-						 NULL, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL,
+								 "{\"action\":\"status\",\"status\":503,\"count\":2,\"method\":\"PUT\"}"));
 	REQUIRE_OK(cx_obj_put(s, "k", "value", 5, CX_PUT_IF_ABSENT, &err), &err);
 	CHECK(s->stats.retries == 2);
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"status\",\"status\":429,\"code\":\"TooManyRequests\",\"method\":\"GET\"}",
-						 NULL, &err), &err);
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"reset\",\"method\":\"GET\"}", NULL, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL,
+								 "{\"action\":\"status\",\"status\":429,\"code\":\"TooManyRequests\",\"method\":\"GET\"}"));
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL, "{\"action\":\"reset\",\"method\":\"GET\"}"));
 	REQUIRE_OK(cx_obj_get(s, "k", &b, &err), &err);
 	CHECK(b.len == 5 && memcmp(b.data, "value", 5) == 0);
 	CHECK(s->stats.retries == 3);
 	CHECK(s->stats.connections == 2);
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"status\",\"status\":500,\"code\":\"InternalError\",\"method\":\"GET\"}",
-						 NULL, &err), &err);
-	REQUIRE_OK(cx_obj_list(s, "", collect, &(listed) {0}, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL,
+								 "{\"action\":\"status\",\"status\":500,\"code\":\"InternalError\",\"method\":\"GET\"}"));
+	REQUIRE_OK(cx_obj_list(s, "", cx_test_collect, &(cx_test_listed) {0}, &err), &err);
 	CHECK(s->stats.retries == 4);
-	CHECK(proxy_fired() == 5);
+	CHECK(cx_test_proxy_stat(PROXY_CTL, "fired") == 5);
 	cx_buf_free(&b);
 	cx_obj_close(s);
 }
@@ -922,8 +808,7 @@ CX_TEST(azure_fault_bounded_failure)
 
 	AZURITE_OR_RETURN();
 	REQUIRE_OK(open_proxied("fault-bounded", o, 2, &s, &err), &err);
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"status\",\"status\":503,\"count\":100}", NULL, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL, "{\"action\":\"status\",\"status\":503,\"count\":100}"));
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	CHECK_CODE(cx_obj_put(s, "k", "value", 5, CX_PUT_IF_ABSENT, &err), CX_ERR_IO);
 	CHECK(elapsed_ms(&start) < 5000);
@@ -933,7 +818,7 @@ CX_TEST(azure_fault_bounded_failure)
 	CHECK(strstr(err.msg, "3 attempts") != NULL);
 	CHECK(strstr(err.msg, "SharedKey") == NULL && strstr(err.msg, "Eby8") == NULL);
 	CHECK(s->stats.retries == 2);
-	REQUIRE_OK(proxy_ctl("DELETE", "/faults", NULL, NULL, &err), &err);
+	cx_test_proxy_reset(PROXY_CTL);
 	cx_obj_close(s);
 }
 
@@ -971,25 +856,23 @@ CX_TEST(azure_fault_lost_ack_resolved_by_commit)
 	AZURITE_OR_RETURN();
 	REQUIRE_OK(open_proxied("fault-lostack", o, 1, &s, &err), &err);
 
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"_versions/\"}",
-						 NULL, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL,
+								 "{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"_versions/\"}"));
 	REQUIRE_OK(cx_commit(s, "first", no_change, NULL, NULL, &v, &err), &err);
 	CHECK(v == 1);
-	CHECK(proxy_fired() == 1);
+	CHECK(cx_test_proxy_stat(PROXY_CTL, "fired") == 1);
 
-	REQUIRE_OK(proxy_ctl("POST", "/faults",
-						 "{\"action\":\"delay\",\"ms\":2500,\"method\":\"PUT\",\"path\":\"_versions/\"}",
-						 NULL, &err), &err);
+	REQUIRE(cx_test_proxy_inject(PROXY_CTL,
+								 "{\"action\":\"delay\",\"ms\":2500,\"method\":\"PUT\",\"path\":\"_versions/\"}"));
 	REQUIRE_OK(cx_commit(s, "second", no_change, NULL, NULL, &v, &err), &err);
 	CHECK(v == 2);
-	CHECK(proxy_fired() == 2);
+	CHECK(cx_test_proxy_stat(PROXY_CTL, "fired") == 2);
 	CHECK(s->stats.retries == 1);	/* the timed-out attempt */
 
 	CHECK(versions_are_1_to(s, 2));
 	REQUIRE_OK(cx_manifest_load(s, 2, &m, &err), &err);
 	CHECK(strcmp(m->operation, "second") == 0);
 	cx_manifest_free(m);
-	REQUIRE_OK(proxy_ctl("DELETE", "/faults", NULL, NULL, &err), &err);
+	cx_test_proxy_reset(PROXY_CTL);
 	cx_obj_close(s);
 }

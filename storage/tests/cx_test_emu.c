@@ -1,0 +1,127 @@
+/*
+ * cx_test_emu.c — emulator and fault-proxy helpers for the storage tests.
+ */
+#include "cx_test_emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cx_test.h"
+
+const char *
+cx_test_need_env(const char *name)
+{
+	const char *v = getenv(name);
+	const char *required = getenv("CX_TEST_REQUIRE_EMULATORS");
+	char		msg[160];
+
+	if (v != NULL && v[0] != '\0')
+		return v;
+	snprintf(msg, sizeof(msg),
+			 "%s is not set: start the emulators (scripts/with-emulators.sh)",
+			 name);
+	if (required != NULL && strcmp(required, "1") == 0)
+		cx_test_fail(__FILE__, __LINE__, msg);
+	else
+		printf("    skip: %s\n", msg);
+	return NULL;
+}
+
+static size_t
+collect_body(char *p, size_t size, size_t n, void *arg)
+{
+	cx_buf_put(arg, p, size * n);
+	return size * n;
+}
+
+long
+cx_test_proxy_ctl(const char *ctl, const char *method, const char *path,
+				  const char *json, cx_buf *out)
+{
+	char		url[256];
+	CURL	   *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	cx_buf		ignored;
+	long		status = 0;
+
+	cx_buf_init(&ignored);
+	snprintf(url, sizeof(url), "%s%s", ctl ? ctl : "", path);
+	if (c != NULL && h != NULL)
+	{
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+		if (json != NULL)
+			curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, out ? out : &ignored);
+		if (curl_easy_perform(c) == CURLE_OK)
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	cx_buf_free(&ignored);
+	return status;
+}
+
+bool
+cx_test_proxy_inject(const char *ctl, const char *json)
+{
+	return cx_test_proxy_ctl(ctl, "POST", "/faults", json, NULL) == 200;
+}
+
+void
+cx_test_proxy_reset(const char *ctl)
+{
+	cx_test_proxy_ctl(ctl, "DELETE", "/faults", NULL, NULL);
+	cx_test_proxy_ctl(ctl, "POST", "/stats/reset", NULL, NULL);
+}
+
+long
+cx_test_proxy_stat(const char *ctl, const char *name)
+{
+	cx_buf		b;
+	char		pat[64];
+	const char *p;
+	long		v = -1;
+
+	cx_buf_init(&b);
+	cx_test_proxy_ctl(ctl, "GET", "/stats", NULL, &b);
+	cx_buf_put_u8(&b, 0);
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	if (cx_buf_ok(&b) && (p = strstr((char *) b.data, pat)) != NULL)
+		v = strtol(p + strlen(pat), NULL, 10);
+	cx_buf_free(&b);
+	return v;
+}
+
+bool
+cx_test_holds(cx_objstore *s, const char *key, const void *data, size_t len)
+{
+	cx_buf		b;
+	cx_err		err;
+	bool		same;
+
+	cx_buf_init(&b);
+	same = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == len &&
+		(len == 0 || memcmp(b.data, data, len) == 0);
+	cx_buf_free(&b);
+	return same;
+}
+
+bool
+cx_test_collect(void *arg, const char *key, uint64_t size)
+{
+	cx_test_listed *l = arg;
+
+	if (l->n < CX_TEST_LIST_MAX)
+	{
+		snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", key);
+		l->sizes[l->n] = size;
+	}
+	l->n++;
+	return l->stop_after == 0 || l->n < l->stop_after;
+}
