@@ -13,6 +13,13 @@
  *       at once: no WAL entry (it would be a wasted PUT).  Visible on return.
  *   seal:  memtable -> generation fragment -> next shard-manifest version
  *       listing it, with replay_seq advanced past the WAL entries it holds.
+ *       A sealed append therefore costs exactly 2 PUTs, an unsealed one 1.
+ *   Every shard-manifest commit also leaves out the generations the writer
+ *   knows to be merged (a drain for free).  The shard hint is written by the
+ *   claim and then, once 16 versions behind, by seals, drains and closes
+ *   that are not part of an append (never on the append path).  A commit
+ *   whose outcome is unknown is settled by reading its version back before
+ *   the writer writes anything else.
  *
  * Fencing: every write that can collide with a newer writer is put-if-absent
  * (WAL entries at seq, shard manifests at version + 1).  A collision is read
@@ -49,10 +56,13 @@ typedef struct cx_sw_options
 	const char *key_column;		/* table key; recorded in the base manifest
 								 * on registration if none yet */
 	bool		unique_key;
-	uint32_t	pending_generations_max;	/* 4096: appends refused above;
-											 * warning about the count is the
-											 * caller's job */
+	uint32_t	pending_generations_max;	/* 4096: appends are refused
+											 * once this many generations
+											 * are unmerged; warning about
+											 * the count is the caller's job */
 	cx_fragw_options fragment;	/* row groups and zstd level */
+	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
+									 * real-time clock (tests step it) */
 } cx_sw_options;
 
 void		cx_sw_options_default(cx_sw_options *o);
@@ -70,8 +80,13 @@ cx_code		cx_sw_open(cx_objstore *s, const char *shard_id,
  * (the table's user columns; the writer adds the hidden columns).  schema
  * must match the store's (CX_ERR_SCHEMA otherwise; the first append to an
  * empty store records it).  *commit_ts receives the commit time given to
- * these rows.  CX_ERR_LIMIT when the shard has more than
- * pending_generations_max unmerged generations.
+ * these rows, strictly increasing per shard even if the clock steps back.
+ * CX_ERR_LIMIT when the shard has pending_generations_max unmerged
+ * generations (after re-reading the merge watermark once).  An error whose
+ * outcome is unknown (an unsealed append's WAL put failed and could not be
+ * read back) leaves the rows in the memtable: they were not acknowledged,
+ * but they may be durable, so they become visible with the next seal either
+ * way (docs/DESIGN-memwal.md).
  */
 cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 						 const uint8_t *rows, size_t rows_len, uint64_t nrows,
@@ -86,8 +101,10 @@ cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
 
 /* Unmerged generations listed now (drained ones excluded). */
 uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
-/* Rows appended but not sealed yet. */
+/* Rows appended but not sealed yet, and the bytes they hold in memory (the
+ * caller's flush policy bounds them: seal when they grow too large). */
 uint64_t	cx_sw_memtable_rows(const cx_shardwriter *w);
+uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
 uint64_t	cx_sw_epoch(const cx_shardwriter *w);
 const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
 

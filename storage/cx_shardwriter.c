@@ -1,0 +1,608 @@
+/*
+ * cx_shardwriter.c — the resident writer of one shard: appends, seals,
+ * drains and the shard-manifest commits they make (cx_shardwriter.h; the
+ * protocol and the crash cases it survives are in docs/DESIGN-memwal.md).
+ *
+ * This writer is the only one that writes its epoch, so it never rebases:
+ * it writes version + 1 of the manifest it wrote last, and whatever else
+ * holds that version — or the WAL seq it writes next — was written by a
+ * newer claim (or by a process sharing its claim, which is just as fatal).
+ * Either way it is fenced, at once and for good: no retry, no wait.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cx_failpoint.h"
+#include "cx_manifest.h"
+#include "cx_swint.h"
+#include "cx_wal.h"
+
+#define DEFAULT_PENDING_MAX 4096
+#define HINT_EVERY 16			/* shard-manifest versions between hints */
+
+void
+cx_sw_options_default(cx_sw_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->key_column = "id";
+	o->unique_key = true;
+	o->pending_generations_max = DEFAULT_PENDING_MAX;
+	cx_fragw_options_default(&o->fragment);
+}
+
+int64_t
+cx_sw_now(const cx_shardwriter *w)
+{
+	struct timespec ts;
+
+	if (w->opt.clock_us != NULL)
+		return w->opt.clock_us();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
+cx_sw_next_ts(cx_shardwriter *w)
+{
+	int64_t		now = cx_sw_now(w);
+
+	w->last_ts = now > w->last_ts ? now : w->last_ts + 1;
+	return w->last_ts;
+}
+
+cx_code
+cx_sw_fence(cx_shardwriter *w, cx_err *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->fence_err.msg, sizeof(w->fence_err.msg), fmt, ap);
+	va_end(ap);
+	w->fence_err.code = CX_ERR_FENCED;
+	w->fenced = true;
+	*err = w->fence_err;
+	return CX_ERR_FENCED;
+}
+
+/* The message for a version or WAL seq someone else holds. */
+static cx_code
+fenced_by(cx_shardwriter *w, const char *what, uint64_t other_epoch,
+		  const char *other_writer, cx_err *err)
+{
+	uint64_t	ours = w->m->epoch;
+
+	if (other_epoch > ours)
+		return cx_sw_fence(w, err,
+						   "shard %s of %s: fenced: %s was written by a newer claim (epoch %llu%s%s) than this writer's (epoch %llu); re-open the store to claim the shard again",
+						   w->shard_id, w->s->uri, what,
+						   (unsigned long long) other_epoch,
+						   other_writer ? ", " : "", other_writer ? other_writer : "",
+						   (unsigned long long) ours);
+	return cx_sw_fence(w, err,
+					   "shard %s of %s: fenced: %s was written by another process with epoch %llu while this writer holds epoch %llu; two processes write this shard (is ctxstore.shard_id unique per cluster?)",
+					   w->shard_id, w->s->uri, what,
+					   (unsigned long long) other_epoch,
+					   (unsigned long long) ours);
+}
+
+/* --------------------------------------------------------------------------
+ * Shard-manifest commits
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_sw_next_manifest(cx_shardwriter *w, cx_shard_manifest **out, cx_err *err)
+{
+	cx_shard_manifest *next = cx_shard_manifest_clone(w->m);
+	int64_t		now = cx_sw_now(w);
+	uint32_t	kept = 0;
+
+	*out = NULL;
+	if (next == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "shard %s: preparing a commit: out of memory", w->shard_id);
+	if (cx_random_bytes(next->commit_id, sizeof(next->commit_id), err) != CX_OK)
+	{
+		cx_shard_manifest_free(next);
+		return err->code;
+	}
+	next->version = w->m->version + 1;
+	/* Commit times never go backwards along the versions, and a version is
+	 * never older than the rows it lists: a new claim starts its clock
+	 * there. */
+	next->committed_at_us = now;
+	if (next->committed_at_us <= w->m->committed_at_us)
+		next->committed_at_us = w->m->committed_at_us + 1;
+	if (next->committed_at_us < w->last_ts)
+		next->committed_at_us = w->last_ts;
+	for (uint32_t i = 0; i < next->ngens; i++)
+	{
+		if (next->gens[i].gen <= w->merged_gen)
+			cx_fragment_info_free(&next->gens[i].fragment);
+		else
+			next->gens[kept++] = next->gens[i];
+	}
+	next->ngens = kept;
+	*out = next;
+	return CX_OK;
+}
+
+cx_code
+cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next, cx_err *err)
+{
+	cx_shard_manifest *winner;
+	bool		unknown;
+	char		what[64];
+	cx_code		rc;
+
+	rc = cx_shard_manifest_put(w->s, next, &winner, &unknown, err);
+	if (rc == CX_OK && winner == NULL)
+	{
+		cx_shard_manifest_free(w->m);
+		w->m = next;
+		return CX_OK;
+	}
+	if (rc == CX_OK)
+	{
+		snprintf(what, sizeof(what), "shard manifest version %llu",
+				 (unsigned long long) next->version);
+		rc = fenced_by(w, what, winner->epoch, winner->writer, err);
+		cx_shard_manifest_free(winner);
+	}
+	if (unknown)
+		w->unsettled = next;
+	else
+		cx_shard_manifest_free(next);
+	return rc;
+}
+
+/*
+ * Finds out whether a commit whose outcome was unknown landed, by reading its
+ * version back.  Until that succeeds, nothing else is written: the next
+ * commit would otherwise go to the same version and collide with our own
+ * landed put, or seal rows a second time.
+ */
+static cx_code
+settle(cx_shardwriter *w, cx_err *err)
+{
+	cx_shard_manifest *u = w->unsettled;
+	cx_shard_manifest *there;
+	cx_code		rc;
+
+	rc = cx_shard_manifest_load(w->s, w->shard_id, u->version, &there, err);
+	if (rc == CX_ERR_NOT_FOUND)
+	{
+		if (w->pop_on_loss)
+			cx_memtable_pop(&w->mt);
+		cx_shard_manifest_free(u);
+	}
+	else if (rc != CX_OK)
+		return cx_err_prefix(err, "shard %s: settling the unknown outcome of version %llu",
+							 w->shard_id, (unsigned long long) u->version);
+	else if (memcmp(there->commit_id, u->commit_id, sizeof(u->commit_id)) == 0)
+	{
+		/* It landed.  If it was a seal, it holds the memtable. */
+		if (u->ngens > 0 && u->next_gen != w->m->next_gen)
+		{
+			cx_memtable_clear(&w->mt);
+			w->stats.seals++;
+		}
+		cx_shard_manifest_free(w->m);
+		w->m = u;
+	}
+	else
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "shard manifest version %llu",
+				 (unsigned long long) u->version);
+		cx_shard_manifest_free(u);
+		w->unsettled = NULL;
+		rc = fenced_by(w, what, there->epoch, there->writer, err);
+		cx_shard_manifest_free(there);
+		return rc;
+	}
+	cx_shard_manifest_free(there);
+	w->unsettled = NULL;
+	w->pop_on_loss = false;
+	return CX_OK;
+}
+
+/* Every write starts here: a fenced writer stays fenced, and an unknown
+ * outcome is settled first. */
+static cx_code
+begin_write(cx_shardwriter *w, cx_err *err)
+{
+	if (w->fenced)
+	{
+		*err = w->fence_err;
+		return CX_ERR_FENCED;
+	}
+	if (w->unsettled != NULL)
+		return settle(w, err);
+	return CX_OK;
+}
+
+void
+cx_sw_maybe_hint(cx_shardwriter *w)
+{
+	cx_err		ignored;
+
+	if (w->m->version < w->hint_version + HINT_EVERY)
+		return;
+	if (cx_shard_hint_write(w->s, w->shard_id, w->m->version, &ignored) == CX_OK)
+		w->hint_version = w->m->version;
+}
+
+/* --------------------------------------------------------------------------
+ * Sealing
+ * -------------------------------------------------------------------------- */
+
+/* Writes the memtable out as one generation fragment. */
+static cx_code
+write_generation(cx_shardwriter *w, cx_generation *gen, cx_err *err)
+{
+	cx_genw    *g;
+
+	if (cx_genw_open(w->s, w->schema, &w->opt.fragment, &g, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < w->mt.nbatches; i++)
+	{
+		const cx_mt_batch *b = &w->mt.batches[i];
+
+		if (cx_genw_add(g, w->mt.bytes.data + b->offset, b->len, b->nrows,
+						b->commit_ts, "memtable batch", err) != CX_OK)
+		{
+			cx_genw_abort(g);
+			return err->code;
+		}
+	}
+	return cx_genw_finish(g, w->m->next_gen, gen, err);
+}
+
+cx_code
+cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen, cx_err *err)
+{
+	cx_generation *grown;
+
+	if (m->ngens == UINT32_MAX)
+		return cx_err_set(err, CX_ERR_LIMIT, "shard %s lists too many generations",
+						  m->shard_id);
+	grown = realloc(m->gens, ((size_t) m->ngens + 1) * sizeof(cx_generation));
+	if (grown == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory",
+						  m->shard_id);
+	m->gens = grown;
+	m->gens[m->ngens++] = *gen;
+	m->next_gen = gen->gen + 1;
+	memset(gen, 0, sizeof(*gen));
+	return CX_OK;
+}
+
+/*
+ * The seal: memtable -> generation fragment -> next shard-manifest version
+ * listing it (replay position advanced past the WAL entries it holds).  The
+ * memtable is cleared only once that version is ours, so a seal that fails
+ * before is simply repeated later; its fragment is left for GC.
+ */
+static cx_code
+seal(cx_shardwriter *w, bool for_sealed_append, cx_err *err)
+{
+	cx_generation gen;
+	cx_shard_manifest *next;
+
+	if (w->mt.nbatches == 0)
+		return CX_OK;
+	if (write_generation(w, &gen, err) != CX_OK)
+		return err->code;
+	if (CX_FAILPOINT("seal.after_fragment", err) != CX_OK ||
+		cx_sw_next_manifest(w, &next, err) != CX_OK)
+	{
+		cx_fragment_info_free(&gen.fragment);
+		return err->code;
+	}
+	if (cx_sw_add_generation(next, &gen, err) != CX_OK)
+	{
+		cx_fragment_info_free(&gen.fragment);
+		cx_shard_manifest_free(next);
+		return err->code;
+	}
+	if (next->replay_seq < w->wal_covered)
+		next->replay_seq = w->wal_covered;
+	w->pop_on_loss = for_sealed_append;
+	if (cx_sw_commit(w, next, err) != CX_OK)
+		return err->code;
+	cx_memtable_clear(&w->mt);
+	w->stats.seals++;
+	return CX_FAILPOINT("seal.after_commit", err);
+}
+
+cx_code
+cx_sw_seal(cx_shardwriter *w, cx_err *err)
+{
+	if (begin_write(w, err) != CX_OK || seal(w, false, err) != CX_OK)
+		return err->code;
+	cx_sw_maybe_hint(w);
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Appending
+ * -------------------------------------------------------------------------- */
+
+static uint32_t
+pending(const cx_shardwriter *w)
+{
+	uint32_t	n = 0;
+
+	for (uint32_t i = 0; i < w->m->ngens; i++)
+		n += w->m->gens[i].gen > w->merged_gen;
+	return n;
+}
+
+/* Refuses writes while too many generations are unmerged (invariant 7).  A
+ * merge on another handle may have raised the watermark since we last
+ * looked, so look again before refusing. */
+static cx_code
+check_pending(cx_shardwriter *w, cx_err *err)
+{
+	uint32_t	max = w->opt.pending_generations_max;
+
+	if (pending(w) < max)
+		return CX_OK;
+	if (cx_sw_read_watermark(w, err) != CX_OK)
+		return err->code;
+	if (pending(w) < max)
+		return CX_OK;
+	return cx_err_set(err, CX_ERR_LIMIT,
+					  "shard %s of %s has %u unmerged generations, the limit (pending_generations_max) is %u: merge the shard's generations before writing more",
+					  w->shard_id, w->s->uri, pending(w), max);
+}
+
+/* Unsealed append: WAL entry first (durable on return), then the memtable. */
+static cx_code
+append_wal(cx_shardwriter *w, const uint8_t *rows, size_t len, uint64_t nrows,
+		   int64_t ts, cx_err *err)
+{
+	cx_wal_entry e;
+	uint64_t	taken_epoch;
+	bool		unknown;
+	char		what[64];
+	cx_code		rc;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = CX_WAL_ROWS;
+	e.epoch = w->m->epoch;
+	e.seq = w->next_seq;
+	e.commit_ts = ts;
+	e.nrows = nrows;
+	e.schema = w->schema;
+	e.rows = rows;
+	e.rows_len = len;
+	if (cx_random_bytes(e.commit_id, sizeof(e.commit_id), err) != CX_OK)
+		return err->code;
+	rc = cx_wal_put(w->s, w->shard_id, &e, &taken_epoch, &unknown, err);
+	if (rc == CX_OK && taken_epoch != 0)
+	{
+		snprintf(what, sizeof(what), "WAL entry %llu",
+				 (unsigned long long) e.seq);
+		return fenced_by(w, what, taken_epoch, NULL, err);
+	}
+	if (rc != CX_OK && !unknown)
+		return rc;
+	/* The seq is used (or may be): never write it again. */
+	w->next_seq = e.seq + 1;
+	w->wal_covered = e.seq;
+	if (rc == CX_OK)
+	{
+		w->stats.wal_entries++;
+		if (CX_FAILPOINT("append.after_wal", err) != CX_OK)
+			return err->code;
+	}
+
+	/*
+	 * Landed, or perhaps landed: the rows go to the memtable either way.  If
+	 * the entry exists, its rows must be sealed by us, since the seal moves
+	 * the replay position past it; if it does not, sealing rows that were
+	 * never acknowledged is harmless.
+	 */
+	if (cx_memtable_add(&w->mt, rows, len, nrows, ts, err) != CX_OK)
+		return err->code;
+	return rc;
+}
+
+/* Sealed append: no WAL entry (it would be a wasted PUT); the rows are
+ * durable and visible once the seal's commit is. */
+static cx_code
+append_sealed(cx_shardwriter *w, const uint8_t *rows, size_t len,
+			  uint64_t nrows, int64_t ts, cx_err *err)
+{
+	if (cx_memtable_add(&w->mt, rows, len, nrows, ts, err) != CX_OK)
+		return err->code;
+	if (seal(w, true, err) == CX_OK)
+		return CX_OK;
+	/* Not acknowledged, so not to be sealed later either — unless the
+	 * outcome is unknown, which settle() decides. */
+	if (w->unsettled == NULL)
+		cx_memtable_pop(&w->mt);
+	return err->code;
+}
+
+cx_code
+cx_sw_append(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
+			 size_t rows_len, uint64_t nrows, bool seal_now,
+			 int64_t *commit_ts, cx_err *err)
+{
+	int64_t		ts;
+	cx_code		rc;
+
+	if (begin_write(w, err) != CX_OK)
+		return err->code;
+	if (nrows == 0 || rows == NULL)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: an append needs at least one row", w->shard_id);
+	if (cx_sw_check_schema(w, schema, err) != CX_OK ||
+		check_pending(w, err) != CX_OK)
+		return err->code;
+	ts = cx_sw_next_ts(w);
+	if (seal_now)
+		rc = append_sealed(w, rows, rows_len, nrows, ts, err);
+	else
+		rc = append_wal(w, rows, rows_len, nrows, ts, err);
+	if (rc != CX_OK)
+		return rc;
+	w->stats.appends++;
+	*commit_ts = ts;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Draining
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_sw_drain(cx_shardwriter *w, cx_err *err)
+{
+	cx_shard_manifest *next;
+	bool		any = false;
+
+	if (begin_write(w, err) != CX_OK ||
+		cx_sw_read_watermark(w, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < w->m->ngens; i++)
+		any |= w->m->gens[i].gen <= w->merged_gen;
+	if (!any)
+		return CX_OK;
+	if (CX_FAILPOINT("drain.before_commit", err) != CX_OK ||
+		cx_sw_next_manifest(w, &next, err) != CX_OK)
+		return err->code;
+	w->pop_on_loss = false;
+	if (cx_sw_commit(w, next, err) != CX_OK)
+		return err->code;
+	w->stats.drains++;
+	if (CX_FAILPOINT("drain.after_commit", err) != CX_OK)
+		return err->code;
+	cx_sw_maybe_hint(w);
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Opening, closing, accessors
+ * -------------------------------------------------------------------------- */
+
+static void
+sw_free(cx_shardwriter *w)
+{
+	free(w->shard_id);
+	free(w->writer_info);
+	free(w->key_column);
+	cx_shard_manifest_free(w->m);
+	cx_shard_manifest_free(w->unsettled);
+	if (w->schema != NULL)
+		cx_schema_free(w->schema);
+	cx_memtable_free(&w->mt);
+	free(w);
+}
+
+/* Copies the option strings so the caller's may go away. */
+static cx_code
+copy_options(cx_shardwriter *w, const cx_sw_options *opt, cx_err *err)
+{
+	w->opt = *opt;
+	if ((opt->writer_info != NULL &&
+		 (w->writer_info = cx_strdup(opt->writer_info)) == NULL) ||
+		(opt->key_column != NULL &&
+		 (w->key_column = cx_strdup(opt->key_column)) == NULL))
+		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
+	w->opt.writer_info = w->writer_info;
+	w->opt.key_column = w->key_column;
+	if (w->opt.pending_generations_max == 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "pending_generations_max must be at least 1");
+	return CX_OK;
+}
+
+cx_code
+cx_sw_open(cx_objstore *s, const char *shard_id, const cx_sw_options *opt,
+		   cx_shardwriter **out, cx_err *err)
+{
+	cx_sw_options defaults;
+	cx_shardwriter *w;
+
+	*out = NULL;
+	if (cx_shard_id_validate(shard_id, err) != CX_OK)
+		return err->code;
+	if (opt == NULL)
+	{
+		cx_sw_options_default(&defaults);
+		opt = &defaults;
+	}
+	w = calloc(1, sizeof(cx_shardwriter));
+	if (w == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
+	w->s = s;
+	cx_memtable_init(&w->mt);
+	if ((w->shard_id = cx_strdup(shard_id)) == NULL)
+	{
+		sw_free(w);
+		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
+	}
+	if (copy_options(w, opt, err) != CX_OK || cx_sw_claim(w, err) != CX_OK)
+	{
+		sw_free(w);
+		return err->code;
+	}
+	*out = w;
+	return CX_OK;
+}
+
+cx_code
+cx_sw_close(cx_shardwriter *w, bool seal_first, cx_err *err)
+{
+	cx_code		rc = CX_OK;
+
+	if (w == NULL)
+		return CX_OK;
+	if (seal_first)
+		rc = cx_sw_seal(w, err);
+	sw_free(w);
+	return rc;
+}
+
+uint32_t
+cx_sw_pending_generations(const cx_shardwriter *w)
+{
+	return pending(w);
+}
+
+uint64_t
+cx_sw_memtable_rows(const cx_shardwriter *w)
+{
+	return w->mt.rows;
+}
+
+uint64_t
+cx_sw_memtable_bytes(const cx_shardwriter *w)
+{
+	return w->mt.bytes.len;
+}
+
+uint64_t
+cx_sw_epoch(const cx_shardwriter *w)
+{
+	return w->m->epoch;
+}
+
+const cx_shard_manifest *
+cx_sw_manifest(const cx_shardwriter *w)
+{
+	return w->m;
+}
+
+const cx_sw_stats *
+cx_sw_get_stats(const cx_shardwriter *w)
+{
+	return &w->stats;
+}
