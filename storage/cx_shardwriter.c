@@ -21,6 +21,7 @@
 #include "cx_wal.h"
 
 #define DEFAULT_PENDING_MAX 4096
+#define DEFAULT_REVALIDATE_MS 300000
 #define HINT_EVERY 16			/* shard-manifest versions between hints */
 
 void
@@ -30,6 +31,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->key_column = "id";
 	o->unique_key = true;
 	o->pending_generations_max = DEFAULT_PENDING_MAX;
+	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
 	cx_fragw_options_default(&o->fragment);
 }
 
@@ -42,6 +44,21 @@ cx_sw_now(const cx_shardwriter *w)
 		return w->opt.clock_us();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+monotonic_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void
+cx_sw_proved_current(cx_shardwriter *w)
+{
+	w->current_at = monotonic_us();
 }
 
 int64_t
@@ -142,6 +159,7 @@ cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next, cx_err *err)
 	{
 		cx_shard_manifest_free(w->m);
 		w->m = next;
+		cx_sw_proved_current(w);
 		return CX_OK;
 	}
 	if (rc == CX_OK)
@@ -210,8 +228,41 @@ settle(cx_shardwriter *w, cx_err *err)
 	return CX_OK;
 }
 
-/* Every write starts here: a fenced writer stays fenced, and an unknown
- * outcome is settled first. */
+/*
+ * After a long idle spell, the put that would fence this writer may no
+ * longer collide: GC may have removed the claim version that succeeded our
+ * newest one (and a put there would then fork the shard).  So look for the
+ * newest version the way a cold reader does, from the hint.
+ */
+static cx_code
+revalidate(cx_shardwriter *w, cx_err *err)
+{
+	cx_shard_manifest *newest;
+	cx_code		rc = CX_OK;
+
+	if (cx_shard_manifest_load_latest(w->s, w->shard_id, 0, &newest, err) != CX_OK)
+		return cx_err_prefix(err, "shard %s: re-reading the newest version after an idle spell",
+							 w->shard_id);
+	if (newest == NULL || newest->version < w->m->version)
+		rc = cx_err_set(err, CX_ERR_CORRUPT,
+						"shard %s of %s: version %llu, written by this writer, is no longer there",
+						w->shard_id, w->s->uri, (unsigned long long) w->m->version);
+	else if (newest->version > w->m->version)
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "shard manifest version %llu",
+				 (unsigned long long) newest->version);
+		rc = fenced_by(w, what, newest->epoch, newest->writer, err);
+	}
+	else
+		cx_sw_proved_current(w);
+	cx_shard_manifest_free(newest);
+	return rc;
+}
+
+/* Every write starts here: a fenced writer stays fenced, an unknown
+ * outcome is settled first, an idle writer checks it is still current. */
 static cx_code
 begin_write(cx_shardwriter *w, cx_err *err)
 {
@@ -220,8 +271,10 @@ begin_write(cx_shardwriter *w, cx_err *err)
 		*err = w->fence_err;
 		return CX_ERR_FENCED;
 	}
-	if (w->unsettled != NULL)
-		return settle(w, err);
+	if (w->unsettled != NULL && settle(w, err) != CX_OK)
+		return err->code;
+	if (monotonic_us() - w->current_at >= (int64_t) w->opt.revalidate_after_ms * 1000)
+		return revalidate(w, err);
 	return CX_OK;
 }
 
@@ -397,6 +450,7 @@ append_wal(cx_shardwriter *w, const uint8_t *rows, size_t len, uint64_t nrows,
 	w->wal_covered = e.seq;
 	if (rc == CX_OK)
 	{
+		cx_sw_proved_current(w);
 		w->stats.wal_entries++;
 		if (CX_FAILPOINT("append.after_wal", err) != CX_OK)
 			return err->code;

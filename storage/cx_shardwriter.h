@@ -37,6 +37,13 @@
  * (replay_seq, fence) into a generation; drain generations the base manifest
  * says are merged.
  *
+ * Idle writers: a fenced writer learns it at its next put only if the
+ * object it collides with still exists.  GC removes old shard-manifest
+ * versions (a prefix of them), possibly the claim version that fenced it, so
+ * a writer idle for revalidate_after_ms first re-reads the newest version
+ * (hint and HEADs, then the manifest) and is fenced if it is not its own.
+ * GC's retention window must exceed that interval (docs/DESIGN-memwal.md).
+ *
  * Not thread-safe: one thread drives a writer.
  */
 #ifndef CX_SHARDWRITER_H
@@ -61,6 +68,10 @@ typedef struct cx_sw_options
 											 * are unmerged; warning about
 											 * the count is the caller's job */
 	cx_fragw_options fragment;	/* row groups and zstd level */
+	uint32_t	revalidate_after_ms;	/* 300000: before writing after
+										 * this long without a successful
+										 * write, re-read the shard's newest
+										 * version (0: before every write) */
 	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
 									 * real-time clock (tests step it) */
 } cx_sw_options;

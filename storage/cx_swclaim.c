@@ -221,6 +221,7 @@ place_fence(cx_shardwriter *w, seq_list *l, cx_err *err)
 		{
 			w->next_seq = e.seq + 1;
 			w->wal_covered = e.seq;
+			cx_sw_proved_current(w);
 			return CX_OK;
 		}
 		if (taken_epoch >= e.epoch)

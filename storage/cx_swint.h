@@ -87,6 +87,8 @@ struct cx_shardwriter
 								 * or sealed: a seal's replay_seq */
 	int64_t		last_ts;		/* newest commit time handed out */
 	uint64_t	hint_version;	/* version the shard hint last got */
+	int64_t		current_at;		/* monotonic us when a put last proved this
+								 * writer current (see revalidate) */
 	cx_memtable mt;
 
 	/*
@@ -107,6 +109,9 @@ struct cx_shardwriter
 /* Commit time for new rows: now, but always after the last one handed out. */
 int64_t		cx_sw_next_ts(cx_shardwriter *w);
 int64_t		cx_sw_now(const cx_shardwriter *w);
+
+/* A put of ours just landed: nobody had claimed the shard before it. */
+void		cx_sw_proved_current(cx_shardwriter *w);
 
 /* Makes w fenced for good and returns CX_ERR_FENCED with the message. */
 cx_code		cx_sw_fence(cx_shardwriter *w, cx_err *err, const char *fmt,...)

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cx_commit.h"
@@ -441,6 +442,47 @@ CX_TEST(sw_straggler_between_claim_and_fence_is_replayed)
 	CHECK(cx_sw_get_stats(b)->replayed_entries == 2);
 	CHECK(exactly_once(sb, "x", "s", 2));
 	CHECK_CODE(append(a, "s", 2, 1, false, &err), CX_ERR_FENCED);
+	cx_sw_close(a, false, &err);
+	REQUIRE_OK(cx_sw_close(b, true, &err), &err);
+	cx_obj_close(sa);
+	cx_obj_close(sb);
+}
+
+CX_TEST(sw_idle_writer_revalidates_before_writing)
+{
+	cx_objstore *sa = sw_store("/st");
+	cx_objstore *sb = sw_store("/st");
+	cx_shardwriter *a;
+	cx_shardwriter *b;
+	cx_sw_options o = opts();
+	uint64_t	claim;
+	uint64_t	r;
+	struct timespec pause = {0, 5000000};
+	cx_err		err;
+
+	REQUIRE(sa != NULL && sb != NULL);
+	o.revalidate_after_ms = 2;
+	REQUIRE_OK(cx_sw_open(sa, "x", &o, &a, &err), &err);
+	REQUIRE_OK(append(a, "a", 0, 1, true, &err), &err);
+	/* Busy: no reads on the append path. */
+	r = reads(sa);
+	REQUIRE_OK(append(a, "a", 1, 1, true, &err), &err);
+	CHECK(reads(sa) == r);
+	REQUIRE_OK(open_writer(sb, "x", &b, &err), &err);
+	claim = cx_sw_manifest(b)->version;
+	REQUIRE_OK(append(b, "b", 0, 1, true, &err), &err);
+	/* GC removes every version up to B's claim: A's next put would land. */
+	for (uint64_t v = 1; v <= claim; v++)
+	{
+		char		key[CX_KEY_MAX + 1];
+
+		cx_shard_manifest_key("x", v, key, sizeof(key));
+		REQUIRE_OK(cx_obj_delete(sa, key, &err), &err);
+	}
+	nanosleep(&pause, NULL);
+	CHECK_CODE(append(a, "a", 2, 1, true, &err), CX_ERR_FENCED);
+	CHECK(strstr(err.msg, "epoch 2") != NULL);
+	CHECK(exactly_once(sb, "x", "b", 1));
 	cx_sw_close(a, false, &err);
 	REQUIRE_OK(cx_sw_close(b, true, &err), &err);
 	cx_obj_close(sa);
