@@ -72,20 +72,44 @@ cx_http_config_default(cx_http_config *c)
 	c->tls_verify = true;
 }
 
-/* A number of seconds in [min, MAX_TIMEOUT_S], as milliseconds. */
+/* Seconds per unit of a duration suffix; the FDW accepts PostgreSQL's time
+ * units and passes the value on as written.  -1 for an unknown unit. */
+static double
+unit_seconds(const char *unit)
+{
+	static const struct
+	{
+		const char *name;
+		double		seconds;
+	}			units[] = {
+		{"", 1}, {"ms", 0.001}, {"s", 1}, {"min", 60}, {"h", 3600},
+	};
+
+	while (*unit == ' ')
+		unit++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(unit, units[i].name) == 0)
+			return units[i].seconds;
+	return -1;
+}
+
+/* A duration in [min, MAX_TIMEOUT_S] seconds ("1.5", "500ms", "2min"), as
+ * milliseconds. */
 static cx_code
 seconds_option(const char *name, const char *value, double min, long *ms,
 			   cx_err *err)
 {
 	char	   *end;
 	double		v;
+	double		unit;
 
 	errno = 0;
 	v = strtod(value, &end);
-	if (errno != 0 || end == value || *end != '\0' || !isfinite(v) ||
-		v < min || v > MAX_TIMEOUT_S)
+	unit = end == value ? -1 : unit_seconds(end);
+	v *= unit;
+	if (errno != 0 || unit < 0 || !isfinite(v) || v < min || v > MAX_TIMEOUT_S)
 		return cx_err_set(err, CX_ERR_INVALID,
-						  "option %s must be a number of seconds between %g and %g, not \"%.64s\"",
+						  "option %s must be a duration between %g and %g seconds (units ms, s, min, h), not \"%.64s\"",
 						  name, min, MAX_TIMEOUT_S, value);
 	*ms = (long) (v * 1000.0 + 0.5);
 	return CX_OK;

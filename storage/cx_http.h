@@ -55,8 +55,9 @@ typedef struct cx_http_config
 void		cx_http_config_default(cx_http_config *c);
 
 /*
- * Reads connect_timeout, request_timeout (seconds, fractions allowed),
- * retry_max_attempts, retry_max_seconds, ca_file and tls_verify (on|off)
+ * Reads connect_timeout, request_timeout and retry_max_seconds (seconds,
+ * fractions allowed, or with a unit: "500ms", "30s", "2min", "1h"),
+ * retry_max_attempts, ca_file and tls_verify (on|off)
  * from options on top of the defaults; other names are ignored.  A bad value
  * is CX_ERR_INVALID naming the option.  The config borrows ca_file from the
  * options array.

@@ -221,6 +221,15 @@ call_ok(const s3_call *c)
 	return c->resp.status >= 200 && c->resp.status < 300;
 }
 
+/* Did If-None-Match: * refuse the write?  412 per S3; some MinIO releases
+ * answered 304 as to a GET, meaning the same. */
+static bool
+condition_failed(const s3_call *c)
+{
+	return c->resp.status == 412 ||
+		(c->resp.status == 304 && cx_http_headers_get(&c->headers, "If-None-Match") != NULL);
+}
+
 /* The uniform error for a status we do not accept. */
 static cx_code
 call_fail(s3_call *c, cx_err *err)
@@ -483,7 +492,7 @@ put_once(s3_store *s, const char *key, const void *data, size_t len,
 		cx_http_headers_add(&c.headers, "If-None-Match", "*");
 	call_body(&c, data, len);
 	rc = call_do(&c, err);
-	if (rc == CX_OK && c.resp.status == 412)
+	if (rc == CX_OK && condition_failed(&c))
 		rc = cx_err_set(err, CX_ERR_EXISTS, "object already exists");
 	else if (rc == CX_OK && !call_ok(&c))
 		rc = call_fail(&c, err);
@@ -786,7 +795,7 @@ completion_outcome(s3_upload *up, s3_call *c, cx_err *err)
 	char	   *error_code = cx_http_error_code(&c->resp);
 	cx_code		rc = CX_OK;
 
-	if (c->resp.status == 412)
+	if (condition_failed(c))
 		rc = cx_err_set(err, CX_ERR_EXISTS, "object already exists");
 	else if (c->resp.status == 404 && c->resp.attempts > 1)
 		rc = settle_lost_completion(up, c, err);

@@ -449,6 +449,9 @@ CX_TEST(s3_options_are_checked)
 	static const cx_option bad_endpoint[] = {{"endpoint", "http://h/?x=1"}};
 	static const cx_option half_keys[] = {{"access_key_id", "AKID"}};
 	static const cx_option bad_timeout[] = {{"request_timeout", "-1"}};
+	static const cx_option bad_unit[] = {{"connect_timeout", "5 fortnights"}};
+	static const cx_option units[] = {{"connect_timeout", "1500ms"},
+	{"request_timeout", "2min"}, {"retry_max_seconds", "30s"}};
 	static const cx_option bad_attempts[] = {{"retry_max_attempts", "0"}};
 	static const cx_option unknown[] = {{"secret_acess_key", "x"}};
 	cx_objstore *s;
@@ -461,7 +464,10 @@ CX_TEST(s3_options_are_checked)
 	CHECK(strstr(err.msg, "AKID") == NULL);
 	CHECK_CODE(cx_objstore_open("s3://b/p", bad_timeout, 1, &s, &err), CX_ERR_INVALID);
 	CHECK(strstr(err.msg, "request_timeout") != NULL);
+	CHECK_CODE(cx_objstore_open("s3://b/p", bad_unit, 1, &s, &err), CX_ERR_INVALID);
 	CHECK_CODE(cx_objstore_open("s3://b/p", bad_attempts, 1, &s, &err), CX_ERR_INVALID);
+	REQUIRE_OK(cx_objstore_open("s3://b/p", units, 3, &s, &err), &err);
+	cx_obj_close(s);
 	CHECK_CODE(cx_objstore_open("s3://b/p", unknown, 1, &s, &err), CX_ERR_INVALID);
 	CHECK(strstr(err.msg, "secret_access_key") != NULL);
 	CHECK_CODE(cx_objstore_open("s3:///p", NULL, 0, &s, &err), CX_ERR_INVALID);
