@@ -688,6 +688,31 @@ give_up(const cx_http_request *req, const cx_http_response *resp,
 	return rc;
 }
 
+/* Whether the attempt's outcome, a response or a transport failure, is
+ * worth another attempt. */
+static bool
+should_retry(const cx_http_request *req, const cx_http_response *resp,
+			 const attempt *a)
+{
+	if (a->curl_rc != CURLE_OK)
+		return retryable_transport(a->curl_rc);
+	return req->retry ? req->retry(req->retry_arg, resp) :
+		cx_http_retryable_status(resp->status);
+}
+
+/* A transport failure not worth retrying (bad certificate, bad URL...). */
+static cx_code
+transport_fail(const cx_http_request *req, const attempt *a, cx_err *err)
+{
+	char		url[CX_ERR_MSG_LEN];
+
+	cx_http_redact_url(req->url, url, sizeof(url));
+	return cx_err_set(err,
+					  a->curl_rc == CURLE_URL_MALFORMAT ? CX_ERR_INVALID : CX_ERR_IO,
+					  "%s%s%s %.250s: %.200s", op_prefix(req), op_sep(req),
+					  req->method, url, a->curl_msg);
+}
+
 cx_code
 cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 		   cx_err *err)
@@ -698,30 +723,14 @@ cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 
 	for (int n = 1;; n++)
 	{
-		bool		retry;
 		int64_t		delay;
 
 		resp->attempts = n;
 		one_attempt(h, req, resp, out_start, &a, err);
 		if (a.code != CX_OK)
 			return a.code;
-		if (a.curl_rc == CURLE_OK)
-			retry = req->retry ? req->retry(req->retry_arg, resp) :
-				cx_http_retryable_status(resp->status);
-		else
-			retry = retryable_transport(a.curl_rc);
-		if (a.curl_rc == CURLE_OK && !retry)
-			return CX_OK;
-		if (!retry)
-		{
-			char		url[CX_ERR_MSG_LEN];
-
-			cx_http_redact_url(req->url, url, sizeof(url));
-			return cx_err_set(err,
-							  a.curl_rc == CURLE_URL_MALFORMAT ? CX_ERR_INVALID : CX_ERR_IO,
-							  "%s%s%s %.250s: %.200s", op_prefix(req), op_sep(req),
-							  req->method, url, a.curl_msg);
-		}
+		if (!should_retry(req, resp, &a))
+			return a.curl_rc == CURLE_OK ? CX_OK : transport_fail(req, &a, err);
 		delay = backoff_ms(n);
 		if (a.curl_rc == CURLE_OK && retry_after_ms(resp) > delay)
 			delay = retry_after_ms(resp);
