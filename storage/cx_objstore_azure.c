@@ -10,9 +10,9 @@
  *
  * Requests authenticate with SharedKey (account_name + account_key) or with
  * a SAS token appended to every URL (cx_azure_auth.h), or go anonymous to a
- * public container.  They go through one
- * cx_http per store, so connections and DNS answers are reused and 429/5xx,
- * timeouts and resets are retried with backoff.
+ * public container.  They go through one cx_http per store, so connections
+ * and DNS answers are reused and 429/5xx, timeouts and resets are retried
+ * with backoff.
  *
  * Put-if-absent is "If-None-Match: *" on Put Blob, or on Put Block List for
  * uploads larger than one block; 409 BlobAlreadyExists and 412 mean the
@@ -86,6 +86,12 @@ static cx_code
 nomem(cx_err *err)
 {
 	return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+}
+
+static void
+put_str(cx_buf *b, const char *str)
+{
+	cx_buf_put(b, str, strlen(str));
 }
 
 /* Appends a NUL that the buffer's length does not count. */
@@ -280,7 +286,7 @@ block_query(const az_upload *up, uint32_t index, cx_buf *q)
 
 	cx_buf_init(&id);
 	block_id(up, index, &id);
-	cx_buf_put(q, "comp=block&blockid=", 19);
+	put_str(q, "comp=block&blockid=");
 	if (cx_buf_ok(&id))
 		cx_http_url_encode(q, (const char *) id.data, false);
 	else
@@ -337,14 +343,14 @@ put_block_list(az_upload *up, cx_err *err)
 	if (precheck_absent(s, up->base.key, up->base.mode, err) != CX_OK)
 		return err->code;
 	cx_buf_init(&body);
-	cx_buf_put(&body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>", 49);
+	put_str(&body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
 	for (uint32_t i = 0; i < up->nblocks; i++)
 	{
-		cx_buf_put(&body, "<Latest>", 8);
+		put_str(&body, "<Latest>");
 		block_id(up, i, &body);
-		cx_buf_put(&body, "</Latest>", 9);
+		put_str(&body, "</Latest>");
 	}
-	cx_buf_put(&body, "</BlockList>", 12);
+	put_str(&body, "</BlockList>");
 	if (!cx_buf_ok(&body))
 	{
 		cx_buf_free(&body);
@@ -679,12 +685,12 @@ list_query(const list_state *ls, const char *prefix, cx_buf *q)
 {
 	char		num[32];
 
-	cx_buf_put(q, "restype=container&comp=list&prefix=", 35);
+	put_str(q, "restype=container&comp=list&prefix=");
 	cx_http_url_encode(q, ls->s->prefix, false);
 	cx_http_url_encode(q, prefix, false);
 	if (ls->marker != NULL)
 	{
-		cx_buf_put(q, "&marker=", 8);
+		put_str(q, "&marker=");
 		cx_http_url_encode(q, ls->marker, false);
 	}
 	if (ls->s->page_size > 0)
@@ -791,9 +797,9 @@ set_container_url(az_store *s, const char *endpoint, const char *account,
 	}
 	else
 	{
-		cx_buf_put(&url, "https://", 8);
+		put_str(&url, "https://");
 		cx_buf_put(&url, account, strlen(account));
-		cx_buf_put(&url, ".blob.core.windows.net", 22);
+		put_str(&url, ".blob.core.windows.net");
 	}
 	cx_buf_put_u8(&url, '/');
 	cx_http_url_encode(&url, container, false);
