@@ -1,0 +1,370 @@
+/*
+ * mw_util.c — helpers for the MemWAL merge and scan tests (mw_util.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cx_commit.h"
+#include "cx_rowcodec.h"
+#include "mw_util.h"
+
+cx_schema *
+mw_schema(void)
+{
+	static cx_schema *schema;
+	cx_err		err;
+
+	if (schema == NULL)
+	{
+		schema = cx_schema_new();
+		if (cx_schema_add(schema, "id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
+			cx_schema_add(schema, "v", CX_T_INT64, 0, NULL, &err) != CX_OK ||
+			cx_schema_add(schema, "tags", CX_T_LIST, CX_T_STRING, NULL, &err) != CX_OK)
+			abort();
+	}
+	return schema;
+}
+
+cx_code
+mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,
+		  cx_shardwriter **w, cx_err *err)
+{
+	cx_sw_options o;
+
+	cx_sw_options_default(&o);
+	o.writer_info = "test";
+	o.key_column = "id";
+	o.unique_key = unique_key;
+	return cx_sw_open(s, shard_id, &o, w, err);
+}
+
+/* The three columns of a row; tag storage lives in the caller's arrays. */
+static void
+fill_row(cx_datum *d, const char *id, int64_t v, char tag[32], cx_datum items[3])
+{
+	uint32_t	ntags = (uint32_t) (v < 0 ? -v : v) % 3;
+
+	memset(d, 0, 3 * sizeof(cx_datum));
+	d[0].isnull = id == NULL;
+	if (id != NULL)
+	{
+		d[0].v.bytes.ptr = (const uint8_t *) id;
+		d[0].v.bytes.len = strlen(id);
+	}
+	d[1].v.i64 = v;
+	snprintf(tag, 32, "t%lld", (long long) v);
+	for (uint32_t i = 0; i < ntags; i++)
+	{
+		memset(&items[i], 0, sizeof(cx_datum));
+		items[i].v.bytes.ptr = (const uint8_t *) tag;
+		items[i].v.bytes.len = strlen(tag);
+	}
+	d[2].v.list.items = items;
+	d[2].v.list.n = ntags;
+}
+
+cx_code
+mw_put(cx_shardwriter *w, const char *prefix, int first, int n, int64_t v,
+	   bool seal, cx_err *err)
+{
+	cx_buf		rows;
+	int64_t		ts;
+	cx_code		rc;
+
+	cx_buf_init(&rows);
+	for (int k = first; k < first + n; k++)
+	{
+		char		id[128];
+		char		tag[32];
+		cx_datum	d[3];
+		cx_datum	items[3];
+
+		snprintf(id, sizeof(id), "%s%d", prefix, k);
+		fill_row(d, id, v, tag, items);
+		cx_row_encode(mw_schema(), d, &rows);
+	}
+	rc = cx_sw_append(w, mw_schema(), rows.data, rows.len, (uint64_t) n, seal,
+					  &ts, err);
+	cx_buf_free(&rows);
+	return rc;
+}
+
+/* --------------------------------------------------------------------------
+ * Hand-made shards
+ * -------------------------------------------------------------------------- */
+
+static cx_code
+register_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+				cx_err *err)
+{
+	(void) base;
+	if (next->schema == NULL &&
+		cx_manifest_set_schema(next, mw_schema(), err) != CX_OK)
+		return err->code;
+	if (cx_manifest_set_key(next, "id", true, err) != CX_OK)
+		return err->code;
+	return cx_manifest_register_shard(next, arg, err);
+}
+
+static cx_code
+write_generation(cx_objstore *s, const mw_genrow *rows, int n,
+				 cx_generation *gen, cx_err *err)
+{
+	cx_schema  *gs;
+	cx_fragw   *w;
+	char		key[64];
+
+	if (cx_shard_generation_schema(mw_schema(), &gs, err) != CX_OK)
+		return err->code;
+	if (cx_fragment_new_key(key, sizeof(key), err) != CX_OK ||
+		cx_fragw_open(s, key, gs, NULL, &w, err) != CX_OK)
+	{
+		cx_schema_free(gs);
+		return err->code;
+	}
+	cx_schema_free(gs);
+	gen->min_ts = INT64_MAX;
+	gen->max_ts = INT64_MIN;
+	for (int i = 0; i < n; i++)
+	{
+		cx_datum	d[5];
+		char		tag[32];
+		cx_datum	items[3];
+
+		fill_row(d, rows[i].id, rows[i].v, tag, items);
+		memset(&d[3], 0, 2 * sizeof(cx_datum));
+		d[3].v.i64 = rows[i].ts;
+		d[4].v.b = rows[i].tombstone;
+		if (cx_fragw_append(w, d, err) != CX_OK)
+		{
+			cx_fragw_abort(w);
+			return err->code;
+		}
+		if (rows[i].ts < gen->min_ts)
+			gen->min_ts = rows[i].ts;
+		if (rows[i].ts > gen->max_ts)
+			gen->max_ts = rows[i].ts;
+	}
+	return cx_fragw_finish(w, &gen->fragment, err);
+}
+
+static cx_code
+commit_shard(cx_objstore *s, cx_shard_manifest *next, cx_err *err)
+{
+	cx_shard_manifest *winner = NULL;
+	bool		unknown;
+
+	if (cx_random_bytes(next->commit_id, 16, err) != CX_OK ||
+		cx_shard_manifest_put(s, next, &winner, &unknown, err) != CX_OK)
+		return err->code;
+	if (winner != NULL)
+	{
+		cx_shard_manifest_free(winner);
+		return cx_err_set(err, CX_ERR_CONFLICT, "test shard raced");
+	}
+	return CX_OK;
+}
+
+/* The next version of a hand-made shard (version 1 if it has none). */
+static cx_code
+next_version(cx_objstore *s, const char *shard_id, cx_shard_manifest **out,
+			 cx_err *err)
+{
+	cx_shard_manifest *m;
+
+	if (cx_shard_manifest_load_latest(s, shard_id, 0, &m, err) != CX_OK)
+		return err->code;
+	if (m == NULL)
+	{
+		m = cx_shard_manifest_new(shard_id);
+		m->epoch = 1;
+		m->next_gen = 1;
+		m->writer = cx_strdup("test");
+	}
+	m->version++;
+	*out = m;
+	return CX_OK;
+}
+
+cx_code
+mw_fake_seal(cx_objstore *s, const char *shard_id, const mw_genrow *rows,
+			 int n, cx_err *err)
+{
+	cx_shard_manifest *m;
+	cx_generation *grown;
+	uint64_t	v;
+	cx_code		rc;
+
+	if (cx_commit(s, "register", register_rebase, (void *) shard_id, NULL, &v,
+				  err) != CX_OK ||
+		next_version(s, shard_id, &m, err) != CX_OK)
+		return err->code;
+	grown = realloc(m->gens, (m->ngens + 1) * sizeof(cx_generation));
+	m->gens = grown;
+	memset(&m->gens[m->ngens], 0, sizeof(cx_generation));
+	rc = write_generation(s, rows, n, &m->gens[m->ngens], err);
+	if (rc == CX_OK)
+	{
+		m->gens[m->ngens].gen = m->next_gen++;
+		m->ngens++;
+		rc = commit_shard(s, m, err);
+	}
+	cx_shard_manifest_free(m);
+	return rc;
+}
+
+cx_code
+mw_fake_drain(cx_objstore *s, const char *shard_id, cx_err *err)
+{
+	cx_manifest *base;
+	cx_shard_manifest *m;
+	uint64_t	merged;
+	uint32_t	keep = 0;
+	cx_code		rc;
+
+	if (cx_manifest_load_latest(s, &base, err) != CX_OK)
+		return err->code;
+	merged = cx_manifest_merged_gen(base, shard_id);
+	cx_manifest_free(base);
+	if (next_version(s, shard_id, &m, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		if (m->gens[i].gen <= merged)
+			cx_fragment_info_free(&m->gens[i].fragment);
+		else
+			m->gens[keep++] = m->gens[i];
+	}
+	m->ngens = keep;
+	rc = commit_shard(s, m, err);
+	cx_shard_manifest_free(m);
+	return rc;
+}
+
+/* --------------------------------------------------------------------------
+ * Scans
+ * -------------------------------------------------------------------------- */
+
+static int
+cmp_row(const void *a, const void *b)
+{
+	const mw_row *x = a;
+	const mw_row *y = b;
+	int			c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : (x->v > y->v) - (x->v < y->v);
+}
+
+static void
+take_row(const cx_rowgroup *g, uint32_t i, mw_row *r)
+{
+	const cx_colvec *id = cx_rowgroup_column(g, 0);
+	const cx_colvec *v = cx_rowgroup_column(g, 1);
+	const cx_colvec *tags = cx_rowgroup_column(g, 2);
+	cx_datum	d;
+	char		want[32];
+
+	memset(r, 0, sizeof(*r));
+	r->tags_ok = true;
+	if (id != NULL)
+	{
+		cx_colvec_get(id, i, &d);
+		if (!d.isnull)
+			snprintf(r->id, sizeof(r->id), "%.*s", (int) d.v.bytes.len,
+					 (const char *) d.v.bytes.ptr);
+	}
+	if (v != NULL)
+	{
+		cx_colvec_get(v, i, &d);
+		r->v = d.v.i64;
+	}
+	if (tags == NULL)
+		return;
+	cx_colvec_get(tags, i, &d);
+	r->ntags = d.v.slice.n;
+	snprintf(want, sizeof(want), "t%lld", (long long) r->v);
+	r->tags_ok = r->ntags == (uint32_t) (r->v < 0 ? -r->v : r->v) % 3;
+	for (uint32_t k = 0; k < r->ntags; k++)
+	{
+		cx_datum	e;
+
+		cx_colvec_get(d.v.slice.elems, d.v.slice.start + k, &e);
+		r->tags_ok &= e.v.bytes.len == strlen(want) &&
+			memcmp(e.v.bytes.ptr, want, e.v.bytes.len) == 0;
+	}
+}
+
+cx_code
+mw_scan(cx_objstore *s, const bool *want, mw_rows *out, cx_err *err)
+{
+	cx_snapshot *snap;
+	cx_tablescan *scan;
+	uint32_t	cap = 0;
+	cx_code		rc;
+
+	memset(out, 0, sizeof(*out));
+	if (cx_snapshot_open(s, 0, &snap, err) != CX_OK)
+		return err->code;
+	out->pending = cx_snapshot_pending_generations(snap);
+	rc = cx_tablescan_begin(snap, want, &scan, err);
+	while (rc == CX_OK)
+	{
+		const cx_rowgroup *g;
+		const uint32_t *rows;
+		uint32_t	n;
+
+		rc = cx_tablescan_next(scan, &g, &rows, &n, err);
+		if (rc != CX_OK || g == NULL)
+			break;
+		if (out->n + n > cap)
+		{
+			cap = (out->n + n) * 2;
+			out->r = realloc(out->r, cap * sizeof(mw_row));
+		}
+		for (uint32_t k = 0; k < n; k++)
+			take_row(g, rows[k], &out->r[out->n++]);
+	}
+	if (scan != NULL)
+	{
+		out->stats = *cx_tablescan_get_stats(scan);
+		cx_tablescan_end(scan);
+	}
+	cx_snapshot_close(snap);
+	if (out->n > 0)
+		qsort(out->r, out->n, sizeof(mw_row), cmp_row);
+	return rc;
+}
+
+void
+mw_rows_free(mw_rows *rows)
+{
+	free(rows->r);
+	memset(rows, 0, sizeof(*rows));
+}
+
+int
+mw_count(const mw_rows *rows, const char *id, int64_t *v)
+{
+	int			n = 0;
+
+	for (uint32_t i = 0; i < rows->n; i++)
+		if (strcmp(rows->r[i].id, id) == 0)
+		{
+			n++;
+			if (v != NULL)
+				*v = rows->r[i].v;
+		}
+	return n;
+}
+
+bool
+mw_rows_equal(const mw_rows *a, const mw_rows *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (cmp_row(&a->r[i], &b->r[i]) != 0 || a->r[i].ntags != b->r[i].ntags)
+			return false;
+	return true;
+}

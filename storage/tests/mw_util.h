@@ -1,0 +1,70 @@
+/*
+ * mw_util.h — helpers for the MemWAL merge and scan tests: a small keyed
+ * table, writers on it, hand-made shards (for rows the writer API cannot
+ * produce: tombstones, chosen commit times), and scans into a sorted row
+ * list.
+ *
+ * The table is (id text, v int64, tags text[]), key id.  A row's tags are
+ * v % 3 copies of "t<v>", so list columns travel through every path.
+ */
+#ifndef MW_UTIL_H
+#define MW_UTIL_H
+
+#include "cx_manifest.h"
+#include "cx_shard.h"
+#include "cx_shardwriter.h"
+#include "cx_tablescan.h"
+
+cx_schema  *mw_schema(void);	/* static; do not free */
+
+/* Opens a writer of shard_id on s with key "id". */
+cx_code		mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,
+					  cx_shardwriter **w, cx_err *err);
+/* Appends rows "<prefix><first>" .. "<prefix><first + n - 1>" with v = v. */
+cx_code		mw_put(cx_shardwriter *w, const char *prefix, int first, int n,
+				   int64_t v, bool seal, cx_err *err);
+
+/* A row of a hand-made generation. */
+typedef struct mw_genrow
+{
+	const char *id;				/* NULL = NULL key */
+	int64_t		v;
+	int64_t		ts;
+	bool		tombstone;
+} mw_genrow;
+
+/*
+ * Hand-made shard: registers shard_id (and the key "id", unique) in the base
+ * if needed and commits the next shard-manifest version with one more
+ * generation holding rows (no writer, no epoch handling: tests only).
+ */
+cx_code		mw_fake_seal(cx_objstore *s, const char *shard_id,
+						 const mw_genrow *rows, int n, cx_err *err);
+/* Drops the generations the base marks merged from a hand-made shard. */
+cx_code		mw_fake_drain(cx_objstore *s, const char *shard_id, cx_err *err);
+
+typedef struct mw_row
+{
+	char		id[128];		/* "" for a NULL key */
+	int64_t		v;
+	uint32_t	ntags;
+	bool		tags_ok;		/* every tag is "t<v>" */
+} mw_row;
+
+typedef struct mw_rows
+{
+	mw_row	   *r;				/* sorted by id, then v */
+	uint32_t	n;
+	cx_tablescan_stats stats;
+	uint32_t	pending;		/* unmerged generations in the snapshot */
+} mw_rows;
+
+/* Scans the newest snapshot (want NULL = all columns). */
+cx_code		mw_scan(cx_objstore *s, const bool *want, mw_rows *out,
+					cx_err *err);
+void		mw_rows_free(mw_rows *rows);
+/* Occurrences of id; *v receives the value of the last one. */
+int			mw_count(const mw_rows *rows, const char *id, int64_t *v);
+bool		mw_rows_equal(const mw_rows *a, const mw_rows *b);
+
+#endif							/* MW_UTIL_H */

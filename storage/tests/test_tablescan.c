@@ -1,0 +1,258 @@
+/*
+ * test_tablescan.c — snapshots and scans over base fragments, deletion
+ * vectors and unmerged generations (cx_tablescan.h).
+ */
+#include <stdlib.h>
+
+#include "cx_commit.h"
+#include "cx_merge.h"
+#include "cx_rowkey.h"
+#include "cx_test.h"
+#include "mw_util.h"
+
+static cx_objstore *
+open_store(void)
+{
+	cx_objstore *s = NULL;
+	cx_err		err;
+
+	if (cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err) != CX_OK)
+		return NULL;
+	return s;
+}
+
+CX_TEST(tablescan_of_empty_store)
+{
+	cx_objstore *s = open_store();
+	cx_snapshot *snap;
+	cx_tablescan *scan;
+	const cx_rowgroup *g;
+	const uint32_t *rows;
+	uint32_t	n;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(cx_snapshot_open(s, 0, &snap, &err), &err);
+	CHECK(cx_snapshot_version(snap) == 0);
+	CHECK(cx_snapshot_base(snap)->schema == NULL);
+	CHECK(cx_snapshot_row_estimate(snap) == 0);
+	CHECK(cx_snapshot_pending_generations(snap) == 0);
+	REQUIRE_OK(cx_tablescan_begin(snap, NULL, &scan, &err), &err);
+	REQUIRE_OK(cx_tablescan_next(scan, &g, &rows, &n, &err), &err);
+	CHECK(g == NULL && n == 0);
+	cx_tablescan_end(scan);
+	cx_snapshot_close(snap);
+	cx_obj_close(s);
+}
+
+/* A large base and no generations: streamed a row group at a time, with no
+ * key map, whatever the size of the table. */
+CX_TEST(tablescan_large_base_streams_without_a_keymap)
+{
+	cx_objstore *s = open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_merge_options o;
+	mw_rows r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	cx_merge_options_default(&o);
+	o.fragment.rows_per_group = 4096;
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 50000, 5, true, &err), &err);
+	REQUIRE_OK(mw_put(w, "j", 0, 50000, 6, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 100000 && r.pending == 0);
+	CHECK(r.stats.keymap_keys == 0 && r.stats.keymap_bytes == 0);
+	CHECK(r.stats.rows_returned == 100000 && r.stats.rows_hidden == 0);
+	CHECK(r.stats.fragments_opened == 1);
+	mw_rows_free(&r);
+	/* one unmerged row: the map holds just it, not the base */
+	REQUIRE_OK(mw_put(w, "k", 7, 1, 9, true, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 100000 && r.stats.keymap_keys == 1);
+	CHECK(r.stats.keymap_bytes < 256 * 1024);
+	CHECK(r.stats.rows_hidden == 1);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Only the wanted columns are read (plus, with generations, the key and
+ * hidden ones internally); hidden columns never appear in the schema. */
+CX_TEST(tablescan_projection_reads_fewer_bytes)
+{
+	cx_objstore *s = open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	bool		only_v[3] = {false, true, false};
+	uint64_t	full;
+	uint64_t	proj;
+	mw_rows r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "a-rather-long-key-to-make-the-id-column-heavy-", 0,
+					  60000, 4, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_put(w, "a-rather-long-key-to-make-the-id-column-heavy-", 0,
+					  10, 5, true, &err), &err);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		s->stats.bytes_read = 0;
+		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+		full = s->stats.bytes_read;
+		CHECK(r.n == 60000);
+		mw_rows_free(&r);
+		s->stats.bytes_read = 0;
+		REQUIRE_OK(mw_scan(s, only_v, &r, &err), &err);
+		proj = s->stats.bytes_read;
+		CHECK(r.n == 60000 && r.r[0].ntags == 0);
+		mw_rows_free(&r);
+		/* With a generation pending, the base's key (the heavy column here)
+		 * and commit time are read too, for de-duplication; without, only
+		 * v (measured: 601 KB whole, 302 KB and 67 KB projected). */
+		CHECK(pass == 0 ? proj * 3 < full * 2 : proj * 4 < full);
+		/* second pass: without generations (no key column needed) */
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	}
+	{
+		cx_snapshot *snap;
+
+		REQUIRE_OK(cx_snapshot_open(s, 0, &snap, &err), &err);
+		CHECK(cx_snapshot_base(snap)->schema->ncolumns == 3);
+		cx_snapshot_close(snap);
+	}
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Deletion vectors alone (no generations) need no key map. */
+CX_TEST(tablescan_applies_deletion_vectors_without_keymap)
+{
+	cx_objstore *s = open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	mw_rows r;
+	int64_t		v = -1;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 100, 1, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 10, 20, 2, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	CHECK(res.rows_replaced == 20);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 100 && r.stats.keymap_keys == 0 && r.stats.rows_hidden == 20);
+	CHECK(mw_count(&r, "k15", &v) == 1 && v == 2);
+	CHECK(mw_count(&r, "k35", &v) == 1 && v == 1);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* A pinned version reads exactly its base fragments. */
+CX_TEST(tablescan_pinned_version_reads_its_base_only)
+{
+	cx_objstore *s = open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_snapshot *snap;
+	cx_tablescan *scan;
+	const cx_rowgroup *g;
+	const uint32_t *rows;
+	uint32_t	n;
+	uint32_t	total = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 10, 1, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 5, 10, 2, true, &err), &err);
+	REQUIRE_OK(cx_snapshot_open(s, res.base_version, &snap, &err), &err);
+	CHECK(cx_snapshot_pending_generations(snap) == 0);
+	REQUIRE_OK(cx_tablescan_begin(snap, NULL, &scan, &err), &err);
+	for (;;)
+	{
+		REQUIRE_OK(cx_tablescan_next(scan, &g, &rows, &n, &err), &err);
+		if (g == NULL)
+			break;
+		total += n;
+	}
+	CHECK(total == 10);
+	cx_tablescan_end(scan);
+	cx_snapshot_close(snap);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* NULL keys are never de-duplicated; tombstones in the base are hidden
+ * even on the path without generations. */
+CX_TEST(tablescan_null_keys_and_base_tombstones)
+{
+	cx_objstore *s = open_store();
+	cx_merge_result res;
+	mw_rows r;
+	cx_err		err;
+	const mw_genrow g1[] = {{NULL, 1, 10, false}, {NULL, 2, 10, false},
+	{"a", 3, 10, false}, {"b", 4, 10, false}};
+	const mw_genrow g2[] = {{NULL, 5, 20, false}, {"a", 0, 20, true},
+	{NULL, 6, 20, true}};
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_fake_seal(s, "f", g1, 4, &err), &err);
+	REQUIRE_OK(mw_fake_seal(s, "f", g2, 3, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 4 && mw_count(&r, "", NULL) == 3 && mw_count(&r, "a", NULL) == 0);
+	CHECK(r.stats.keymap_keys == 2);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_merge_shard(s, "f", NULL, &res, &err), &err);
+	/* NULL-key rows 1, 2, 5; the tombstone of a; b */
+	CHECK(res.rows_written == 5);
+	REQUIRE_OK(mw_fake_drain(s, "f", &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 4 && mw_count(&r, "", NULL) == 3 && mw_count(&r, "a", NULL) == 0);
+	CHECK(r.stats.keymap_keys == 0 && r.stats.rows_hidden == 1);
+	mw_rows_free(&r);
+	cx_obj_close(s);
+}
+
+/* A base fragment without tombstones is read without its tombstone
+ * column; one with them is filtered. */
+CX_TEST(tablescan_reads_tombstone_column_only_when_needed)
+{
+	cx_objstore *s = open_store();
+	cx_merge_result res;
+	cx_snapshot *snap;
+	const cx_manifest *m;
+	cx_err		err;
+	const mw_genrow live[] = {{"a", 1, 10, false}};
+	const mw_genrow dead[] = {{"b", 0, 20, true}};
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_fake_seal(s, "f", live, 1, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "f", NULL, &res, &err), &err);
+	REQUIRE_OK(mw_fake_seal(s, "f", dead, 1, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "f", NULL, &res, &err), &err);
+	REQUIRE_OK(cx_snapshot_open(s, 0, &snap, &err), &err);
+	m = cx_snapshot_base(snap);
+	REQUIRE(m->nfragments == 2);
+	{
+		cx_layout	layout = {3, 3, 4};
+
+		CHECK(!cx_layout_may_have_tombstones(&m->fragments[0], &layout));
+		CHECK(cx_layout_may_have_tombstones(&m->fragments[1], &layout));
+	}
+	cx_snapshot_close(snap);
+	cx_obj_close(s);
+}
