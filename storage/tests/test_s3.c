@@ -492,8 +492,12 @@ CX_TEST(s3_env_credentials_need_permission)
 	cx_err		err;
 	const char *saved = getenv("AWS_ACCESS_KEY_ID");
 
-	if (!need_env("CX_TEST_S3_ENDPOINT") || !env_init(&e, "CX_TEST_S3_ENDPOINT") ||
-		saved != NULL)
+	if (saved != NULL)
+	{
+		printf("    skip: AWS_ACCESS_KEY_ID is set in this environment\n");
+		return;
+	}
+	if (!env_init(&e, "CX_TEST_S3_ENDPOINT"))
 		return;
 	e.nopts = 0;
 	add_opt(&e, "endpoint", getenv("CX_TEST_S3_ENDPOINT"));
@@ -501,17 +505,23 @@ CX_TEST(s3_env_credentials_need_permission)
 	setenv("AWS_ACCESS_KEY_ID", "NOT-A-KNOWN-KEY", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "ENV-SECRET-VALUE", 1);
 
-	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	CHECK_CODE(put_str(s, "anon", "v", CX_PUT_OVERWRITE, &err), CX_OK);
-	cx_obj_close(s);
-
+	/* No REQUIRE until the variables are gone again: other tests follow. */
+	CHECK_CODE(env_open(&e, &s, &err), CX_OK);
+	if (s != NULL)
+	{
+		CHECK_CODE(put_str(s, "anon", "v", CX_PUT_OVERWRITE, &err), CX_OK);
+		cx_obj_close(s);
+	}
 	add_opt(&e, "allow_env_credentials", "on");
-	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	CHECK_CODE(put_str(s, "signed", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
-	CHECK(strstr(err.msg, "403") != NULL && strstr(err.msg, "InvalidAccessKeyId") != NULL);
-	CHECK(strstr(err.msg, "ENV-SECRET-VALUE") == NULL);
-	CHECK(strstr(err.msg, "NOT-A-KNOWN-KEY") == NULL);
-	cx_obj_close(s);
+	CHECK_CODE(env_open(&e, &s, &err), CX_OK);
+	if (s != NULL)
+	{
+		CHECK_CODE(put_str(s, "signed", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
+		CHECK(strstr(err.msg, "403") != NULL && strstr(err.msg, "InvalidAccessKeyId") != NULL);
+		CHECK(strstr(err.msg, "ENV-SECRET-VALUE") == NULL);
+		CHECK(strstr(err.msg, "NOT-A-KNOWN-KEY") == NULL);
+		cx_obj_close(s);
+	}
 	unsetenv("AWS_ACCESS_KEY_ID");
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 }
