@@ -35,10 +35,11 @@
  *   seal.after_commit        seal: the shard manifest listing the new
  *                            generation is committed, the memtable not yet
  *                            cleared
- *   claim.after_commit       cx_sw_open: the claim (epoch + 1) is committed;
- *                            no base registration, fence or replay yet
  *   claim.after_register     cx_sw_open: the shard is registered in the base
- *                            manifest (reached also when it already was)
+ *                            manifest (reached also when it already was); no
+ *                            claim yet
+ *   claim.after_commit       cx_sw_open: the claim (epoch + 1) is committed;
+ *                            no fence or replay yet
  *   claim.after_fence        cx_sw_open: the fence marker is at the WAL tip,
  *                            nothing replayed yet
  *   claim.after_replay       cx_sw_open: the replayed rows are uploaded as a

@@ -28,10 +28,12 @@
  * (every later call fails the same way).  Re-claiming is an explicit new
  * cx_sw_open(); nothing here retries a claim.
  *
- * Claim (cx_sw_open): read the newest shard manifest, write the next version
- * with epoch + 1 (losing that race is CX_ERR_FENCED: someone else claimed
- * concurrently); register the shard in the base manifest if it is not there
- * (a base commit, once per shard lifetime, so readers find it); write a fence
+ * Claim (cx_sw_open): register the shard in the base manifest if it is not
+ * there (a base commit, once per shard lifetime, so readers find it; the
+ * table key is checked or recorded first, so a refused open fences nobody);
+ * read the newest shard manifest, write the next version with epoch + 1
+ * (losing that race to a newer epoch is CX_ERR_FENCED: someone else claimed
+ * concurrently; losing it to the previous writer's seal rebases); write a fence
  * marker at the WAL tip (the first free seq after the newest entry; if that
  * collides with a straggler's entry, move past it); replay the WAL entries in
  * (replay_seq, fence) into a generation; drain generations the base manifest

@@ -2,12 +2,14 @@
  * cx_swclaim.c — claiming a shard (cx_sw_open): epoch + 1, registration,
  * fence marker, WAL replay (docs/DESIGN-memwal.md, "Claim").
  *
- *   1. Claim: write the next shard-manifest version with epoch + 1.  From
+ *   1. Register the shard in the base manifest (once per shard lifetime),
+ *      checking the table key first: an open that is refused for its
+ *      options fences nobody.
+ *   2. Claim: write the next shard-manifest version with epoch + 1.  From
  *      then on the previous writer's next seal collides with it.
- *   2. Register the shard in the base manifest (once per shard lifetime).
  *   3. Fence: write a fence marker at the first free WAL seq.  From then on
  *      the previous writer's next WAL entry collides with it (or with an
- *      entry before it).  Its entries that landed between 1 and 3 (the
+ *      entry before it).  Its entries that landed between 2 and 3 (the
  *      stragglers) are below the marker.
  *   4. Replay: every rows entry between the replay position and the fence
  *      goes into one generation, committed with the replay position moved
@@ -36,7 +38,7 @@
 #define MAX_FENCE_STEPS 64		/* its straggler entries we step over */
 
 /* --------------------------------------------------------------------------
- * 1. Claim
+ * 2. Claim
  * -------------------------------------------------------------------------- */
 
 /* The claim version on top of cur (NULL: the shard's first version). */
@@ -349,15 +351,14 @@ cx_sw_claim(cx_shardwriter *w, cx_err *err)
 	cx_err		ignored;
 	cx_code		rc;
 
-	if (claim_version(w, err) != CX_OK ||
+	if (cx_sw_register(w, err) != CX_OK ||
+		CX_FAILPOINT("claim.after_register", err) != CX_OK ||
+		claim_version(w, err) != CX_OK ||
 		CX_FAILPOINT("claim.after_commit", err) != CX_OK)
 		return err->code;
 	w->last_ts = w->m->committed_at_us;
 	if (cx_shard_hint_write(w->s, w->shard_id, w->m->version, &ignored) == CX_OK)
 		w->hint_version = w->m->version;
-	if (cx_sw_register(w, err) != CX_OK ||
-		CX_FAILPOINT("claim.after_register", err) != CX_OK)
-		return err->code;
 	memset(&l, 0, sizeof(l));
 	rc = list_wal(w, &l, err);
 	if (rc == CX_OK)

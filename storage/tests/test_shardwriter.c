@@ -181,13 +181,18 @@ CX_TEST(sw_open_refuses_a_different_key)
 	cx_sw_options o = opts();
 	cx_err		err;
 
+	cx_shardwriter *refused;
+
 	REQUIRE(s != NULL);
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
-	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	o.key_column = "n";
-	CHECK_CODE(cx_sw_open(s, "b", &o, &w, &err), CX_ERR_SCHEMA);
+	CHECK_CODE(cx_sw_open(s, "a", &o, &refused, &err), CX_ERR_SCHEMA);
 	CHECK(strstr(err.msg, "key") != NULL);
-	CHECK_CODE(cx_sw_open(s, "no/slash", NULL, &w, &err), CX_ERR_INVALID);
+	/* Refused before claiming: the writer in place is not fenced. */
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	CHECK(cx_sw_epoch(w) == 1);
+	CHECK_CODE(cx_sw_open(s, "no/slash", NULL, &refused, &err), CX_ERR_INVALID);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	cx_obj_close(s);
 }
 
@@ -431,7 +436,7 @@ CX_TEST(sw_straggler_between_claim_and_fence_is_replayed)
 	REQUIRE_OK(open_writer(sa, "x", &a, &err), &err);
 	REQUIRE_OK(append(a, "s", 0, 1, false, &err), &err);
 	/* A claim that stops after its claim version, before its fence. */
-	REQUIRE_OK(cx_failpoint_set("claim.after_register=error", &err), &err);
+	REQUIRE_OK(cx_failpoint_set("claim.after_commit=error", &err), &err);
 	CHECK_CODE(open_writer(sb, "x", &b, &err), CX_ERR_IO);
 	REQUIRE_OK(cx_failpoint_set("", &err), &err);
 	/* The old writer's WAL path still works, and acknowledges a row. */
@@ -777,7 +782,7 @@ injected(cx_code rc, const cx_err *err, const char *name)
 CX_TEST(sw_failpoints_in_error_mode_keep_the_store_consistent)
 {
 	static const char *const claim_steps[] = {
-		"claim.after_commit", "claim.after_register", "claim.after_fence",
+		"claim.after_register", "claim.after_commit", "claim.after_fence",
 		"claim.after_replay",
 	};
 	cx_objstore *s = sw_store("/st");
@@ -910,8 +915,8 @@ CX_TEST(sw_kill9_at_each_step_loses_and_duplicates_nothing)
 		{"append.after_wal=crash@2", 5, 0},
 		{"seal.after_fragment=crash", 10, 0},
 		{"seal.after_commit=crash", 10, 5},
-		{"claim.after_commit=crash", 10, 0},
 		{"claim.after_register=crash", 10, 0},
+		{"claim.after_commit=crash", 10, 0},
 		{"claim.after_fence=crash", 10, 0},
 		{"claim.after_replay=crash", 10, 0},
 	};
