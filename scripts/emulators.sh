@@ -108,7 +108,7 @@ start() {
   spawn s3rver-tls "${s3rver[@]}" -d "$run/s3rver" -a "$host" -p "$s3t_port" --silent \
     --key "$run/tls/key.pem" --cert "$run/tls/cert.pem"
   (cd "$run" && spawn azurite "$bin/azurite-blob" --blobHost "$host" --blobPort "$az_port" \
-    --inMemoryPersistence --loose --skipApiVersionCheck --silent)
+    --inMemoryPersistence --loose --skipApiVersionCheck --silent --disableTelemetry)
   # s3rver ignores If-None-Match; through its proxy it appears to honour it.
   spawn s3proxy node "$repo/scripts/faultproxy.js" --listen "$host:$s3p_port" \
     --target "$host:$s3_port" --control "$host:$s3c_port" --emulate-conditional-put 1
