@@ -12,12 +12,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "cx_commit.h"
 #include "cx_crypto.h"
 #include "cx_objstore.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 
 #define SECRET "S3RVER"
 #define TOKEN "SESSION-TOKEN-SECRET"
@@ -31,26 +30,6 @@ typedef struct s3_env
 	size_t		nopts;
 	char		prefix[64];
 } s3_env;
-
-/* The variable's value; NULL if unset, after failing the test if the
- * emulators are required and noting the skip otherwise. */
-static const char *
-need_env(const char *name)
-{
-	const char *v = getenv(name);
-	const char *req = getenv("CX_TEST_REQUIRE_EMULATORS");
-	char		msg[160];
-
-	if (v != NULL && v[0] != '\0')
-		return v;
-	snprintf(msg, sizeof(msg), "%s is not set: start the emulators (scripts/with-emulators.sh)",
-			 name);
-	if (req != NULL && strcmp(req, "1") == 0)
-		cx_test_fail(__FILE__, __LINE__, msg);
-	else
-		printf("    skip: %s\n", msg);
-	return NULL;
-}
 
 static void
 add_opt(s3_env *e, const char *name, const char *value)
@@ -68,8 +47,8 @@ add_opt(s3_env *e, const char *name, const char *value)
 static bool
 env_init(s3_env *e, const char *endpoint_var)
 {
-	const char *endpoint = need_env(endpoint_var);
-	const char *bucket = need_env("CX_TEST_S3_BUCKET");
+	const char *endpoint = cx_test_need_env(endpoint_var);
+	const char *bucket = cx_test_need_env("CX_TEST_S3_BUCKET");
 	uint8_t		rnd[6];
 	char		hex[13];
 	cx_err		err;
@@ -107,7 +86,7 @@ direct_env(s3_env *e)
 static bool
 proxy_env(s3_env *e)
 {
-	if (!env_init(e, "CX_TEST_S3_PROXY") || need_env("CX_TEST_S3_PROXY_CTL") == NULL)
+	if (!env_init(e, "CX_TEST_S3_PROXY") || cx_test_need_env("CX_TEST_S3_PROXY_CTL") == NULL)
 		return false;
 	add_opt(e, "conditional_put", "on");
 	return true;
@@ -119,75 +98,11 @@ env_open(s3_env *e, cx_objstore **s, cx_err *err)
 	return cx_objstore_open(e->uri, e->opts, e->nopts, s, err);
 }
 
-/* --- talking to the proxy's control port ------------------------------ */
-
-static size_t
-collect_body(char *p, size_t size, size_t n, void *arg)
+/* The fault proxy's control URL (proxy_env() made sure it is set). */
+static const char *
+ctl(void)
 {
-	cx_buf_put(arg, p, size * n);
-	return size * n;
-}
-
-/* Sends a control request; returns the HTTP status (0 on failure) and the
- * body in out (if not NULL). */
-static long
-proxy_ctl(const char *method, const char *path, const char *json, cx_buf *out)
-{
-	const char *ctl = getenv("CX_TEST_S3_PROXY_CTL");
-	char		url[256];
-	CURL	   *c = curl_easy_init();
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	cx_buf		ignored;
-	long		status = 0;
-
-	cx_buf_init(&ignored);
-	snprintf(url, sizeof(url), "%s%s", ctl ? ctl : "", path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (json != NULL)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out ? out : &ignored);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	cx_buf_free(&ignored);
-	return status;
-}
-
-static bool
-inject(const char *json)
-{
-	return proxy_ctl("POST", "/faults", json, NULL) == 200;
-}
-
-/* No fault rules left, counters at zero. */
-static void
-proxy_reset(void)
-{
-	proxy_ctl("DELETE", "/faults", NULL, NULL);
-	proxy_ctl("POST", "/stats/reset", NULL, NULL);
-}
-
-/* A counter from the proxy's /stats, or -1. */
-static long
-proxy_stat(const char *name)
-{
-	cx_buf		b;
-	char		pat[64];
-	const char *p;
-	long		v = -1;
-
-	cx_buf_init(&b);
-	proxy_ctl("GET", "/stats", NULL, &b);
-	cx_buf_put_u8(&b, 0);
-	snprintf(pat, sizeof(pat), "\"%s\":", name);
-	if (b.data && (p = strstr((char *) b.data, pat)) != NULL)
-		v = strtol(p + strlen(pat), NULL, 10);
-	cx_buf_free(&b);
-	return v;
+	return getenv("CX_TEST_S3_PROXY_CTL");
 }
 
 static double
@@ -211,39 +126,7 @@ put_str(cx_objstore *s, const char *key, const char *val, cx_put_mode mode,
 static bool
 holds(cx_objstore *s, const char *key, const char *val)
 {
-	cx_buf		b;
-	cx_err		err;
-	bool		ok;
-
-	cx_buf_init(&b);
-	ok = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == strlen(val) &&
-		(b.len == 0 || memcmp(b.data, val, b.len) == 0);
-	cx_buf_free(&b);
-	return ok;
-}
-
-#define MAX_KEYS 64
-
-typedef struct listed
-{
-	int			n;
-	int			stop_after;
-	char		keys[MAX_KEYS][128];
-	uint64_t	sizes[MAX_KEYS];
-} listed;
-
-static bool
-collect(void *arg, const char *key, uint64_t size)
-{
-	listed	   *l = arg;
-
-	if (l->n < MAX_KEYS)
-	{
-		snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", key);
-		l->sizes[l->n] = size;
-	}
-	l->n++;
-	return l->stop_after == 0 || l->n < l->stop_after;
+	return cx_test_holds(s, key, val, strlen(val));
 }
 
 /* --- tests against s3rver directly ------------------------------------ */
@@ -302,9 +185,9 @@ CX_TEST(s3_list_with_continuation_and_odd_keys)
 	s3_env		e;
 	cx_objstore *s;
 	cx_err		err;
-	listed		l = {0};
-	listed		first3 = {.stop_after = 3};
-	listed		none = {0};
+	cx_test_listed l = {0};
+	cx_test_listed first3 = {.stop_after = 3};
+	cx_test_listed none = {0};
 
 	if (!direct_env(&e))
 		return;
@@ -315,7 +198,7 @@ CX_TEST(s3_list_with_continuation_and_odd_keys)
 		REQUIRE_OK(put_str(s, keys[i], keys[i], CX_PUT_OVERWRITE, &err), &err);
 	REQUIRE_OK(put_str(s, "other", "x", CX_PUT_OVERWRITE, &err), &err);
 
-	REQUIRE_OK(cx_obj_list(s, "k/", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "k/", cx_test_collect, &l, &err), &err);
 	REQUIRE(l.n == n);
 	for (int i = 0; i < n; i++)
 	{
@@ -325,9 +208,9 @@ CX_TEST(s3_list_with_continuation_and_odd_keys)
 	}
 	CHECK(s->stats.lists == 1);
 
-	REQUIRE_OK(cx_obj_list(s, "k/", collect, &first3, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "k/", cx_test_collect, &first3, &err), &err);
 	CHECK(first3.n == 3);
-	REQUIRE_OK(cx_obj_list(s, "nothing/", collect, &none, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "nothing/", cx_test_collect, &none, &err), &err);
 	CHECK(none.n == 0);
 	cx_obj_close(s);
 }
@@ -425,7 +308,7 @@ CX_TEST(s3_probe_refuses_server_ignoring_if_none_match)
 	s3_env		e;
 	cx_objstore *s;
 	cx_err		err;
-	listed		l = {0};
+	cx_test_listed l = {0};
 
 	if (!env_init(&e, "CX_TEST_S3_ENDPOINT"))
 		return;
@@ -436,7 +319,7 @@ CX_TEST(s3_probe_refuses_server_ignoring_if_none_match)
 	CHECK(strstr(err.msg, "conditional_put 'off'") != NULL);
 	CHECK(strstr(err.msg, "single cluster") != NULL);
 	/* Nothing was written, and the probe cleaned up after itself. */
-	REQUIRE_OK(cx_obj_list(s, "", collect, &l, &err), &err);
+	REQUIRE_OK(cx_obj_list(s, "", cx_test_collect, &l, &err), &err);
 	CHECK(l.n == 0);
 	/* Plain overwrites need no probe. */
 	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
@@ -531,7 +414,7 @@ CX_TEST(s3_tls_verified_by_default_and_ca_file)
 	s3_env		e;
 	cx_objstore *s;
 	cx_err		err;
-	const char *ca = need_env("CX_TEST_S3_TLS_CA");
+	const char *ca = cx_test_need_env("CX_TEST_S3_TLS_CA");
 
 	if (ca == NULL || !env_init(&e, "CX_TEST_S3_TLS_ENDPOINT"))
 		return;
@@ -560,7 +443,7 @@ CX_TEST(s3_proxy_honours_conditional_put)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
 	REQUIRE_OK(put_str(s, "k", "one", CX_PUT_IF_ABSENT, &err), &err);
 	CHECK_CODE(put_str(s, "k", "two", CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
@@ -576,16 +459,16 @@ CX_TEST(s3_retries_500_503_429)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	REQUIRE(inject("{\"action\":\"status\",\"status\":500,\"method\":\"PUT\"}"));
-	REQUIRE(inject("{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"method\":\"PUT\"}"));
-	REQUIRE(inject("{\"action\":\"status\",\"status\":429,\"method\":\"PUT\",\"headers\":{\"Retry-After\":\"1\"}}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":500,\"method\":\"PUT\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"method\":\"PUT\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":429,\"method\":\"PUT\",\"headers\":{\"Retry-After\":\"1\"}}"));
 	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
 	CHECK(s->stats.retries == 3);
 	CHECK(holds(s, "k", "v"));
 	/* The same on reads. */
-	REQUIRE(inject("{\"action\":\"status\",\"status\":502,\"method\":\"GET\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":502,\"method\":\"GET\"}"));
 	CHECK(holds(s, "k", "v"));
 	CHECK(s->stats.retries == 4);
 	cx_obj_close(s);
@@ -600,11 +483,11 @@ CX_TEST(s3_retries_exhausted_name_op_key_status_not_secret)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	add_opt(&e, "session_token", TOKEN);
 	add_opt(&e, "retry_max_attempts", "3");
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	REQUIRE(inject("{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"count\":10}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":503,\"code\":\"SlowDown\",\"count\":10}"));
 	t0 = now_s();
 	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_IO);
 	CHECK(now_s() - t0 < 5.0);
@@ -617,10 +500,10 @@ CX_TEST(s3_retries_exhausted_name_op_key_status_not_secret)
 	CHECK(strstr(err.msg, TOKEN) == NULL);
 	CHECK(strstr(err.msg, "Authorization") == NULL);
 	CHECK(s->stats.retries == 2);
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 
 	/* A final refusal is not retried, and says so just as clearly. */
-	REQUIRE(inject("{\"action\":\"status\",\"status\":403,\"code\":\"AccessDenied\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":403,\"code\":\"AccessDenied\"}"));
 	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
 	CHECK(strstr(err.msg, "HTTP 403 (AccessDenied)") != NULL);
 	CHECK(s->stats.retries == 2);
@@ -638,12 +521,12 @@ CX_TEST(s3_timeouts_are_bounded)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	add_opt(&e, "request_timeout", "0.4");
 	add_opt(&e, "retry_max_attempts", "2");
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
 	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), &err);
-	REQUIRE(inject("{\"action\":\"delay\",\"ms\":3000,\"count\":5,\"method\":\"GET\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"delay\",\"ms\":3000,\"count\":5,\"method\":\"GET\"}"));
 	cx_buf_init(&b);
 	t0 = now_s();
 	CHECK_CODE(cx_obj_get(s, "k", &b, &err), CX_ERR_TIMEOUT);
@@ -652,7 +535,7 @@ CX_TEST(s3_timeouts_are_bounded)
 	CHECK(strstr(err.msg, "get ") == err.msg && strstr(err.msg, "/k") != NULL);
 	CHECK(strstr(err.msg, "2 attempts") != NULL);
 	cx_buf_free(&b);
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	cx_obj_close(s);
 }
 
@@ -664,9 +547,9 @@ CX_TEST(s3_connection_resets_are_retried)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	REQUIRE(inject("{\"action\":\"reset\",\"count\":2,\"method\":\"PUT\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"reset\",\"count\":2,\"method\":\"PUT\"}"));
 	REQUIRE_OK(put_str(s, "k", "v", CX_PUT_IF_ABSENT, &err), &err);
 	CHECK(s->stats.retries >= 2);
 	CHECK(holds(s, "k", "v"));
@@ -707,14 +590,14 @@ CX_TEST(s3_lost_acknowledgement_of_a_commit)
 
 	if (!proxy_env(&e))
 		return;
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
 	REQUIRE_OK(cx_commit(s, "first", no_change, NULL, NULL, &v, &err), &err);
 	CHECK(v == 1);
-	REQUIRE(inject("{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"/_versions/\"}"));
+	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"drop_response\",\"method\":\"PUT\",\"path\":\"/_versions/\"}"));
 	REQUIRE_OK(cx_commit(s, "second", no_change, NULL, NULL, &v, &err), &err);
 	CHECK(v == 2);
-	CHECK(proxy_stat("fired") == 1);
+	CHECK(cx_test_proxy_stat(ctl(), "fired") == 1);
 	/* libcurl itself resends a request whose reused connection died before
 	 * any answer, so the retry shows as a new connection, not always as one
 	 * of our retries. */
@@ -737,7 +620,7 @@ CX_TEST(s3_sequential_requests_reuse_one_connection)
 	if (!proxy_env(&e))
 		return;
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	proxy_reset();
+	cx_test_proxy_reset(ctl());
 	for (int i = 0; i < 20; i++)
 	{
 		snprintf(key, sizeof(key), "k%02d", i);
@@ -745,7 +628,7 @@ CX_TEST(s3_sequential_requests_reuse_one_connection)
 	}
 	CHECK(s->stats.puts == 20);
 	CHECK(s->stats.connections == 1);
-	CHECK(proxy_stat("connections") == 1);
-	CHECK(proxy_stat("requests") == 20);
+	CHECK(cx_test_proxy_stat(ctl(), "connections") == 1);
+	CHECK(cx_test_proxy_stat(ctl(), "requests") == 20);
 	cx_obj_close(s);
 }
