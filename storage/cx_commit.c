@@ -9,9 +9,10 @@
  * A put can fail without saying whether it landed (a timeout or reset after
  * the request was sent), and a backend that retries internally may then see
  * its own earlier attempt as "exists".  So every put that does not plainly
- * succeed is settled by reading version N+1 back and comparing its commit id
- * with ours; re-committing after our own put landed would apply the change
- * twice.
+ * succeed is settled by reading version N+1 back and comparing it with ours
+ * (cx_manifest_put, cx_vseq_put: every version carries a random commit id,
+ * so equal bytes mean ours); re-committing after our own put landed would
+ * apply the change twice.
  */
 #include "cx_commit.h"
 
@@ -22,14 +23,6 @@
 
 #define DEFAULT_MAX_ATTEMPTS 64
 #define DEFAULT_BACKOFF_MAX_MS 200
-/* Puts repeated when read-back shows an ambiguous put did not land. */
-#define MAX_PUT_TRIES 4
-
-typedef enum put_outcome
-{
-	PUT_WON,					/* version N+1 is ours */
-	PUT_LOST					/* someone else's commit is version N+1 */
-} put_outcome;
 
 void
 cx_commit_options_default(cx_commit_options *o)
@@ -106,71 +99,15 @@ build_next(const cx_manifest *base, const char *operation, cx_manifest **out,
 	return CX_OK;
 }
 
-/* Reads version `version` back and says whether it carries commit id `id`. */
-static cx_code
-read_back(cx_objstore *s, uint64_t version, const uint8_t *id,
-		  put_outcome *outcome, cx_err *err)
-{
-	cx_manifest *m;
-
-	if (cx_manifest_load(s, version, &m, err) != CX_OK)
-		return err->code;
-	*outcome = memcmp(m->commit_id, id, sizeof(m->commit_id)) == 0 ?
-		PUT_WON : PUT_LOST;
-	cx_manifest_free(m);
-	return CX_OK;
-}
-
-/*
- * Writes next with put-if-absent and settles who owns its version.  A put
- * that fails ambiguously and did not land is repeated (a few times); if the
- * read-back itself fails, the outcome is unknown and reported as such.
- */
-static cx_code
-put_settled(cx_objstore *s, const cx_manifest *next, const cx_buf *bytes,
-			const cx_commit_options *o, put_outcome *outcome, cx_err *err)
-{
-	char		key[64];
-
-	cx_manifest_key(next->version, key, sizeof(key));
-	for (int tries = 1;; tries++)
-	{
-		cx_code		rc;
-		cx_code		rb;
-		cx_err		rb_err;
-
-		rc = cx_obj_put(s, key, bytes->data, bytes->len, CX_PUT_IF_ABSENT, err);
-		if (rc == CX_OK)
-		{
-			*outcome = PUT_WON;
-			return CX_OK;
-		}
-		if (rc != CX_ERR_EXISTS && rc != CX_ERR_IO && rc != CX_ERR_TIMEOUT)
-			return rc;
-		rb = read_back(s, next->version, next->commit_id, outcome, &rb_err);
-		if (rb == CX_OK)
-			return CX_OK;
-		if (rb != CX_ERR_NOT_FOUND)
-			return cx_err_set(err, rb,
-							  "commit of version %llu: outcome unknown: put failed (%.180s) and reading it back failed (%.180s)",
-							  (unsigned long long) next->version, err->msg,
-							  rb_err.msg);
-		if (tries == MAX_PUT_TRIES)
-			return cx_err_prefix(err, "commit of version %llu did not land in %d tries",
-								 (unsigned long long) next->version, tries);
-		backoff(o, tries);
-	}
-}
-
 /*
  * One attempt on top of base: build the next version, let the caller edit it,
- * write it.  On CX_OK, *outcome says whether we own *version, the version
- * the attempt wrote.
+ * write it.  On CX_OK, *won says whether we own *version, the version the
+ * attempt wrote (false: someone else's commit is that version).
  */
 static cx_code
 attempt(cx_objstore *s, const cx_manifest *base, const char *operation,
-		cx_rebase_fn rebase, void *arg, const cx_commit_options *o,
-		put_outcome *outcome, uint64_t *version, cx_err *err)
+		cx_rebase_fn rebase, void *arg, bool *won, uint64_t *version,
+		cx_err *err)
 {
 	cx_manifest *next;
 	cx_buf		bytes;
@@ -183,7 +120,7 @@ attempt(cx_objstore *s, const cx_manifest *base, const char *operation,
 	if (rc == CX_OK)
 		rc = cx_manifest_encode(next, &bytes, err);
 	if (rc == CX_OK)
-		rc = put_settled(s, next, &bytes, o, outcome, err);
+		rc = cx_manifest_put(s, next->version, &bytes, won, err);
 	if (rc == CX_OK)
 		*version = next->version;
 	cx_buf_free(&bytes);
@@ -198,7 +135,7 @@ cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 {
 	cx_commit_options o;
 	cx_manifest *base = NULL;
-	put_outcome outcome = PUT_LOST;
+	bool		won = false;
 	uint64_t	tried = 0;
 	cx_code		rc;
 	int			losses = 0;
@@ -214,11 +151,10 @@ cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 	{
 		rc = cx_manifest_load_latest(s, &base, err);
 		if (rc == CX_OK)
-			rc = attempt(s, base, operation, rebase, arg, &o, &outcome,
-						 &tried, err);
+			rc = attempt(s, base, operation, rebase, arg, &won, &tried, err);
 		cx_manifest_free(base);
 		base = NULL;
-		if (rc != CX_OK || outcome == PUT_WON)
+		if (rc != CX_OK || won)
 			break;
 		if (++losses == o.max_attempts)
 			return cx_err_set(err, CX_ERR_CONFLICT,

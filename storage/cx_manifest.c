@@ -7,12 +7,13 @@
  * checked before any field is read, every field read is bounds-checked, and
  * counts are checked against the bytes left before anything is allocated.
  *
- * Finding the newest version relies on one property of the store: the
- * versions present form a contiguous range [oldest, newest].  Committers only
- * ever add newest + 1 (cx_commit.c) and GC only removes a prefix of old
- * versions, so if version v exists, every version between v and the newest
- * exists too, and the newest can be found by probing forward from any
- * existing version.
+ * The frame, the fragment-entry form and the version sequence (keys,
+ * finding the newest, the hint) are shared with shard manifests: cx_frame.h,
+ * cx_fragentry.h and cx_vseq.h.  Finding the newest version relies on one
+ * property of the store: the versions present form a contiguous range
+ * [oldest, newest].  Committers only ever add newest + 1 (cx_commit.c) and GC
+ * only removes a prefix of old versions, so the newest can be found by
+ * probing forward from any existing version.
  */
 #include "cx_manifest.h"
 
@@ -20,21 +21,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cx_crc32c.h"
+#include "cx_fragentry.h"
+#include "cx_frame.h"
+#include "cx_vseq.h"
 
-#define HEADER_LEN 12			/* magic, format, flags, body length */
-#define TRAILER_LEN 4			/* CRC-32C of everything before it */
 #define COMMIT_ID_LEN 16
-
-#define HINT_MAGIC "CXL1"
-#define HINT_LEN 16				/* magic, u64 version, u32 CRC-32C */
-
-#define KEY_DIGITS 20
 #define KEY_SUFFIX ".manifest"
+
+/* The sequence of base versions: "_versions/<20 digits>.manifest". */
+static const cx_vseq versions = {CX_VERSIONS_PREFIX, KEY_SUFFIX};
 
 /* Smallest encoded fragment entry (empty path, no columns, no deletions),
  * shard entry and extension. */
-#define MIN_FRAGMENT_LEN (2 + 8 + 8 + 8 + 4 + 4 + 4)
+#define MIN_FRAGMENT_LEN (CX_FRAGENTRY_MIN_LEN + 4)
 #define MIN_SHARD_LEN (2 + 8)
 #define MIN_EXT_LEN (4 + 4)
 
@@ -267,14 +266,6 @@ cx_manifest_set_schema(cx_manifest *m, const cx_schema *s, cx_err *err)
  * Encoding
  * -------------------------------------------------------------------------- */
 
-/* A fragment entry a reader would accept (see fragment_ok_to_read too). */
-static bool
-fragment_footer_fits(const cx_fragment_info *fi)
-{
-	return fi->footer_offset <= fi->size &&
-		fi->footer_len <= fi->size - fi->footer_offset;
-}
-
 /* The key column, if any, is a column of the schema (once there is one), and
  * unique_key needs a key.  Long names cannot be columns, so the length limit
  * of str16 is covered. */
@@ -323,17 +314,9 @@ check_encodable(const cx_manifest *m, cx_err *err)
 	{
 		const cx_fragment_info *fi = &m->fragments[i];
 
-		if (fi->path == NULL)
-			return cx_err_set(err, CX_ERR_INVALID,
-							  "fragment %u of manifest version %llu has no path",
-							  i, (unsigned long long) m->version);
-		if (cx_key_validate(fi->path, err) != CX_OK)
+		if (cx_fragentry_check(fi, err) != CX_OK)
 			return cx_err_prefix(err, "fragment %u of manifest version %llu",
 								 i, (unsigned long long) m->version);
-		if (!fragment_footer_fits(fi) || (fi->ncolumns > 0 && fi->stats == NULL))
-			return cx_err_set(err, CX_ERR_INVALID,
-							  "fragment %s: footer or statistics inconsistent with its size",
-							  fi->path);
 		if (m->dvs != NULL && !dv_ok(&m->dvs[i], fi->rows))
 			return cx_err_set(err, CX_ERR_INVALID,
 							  "fragment %s: deletion vector is not an ascending list of its rows",
@@ -350,14 +333,7 @@ static void
 encode_fragment(const cx_fragment_info *fi, const cx_deletion_vector *dv,
 				cx_buf *out)
 {
-	cx_buf_put_str16(out, fi->path);
-	cx_buf_put_u64(out, fi->size);
-	cx_buf_put_u64(out, fi->rows);
-	cx_buf_put_u64(out, fi->footer_offset);
-	cx_buf_put_u32(out, fi->footer_len);
-	cx_buf_put_u32(out, fi->ncolumns);
-	for (uint32_t c = 0; c < fi->ncolumns; c++)
-		cx_colstats_encode(&fi->stats[c], out);
+	cx_fragentry_encode(fi, out);
 	cx_buf_put_u32(out, dv != NULL ? dv->n : 0);
 	for (uint32_t i = 0; dv != NULL && i < dv->n; i++)
 		cx_buf_put_u32(out, dv->rows[i]);
@@ -397,116 +373,21 @@ encode_body(const cx_manifest *m, cx_buf *out)
 cx_code
 cx_manifest_encode(const cx_manifest *m, cx_buf *out, cx_err *err)
 {
-	size_t		start = out->len;
-	size_t		body_len;
+	char		what[64];
+	size_t		start;
 
 	if (check_encodable(m, err) != CX_OK)
 		return err->code;
-	cx_buf_put(out, CX_MANIFEST_MAGIC, 4);
-	cx_buf_put_u16(out, CX_MANIFEST_FORMAT);
-	cx_buf_put_u16(out, 0);		/* flags */
-	cx_buf_put_u32(out, 0);		/* body length, patched below */
+	snprintf(what, sizeof(what), "manifest version %llu",
+			 (unsigned long long) m->version);
+	start = cx_frame_begin(out, CX_MANIFEST_MAGIC, CX_MANIFEST_FORMAT);
 	encode_body(m, out);
-	if (!cx_buf_ok(out))
-		return cx_err_set(err, CX_ERR_NOMEM,
-						  "encoding manifest version %llu: out of memory",
-						  (unsigned long long) m->version);
-	body_len = out->len - start - HEADER_LEN;
-	if (body_len > UINT32_MAX)
-	{
-		out->len = start;
-		return cx_err_set(err, CX_ERR_LIMIT,
-						  "manifest version %llu would be %zu bytes, over the 4 GiB limit",
-						  (unsigned long long) m->version, body_len);
-	}
-	cx_store_u32(out->data + start + 8, (uint32_t) body_len);
-	cx_buf_put_u32(out, cx_crc32c(0, out->data + start, out->len - start));
-	if (!cx_buf_ok(out))
-		return cx_err_set(err, CX_ERR_NOMEM,
-						  "encoding manifest version %llu: out of memory",
-						  (unsigned long long) m->version);
-	return CX_OK;
+	return cx_frame_end(out, start, what, err);
 }
 
 /* --------------------------------------------------------------------------
  * Decoding
  * -------------------------------------------------------------------------- */
-
-/*
- * Checks magic, length and checksum, then the format version and flags; on
- * success *body_len is the body's length.  Every format version keeps this
- * frame (a change to the frame would change the magic), so the checksum can be
- * verified before the format version is believed: a damaged object is always
- * reported as corrupt, and only an intact one as "too new".
- */
-static cx_code
-check_frame(const uint8_t *data, size_t len, const char *name,
-			uint32_t *body_len, cx_err *err)
-{
-	uint16_t	format;
-	uint16_t	flags;
-	uint64_t	want;
-	uint32_t	stored;
-	uint32_t	computed;
-
-	if (len < 4 || memcmp(data, CX_MANIFEST_MAGIC, 4) != 0)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: not a manifest (bad magic)", name);
-	if (len < HEADER_LEN + TRAILER_LEN)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: truncated to %zu bytes", name, len);
-	*body_len = cx_load_u32(data + 8);
-	want = (uint64_t) HEADER_LEN + *body_len + TRAILER_LEN;
-	if (len < want)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: truncated: %zu bytes, header announces %llu",
-						  name, len, (unsigned long long) want);
-	if (len > want)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: %llu unexpected bytes after the checksum",
-						  name, (unsigned long long) (len - want));
-	stored = cx_load_u32(data + len - TRAILER_LEN);
-	computed = cx_crc32c(0, data, len - TRAILER_LEN);
-	if (stored != computed)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: checksum mismatch (stored %08x, computed %08x)",
-						  name, stored, computed);
-	format = cx_load_u16(data + 4);
-	if (format == 0)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "manifest %s: invalid format version 0", name);
-	if (format > CX_MANIFEST_FORMAT)
-		return cx_err_set(err, CX_ERR_UNSUPPORTED,
-						  "manifest %s: format version %u is newer than this build reads (%d); upgrade ctxstore",
-						  name, format, CX_MANIFEST_FORMAT);
-	flags = cx_load_u16(data + 6);
-	if (flags != 0)
-		return cx_err_set(err, CX_ERR_UNSUPPORTED,
-						  "manifest %s: unknown flags 0x%04x (written by a newer ctxstore?)",
-						  name, flags);
-	return CX_OK;
-}
-
-/* A str16 as a malloc'd C string; a NUL inside would silently shorten it
- * (and a path with one could pass validation as a different key), so it
- * marks the reader bad. */
-static char *
-read_text(cx_rd *r)
-{
-	size_t		start = r->pos;
-	uint16_t	n = cx_rd_u16(r);
-	const uint8_t *p = cx_rd_take(r, n);
-
-	if (p == NULL)
-		return NULL;
-	if (memchr(p, '\0', n) != NULL)
-	{
-		r->bad = true;
-		return NULL;
-	}
-	r->pos = start;
-	return cx_rd_str16(r);
-}
 
 /*
  * Field decoders.  Malformed input marks the reader bad (the caller reports
@@ -533,7 +414,7 @@ decode_key(cx_rd *r, cx_manifest *m)
 {
 	uint8_t		unique;
 
-	m->key_column = read_text(r);
+	m->key_column = cx_rd_text(r);
 	unique = cx_rd_u8(r);
 	if (!cx_rd_ok(r))
 		return true;
@@ -572,39 +453,11 @@ decode_dv(cx_rd *r, uint64_t rows, cx_deletion_vector *dv)
 	return true;
 }
 
-/* Whether a decoded entry is one a writer could have produced. */
-static bool
-fragment_ok_to_read(const cx_fragment_info *fi)
-{
-	cx_err		ignored;
-
-	return cx_key_validate(fi->path, &ignored) == CX_OK &&
-		fragment_footer_fits(fi);
-}
-
 static bool
 decode_fragment(cx_rd *r, cx_fragment_info *fi, cx_deletion_vector *dv)
 {
-	fi->path = read_text(r);
-	fi->size = cx_rd_u64(r);
-	fi->rows = cx_rd_u64(r);
-	fi->footer_offset = cx_rd_u64(r);
-	fi->footer_len = cx_rd_u32(r);
-	fi->ncolumns = cx_rd_u32(r);
-	if (!cx_rd_ok(r))
-		return true;
-	if (!fragment_ok_to_read(fi) || fi->ncolumns > cx_rd_left(r))
-	{
-		r->bad = true;
-		return true;
-	}
-	if (fi->ncolumns == 0)
-		return decode_dv(r, fi->rows, dv);
-	fi->stats = calloc(fi->ncolumns, sizeof(cx_colstats));
-	if (fi->stats == NULL)
+	if (!cx_fragentry_decode(r, fi))
 		return false;
-	for (uint32_t c = 0; c < fi->ncolumns && cx_rd_ok(r); c++)
-		cx_colstats_decode(r, &fi->stats[c]);
 	return !cx_rd_ok(r) || decode_dv(r, fi->rows, dv);
 }
 
@@ -656,7 +509,7 @@ decode_shards(cx_rd *r, cx_manifest *m)
 
 		/* Counted before decoding so a half-decoded entry is freed too. */
 		m->nshards = i + 1;
-		sm->shard_id = read_text(r);
+		sm->shard_id = cx_rd_text(r);
 		sm->merged_gen = cx_rd_u64(r);
 		if (!cx_rd_ok(r))
 			return true;
@@ -714,7 +567,7 @@ decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
 	if (id != NULL)
 		memcpy(m->commit_id, id, COMMIT_ID_LEN);
 	m->committed_at_us = cx_rd_i64(&r);
-	m->operation = read_text(&r);
+	m->operation = cx_rd_text(&r);
 	mem_ok = decode_schema(&r, m) &&
 		decode_key(&r, m) &&
 		decode_fragments(&r, m) &&
@@ -726,7 +579,7 @@ decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
 	if (!cx_rd_ok(&r))
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "manifest %s: malformed body (bad field at byte %zu)",
-						  name, HEADER_LEN + r.pos);
+						  name, CX_FRAME_HEADER_LEN + r.pos);
 	if (cx_rd_left(&r) != 0)
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "manifest %s: %zu unexpected bytes at the end of the body",
@@ -741,17 +594,19 @@ cx_code
 cx_manifest_decode(const uint8_t *data, size_t len, const char *name,
 				   cx_manifest **out, cx_err *err)
 {
+	const uint8_t *body;
 	uint32_t	body_len = 0;
 	cx_manifest *m;
 
 	*out = NULL;
-	if (check_frame(data, len, name, &body_len, err) != CX_OK)
+	if (cx_frame_check(data, len, CX_MANIFEST_MAGIC, CX_MANIFEST_FORMAT,
+					   "manifest", name, &body, &body_len, err) != CX_OK)
 		return err->code;
 	m = cx_manifest_new();
 	if (m == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "manifest %s: out of memory while decoding", name);
-	if (decode_body(data + HEADER_LEN, body_len, name, m, err) != CX_OK)
+	if (decode_body(body, body_len, name, m, err) != CX_OK)
 	{
 		cx_manifest_free(m);
 		return err->code;
@@ -767,33 +622,17 @@ cx_manifest_decode(const uint8_t *data, size_t len, const char *name,
 void
 cx_manifest_key(uint64_t version, char *key, size_t keysize)
 {
-	snprintf(key, keysize, "%s%0*llu%s", CX_VERSIONS_PREFIX, KEY_DIGITS,
-			 (unsigned long long) version, KEY_SUFFIX);
-}
+	char		full[CX_KEY_MAX + 1];
+	size_t		n;
 
-/* Parses a key cx_manifest_key() produced; false for anything else (other
- * objects that may share the prefix, such as a backend's temporary files). */
-static bool
-parse_manifest_key(const char *key, uint64_t *version)
-{
-	size_t		plen = strlen(CX_VERSIONS_PREFIX);
-	const char *p = key + plen;
-	uint64_t	v = 0;
-
-	if (strncmp(key, CX_VERSIONS_PREFIX, plen) != 0)
-		return false;
-	for (int i = 0; i < KEY_DIGITS; i++, p++)
-	{
-		unsigned	d = (unsigned) (*p - '0');
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (strcmp(p, KEY_SUFFIX) != 0 || v == 0)
-		return false;
-	*version = v;
-	return true;
+	cx_vseq_key(&versions, version, full);
+	n = strlen(full);
+	if (keysize == 0)
+		return;
+	if (n >= keysize)
+		n = keysize - 1;
+	memcpy(key, full, n);
+	key[n] = '\0';
 }
 
 cx_code
@@ -828,166 +667,47 @@ cx_manifest_load(cx_objstore *s, uint64_t version, cx_manifest **out,
 	return rc;
 }
 
+cx_code
+cx_manifest_put(cx_objstore *s, uint64_t version, const cx_buf *bytes,
+				bool *ours, cx_err *err)
+{
+	cx_buf		taken;
+	cx_vseq_outcome outcome = CX_VSEQ_FAILED;
+	cx_code		rc;
+
+	cx_buf_init(&taken);
+	rc = cx_vseq_put(s, &versions, version, bytes, &taken, &outcome, err);
+	cx_buf_free(&taken);
+	*ours = rc == CX_OK && outcome == CX_VSEQ_LANDED;
+	if (rc != CX_OK)
+		return cx_err_prefix(err, "commit of version %llu to %s",
+							 (unsigned long long) version, s->uri);
+	return CX_OK;
+}
+
 /* --------------------------------------------------------------------------
- * The "_latest" hint
+ * The "_latest" hint and finding the newest version
  * -------------------------------------------------------------------------- */
 
 cx_code
 cx_manifest_write_hint(cx_objstore *s, uint64_t version, cx_err *err)
 {
-	uint8_t		hint[HINT_LEN];
-
-	memcpy(hint, HINT_MAGIC, 4);
-	cx_store_u64(hint + 4, version);
-	cx_store_u32(hint + 12, cx_crc32c(0, hint, 12));
-	return cx_obj_put(s, CX_LATEST_HINT_KEY, hint, sizeof(hint),
-					  CX_PUT_OVERWRITE, err);
-}
-
-/* Reads the hint.  CX_ERR_NOT_FOUND or CX_ERR_CORRUPT mean "no usable hint". */
-static cx_code
-read_hint(cx_objstore *s, uint64_t *version, cx_err *err)
-{
-	cx_buf		b;
-	cx_code		rc;
-
-	cx_buf_init(&b);
-	rc = cx_obj_get(s, CX_LATEST_HINT_KEY, &b, err);
-	if (rc == CX_OK)
-	{
-		if (b.len != HINT_LEN || memcmp(b.data, HINT_MAGIC, 4) != 0 ||
-			cx_load_u32(b.data + 12) != cx_crc32c(0, b.data, 12) ||
-			(*version = cx_load_u64(b.data + 4)) == 0)
-			rc = cx_err_set(err, CX_ERR_CORRUPT, "%s/%s: corrupt hint",
-							s->uri, CX_LATEST_HINT_KEY);
-	}
-	cx_buf_free(&b);
-	return rc;
-}
-
-/* --------------------------------------------------------------------------
- * Finding the newest version
- * -------------------------------------------------------------------------- */
-
-static cx_code
-version_exists(cx_objstore *s, uint64_t version, bool *exists, cx_err *err)
-{
-	char		key[64];
-	uint64_t	size;
-	cx_code		rc;
-
-	cx_manifest_key(version, key, sizeof(key));
-	rc = cx_obj_head(s, key, &size, err);
-	*exists = rc == CX_OK;
-	return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
-}
-
-/*
- * Newest version, given that `from` exists.  Gallops forward (from+1, +3, +7,
- * ...) until a version is missing, then bisects between the last version
- * found and the first missing one: one HEAD for an up-to-date hint, and
- * O(log distance) for a badly stale one.
- */
-static cx_code
-probe_forward(cx_objstore *s, uint64_t from, uint64_t *latest, cx_err *err)
-{
-	uint64_t	lo = from;		/* exists */
-	uint64_t	hi;				/* missing */
-	uint64_t	step = 1;
-	bool		exists;
-
-	for (;;)
-	{
-		hi = step > UINT64_MAX - lo ? UINT64_MAX : lo + step;
-		if (version_exists(s, hi, &exists, err) != CX_OK)
-			return err->code;
-		if (!exists)
-			break;
-		lo = hi;
-		step = step > UINT64_MAX / 2 ? step : step * 2;
-	}
-	while (hi - lo > 1)
-	{
-		uint64_t	mid = lo + (hi - lo) / 2;
-
-		if (version_exists(s, mid, &exists, err) != CX_OK)
-			return err->code;
-		if (exists)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*latest = lo;
-	return CX_OK;
-}
-
-typedef struct version_walk
-{
-	cx_version_fn fn;
-	void	   *arg;
-} version_walk;
-
-static bool
-walk_one_key(void *arg, const char *key, uint64_t size)
-{
-	version_walk *w = arg;
-	uint64_t	version;
-
-	(void) size;
-	if (!parse_manifest_key(key, &version))
-		return true;
-	return w->fn(w->arg, version);
+	return cx_hint_write(s, CX_LATEST_HINT_KEY, version, err);
 }
 
 cx_code
 cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn, void *arg,
 						  cx_err *err)
 {
-	version_walk w = {fn, arg};
-
-	return cx_obj_list(s, CX_VERSIONS_PREFIX, walk_one_key, &w, err);
+	return cx_vseq_list(s, &versions, fn, arg, err);
 }
 
-static bool
-keep_max(void *arg, uint64_t version)
-{
-	uint64_t   *max = arg;
-
-	if (version > *max)
-		*max = version;
-	return true;
-}
-
-static cx_code
-latest_by_listing(cx_objstore *s, uint64_t *latest, cx_err *err)
-{
-	*latest = 0;
-	return cx_manifest_list_versions(s, keep_max, latest, err);
-}
-
-/*
- * Starts from the hint.  The hint is only trusted after its version is seen
- * to exist: a hint left far behind may name a version GC has since removed,
- * and probing forward from there would report an old version as the newest
- * (and let a committer write a second, forked successor).  Without a usable
- * hint the listing decides.
- */
+/* The hint is trusted only once its version is seen to exist (cx_vseq.h);
+ * without a usable hint the listing decides. */
 cx_code
 cx_manifest_latest_version(cx_objstore *s, uint64_t *version, cx_err *err)
 {
-	uint64_t	hint;
-	bool		exists = false;
-	cx_code		rc;
-
-	*version = 0;
-	rc = read_hint(s, &hint, err);
-	if (rc != CX_OK && rc != CX_ERR_NOT_FOUND && rc != CX_ERR_CORRUPT)
-		return rc;
-	if (rc == CX_OK && version_exists(s, hint, &exists, err) != CX_OK)
-		return err->code;
-	if (exists)
-		return probe_forward(s, hint, version, err);
-	return latest_by_listing(s, version, err);
+	return cx_vseq_latest(s, &versions, CX_LATEST_HINT_KEY, 0, version, err);
 }
 
 cx_code

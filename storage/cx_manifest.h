@@ -155,6 +155,16 @@ cx_code		cx_manifest_latest_version(cx_objstore *s, uint64_t *version,
 cx_code		cx_manifest_load_latest(cx_objstore *s, cx_manifest **out,
 									cx_err *err);
 
+/*
+ * Writes the encoded manifest of `version` with put-if-absent and settles
+ * who holds that version: *ours is true if it is this object (a plain
+ * success, or an ambiguous answer after which reading the version back gave
+ * our bytes), false if another committer's.  An error means the version is
+ * not ours, except when the message says the outcome is unknown.
+ */
+cx_code		cx_manifest_put(cx_objstore *s, uint64_t version,
+							const cx_buf *bytes, bool *ours, cx_err *err);
+
 /* Overwrites the "_latest" hint with version.  Callers treat a failure as
  * harmless: a stale or missing hint only costs readers extra requests. */
 cx_code		cx_manifest_write_hint(cx_objstore *s, uint64_t version,
