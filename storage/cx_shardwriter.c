@@ -202,7 +202,7 @@ settle(cx_shardwriter *w, cx_err *err)
 	else if (memcmp(there->commit_id, u->commit_id, sizeof(u->commit_id)) == 0)
 	{
 		/* It landed.  If it was a seal, it holds the memtable. */
-		if (u->ngens > 0 && u->next_gen != w->m->next_gen)
+		if (u->next_gen != w->m->next_gen)
 		{
 			cx_memtable_clear(&w->mt);
 			w->stats.seals++;

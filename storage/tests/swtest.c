@@ -169,7 +169,9 @@ wrap_put(cx_objstore *s, const char *key, const void *data, size_t len,
 		w->faults--;
 		fault = w->fault;
 	}
-	if (fault == SW_FAULT_IO_NOT_LANDED)
+	if (fault == SW_FAULT_IO_GET_FAILS)
+		w->get_failures = 1;
+	if (fault == SW_FAULT_IO_NOT_LANDED || fault == SW_FAULT_IO_GET_FAILS)
 		return cx_err_set(err, CX_ERR_IO, "injected failure before landing");
 	rc = cx_obj_put(w->inner, key, data, len, mode, err);
 	if (rc != CX_OK || fault == SW_FAULT_NONE)

@@ -44,7 +44,8 @@ typedef enum sw_fault
 	SW_FAULT_NONE,
 	SW_FAULT_LAND_THEN_IO,		/* the object lands, the caller sees IO */
 	SW_FAULT_IO_NOT_LANDED,		/* nothing lands, the caller sees IO */
-	SW_FAULT_LAND_THEN_IO_GET_FAILS	/* lands; the read-back fails too */
+	SW_FAULT_LAND_THEN_IO_GET_FAILS,	/* lands; the read-back fails too */
+	SW_FAULT_IO_GET_FAILS		/* nothing lands; the read-back fails too */
 } sw_fault;
 
 typedef struct sw_wrap

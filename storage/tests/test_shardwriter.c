@@ -616,6 +616,75 @@ CX_TEST(sw_replay_that_crashes_before_its_commit_duplicates_nothing)
 }
 
 /* --------------------------------------------------------------------------
+ * Unknown outcomes: the put failed and reading it back failed too
+ * -------------------------------------------------------------------------- */
+
+CX_TEST(sw_unknown_seal_outcome_is_settled_before_the_next_write)
+{
+	sw_wrap    *s = sw_wrap_open("/st");
+	cx_shardwriter *w;
+	uint64_t	version;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	s->match = "_shards/a/_versions/";
+
+	/* The seal landed, but nobody could tell. */
+	version = cx_sw_manifest(w)->version;
+	s->fault = SW_FAULT_LAND_THEN_IO_GET_FAILS;
+	s->faults = 1;
+	CHECK_CODE(append(w, "r", 1, 1, true, &err), CX_ERR_IO);
+	CHECK(strstr(err.msg, "outcome unknown") != NULL);
+	/* The next write reads it back first: ours, so the rows are in. */
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->version == version + 2);
+	CHECK(cx_sw_memtable_rows(w) == 0);
+
+	/* The seal did not land, and nobody could tell. */
+	s->fault = SW_FAULT_IO_GET_FAILS;
+	s->faults = 1;
+	CHECK_CODE(append(w, "r", 3, 1, true, &err), CX_ERR_IO);
+	REQUIRE_OK(append(w, "r", 4, 1, true, &err), &err);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
+	CHECK(occurrences(&s->base, "a", "r", 3) == 0);
+	CHECK(occurrences(&s->base, "a", "r", 4) == 1);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
+CX_TEST(sw_unknown_wal_outcome_keeps_the_rows_at_most_once)
+{
+	sw_wrap    *s = sw_wrap_open("/st");
+	cx_shardwriter *w;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 0, 1, false, &err), &err);
+	s->match = "/wal/";
+	/* Landed, unacknowledged; then not landed, unacknowledged. */
+	s->fault = SW_FAULT_LAND_THEN_IO_GET_FAILS;
+	s->faults = 1;
+	CHECK_CODE(append(w, "x", 0, 1, false, &err), CX_ERR_IO);
+	s->fault = SW_FAULT_IO_GET_FAILS;
+	s->faults = 1;
+	CHECK_CODE(append(w, "x", 1, 1, false, &err), CX_ERR_IO);
+	REQUIRE_OK(append(w, "r", 1, 1, false, &err), &err);
+	REQUIRE_OK(cx_sw_seal(w, &err), &err);
+	REQUIRE_OK(append(w, "r", 2, 1, false, &err), &err);
+	/* Crash, recover: acknowledged rows once, the others at most once. */
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
+	CHECK(occurrences(&s->base, "a", "x", 0) <= 1);
+	CHECK(occurrences(&s->base, "a", "x", 1) <= 1);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
+/* --------------------------------------------------------------------------
  * Limits and draining
  * -------------------------------------------------------------------------- */
 
