@@ -10,7 +10,8 @@
  *   u32     ncolumns
  *   ncolumns x column statistics (cx_colstats_encode)
  *
- * Shard manifests list generation fragments in exactly this form.
+ * Shard manifests list generation fragments in exactly this form; base
+ * manifests follow each entry with the fragment's deletion vector.
  */
 #ifndef CX_FRAGENTRY_H
 #define CX_FRAGENTRY_H
