@@ -4,20 +4,25 @@
  * every shard, at most one row per key.
  *
  * A snapshot is fixed when it is opened: one base version and, per shard
- * registered in it, one shard-manifest version.  Generations at or below the
- * shard's watermark in that base version are skipped (already merged).
+ * registered in it, one shard-manifest version, the base read after the
+ * shard manifests (so a merge and drain racing the open lose nothing).
+ * Generations at or below the shard's watermark in that base version are
+ * skipped (already merged).  Nothing is cached across snapshots.
  *
  * De-duplication (unique-key tables): among all versions of a key the newest
  * wins — commit order within a shard (generation number, then row order),
- * commit time across shards (documented in DESIGN.md); a winning tombstone
- * hides the key.  The scan first reads the key, commit-time and tombstone
- * columns of the unmerged generations to build a map of their keys (memory
- * bounded by the unmerged layers, not by the base), then streams the base
- * rows that no newer generation row shadows, then the winning generation
- * rows.  Tables without a unique key skip all of that and stream everything.
+ * commit time across shards (docs/DESIGN-merge.md, with the tie rule); a
+ * winning tombstone hides the key; NULL keys are never de-duplicated.  The
+ * scan first reads the key, commit-time and tombstone columns of the
+ * unmerged generations to build a map of their keys (memory bounded by the
+ * unmerged layers, not by the base), then streams the base rows that no
+ * newer generation row shadows, then the winning generation rows.  Without
+ * unmerged generations, or without a unique key, no map is built and rows
+ * are filtered by deletion vectors and tombstones only.
  *
- * Rows come out one row group at a time with only the wanted columns decoded
- * (projection).
+ * Rows come out one row group at a time with the wanted columns decoded
+ * (projection).  The scan may decode more columns of a group for its own
+ * use (the key, the hidden ones): callers look only at what they wanted.
  */
 #ifndef CX_TABLESCAN_H
 #define CX_TABLESCAN_H
