@@ -640,16 +640,18 @@ CX_TEST(merge_racing_shards_every_key_exactly_once)
 }
 
 /* --------------------------------------------------------------------------
- * Interleaving a second merge into a merge's commit, deterministically: a
- * handle whose first put of a base version first runs another merge to the
- * end (on a second handle), so the interrupted merge loses the race for
- * that version and has to rebase on the other one's commit.
+ * Interleaving work into a merge's commit, deterministically: a handle whose
+ * first put of a base version first runs another merge to the end (on a
+ * second handle), so the interrupted merge loses the race for that version
+ * and has to rebase on the other one's commit; or first seals a generation
+ * with the shard's writer.
  * -------------------------------------------------------------------------- */
 
 static cx_objstore_ops hooked_ops;
 static const cx_objstore_ops *real_ops;
 static const char *hook_shard;	/* merge this shard first; NULL once done */
 static const char *hook_store;	/* cx_test_uri suffix of the store */
+static cx_shardwriter *hook_sealer;	/* or: seal a generation with it */
 static cx_merge_result hook_res;
 static cx_code hook_rc;
 
@@ -657,6 +659,14 @@ static cx_code
 hooked_put(cx_objstore *s, const char *key, const void *data, size_t len,
 		   cx_put_mode mode, cx_err *err)
 {
+	if (hook_sealer != NULL && strncmp(key, "_versions/", 10) == 0)
+	{
+		cx_shardwriter *w = hook_sealer;
+		cx_err		e2;
+
+		hook_sealer = NULL;		/* its own puts come through here too */
+		hook_rc = mw_put(w, "during", 0, 1, 5, true, &e2);
+	}
 	if (hook_shard != NULL && strncmp(key, "_versions/", 10) == 0)
 	{
 		const char *shard = hook_shard;
@@ -768,4 +778,34 @@ CX_TEST(merge_rebase_rechecks_keys_against_fragments_committed_meanwhile)
 		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
 		cx_obj_close(s);
 	}
+}
+
+/* A generation sealed while the merge runs (between its plan and its
+ * commit) is neither merged nor drained. */
+CX_TEST(merge_generation_sealed_during_merge_survives_drain)
+{
+	cx_objstore *s = open_store("/store");
+	cx_shardwriter *w;
+	cx_merge_result res;
+	mw_rows r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 3, 1, true, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 3, 3, 1, true, &err), &err);
+	hook_sealer = w;
+	hook_rc = CX_ERR_INVALID;
+	REQUIRE_OK(merge_interrupted(s, "/store", "a", NULL, &res, &err), &err);
+	REQUIRE_OK(hook_rc, &err);
+	CHECK(res.generations == 2 && res.merged_through == 2);
+	CHECK(cx_sw_manifest(w)->ngens == 3);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE(cx_sw_manifest(w)->ngens == 1);
+	CHECK(cx_sw_manifest(w)->gens[0].gen == 3);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 7 && r.pending == 1 && mw_count(&r, "during0", NULL) == 1);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
 }
