@@ -116,7 +116,7 @@ cx_batch_create(const CxWriteRequest *requests, int nrequests)
 		memcpy(base + off, req->rows, req->rows_len);
 		off += MAXALIGN(req->rows_len);
 		br->nrows = req->nrows;
-		br->compression_level = req->compression_level;
+		br->compression_level = req->settings.compression_level;
 		br->result_version = 0;
 		pfree(schemas[i]);
 	}

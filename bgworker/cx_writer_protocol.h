@@ -24,6 +24,29 @@
 #include "cx_objstore.h"
 #include "cx_schema.h"
 
+/*
+ * The foreign-table options that govern how the writer worker keeps a store
+ * (docs/OPERATIONS.md lists them with their defaults).  Every request carries
+ * them; the worker applies the newest it has seen for a store, so ALTER
+ * FOREIGN TABLE takes effect with the next commit.
+ */
+typedef struct CxStoreSettings
+{
+	char		key_column[NAMEDATALEN];	/* store column of the key */
+	bool		unique_key;
+	bool		seal_on_insert;
+	int			flush_interval_s;	/* 0 = no timed flush */
+	int			merge_after_generations;	/* 0 = no count-triggered merge */
+	int			merge_max_generations;
+	int64		merge_max_bytes;
+	int			cleanup_interval_s; /* 0 = off */
+	int			cleanup_min_generations;
+	int			pending_generations_warn;
+	int			pending_generations_max;
+	int64		target_rows_per_fragment;
+	int			compression_level;
+} CxStoreSettings;
+
 /* One store's batch of rows, encoded with cx_row_encode() in the order of
  * schema's columns (the store's schema, which may already exist). */
 typedef struct CxWriteRequest
@@ -37,7 +60,7 @@ typedef struct CxWriteRequest
 	const char *rows;			/* nrows encoded rows, back to back */
 	Size		rows_len;
 	uint64		nrows;
-	int			compression_level;
+	CxStoreSettings settings;
 } CxWriteRequest;
 
 /* Outcome for one request. */

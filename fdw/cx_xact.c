@@ -249,7 +249,8 @@ submit_pending(void)
 		r->rows = (const char *) p->rows.data;
 		r->rows_len = p->rows.len;
 		r->nrows = p->nrows;
-		r->compression_level = p->compression_level;
+		memset(&r->settings, 0, sizeof(r->settings));
+		r->settings.compression_level = p->compression_level;
 		n++;
 	}
 	if (n > 0)
