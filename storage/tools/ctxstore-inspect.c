@@ -4,7 +4,12 @@
  *   ctxstore-inspect URI versions              list committed versions
  *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest)
  *   ctxstore-inspect URI fragment KEY          schema, row groups, chunk stats
- *   ctxstore-inspect URI rows [VERSION] [LIMIT]   print rows of a version
+ *   ctxstore-inspect URI shard ID [VERSION]    dump a shard manifest (default latest)
+ *   ctxstore-inspect URI rows [VERSION|latest] [LIMIT]
+ *                                              print the visible rows (latest:
+ *                                              base + unmerged generations,
+ *                                              one row per key; VERSION: that
+ *                                              base version only)
  *   ctxstore-inspect URI verify                check every checksum in the store
  *
  * Exit status: 0 on success, 1 on an engine error (message on stderr),
@@ -21,6 +26,9 @@
 #include "cx_fragment.h"
 #include "cx_manifest.h"
 #include "cx_objstore.h"
+#include "cx_shard.h"
+#include "cx_tablescan.h"
+#include "cx_wal.h"
 
 /* PostgreSQL's epoch (2000-01-01) in days and seconds after the Unix epoch. */
 #define PG_EPOCH_DAYS 10957
@@ -33,6 +41,7 @@ usage(void)
 			"usage: ctxstore-inspect URI versions\n"
 			"       ctxstore-inspect URI manifest [VERSION]\n"
 			"       ctxstore-inspect URI fragment KEY\n"
+			"       ctxstore-inspect URI shard ID [VERSION]\n"
 			"       ctxstore-inspect URI rows [VERSION|latest] [LIMIT]\n"
 			"       ctxstore-inspect URI verify\n");
 	return 2;
@@ -360,13 +369,20 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 		   m->operation, cx_manifest_rows(m), m->schema ? ":" : " (none yet)");
 	if (m->schema)
 		print_schema(m->schema);
+	printf("key          %s%s\n", m->key_column ? m->key_column : "(none yet)",
+		   m->key_column ? (m->unique_key ? " (unique)" : " (not unique)") : "");
+	printf("shards       %" PRIu32 "\n", m->nshards);
+	for (uint32_t i = 0; i < m->nshards; i++)
+		printf("  %s  merged through generation %" PRIu64 "\n",
+			   m->shards[i].shard_id, m->shards[i].merged_gen);
 	printf("fragments    %" PRIu32 "\n", m->nfragments);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 	{
 		const cx_fragment_info *f = &m->fragments[i];
 
-		printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  footer @%" PRIu64 "+%" PRIu32 "\n",
-			   f->path, f->size, f->rows, f->footer_offset, f->footer_len);
+		printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "\n",
+			   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),
+			   f->footer_offset, f->footer_len);
 		for (uint32_t c = 0; c < f->ncolumns && m->schema; c++)
 		{
 			printf("    %-22s ", m->schema->columns[c].name);
@@ -412,58 +428,98 @@ cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
 	return 0;
 }
 
-/* Prints up to *left rows of one fragment, every column. */
-static int
-print_fragment_rows(cx_objstore *s, const cx_fragment_info *f,
-					uint64_t *left, cx_err *err)
+/* Prints the rows of one scan batch, every base-schema column. */
+static void
+print_batch(const cx_rowgroup *g, const uint32_t *rows, uint32_t nrows,
+			uint32_t ncolumns, uint64_t *left)
 {
-	cx_fragr   *r;
-	int			rc = 0;
-
-	if (cx_fragr_open(s, f->path, f->size, &r, err) != CX_OK)
-		return fail(err);
-	for (uint32_t g = 0; g < cx_fragr_num_groups(r) && *left > 0 && rc == 0; g++)
+	for (uint32_t i = 0; i < nrows && *left > 0; i++, (*left)--)
 	{
-		cx_rowgroup *rg;
-		const cx_schema *schema = cx_fragr_schema(r);
-
-		if (cx_fragr_read_group(r, g, NULL, &rg, err) != CX_OK)
+		for (uint32_t c = 0; c < ncolumns; c++)
 		{
-			rc = fail(err);
-			break;
+			printf(c ? " | " : "");
+			print_value(cx_rowgroup_column(g, c), rows[i]);
 		}
-		for (uint32_t i = 0; i < cx_rowgroup_rows(rg) && *left > 0; i++, (*left)--)
-		{
-			for (uint32_t c = 0; c < schema->ncolumns; c++)
-			{
-				printf(c ? " | " : "");
-				print_value(cx_rowgroup_column(rg, c), i);
-			}
-			putchar('\n');
-		}
-		cx_rowgroup_free(rg);
+		putchar('\n');
 	}
-	cx_fragr_close(r);
-	return rc;
 }
 
 static int
 cmd_rows(cx_objstore *s, const char *version, const char *limit, cx_err *err)
 {
-	cx_manifest *m;
 	uint64_t	left = limit ? strtoull(limit, NULL, 10) : UINT64_MAX;
-	int			rc = load_version(s, version, &m, err);
+	uint64_t	pinned = (version && strcmp(version, "latest") != 0) ?
+		strtoull(version, NULL, 10) : 0;
+	cx_snapshot *snap;
+	cx_tablescan *scan = NULL;
+	const cx_schema *schema;
+	cx_code		rc;
 
-	if (rc != 0)
-		return rc < 0 ? 0 : rc;
-	if (m->schema)
-		for (uint32_t c = 0; c < m->schema->ncolumns; c++)
-			printf("%s%s", c ? " | " : "", m->schema->columns[c].name);
+	if (cx_snapshot_open(s, pinned, &snap, err) != CX_OK)
+		return fail(err);
+	schema = cx_snapshot_base(snap) ? cx_snapshot_base(snap)->schema : NULL;
+	if (schema == NULL)
+	{
+		printf("empty store (no rows committed)\n");
+		cx_snapshot_close(snap);
+		return 0;
+	}
+	for (uint32_t c = 0; c < schema->ncolumns; c++)
+		printf("%s%s", c ? " | " : "", schema->columns[c].name);
 	putchar('\n');
-	for (uint32_t i = 0; i < m->nfragments && left > 0 && rc == 0; i++)
-		rc = print_fragment_rows(s, &m->fragments[i], &left, err);
-	cx_manifest_free(m);
-	return rc;
+	rc = cx_tablescan_begin(snap, NULL, &scan, err);
+	while (rc == CX_OK && left > 0)
+	{
+		const cx_rowgroup *g;
+		const uint32_t *rows;
+		uint32_t	nrows;
+
+		rc = cx_tablescan_next(scan, &g, &rows, &nrows, err);
+		if (rc != CX_OK || g == NULL)
+			break;
+		print_batch(g, rows, nrows, schema->ncolumns, &left);
+	}
+	if (scan)
+		cx_tablescan_end(scan);
+	cx_snapshot_close(snap);
+	return rc == CX_OK ? 0 : fail(err);
+}
+
+static int
+cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err)
+{
+	cx_shard_manifest *m;
+	cx_code		rc = version ?
+		cx_shard_manifest_load(s, shard_id, strtoull(version, NULL, 10), &m, err) :
+		cx_shard_manifest_load_latest(s, shard_id, 0, &m, err);
+
+	if (rc != CX_OK)
+		return fail(err);
+	if (m == NULL)
+	{
+		printf("shard %s has no manifest\n", shard_id);
+		return 0;
+	}
+	printf("shard        %s\nversion      %" PRIu64 "\nepoch        %" PRIu64
+		   "\nwriter       %s\ncommitted at ",
+		   m->shard_id, m->version, m->epoch, m->writer ? m->writer : "");
+	print_utc_us(m->committed_at_us);
+	printf("\nreplay seq   %" PRIu64 "\nnext gen     %" PRIu64
+		   "\ngenerations  %" PRIu32 "\n",
+		   m->replay_seq, m->next_gen, m->ngens);
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		const cx_generation *g = &m->gens[i];
+
+		printf("  gen %" PRIu64 "  %s  %" PRIu64 " rows  %" PRIu64 " bytes  commit times ",
+			   g->gen, g->fragment.path, g->fragment.rows, g->fragment.size);
+		print_utc_us(g->min_ts);
+		printf(" .. ");
+		print_utc_us(g->max_ts);
+		putchar('\n');
+	}
+	cx_shard_manifest_free(m);
+	return 0;
 }
 
 /* verify: every manifest decodes; every fragment's footer and chunks check. */
@@ -506,33 +562,73 @@ verify_fragment(verify_ctx *ctx, const char *key)
 	cx_fragr_close(r);
 }
 
+typedef enum small_object
+{
+	BASE_MANIFEST,
+	SHARD_MANIFEST,
+	WAL_ENTRY
+} small_object;
+
+/* Reads a whole manifest, shard manifest or WAL entry and decodes it, which
+ * checks its frame checksum and structure. */
 static void
-verify_manifest(verify_ctx *ctx, const char *key)
+verify_small_object(verify_ctx *ctx, const char *key, small_object kind)
 {
 	cx_err		err;
 	cx_buf		b;
-	cx_manifest *m;
+	cx_code		rc;
 
 	cx_buf_init(&b);
-	if (cx_obj_get(ctx->store, key, &b, &err) != CX_OK ||
-		cx_manifest_decode(b.data, b.len, key, &m, &err) != CX_OK)
+	rc = cx_obj_get(ctx->store, key, &b, &err);
+	if (rc == CX_OK && kind == BASE_MANIFEST)
+	{
+		cx_manifest *m;
+
+		if ((rc = cx_manifest_decode(b.data, b.len, key, &m, &err)) == CX_OK)
+			cx_manifest_free(m);
+	}
+	else if (rc == CX_OK && kind == SHARD_MANIFEST)
+	{
+		cx_shard_manifest *m;
+
+		if ((rc = cx_shard_manifest_decode(b.data, b.len, key, &m, &err)) == CX_OK)
+			cx_shard_manifest_free(m);
+	}
+	else if (rc == CX_OK)
+	{
+		cx_wal_entry e;
+
+		if ((rc = cx_wal_decode(b.data, b.len, key, &e, &err)) == CX_OK)
+			cx_wal_entry_clear(&e);
+	}
+	if (rc != CX_OK)
 		verify_failed(ctx, &err);
-	else
-		cx_manifest_free(m);
 	cx_buf_free(&b);
+}
+
+static bool
+has_suffix(const char *key, const char *suffix)
+{
+	size_t		n = strlen(key);
+	size_t		m = strlen(suffix);
+
+	return n > m && strcmp(key + n - m, suffix) == 0;
 }
 
 static bool
 verify_object(void *arg, const char *key, uint64_t size)
 {
 	verify_ctx *ctx = arg;
-	size_t		n = strlen(key);
 
 	(void) size;
-	if (n > 4 && strcmp(key + n - 4, ".cxf") == 0)
+	if (has_suffix(key, ".cxf"))
 		verify_fragment(ctx, key);
-	else if (n > 9 && strcmp(key + n - 9, ".manifest") == 0)
-		verify_manifest(ctx, key);
+	else if (has_suffix(key, ".manifest"))
+		verify_small_object(ctx, key, BASE_MANIFEST);
+	else if (has_suffix(key, ".shard"))
+		verify_small_object(ctx, key, SHARD_MANIFEST);
+	else if (has_suffix(key, ".wal"))
+		verify_small_object(ctx, key, WAL_ENTRY);
 	else
 		return true;
 	ctx->objects++;
@@ -569,6 +665,8 @@ main(int argc, char **argv)
 		rc = cmd_manifest(s, argc == 4 ? argv[3] : NULL, &err);
 	else if (strcmp(cmd, "fragment") == 0 && argc == 4)
 		rc = cmd_fragment(s, argv[3], &err);
+	else if (strcmp(cmd, "shard") == 0 && (argc == 4 || argc == 5))
+		rc = cmd_shard(s, argv[3], argc == 5 ? argv[4] : NULL, &err);
 	else if (strcmp(cmd, "rows") == 0 && argc <= 5)
 		rc = cmd_rows(s, argc >= 4 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL, &err);
 	else if (strcmp(cmd, "verify") == 0 && argc == 3)
