@@ -12,6 +12,7 @@
  *   cx_modify.c      INSERT / COPY FROM into the transaction's buffer
  *   cx_xact.c        the transaction buffers and their commit / abort hooks
  *   cx_functions.c   SQL functions in schema ctxstore
+ *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix
  *   cx_pgerror.c     engine error codes -> ereport (cx_pgerror.h)
  */
 #ifndef CTXSTORE_FDW_H
@@ -91,12 +92,18 @@ typedef struct CxRelInfo
 	cx_option  *store_options;
 	int			nstore_options;
 	bool		has_credentials;	/* the user mapping supplies some */
+	bool		env_credentials;	/* allow_env_credentials in effect */
 	int			natts;
 	CxColumnDef *columns;		/* one per attribute, attnum - 1 */
 } CxRelInfo;
 
 extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
+/* The store options of ri->uri for ri->userid through server serverid; the
+ * one place they are resolved.  IMPORT FOREIGN SCHEMA uses it on a CxRelInfo
+ * with only uri and userid set (relname NULL: no table yet). */
+extern void cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid);
 extern bool cxfdw_uri_is_file(const char *uri);
+extern void cxfdw_check_uri(const char *uri);
 
 /* While pushed, errors name the column being converted (att, or none if
  * att is -1) in their CONTEXT line (cx_types.c). */
@@ -137,6 +144,9 @@ typedef enum CxAccess
 typedef struct CxStore CxStore;
 
 extern CxStore *cxfdw_store_open(const CxRelInfo *ri, CxAccess access);
+/* A handle of the caller's own, after the same checks; not cached, so the
+ * caller closes it (cx_obj_close), also on error. */
+extern cx_objstore *cxfdw_store_connect(const CxRelInfo *ri, CxAccess access);
 extern cx_objstore *cxfdw_store_handle(CxStore *st);
 extern const cx_manifest *cxfdw_store_manifest(CxStore *st, uint64 version);
 extern cx_manifest *cxfdw_store_manifest_copy(CxStore *st, uint64 version);
@@ -158,5 +168,6 @@ extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);
 
 extern void cxfdw_scan_routine(FdwRoutine *routine);
 extern void cxfdw_modify_routine(FdwRoutine *routine);
+extern List *cxfdw_import_schema(ImportForeignSchemaStmt *stmt, Oid serverid);
 
 #endif							/* CTXSTORE_FDW_H */

@@ -34,6 +34,7 @@
 #include "utils/syscache.h"
 
 #include "ctxstore_fdw.h"
+#include "cx_http.h"
 
 /* What an option's value must look like. */
 typedef enum CxOptKind
@@ -45,7 +46,12 @@ typedef enum CxOptKind
 	OPT_URI,					/* store URI */
 	OPT_INT,					/* integer in [min, max] */
 	OPT_SECONDS,				/* integer seconds, GUC time units allowed */
-	OPT_BYTES					/* byte count, GUC memory units allowed */
+	OPT_BYTES,					/* byte count, GUC memory units allowed */
+	/* Options the engine reads, checked by the engine's own parsers so that
+	 * what CREATE SERVER accepts is exactly what opening a store accepts. */
+	OPT_ENGINE_BOOL,			/* on/off, true/false, yes/no, 1/0 */
+	OPT_TRANSPORT,				/* timeouts, retries, TLS (cx_http.h) */
+	OPT_PATH					/* absolute file name */
 } CxOptKind;
 
 typedef struct CxOptDef
@@ -69,9 +75,17 @@ static const CxOptDef options[] =
 	{"endpoint", SERVER, OPT_URL},
 	{"region", SERVER, OPT_STRING},
 	{"url_style", SERVER, OPT_URL_STYLE},
-	{"conditional_put", SERVER, OPT_BOOL},
-	{"connect_timeout", SERVER, OPT_SECONDS, 1, INT_MAX},
-	{"request_timeout", SERVER, OPT_SECONDS, 1, INT_MAX},
+	{"conditional_put", SERVER, OPT_ENGINE_BOOL},
+	{"connect_timeout", SERVER, OPT_TRANSPORT},
+	{"request_timeout", SERVER, OPT_TRANSPORT},
+	{"retry_max_attempts", SERVER, OPT_TRANSPORT},
+	{"retry_max_seconds", SERVER, OPT_TRANSPORT},
+	{"ca_file", SERVER, OPT_PATH},
+	{"tls_verify", SERVER, OPT_TRANSPORT},
+	/* S3 serves at most 1000 keys per page and refuses more when a store
+	 * opens; Azure serves up to 5000. */
+	{"list_page_size", SERVER, OPT_INT, 1, 5000},
+	{"allow_env_credentials", SERVER, OPT_ENGINE_BOOL},
 
 	{"access_key_id", MAPPING, OPT_STRING},
 	{"secret_access_key", MAPPING, OPT_STRING},
@@ -160,11 +174,12 @@ reject_unknown(const char *name, Oid context)
 			: errhint("There are no valid options in this context."));
 }
 
+/* value NULL: the value may hold a secret, so the message leaves it out. */
 static void
 reject_value(const CxOptDef *def, const char *value, const char *why)
 {
 	/* A credential's value is never repeated back. */
-	bool		show = def->context != MAPPING;
+	bool		show = def->context != MAPPING && value != NULL;
 
 	ereport(ERROR,
 			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -184,6 +199,27 @@ bool
 cxfdw_uri_is_file(const char *uri)
 {
 	return has_prefix_ci(uri, "file://");
+}
+
+/* The reason for refusing a URL that carries user-info, which is refused
+ * without repeating it. */
+static const char *const carries_credentials =
+"A URL in an option cannot carry credentials; put them in the user mapping.";
+
+/* Refuses value for def with problem, unless problem is NULL. */
+static void
+check_problem(const CxOptDef *def, const char *value, const char *problem)
+{
+	if (problem != NULL)
+		reject_value(def, problem == carries_credentials ? NULL : value,
+					 problem);
+}
+
+/* Whether the authority of a URL (up to the first '/') has user-info. */
+static bool
+has_user_info(const char *authority)
+{
+	return memchr(authority, '@', strcspn(authority, "/")) != NULL;
 }
 
 /* Returns why uri is not a store URI, or NULL if it is one. */
@@ -208,9 +244,16 @@ uri_problem(const char *uri)
 	if (rest[0] == '\0' || rest[0] == '/')
 		return "An s3:// or az:// URI needs a bucket or container name, as in s3://bucket/prefix.";
 	/* URIs show up in EXPLAIN and messages, so they must not carry secrets. */
-	if (memchr(rest, '@', strcspn(rest, "/")) != NULL)
-		return "A URI cannot carry credentials; put them in the user mapping.";
+	if (has_user_info(rest))
+		return carries_credentials;
 	return NULL;
+}
+
+/* Refuses uri, as the validator would refuse it in a table's options. */
+void
+cxfdw_check_uri(const char *uri)
+{
+	check_problem(find_option("uri"), uri, uri_problem(uri));
 }
 
 /* Integer from an integer option; min/max from the option's definition. */
@@ -254,6 +297,47 @@ parse_bytes(const CxOptDef *def, const char *value)
 	return (int64) v;
 }
 
+/* Returns why value is not an endpoint URL, or NULL if it is one. */
+static const char *
+endpoint_problem(const char *value)
+{
+	const char *authority;
+
+	if (has_prefix_ci(value, "http://"))
+		authority = value + strlen("http://");
+	else if (has_prefix_ci(value, "https://"))
+		authority = value + strlen("https://");
+	else
+		return "The endpoint must be an http:// or https:// URL.";
+	/* Server options are readable by every role: no secrets in them (a SAS
+	 * token goes in the user mapping, not in a query string). */
+	if (has_user_info(authority))
+		return carries_credentials;
+	if (strpbrk(value, "?#") != NULL)
+		return "The endpoint cannot have a query or a fragment; a SAS token goes in the user mapping's sas_token.";
+	return NULL;
+}
+
+/* Runs the engine's own reader of the option over value (booleans come
+ * back as 0 or 1). */
+static int64
+parse_engine(const CxOptDef *def, const char *value)
+{
+	cx_option	opt = {def->name, value};
+	cx_http_config cfg;
+	bool		b = false;
+	cx_err		err;
+	cx_code		rc;
+
+	if (def->kind == OPT_ENGINE_BOOL)
+		rc = cx_option_bool(&opt, 1, def->name, false, &b, &err);
+	else
+		rc = cx_http_config_from_options(&cfg, &opt, 1, &err);
+	if (rc != CX_OK)
+		reject_value(def, value, psprintf("The %s.", err.msg));
+	return b ? 1 : 0;
+}
+
 /*
  * Checks value against def and returns it as a number for the numeric kinds
  * (booleans as 0 or 1; 0 for the others).
@@ -263,7 +347,6 @@ parse_value(const CxOptDef *def, const char *value)
 {
 	int64		n = 0;
 	bool		b;
-	const char *problem;
 
 	switch (def->kind)
 	{
@@ -276,17 +359,21 @@ parse_value(const CxOptDef *def, const char *value)
 				reject_value(def, value, "The value must be a boolean: on, off, true or false.");
 			return b ? 1 : 0;
 		case OPT_URL:
-			if (!has_prefix_ci(value, "http://") && !has_prefix_ci(value, "https://"))
-				reject_value(def, value, "The endpoint must be an http:// or https:// URL.");
+			check_problem(def, value, endpoint_problem(value));
 			return 0;
+		case OPT_PATH:
+			if (value[0] != '/')
+				reject_value(def, value, "The value must be an absolute file name.");
+			return 0;
+		case OPT_ENGINE_BOOL:
+		case OPT_TRANSPORT:
+			return parse_engine(def, value);
 		case OPT_URL_STYLE:
 			if (strcmp(value, "path") != 0 && strcmp(value, "virtual") != 0)
 				reject_value(def, value, "The value must be \"path\" or \"virtual\".");
 			return 0;
 		case OPT_URI:
-			problem = uri_problem(value);
-			if (problem != NULL)
-				reject_value(def, value, problem);
+			check_problem(def, value, uri_problem(value));
 			return 0;
 		case OPT_INT:
 			n = parse_integer(def, value);
@@ -334,7 +421,13 @@ ctxstore_fdw_validator(PG_FUNCTION_ARGS)
 
 		if (def == NULL || def->context != context)
 			reject_unknown(opt->defname, context);
-		parse_value(def, defGetString(opt));
+		if (parse_value(def, defGetString(opt)) != 0 &&
+			strcmp(def->name, "allow_env_credentials") == 0 && !superuser())
+			ereport(ERROR,
+					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					errmsg("permission denied to set option \"allow_env_credentials\""),
+					errdetail("The option lets every user of the server use the credentials of the database server's environment."),
+					errhint("Only superusers may turn it on."));
 		has_uri |= strcmp(def->name, "uri") == 0;
 	}
 
@@ -381,20 +474,63 @@ is_credential(const char *name)
 		strcmp(name, "sas_token") == 0;
 }
 
-/* Appends a DefElem list to a cx_option array sized by the caller. */
 static void
-add_store_options(CxRelInfo *ri, List *list)
+add_store_option(CxRelInfo *ri, DefElem *opt)
 {
+	ri->store_options[ri->nstore_options].name = opt->defname;
+	ri->store_options[ri->nstore_options].value = defGetString(opt);
+	ri->nstore_options++;
+}
+
+/*
+ * Fills in ri's store options for ri->uri as ri->userid reaches it through
+ * the server: the server's options, then those of the user's mapping (or the
+ * PUBLIC one), which the engine lets win on a clash.  Every path that opens
+ * a store gets its options here: scans, the SQL functions, the writer
+ * worker's requests (copied from ri) and IMPORT FOREIGN SCHEMA.
+ *
+ * allow_env_credentials reaches the engine only from a server a superuser
+ * owns: the validator lets only superusers turn it on, and this keeps it off
+ * after a superuser hands the server to another role.  A file:// store gets
+ * no options (the local backend takes none).
+ */
+void
+cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid)
+{
+	ForeignServer *server;
+	List	   *mapping;
 	ListCell   *lc;
 
-	foreach(lc, list)
+	ri->store_options = NULL;
+	ri->nstore_options = 0;
+	ri->has_credentials = false;
+	ri->env_credentials = false;
+	if (cxfdw_uri_is_file(ri->uri))
+		return;
+
+	server = GetForeignServer(serverid);
+	mapping = user_mapping_options(ri->userid, serverid);
+	ri->store_options = palloc(sizeof(cx_option) *
+							   (list_length(server->options) + list_length(mapping) + 1));
+	foreach(lc, server->options)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+
+		if (strcmp(opt->defname, "allow_env_credentials") == 0)
+		{
+			if (!superuser_arg(server->owner))
+				continue;
+			ri->env_credentials = parse_value(find_option(opt->defname),
+											  defGetString(opt)) != 0;
+		}
+		add_store_option(ri, opt);
+	}
+	foreach(lc, mapping)
 	{
 		DefElem    *opt = lfirst_node(DefElem, lc);
 
 		ri->has_credentials |= is_credential(opt->defname);
-		ri->store_options[ri->nstore_options].name = opt->defname;
-		ri->store_options[ri->nstore_options].value = defGetString(opt);
-		ri->nstore_options++;
+		add_store_option(ri, opt);
 	}
 }
 
@@ -473,19 +609,7 @@ cxfdw_rel_info(Relation rel, Oid userid)
 	ri->relname = pstrdup(RelationGetRelationName(rel));
 	ri->userid = userid;
 	read_table_options(ri, table->options);
-
-	/* A local store takes no options; the engine refuses any it is given. */
-	if (!cxfdw_uri_is_file(ri->uri))
-	{
-		ForeignServer *server = GetForeignServer(table->serverid);
-		List	   *mapping = user_mapping_options(userid, server->serverid);
-
-		ri->store_options = palloc(sizeof(cx_option) *
-								   (list_length(server->options) + list_length(mapping) + 1));
-		add_store_options(ri, server->options);
-		add_store_options(ri, mapping);
-	}
-
+	cxfdw_resolve_store_options(ri, table->serverid);
 	read_columns(ri, rel);
 	return ri;
 }

@@ -57,6 +57,15 @@ handle_key(const CxRelInfo *ri)
 	return key.data;
 }
 
+/* "store <uri> of foreign table "<name>"", or "store <uri>" without one. */
+static char *
+describe(const CxRelInfo *ri)
+{
+	if (ri->relname == NULL)
+		return psprintf("store %s", ri->uri);
+	return psprintf("store %s of foreign table \"%s\"", ri->uri, ri->relname);
+}
+
 static void
 check_access(const CxRelInfo *ri, CxAccess access)
 {
@@ -70,23 +79,35 @@ check_access(const CxRelInfo *ri, CxAccess access)
 		if (!has_privs_of_role(ri->userid, role))
 			ereport(ERROR,
 					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					errmsg("permission denied to %s store %s of foreign table \"%s\"",
-						   reading ? "read" : "write", ri->uri, ri->relname),
+					errmsg("permission denied to %s %s",
+						   reading ? "read" : "write", describe(ri)),
 					errdetail("Only roles with privileges of the \"%s\" role may %s file:// stores.",
 							  reading ? "pg_read_server_files" : "pg_write_server_files",
 							  reading ? "read" : "write"));
 		return;
 	}
 
-	/* Ambient credentials (environment, instance role) are the server's,
-	 * not every user's. */
-	if (!ri->has_credentials && !superuser_arg(ri->userid))
+	/* Without credentials of its own a request is anonymous or, where a
+	 * superuser allowed it, uses the server process's environment: neither
+	 * is for every user. */
+	if (!ri->has_credentials && !ri->env_credentials && !superuser_arg(ri->userid))
 		ereport(ERROR,
 				errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				errmsg("store %s of foreign table \"%s\" needs credentials in a user mapping",
-					   ri->uri, ri->relname),
-				errdetail("Only superusers may use the credentials of the server's environment."),
+				errmsg("%s needs credentials in a user mapping", describe(ri)),
+				errdetail("Only superusers may reach an object store without credentials, unless a superuser set allow_env_credentials on the server."),
 				errhint("Add access_key_id and secret_access_key (S3), or account_key or sas_token (Azure), to the user mapping."));
+}
+
+static cx_objstore *
+open_handle(const CxRelInfo *ri)
+{
+	cx_objstore *handle;
+	cx_err		err;
+
+	if (cx_objstore_open(ri->uri, ri->store_options, ri->nstore_options,
+						 &handle, &err) != CX_OK)
+		cx_pg_error(&err, "could not open store %s", ri->uri);
+	return handle;
 }
 
 static CxStore *
@@ -95,16 +116,12 @@ find_or_open(const CxRelInfo *ri)
 	char	   *key = handle_key(ri);
 	CxStore    *st;
 	cx_objstore *handle;
-	cx_err		err;
 
 	for (st = stores; st != NULL; st = st->next)
 		if (strcmp(st->key, key) == 0)
 			return st;
 
-	if (cx_objstore_open(ri->uri, ri->store_options, ri->nstore_options,
-						 &handle, &err) != CX_OK)
-		cx_pg_error(&err, "could not open store %s", ri->uri);
-
+	handle = open_handle(ri);
 	st = MemoryContextAllocZero(TopMemoryContext, sizeof(CxStore));
 	st->key = MemoryContextStrdup(TopMemoryContext, key);
 	st->handle = handle;
@@ -122,6 +139,18 @@ cxfdw_store_open(const CxRelInfo *ri, CxAccess access)
 {
 	check_access(ri, access);
 	return find_or_open(ri);
+}
+
+/*
+ * A handle of the caller's own on a store, after the same access checks:
+ * for uses that touch many stores once (IMPORT FOREIGN SCHEMA), which the
+ * per-backend cache would otherwise keep open for good.
+ */
+cx_objstore *
+cxfdw_store_connect(const CxRelInfo *ri, CxAccess access)
+{
+	check_access(ri, access);
+	return open_handle(ri);
 }
 
 cx_objstore *

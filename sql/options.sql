@@ -9,18 +9,38 @@ ALTER FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint 'https://example.com');
 -- Server level.
 CREATE SERVER opt_srv FOREIGN DATA WRAPPER ctxstore OPTIONS (
   endpoint 'https://s3.eu-west-1.amazonaws.com', region 'eu-west-1',
-  url_style 'virtual', conditional_put 'off', connect_timeout '5',
-  request_timeout '2min');
+  url_style 'virtual', conditional_put 'off', connect_timeout '500ms',
+  request_timeout '2min', retry_max_attempts '3', retry_max_seconds '1.5',
+  ca_file '/etc/ssl/certs/ca-certificates.crt', tls_verify 'on',
+  list_page_size '500', allow_env_credentials 'off');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (bucket 'x');
 \echo :LAST_ERROR_SQLSTATE
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (uri 'file:///tmp/x');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint 's3.amazonaws.com');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (url_style 'host');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (conditional_put 'maybe');
+-- Values the engine reads are checked by the engine's own parsers: what the
+-- validator accepts, opening a store accepts.
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (conditional_put 't');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (connect_timeout '0');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (request_timeout '-1');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (request_timeout 'soon');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (request_timeout '1d');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (retry_max_seconds '-1');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (retry_max_attempts '0');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (retry_max_attempts '101');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (tls_verify 'perhaps');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (ca_file 'certs/ca.pem');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (list_page_size '0');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (list_page_size '5001');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (allow_env_credentials 'sure');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (region '');
+-- Endpoints are readable by everyone: no user-info (not repeated back) and
+-- no query string (where a SAS token would go).
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore
+  OPTIONS (endpoint 'https://AKIAEXAMPLE:hunter2@s3.example.com');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER ctxstore
+  OPTIONS (endpoint 'https://acct.blob.core.windows.net/?sv=2022-11-02&sig=hunter2');
 ALTER SERVER opt_srv OPTIONS (SET url_style 'sideways');
 ALTER SERVER opt_srv OPTIONS (ADD compression_level '3');
 
@@ -111,17 +131,71 @@ CREATE FOREIGN TABLE opt_dup (a text, b text OPTIONS (column_name 'a'))
   SERVER opt_srv OPTIONS (uri 'file://@store_root@/options_dup');
 INSERT INTO opt_dup VALUES ('x', 'y');
 
--- A store a non-superuser reaches through the server's own credentials.
+-- Credentials are shown to their user and to superusers only, as for
+-- postgres_fdw: another role sees no options, and cannot read the catalog.
+CREATE ROLE regress_cx_other;
+GRANT USAGE ON FOREIGN SERVER opt_srv TO regress_cx_other;
+SET ROLE regress_cx_other;
+SELECT umuser = 0 AS public_mapping, umoptions FROM pg_user_mappings
+  WHERE srvname = 'opt_srv' ORDER BY 1;
+SELECT umoptions FROM pg_user_mapping;
+RESET ROLE;
+
+-- Who may reach an object store, and with which credentials.
 CREATE ROLE regress_cx_opt_user;
-CREATE SERVER opt_s3 FOREIGN DATA WRAPPER ctxstore;
-GRANT USAGE ON FOREIGN SERVER opt_s3 TO regress_cx_opt_user;
-CREATE FOREIGN TABLE opt_s3_ft (id text) SERVER opt_s3
+GRANT USAGE ON FOREIGN DATA WRAPPER ctxstore TO regress_cx_opt_user;
+-- Only a superuser may let a server use the environment's credentials.
+SET ROLE regress_cx_opt_user;
+CREATE SERVER opt_env FOREIGN DATA WRAPPER ctxstore OPTIONS (allow_env_credentials 'true');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER opt_env FOREIGN DATA WRAPPER ctxstore OPTIONS (allow_env_credentials 'off');
+ALTER SERVER opt_env OPTIONS (SET allow_env_credentials 'on');
+RESET ROLE;
+
+-- A non-superuser without credentials is refused on every path, before
+-- anything is sent (the endpoint does not answer).
+CREATE SERVER opt_cloud FOREIGN DATA WRAPPER ctxstore OPTIONS (
+  endpoint 'http://127.0.0.1:9', connect_timeout '200ms', retry_max_attempts '1');
+GRANT USAGE ON FOREIGN SERVER opt_cloud TO regress_cx_opt_user;
+CREATE FOREIGN TABLE opt_s3_ft (id text) SERVER opt_cloud
   OPTIONS (uri 's3://bucket/prefix');
-GRANT SELECT ON opt_s3_ft TO regress_cx_opt_user;
+CREATE FOREIGN TABLE opt_az_ft (id text) SERVER opt_cloud
+  OPTIONS (uri 'az://container/prefix');
+GRANT SELECT, INSERT ON opt_s3_ft, opt_az_ft TO regress_cx_opt_user;
+GRANT CREATE ON SCHEMA public TO regress_cx_opt_user;
 SET ROLE regress_cx_opt_user;
 SELECT * FROM opt_s3_ft;
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM opt_az_ft;
+INSERT INTO opt_az_ft VALUES ('x');
+SELECT ctxstore.stats('opt_s3_ft');
+SELECT * FROM ctxstore.versions('opt_az_ft');
+IMPORT FOREIGN SCHEMA "s3://bucket/prefix" FROM SERVER opt_cloud INTO public;
+RESET ROLE;
+-- An account name alone is no credential.
+CREATE USER MAPPING FOR regress_cx_opt_user SERVER opt_cloud
+  OPTIONS (account_name 'acct');
+SET ROLE regress_cx_opt_user;
+SELECT * FROM opt_az_ft;
+RESET ROLE;
+-- With allow_env_credentials set by a superuser the request goes out (and
+-- finds nobody listening).
+ALTER SERVER opt_cloud OPTIONS (ADD allow_env_credentials 'on');
+SET ROLE regress_cx_opt_user;
+\set VERBOSITY terse
+SELECT * FROM opt_az_ft;
+\set VERBOSITY default
+RESET ROLE;
+-- Not once the server belongs to someone else: the option is then ignored,
+-- and its new owner cannot change the server without a superuser.
+ALTER SERVER opt_cloud OWNER TO regress_cx_opt_user;
+SET ROLE regress_cx_opt_user;
+SELECT * FROM opt_az_ft;
+ALTER SERVER opt_cloud OPTIONS (SET connect_timeout '1s');
 RESET ROLE;
 
 SET client_min_messages = warning;
 DROP EXTENSION ctxstore CASCADE;
+REVOKE CREATE ON SCHEMA public FROM regress_cx_opt_user;
 DROP ROLE regress_cx_opt_user;
+DROP ROLE regress_cx_other;
