@@ -11,6 +11,7 @@
  *   cx_scan.c        planner, executor scan and EXPLAIN
  *   cx_modify.c      INSERT / COPY FROM into the transaction's buffer
  *   cx_xact.c        the transaction buffers and their commit / abort hooks
+ *   cx_tableopts.c   write settings from table options, the table key check
  *   cx_functions.c   SQL functions in schema ctxstore
  *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix
  *   cx_pgerror.c     engine error codes -> ereport (cx_pgerror.h)
@@ -163,6 +164,16 @@ extern void cxfdw_pending_append(CxPending *p, const cx_datum *values);
 extern uint64 cxfdw_pending_rows(const CxPending *p);
 /* The bytes of the rows buffered so far; valid until the next append. */
 extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);
+
+/* ---- write settings (cx_tableopts.c) ---- */
+
+struct CxStoreSettings;			/* cx_writer_protocol.h */
+
+extern void cxfdw_table_settings(const CxRelInfo *ri,
+								 struct CxStoreSettings *out);
+extern void cxfdw_check_table_key(const CxRelInfo *ri,
+								  const struct CxStoreSettings *s,
+								  const cx_manifest *base);
 
 /* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
 

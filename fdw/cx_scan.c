@@ -2,21 +2,27 @@
  * cx_scan.c — planning and executing scans of ctxstore foreign tables, and
  * what EXPLAIN shows of them.
  *
- * A scan reads the fragments of one manifest version, one row group at a
+ * A scan reads one snapshot of the store (cx_tablescan.h): the base
+ * fragments minus their deletion vectors, unioned with the unmerged
+ * generations of every shard, at most one row per key, one row group at a
  * time, fetching only the columns the query references (its target list and
- * its quals) and skipping the rows the fragments' deletion vectors list; then,
- * unless the table is pinned to a version, the rows the current transaction
- * has buffered for the table (read-your-writes).  Quals are all evaluated
- * locally by the executor.
+ * its quals).  Then, unless the table is pinned to a version, it returns the
+ * rows the current transaction has buffered for the table (read-your-writes).
+ * Quals are all evaluated locally by the executor.
  *
- * The engine's objects (manifest copy, fragment reader, row group) are
- * malloc'd; a reset callback on the executor's memory context frees them, so
- * an ERROR in the middle of a scan leaks nothing.
+ * Snapshots are shared, reference-counted, by the planning and the execution
+ * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):
+ * opening one reads the base manifest and every shard's manifest.
+ *
+ * The engine's objects (snapshot, table scan) are malloc'd; a reset callback
+ * on the executor's memory context frees them, so an ERROR in the middle of
+ * a scan leaks nothing.
  */
 #include "postgres.h"
 
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -26,35 +32,51 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
 #include "cx_rowcodec.h"
+#include "cx_tablescan.h"
 
-/* Planner cost of opening the store (manifest and fragment footers). */
+/* Planner cost of opening the store (manifests and fragment footers). */
 #define STORE_STARTUP_COST 100.0
+
+/*
+ * A snapshot of one store at one version (0: the newest), kept in the
+ * backend's cache while it is current and by every scan reading it.
+ */
+typedef struct CxSnap
+{
+	cx_snapshot *snap;
+	int			refs;			/* the cache's, if cached, plus one per scan */
+	bool		cached;
+	CxStore    *store;
+	uint64		version;
+	LocalTransactionId lxid;	/* when it was opened */
+	TimestampTz stmt;
+	struct CxSnap *next;		/* in the cache */
+} CxSnap;
+
+static CxSnap *snapshots = NULL;
 
 typedef struct CxScanState
 {
 	CxRelInfo  *ri;
-	cx_objstore *store;			/* the backend's cached handle */
-	cx_manifest *manifest;		/* private copy; NULL for an empty store */
+	CxSnap	   *snap;			/* one reference held */
 	List	   *retrieved;		/* attribute numbers the query needs */
 	CxBinding	bind;			/* table columns vs the store's */
 	bool	   *want;			/* per store column: fetch it */
-	bool		fetch_none;		/* no column needed: only count rows */
 
-	/* Position in the store. */
-	uint32		next_fragment;
-	cx_fragr   *fragr;
-	const cx_deletion_vector *dv;	/* the fragment's, NULL if none */
-	uint32		dv_pos;			/* first entry not below the current row */
-	uint32		next_group;
-	uint64		group_first;	/* fragment row number of the group's row 0 */
-	cx_rowgroup *group;
-	uint32		group_rows;
-	uint32		row;
+	/* Position in the store: rows[pos] of group, of nrows visible rows. */
+	cx_tablescan *scan;			/* NULL: empty store, or EXPLAIN only */
+	bool		scan_done;
+	const cx_rowgroup *group;
+	const uint32_t *rows;
+	uint32_t	nrows;
+	uint32_t	pos;
 
 	/* The transaction's own rows: bytes [pending_pos, pending_end). */
 	CxPending  *pending;
@@ -67,6 +89,89 @@ typedef struct CxScanState
 	MemoryContextCallback cleanup;
 } CxScanState;
 
+/* ---- snapshots ---- */
+
+static void
+snap_release(CxSnap *c)
+{
+	if (--c->refs > 0)
+		return;
+	cx_snapshot_close(c->snap);
+	pfree(c);
+}
+
+/* Drops c from the cache (the scans reading it keep it alive). */
+static void
+snap_uncache(CxSnap *c)
+{
+	CxSnap	  **link = &snapshots;
+
+	while (*link != c)
+		link = &(*link)->next;
+	*link = c->next;
+	c->cached = false;
+	snap_release(c);
+}
+
+/* Whether c is what a reader now would open: the same statement (READ
+ * COMMITTED) or transaction (REPEATABLE READ and above); a pinned version
+ * never changes. */
+static bool
+snap_current(const CxSnap *c)
+{
+	if (c->version != 0)
+		return true;
+	if (c->lxid != MyProc->lxid)
+		return false;
+	return IsolationUsesXactSnapshot() ||
+		c->stmt == GetCurrentStatementStartTimestamp();
+}
+
+static CxSnap *
+snap_open(const CxRelInfo *ri, CxStore *st)
+{
+	CxSnap	   *c = MemoryContextAllocZero(TopMemoryContext, sizeof(CxSnap));
+	cx_err		err;
+
+	if (cx_snapshot_open(cxfdw_store_handle(st), ri->version, &c->snap,
+						 &err) != CX_OK)
+	{
+		pfree(c);
+		if (ri->version != 0)
+			cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
+						ri->version, ri->uri);
+		cx_pg_error(&err, "could not read the newest version of store %s",
+					ri->uri);
+	}
+	c->refs = 1;
+	c->cached = true;
+	c->store = st;
+	c->version = ri->version;
+	c->lxid = MyProc->lxid;
+	c->stmt = GetCurrentStatementStartTimestamp();
+	c->next = snapshots;
+	snapshots = c;
+	return c;
+}
+
+/* The snapshot the table reads now (after the access check); it belongs to
+ * the cache: take a reference to keep it. */
+static CxSnap *
+snap_get(const CxRelInfo *ri)
+{
+	CxStore    *st = cxfdw_store_open(ri, CX_ACCESS_READ);
+	CxSnap	   *c;
+
+	for (c = snapshots; c != NULL; c = c->next)
+		if (c->store == st && c->version == ri->version)
+			break;
+	if (c != NULL && snap_current(c))
+		return c;
+	if (c != NULL)
+		snap_uncache(c);
+	return snap_open(ri, st);
+}
+
 /* ---- planning ---- */
 
 static Oid
@@ -77,17 +182,14 @@ planner_user(PlannerInfo *root, RelOptInfo *baserel)
 	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }
 
-/* Rows of the version the table reads, plus those this transaction wrote. */
+/* Rows of the snapshot the table reads (base rows plus unmerged generation
+ * rows, before de-duplication), plus those this transaction wrote. */
 static double
 table_rows(const CxRelInfo *ri)
 {
-	const cx_manifest *m;
-	double		rows = 0;
+	double		rows = (double) cx_snapshot_row_estimate(snap_get(ri)->snap);
 	CxPending  *p;
 
-	m = cxfdw_store_manifest(cxfdw_store_open(ri, CX_ACCESS_READ), ri->version);
-	if (m != NULL)
-		rows = (double) cx_manifest_rows(m);
 	p = ri->version == 0 ? cxfdw_pending_find(ri->relid) : NULL;
 	if (p != NULL)
 		rows += (double) cxfdw_pending_rows(p);
@@ -164,12 +266,11 @@ release_store_objects(void *arg)
 {
 	CxScanState *s = arg;
 
-	cx_rowgroup_free(s->group);
-	s->group = NULL;
-	cx_fragr_close(s->fragr);
-	s->fragr = NULL;
-	cx_manifest_free(s->manifest);
-	s->manifest = NULL;
+	cx_tablescan_end(s->scan);
+	s->scan = NULL;
+	if (s->snap != NULL)
+		snap_release(s->snap);
+	s->snap = NULL;
 	cx_buf_free(&s->scratch);
 }
 
@@ -203,6 +304,22 @@ begin_pending(CxScanState *s)
 	s->pending_end = len;
 }
 
+/* Starts reading the snapshot's rows (none for an empty store). */
+static void
+begin_store_scan(CxScanState *s)
+{
+	cx_err		err;
+
+	s->scan_done = true;
+	s->pos = s->nrows = 0;
+	if (s->want == NULL)
+		return;
+	if (cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err) != CX_OK)
+		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
+					s->ri->uri, s->ri->relname);
+	s->scan_done = false;
+}
+
 static void
 cx_begin_scan(ForeignScanState *node, int eflags)
 {
@@ -210,7 +327,7 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	EState	   *estate = node->ss.ps.state;
 	RangeTblEntry *rte = exec_rt_fetch(plan->scan.scanrelid, estate);
 	CxScanState *s = palloc0(sizeof(CxScanState));
-	CxStore    *st;
+	const cx_manifest *base;
 
 	s->ri = cxfdw_rel_info(node->ss.ss_currentRelation,
 						   OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId());
@@ -221,86 +338,26 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->cleanup);
 	node->fdw_state = s;
 
-	st = cxfdw_store_open(s->ri, CX_ACCESS_READ);
-	s->store = cxfdw_store_handle(st);
-	s->manifest = cxfdw_store_manifest_copy(st, s->ri->version);
+	s->snap = snap_get(s->ri);
+	s->snap->refs++;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
-	if (s->manifest != NULL && s->manifest->schema != NULL)
+	base = cx_snapshot_base(s->snap->snap);
+	if (base->schema != NULL)
 	{
-		cxfdw_bind(s->ri, s->manifest->schema, &s->bind);
+		cxfdw_bind(s->ri, base->schema, &s->bind);
 		s->want = wanted_columns(s);
-		s->fetch_none = s->retrieved == NIL;
 	}
+	begin_store_scan(s);
 	begin_pending(s);
-}
-
-static void
-open_fragment(CxScanState *s, uint32 index)
-{
-	const cx_fragment_info *fi = &s->manifest->fragments[index];
-	cx_err		err;
-
-	if (cx_fragr_open(s->store, fi->path, fi->size, &s->fragr, &err) != CX_OK)
-		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-					s->ri->uri, s->ri->relname);
-	/* Column positions come from the manifest's schema: a fragment with
-	 * another one would be read as garbage. */
-	if (!cx_schema_equal(cx_fragr_schema(s->fragr), s->manifest->schema))
-		ereport(ERROR,
-				errcode(ERRCODE_DATA_CORRUPTED),
-				errmsg("fragment %s of store %s does not have the store's schema",
-					   fi->path, s->ri->uri));
-	s->next_group = 0;
-	s->group_first = 0;
-	s->group_rows = 0;
-	s->dv = s->manifest->dvs != NULL && s->manifest->dvs[index].n > 0
-		? &s->manifest->dvs[index] : NULL;
-	s->dv_pos = 0;
-}
-
-/*
- * Moves to the next row group that has rows; false at the end of the store.
- * A scan that needs no column counts rows without fetching any chunk.
- */
-static bool
-next_group(CxScanState *s)
-{
-	cx_err		err;
-
-	cx_rowgroup_free(s->group);
-	s->group = NULL;
-	for (;;)
-	{
-		if (s->fragr != NULL && s->next_group < cx_fragr_num_groups(s->fragr))
-		{
-			uint32		g = s->next_group++;
-
-			s->row = 0;
-			s->group_first += s->group_rows;
-			s->group_rows = cx_fragr_group_rows(s->fragr, g);
-			if (s->group_rows == 0)
-				continue;
-			if (s->fetch_none)
-				return true;
-			if (cx_fragr_read_group(s->fragr, g, s->want, &s->group, &err) != CX_OK)
-				cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-							s->ri->uri, s->ri->relname);
-			return true;
-		}
-		cx_fragr_close(s->fragr);
-		s->fragr = NULL;
-		if (s->manifest == NULL || s->next_fragment >= s->manifest->nfragments)
-			return false;
-		open_fragment(s, s->next_fragment++);
-	}
 }
 
 static void
 fill_from_group(CxScanState *s, TupleTableSlot *slot)
 {
 	CxConvErrContext ec;
+	uint32		row = s->rows[s->pos];
 	ListCell   *lc;
 
 	cxfdw_conv_errcontext_push(&ec, s->ri);
@@ -310,7 +367,7 @@ fill_from_group(CxScanState *s, TupleTableSlot *slot)
 		cx_datum	d;
 
 		cx_colvec_get(cx_rowgroup_column(s->group, s->bind.att_col[att]),
-					  s->row, &d);
+					  row, &d);
 		slot->tts_isnull[att] = d.isnull;
 		if (d.isnull)
 			continue;
@@ -360,32 +417,24 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	cxfdw_conv_errcontext_pop(&ec);
 }
 
-/* Whether the current row is listed in its fragment's deletion vector
- * (rows are visited in ascending order, so the vector is walked once). */
-static bool
-row_deleted(CxScanState *s)
-{
-	uint64		r = s->group_first + s->row;
-
-	if (s->dv == NULL)
-		return false;
-	while (s->dv_pos < s->dv->n && s->dv->rows[s->dv_pos] < r)
-		s->dv_pos++;
-	return s->dv_pos < s->dv->n && s->dv->rows[s->dv_pos] == r;
-}
-
-/* Moves to the next live row of the store; false at its end. */
+/* Moves to the next visible row of the snapshot; false at its end. */
 static bool
 next_store_row(CxScanState *s)
 {
-	for (;;)
+	cx_err		err;
+
+	while (s->pos >= s->nrows)
 	{
-		if (s->row >= s->group_rows && !next_group(s))
+		if (s->scan_done)
 			return false;
-		if (!row_deleted(s))
-			return true;
-		s->row++;
+		if (cx_tablescan_next(s->scan, &s->group, &s->rows, &s->nrows,
+							  &err) != CX_OK)
+			cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
+						s->ri->uri, s->ri->relname);
+		s->pos = 0;
+		s->scan_done = s->group == NULL;
 	}
+	return true;
 }
 
 static TupleTableSlot *
@@ -400,9 +449,8 @@ cx_iterate(ForeignScanState *node)
 
 	if (next_store_row(s))
 	{
-		if (!s->fetch_none)
-			fill_from_group(s, slot);
-		s->row++;
+		fill_from_group(s, slot);
+		s->pos++;
 	}
 	else if (s->pending != NULL && s->pending_pos < s->pending_end)
 		fill_from_pending(s, slot);
@@ -416,12 +464,9 @@ cx_rescan(ForeignScanState *node)
 {
 	CxScanState *s = node->fdw_state;
 
-	cx_rowgroup_free(s->group);
-	s->group = NULL;
-	cx_fragr_close(s->fragr);
-	s->fragr = NULL;
-	s->next_fragment = 0;
-	s->row = s->group_rows = 0;
+	cx_tablescan_end(s->scan);
+	s->scan = NULL;
+	begin_store_scan(s);
 	s->pending_pos = 0;
 }
 
@@ -441,7 +486,16 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 
 	ExplainPropertyText("Store", s->ri->uri, es);
 	ExplainPropertyUInteger("Version", NULL,
-							s->manifest != NULL ? s->manifest->version : 0, es);
+							cx_snapshot_version(s->snap->snap), es);
+	ExplainPropertyUInteger("Generations", NULL,
+							cx_snapshot_pending_generations(s->snap->snap), es);
+	if (es->analyze && s->scan != NULL)
+	{
+		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
+
+		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
+		ExplainPropertyUInteger("Rows Hidden", NULL, st->rows_hidden, es);
+	}
 	if (es->verbose && s->retrieved != NIL)
 	{
 		List	   *names = NIL;

@@ -44,7 +44,7 @@ struct CxPending
 	char	   *uri;
 	cx_option  *options;
 	int			noptions;
-	int			compression_level;
+	CxStoreSettings settings;	/* the table's write options */
 	cx_schema  *schema;			/* the store's, or the table's for a new
 								 * store; malloc'd */
 	cx_buf		rows;			/* malloc'd */
@@ -81,7 +81,6 @@ copy_destination(CxPending *p, const CxRelInfo *ri)
 		p->options[i].value = pstrdup(ri->store_options[i].value);
 	}
 	p->noptions = ri->nstore_options;
-	p->compression_level = ri->compression_level;
 	MemoryContextSwitchTo(old);
 }
 
@@ -102,13 +101,14 @@ schema_for_write(const CxRelInfo *ri, CxStore *st)
 
 /*
  * The buffer of a foreign table in this transaction, created on first use.
- * Its schema is fixed then, so every row of the transaction has one layout.
+ * Its schema and write settings are fixed then, so every row of the
+ * transaction has one layout and goes to the writer with one set of options.
  */
 CxPending *
 cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 {
 	CxPending  *p;
-	bool		found;
+	CxStoreSettings settings;
 
 	if (pending == NULL)
 	{
@@ -121,17 +121,24 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 
-	p = hash_search(pending, &ri->relid, HASH_ENTER, &found);
-	if (!found)
+	p = hash_search(pending, &ri->relid, HASH_FIND, NULL);
+	if (p == NULL)
 	{
+		/* Read before the entry exists, so a bad option leaves none. */
+		cxfdw_table_settings(ri, &settings);
+		p = hash_search(pending, &ri->relid, HASH_ENTER, NULL);
 		memset((char *) p + sizeof(Oid), 0, sizeof(CxPending) - sizeof(Oid));
+		p->settings = settings;
 		p->seq = hash_get_num_entries(pending) - 1;
 		cx_buf_init(&p->rows);
 		copy_destination(p, ri);
 	}
 	/* Set last: an error above leaves an entry that the next call finishes. */
 	if (p->schema == NULL)
+	{
+		cxfdw_check_table_key(ri, &p->settings, cxfdw_store_manifest(st, 0));
 		p->schema = schema_for_write(ri, st);
+	}
 	return p;
 }
 
@@ -249,8 +256,7 @@ submit_pending(void)
 		r->rows = (const char *) p->rows.data;
 		r->rows_len = p->rows.len;
 		r->nrows = p->nrows;
-		memset(&r->settings, 0, sizeof(r->settings));
-		r->settings.compression_level = p->compression_level;
+		r->settings = p->settings;
 		n++;
 	}
 	if (n > 0)

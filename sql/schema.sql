@@ -52,7 +52,7 @@ SELECT * FROM schema_a ORDER BY id;
 
 -- A store's column names come from column_name at its first write.
 CREATE FOREIGN TABLE schema_first (k int OPTIONS (column_name 'key'), v text)
-  SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_first');
+  SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_first', key 'key');
 INSERT INTO schema_first VALUES (1, 'one');
 CREATE FOREIGN TABLE schema_first_plain (key int, v text)
   SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_first');

@@ -25,7 +25,7 @@ CREATE FOREIGN TABLE types_ft (
   a_f4 real[], a_f8 float8[], a_i4 int4[], a_i8 int8[], a_t text[],
   a_b bool[], a_num numeric[], a_u uuid[], a_inet inet[],
   ip inet, pt point, r int4range, mood types_mood, tz timetz
-) SERVER types_srv OPTIONS (uri 'file://@store_root@/types');
+) SERVER types_srv OPTIONS (uri 'file://@store_root@/types', key 'k');
 
 INSERT INTO types_ref VALUES
   (1, true, 32767, 2147483647, 9223372036854775807, 1.5, 3.141592653589793,
@@ -120,7 +120,7 @@ SELECT count(*) FROM types_ft;
 -- A domain travels as its base type.
 CREATE DOMAIN types_posint AS int CHECK (VALUE > 0);
 CREATE FOREIGN TABLE types_dom (k int, n types_posint)
-  SERVER types_srv OPTIONS (uri 'file://@store_root@/types_domain');
+  SERVER types_srv OPTIONS (uri 'file://@store_root@/types_domain', key 'k');
 INSERT INTO types_dom VALUES (1, 42);
 SELECT * FROM types_dom;
 CREATE FOREIGN TABLE types_dom_base (k int, n int)
