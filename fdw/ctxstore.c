@@ -47,5 +47,6 @@ ctxstore_fdw_handler(PG_FUNCTION_ARGS)
 
 	cxfdw_scan_routine(routine);
 	cxfdw_modify_routine(routine);
+	routine->ImportForeignSchema = cxfdw_import_schema;
 	PG_RETURN_POINTER(routine);
 }
