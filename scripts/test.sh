@@ -21,8 +21,34 @@ count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
 bash "$repo/scripts/install-deps.sh" || { echo "dependency installation failed"; exit 1; }
 # s3rver and Azurite for the object-store tests; the unit suites start private
-# instances around each run (storage/Makefile, scripts/with-emulators.sh).
+# instances around each run (storage/Makefile, scripts/with-emulators.sh), the
+# TAP suite through start_emulators below.
 bash "$repo/scripts/emulators.sh" install || { echo "emulator installation failed"; exit 1; }
+
+# Private emulators for the suites that run servers against object stores:
+# free loopback ports, a run directory of their own, stopped on exit.  Their
+# CX_TEST_* endpoints end up in emu_env, for the tests' environment.
+emu_run=""
+emu_env=()
+start_emulators() {
+  [ -n "$emu_run" ] && return 0
+  emu_run=$(mktemp -d /tmp/ctxstore-emu.XXXXXX)
+  # The servers (user postgres) read the test CA for ca_file.
+  chmod 755 "$emu_run"
+  if ! CX_EMU_RUN="$emu_run" CX_EMU_PORTS=auto bash "$repo/scripts/emulators.sh" start; then
+    echo "emulators did not start; the tests that need them will fail"
+    return 1
+  fi
+  chmod -R a+rX "$emu_run/tls"
+  mapfile -t emu_env < <(. "$emu_run/env"; env | grep '^CX_TEST_')
+  emu_env+=(CX_TEST_REQUIRE_EMULATORS=1)
+}
+stop_emulators() {
+  [ -n "$emu_run" ] || return 0
+  CX_EMU_RUN="$emu_run" bash "$repo/scripts/emulators.sh" stop
+  rm -rf "$emu_run"
+}
+trap stop_emulators EXIT
 
 log "build and install the extension"
 if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/tmp/ctxstore-build.log 2>&1 \
@@ -127,9 +153,10 @@ for suite in $suites; do
     fi ;;
   tap)
     if ls "$work"/t/*.pl >/dev/null 2>&1; then
-      log "TAP tests"
+      log "TAP tests (with s3rver and Azurite)"
+      start_emulators
       out=$(cd "$work" && as_pg env TESTDIR="$work" PG_REGRESS="$pgxs_test/regress/pg_regress" \
-              CTXSTORE_STORE_ROOT="$work/stores" \
+              CTXSTORE_STORE_ROOT="$work/stores" "${emu_env[@]}" \
               prove -I "$pgxs_test/perl" -I "$work/t" t/*.pl 2>&1); rc=$?
       echo "$out"
       tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')

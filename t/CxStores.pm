@@ -1,0 +1,174 @@
+# CxStores.pm — the object-store side of the TAP tests: servers, user
+# mappings and URIs for each kind of store (file://, s3:// against s3rver,
+# az:// against Azurite), Azurite containers, and the fault proxies in front
+# of both emulators.
+#
+# The emulators are the ones scripts/test.sh starts around the TAP suite
+# (scripts/emulators.sh documents the CX_TEST_* variables).  A test that
+# needs one dies when its variable is missing: these tests exist to cover the
+# object stores, so they never skip them.
+package CxStores;
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(hmac_sha256);
+use Exporter 'import';
+use HTTP::Tiny;
+use JSON::PP;
+use MIME::Base64;
+use POSIX qw(strftime);
+use PostgreSQL::Test::Utils;
+
+our @EXPORT = qw(emu store_uri server_sql proxy_fault proxy_clear proxy_stat
+  proxy_endpoint);
+
+my $root = $ENV{CTXSTORE_STORE_ROOT} // PostgreSQL::Test::Utils::tempdir();
+# Per test file, so that files sharing the emulators never share a store.
+my $run = "t$$";
+my $container;
+
+# The value of CX_TEST_<name>, or death.
+sub emu
+{
+	my ($name) = @_;
+	my $v = $ENV{"CX_TEST_$name"};
+	die "CX_TEST_$name is not set: run the TAP tests through scripts/test.sh, "
+	  . "which starts the object-store emulators\n"
+	  unless defined $v && $v ne '';
+	return $v;
+}
+
+# Signs and sends Azure's Create Container (SharedKey), as any Azure tool
+# would; 201 created, 409 already there.
+sub az_create_container
+{
+	my ($name) = @_;
+	my ($endpoint, $account, $key) =
+	  (emu('AZ_ENDPOINT'), emu('AZ_ACCOUNT'), emu('AZ_KEY'));
+	my $url = "$endpoint/$name?restype=container";
+	my ($path) = $url =~ m{^https?://[^/]+(/[^?]*)};
+	my $date = strftime('%a, %d %b %Y %H:%M:%S GMT', gmtime);
+	my $to_sign = join("\n",
+		'PUT', ('') x 11,
+		"x-ms-date:$date", 'x-ms-version:2021-08-06',
+		"/$account$path", 'restype:container');
+	my $sig = encode_base64(hmac_sha256($to_sign, decode_base64($key)), '');
+	my $r = HTTP::Tiny->new->request(
+		'PUT', $url,
+		{
+			headers => {
+				'x-ms-date' => $date,
+				'x-ms-version' => '2021-08-06',
+				Authorization => "SharedKey $account:$sig"
+			},
+			content => ''
+		});
+	die "creating Azurite container $name: $r->{status} $r->{content}\n"
+	  unless $r->{status} == 201 || $r->{status} == 409;
+	return;
+}
+
+# The URI of store $name of a kind: file, s3 or az.
+sub store_uri
+{
+	my ($kind, $name) = @_;
+	return "file://$root/$run/$name" if $kind eq 'file';
+	return 's3://' . emu('S3_BUCKET') . "/$run/$name" if $kind eq 's3';
+	die "unknown store kind $kind\n" unless $kind eq 'az';
+	if (!defined $container)
+	{
+		$container = "cx-$run";
+		az_create_container($container);
+	}
+	return "az://$container/$name";
+}
+
+sub options_sql
+{
+	my (%o) = @_;
+	my @set = map { "$_ '$o{$_}'" } grep { defined $o{$_} } sort keys %o;
+	return @set ? 'OPTIONS (' . join(', ', @set) . ')' : '';
+}
+
+# The endpoint of an emulator (S3 or AZ), or of the fault proxy in front of it.
+sub proxy_endpoint
+{
+	my ($which) = @_;
+	return emu("${which}_PROXY");
+}
+
+# SQL creating server $name for a kind of store, and a user mapping for
+# $user (default CURRENT_USER) with the emulator's credentials.  %opt:
+#   server  => { option => value, ... }   added to / replacing the defaults
+#   mapping => { option => value, ... }   likewise (undef removes one)
+# s3 servers default to conditional_put 'off' (s3rver ignores If-None-Match).
+sub server_sql
+{
+	my ($kind, $name, %opt) = @_;
+	my (%server, %mapping);
+	if ($kind eq 's3')
+	{
+		%server = (endpoint => emu('S3_ENDPOINT'), conditional_put => 'off');
+		%mapping = (
+			access_key_id => emu('S3_ACCESS_KEY'),
+			secret_access_key => emu('S3_SECRET_KEY'));
+	}
+	elsif ($kind eq 'az')
+	{
+		%server = (endpoint => emu('AZ_ENDPOINT'));
+		%mapping = (
+			account_name => emu('AZ_ACCOUNT'),
+			account_key => emu('AZ_KEY'));
+	}
+	%server = (%server, %{ $opt{server} // {} });
+	%mapping = (%mapping, %{ $opt{mapping} // {} });
+	my $user = $opt{user} // 'CURRENT_USER';
+	my $sql = "CREATE SERVER $name FOREIGN DATA WRAPPER ctxstore "
+	  . options_sql(%server) . ";\n";
+	$sql .= "CREATE USER MAPPING FOR $user SERVER $name "
+	  . options_sql(%mapping) . ";\n"
+	  if $kind ne 'file';
+	return $sql;
+}
+
+sub proxy_ctl
+{
+	my ($which, $method, $path, $body) = @_;
+	my $r = HTTP::Tiny->new->request(
+		$method,
+		emu("${which}_PROXY_CTL") . $path,
+		{
+			headers => { 'content-type' => 'application/json' },
+			content => $body // ''
+		});
+	die "fault proxy $which $method $path: $r->{status} $r->{content}\n"
+	  unless $r->{success};
+	return $r->{content};
+}
+
+# Arms a rule in the fault proxy in front of S3 or AZ (faultproxy.js).
+sub proxy_fault
+{
+	my ($which, %rule) = @_;
+	proxy_ctl($which, 'POST', '/faults', encode_json(\%rule));
+	return;
+}
+
+# Removes every rule and zeroes the counters.
+sub proxy_clear
+{
+	my ($which) = @_;
+	proxy_ctl($which, 'DELETE', '/faults');
+	proxy_ctl($which, 'POST', '/stats/reset');
+	return;
+}
+
+# A counter of the proxy: requests, connections or fired.
+sub proxy_stat
+{
+	my ($which, $name) = @_;
+	return decode_json(proxy_ctl($which, 'GET', '/stats'))->{$name};
+}
+
+1;
