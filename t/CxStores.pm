@@ -7,6 +7,9 @@
 # (scripts/emulators.sh documents the CX_TEST_* variables).  A test that
 # needs one dies when its variable is missing: these tests exist to cover the
 # object stores, so they never skip them.
+#
+# Loadable outside a TAP test too (bench/objstore.sh creates its Azurite
+# container with az_create_container), so it loads no test framework itself.
 package CxStores;
 
 use strict;
@@ -18,15 +21,13 @@ use HTTP::Tiny;
 use JSON::PP;
 use MIME::Base64;
 use POSIX qw(strftime);
-use PostgreSQL::Test::Utils;
 
 our @EXPORT = qw(emu store_uri server_sql proxy_fault proxy_clear proxy_stat
   proxy_endpoint);
 
-my $root = $ENV{CTXSTORE_STORE_ROOT} // PostgreSQL::Test::Utils::tempdir();
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
-my $container;
+my ($root, $container);
 
 # The value of CX_TEST_<name>, or death.
 sub emu
@@ -73,7 +74,11 @@ sub az_create_container
 sub store_uri
 {
 	my ($kind, $name) = @_;
-	return "file://$root/$run/$name" if $kind eq 'file';
+	if ($kind eq 'file')
+	{
+		$root //= $ENV{CTXSTORE_STORE_ROOT} // PostgreSQL::Test::Utils::tempdir();
+		return "file://$root/$run/$name";
+	}
 	return 's3://' . emu('S3_BUCKET') . "/$run/$name" if $kind eq 's3';
 	die "unknown store kind $kind\n" unless $kind eq 'az';
 	if (!defined $container)
