@@ -51,8 +51,7 @@
 typedef struct CxSnap
 {
 	cx_snapshot *snap;
-	int			refs;			/* the cache's, if cached, plus one per scan */
-	bool		cached;
+	int			refs;			/* the cache's while listed, plus one per scan */
 	CxStore    *store;
 	uint64		version;
 	LocalTransactionId lxid;	/* when it was opened */
@@ -109,7 +108,6 @@ snap_uncache(CxSnap *c)
 	while (*link != c)
 		link = &(*link)->next;
 	*link = c->next;
-	c->cached = false;
 	snap_release(c);
 }
 
@@ -144,7 +142,6 @@ snap_open(const CxRelInfo *ri, CxStore *st)
 					ri->uri);
 	}
 	c->refs = 1;
-	c->cached = true;
 	c->store = st;
 	c->version = ri->version;
 	c->lxid = MyProc->lxid;
