@@ -323,6 +323,8 @@ prefix_uri(ImportForeignSchemaStmt *stmt)
 					errhint("Valid options in this context are: uri"));
 		uri = defGetString(opt);
 	}
+	/* Checked first: a URI with user-info is refused without being shown. */
+	cxfdw_check_uri(uri != NULL ? uri : stmt->remote_schema);
 	if (uri == NULL)
 	{
 		uri = stmt->remote_schema;
@@ -333,7 +335,6 @@ prefix_uri(ImportForeignSchemaStmt *stmt)
 						   uri),
 					errhint("Give the prefix as OPTIONS (uri '...'); the schema name is then ignored."));
 	}
-	cxfdw_check_uri(uri);
 	uri = pstrdup(uri);
 	/* "<prefix>/<name>" needs exactly one slash in between. */
 	len = strlen(uri);

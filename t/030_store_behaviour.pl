@@ -103,11 +103,10 @@ sub behaviour
 	  ROLLBACK;}),
 		'1|-1', "$kind: a transaction reads its own rows");
 
-	is(run_sql(qq{SELECT (s->>'rows')::bigint = (SELECT count(*) FROM $t),
-	                     (s->>'version')::bigint = (SELECT max(version) FROM ctxstore.versions('$t')),
+	is(run_sql(qq{SELECT (s->>'version')::bigint = (SELECT max(version) FROM ctxstore.versions('$t')),
 	                     s->>'uri'
 	              FROM ctxstore.stats('$t') s}),
-		"t|t|$uri", "$kind: stats agree with the rows and the versions");
+		"t|$uri", "$kind: stats describe the store's newest version");
 	is(run_sql("SELECT count(*) > 0, bool_and(rows >= 0) FROM ctxstore.versions('$t')"),
 		't|t', "$kind: versions are listed");
 

@@ -143,7 +143,7 @@ proxy_clear('AZ');
 my ($erc, $explain) = run_sql('EXPLAIN (VERBOSE, FORMAT JSON) SELECT * FROM t_az_worker');
 like($explain, qr/"Store": "az:/, 'EXPLAIN shows the store');
 my ($src, $stats) = run_sql("SELECT ctxstore.stats('t_az_worker')");
-like($stats, qr/"rows": 1/, 'stats describe the store');
+like($stats, qr/"uri": "az:.*"version": [1-9]/, 'stats describe the store');
 
 my $log = slurp_file($node->logfile);
 like($log, qr/HTTP 503/, 'the server log holds the failures');
