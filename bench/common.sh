@@ -40,12 +40,22 @@ bench_stop() {
 context_columns="id text NOT NULL, external_id text, bot_id text, session_id text, role text,
   content text, metadata jsonb, embedding real[], created_at timestamptz"
 
-create_context_tables() {  # $1 = name suffix
+create_context_tables() {  # $1 = name suffix, $2 = more table options
   psql_b <<SQL
 CREATE TABLE heap_$1 ($context_columns, PRIMARY KEY (id));
 CREATE FOREIGN TABLE ctx_$1 ($context_columns)
-  SERVER local OPTIONS (uri 'file://$bench_dir/stores/$1', key 'id');
+  SERVER local OPTIONS (uri 'file://$bench_dir/stores/$1', key 'id'${2:+, $2});
 SQL
+}
+
+# Best wall time of $repeat runs of query $1, in ms.
+best_ms() {
+  local best="" t
+  for _ in $(seq "${repeat:-5}"); do
+    t=$(psql_b -c '\timing on' -c "$1" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+    if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$t; fi
+  done
+  echo "$best"
 }
 
 # tps from pgbench output
