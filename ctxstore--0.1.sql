@@ -23,8 +23,10 @@ CREATE FOREIGN DATA WRAPPER ctxstore
   HANDLER ctxstore.fdw_handler
   VALIDATOR ctxstore.fdw_validator;
 
--- The store behind a foreign table: its version, fragments and rows, the
--- writer worker's counters for it and this backend's read requests.
+-- The store behind a foreign table: its version, fragments and rows, every
+-- shard's unmerged generations, the workers' counters for it (appends, WAL
+-- entries, seals, merges, object-store requests) and this backend's read
+-- requests.  Needs SELECT on the table.
 CREATE FUNCTION ctxstore.stats(t regclass)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'ctxstore_stats'
@@ -37,3 +39,49 @@ CREATE FUNCTION ctxstore.versions(t regclass,
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_versions'
 LANGUAGE C STRICT VOLATILE ROWS 100;
+
+-- Maintenance of the store behind a foreign table.  Each needs ownership of
+-- the table; all but pending_wal_generations ask the writer worker (so they
+-- need shared_preload_libraries) and wait for it, bounded by
+-- statement_timeout and ctxstore.commit_timeout.  pg_cron can schedule them.
+
+-- Seals this cluster's memtable of the store now: rows written with
+-- seal_on_insert off become visible.
+CREATE FUNCTION ctxstore.flush(t regclass)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ctxstore_flush'
+LANGUAGE C STRICT VOLATILE;
+
+-- Seals, merges every pending generation of this cluster's shard into the
+-- base table and drains them; returns the number of generations merged.
+CREATE FUNCTION ctxstore.merge_wal(t regclass)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ctxstore_merge_wal'
+LANGUAGE C STRICT VOLATILE;
+
+-- Seals, then merges as merge_wal does if at least cleanup_min_generations
+-- are pending; returns the number of generations merged (0 if it did not).
+CREATE FUNCTION ctxstore.cleanup_wal(t regclass)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ctxstore_cleanup_wal'
+LANGUAGE C STRICT VOLATILE;
+
+-- Unmerged generations of this cluster's shard (ctxstore.shard_id), read
+-- from the store (works without the workers); stats() lists every shard's.
+CREATE FUNCTION ctxstore.pending_wal_generations(t regclass)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ctxstore_pending_wal_generations'
+LANGUAGE C STRICT VOLATILE;
+
+-- The workers: one row per worker (writer, maintenance).  Store URIs and
+-- errors are shown to members of pg_read_all_stats only.
+CREATE FUNCTION ctxstore.worker_info(
+  OUT pid integer, OUT kind text, OUT shard_id text, OUT stores integer,
+  OUT store_uris text[], OUT queue_depth integer, OUT rounds bigint,
+  OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ctxstore_worker_info'
+LANGUAGE C STRICT VOLATILE ROWS 2;
+
+CREATE VIEW ctxstore.workers AS SELECT * FROM ctxstore.worker_info();
+GRANT SELECT ON ctxstore.workers TO PUBLIC;

@@ -2,10 +2,13 @@
  * cx_writer_batch.c — lays a transaction's write requests out in one dynamic
  * shared memory segment (backend side) and reads them back (worker side).
  *
- * The encoded rows, which dominate the size, are copied exactly once: from
- * the FDW's transaction buffer into the segment.  The worker decodes them
- * straight from the mapping.  The worker checks every offset before using
- * it, so a malformed segment fails its request instead of the worker.
+ * A batch carries rows to write, or (one request, no rows) a control request
+ * or a merge job; every request carries the store's URI, the options that
+ * open it and the table's settings.  The encoded rows, which dominate the
+ * size, are copied exactly once: from the FDW's transaction buffer into the
+ * segment.  The worker decodes them straight from the mapping, and checks
+ * every offset before using it, so a malformed segment fails its request
+ * instead of the worker.
  */
 #include "postgres.h"
 
@@ -31,6 +34,9 @@ encode_schema(const cx_schema *schema, Size *len)
 	cx_buf		buf;
 	char	   *copy = NULL;
 
+	*len = 0;
+	if (schema == NULL)
+		return NULL;
 	cx_buf_init(&buf);
 	cx_schema_encode(schema, &buf);
 	if (cx_buf_ok(&buf))
@@ -64,7 +70,7 @@ put_options(char *p, const CxWriteRequest *req)
 }
 
 dsm_segment *
-cx_batch_create(const CxWriteRequest *requests, int nrequests)
+cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
 {
 	char	  **schemas = palloc(sizeof(char *) * nrequests);
 	Size	   *schema_lens = palloc(sizeof(Size) * nrequests);
@@ -91,6 +97,7 @@ cx_batch_create(const CxWriteRequest *requests, int nrequests)
 				 errhint("Raise max_connections, or commit from fewer sessions at once.")));
 	hdr = dsm_segment_address(seg);
 	hdr->magic = CX_BATCH_MAGIC;
+	hdr->kind = kind;
 	hdr->nrequests = nrequests;
 	hdr->total_len = total;
 	for (int i = 0; i < nrequests; i++)
@@ -109,16 +116,20 @@ cx_batch_create(const CxWriteRequest *requests, int nrequests)
 		off += MAXALIGN(br->options_len);
 		br->schema_off = off;
 		br->schema_len = schema_lens[i];
-		memcpy(base + off, schemas[i], schema_lens[i]);
+		if (schemas[i] != NULL)
+		{
+			memcpy(base + off, schemas[i], schema_lens[i]);
+			pfree(schemas[i]);
+		}
 		off += MAXALIGN(schema_lens[i]);
 		br->rows_off = off;
 		br->rows_len = req->rows_len;
-		memcpy(base + off, req->rows, req->rows_len);
+		if (req->rows_len > 0)
+			memcpy(base + off, req->rows, req->rows_len);
 		off += MAXALIGN(req->rows_len);
 		br->nrows = req->nrows;
-		br->compression_level = req->settings.compression_level;
-		br->result_version = 0;
-		pfree(schemas[i]);
+		br->settings = req->settings;
+		memset(&br->result, 0, sizeof(br->result));
 	}
 	Assert(off == total);
 	pfree(schemas);
@@ -157,7 +168,9 @@ cx_batch_check(const CxBatchHeader *hdr, Size maplen, const char **why)
 	*why = "malformed request batch";
 	if (maplen < offsetof(CxBatchHeader, requests) ||
 		hdr->magic != CX_BATCH_MAGIC || hdr->nrequests <= 0 ||
+		(hdr->kind != CX_BATCH_WRITE && hdr->nrequests != 1) ||
 		hdr->total_len > maplen ||
+		hdr->total_len < offsetof(CxBatchHeader, requests) ||
 		(Size) hdr->nrequests > (hdr->total_len - offsetof(CxBatchHeader, requests)) /
 		sizeof(CxBatchRequest))
 		return false;
@@ -179,28 +192,35 @@ cx_batch_check(const CxBatchHeader *hdr, Size maplen, const char **why)
 }
 
 void
+cx_options_split(const char *bytes, int noptions, cx_option *out)
+{
+	const char *p = bytes;
+
+	for (int k = 0; k < noptions; k++)
+	{
+		out[k].name = p;
+		p += strlen(p) + 1;
+		out[k].value = p;
+		p += strlen(p) + 1;
+	}
+}
+
+void
 cx_batch_view(CxBatchHeader *hdr, int i, CxBatchView *out)
 {
 	const CxBatchRequest *br = &hdr->requests[i];
 	const char *base = (const char *) hdr;
-	const char *p = base + br->options_off;
 
 	out->uri = base + br->uri_off;
 	out->noptions = br->noptions;
 	out->options = palloc(sizeof(cx_option) * Max(br->noptions, 1));
-	for (int k = 0; k < br->noptions; k++)
-	{
-		out->options[k].name = p;
-		p += strlen(p) + 1;
-		out->options[k].value = p;
-		p += strlen(p) + 1;
-	}
+	cx_options_split(base + br->options_off, br->noptions, out->options);
 	out->options_bytes = base + br->options_off;
 	out->options_len = br->options_len;
-	out->schema_bytes = (const uint8 *) base + br->schema_off;
+	out->schema_bytes = br->schema_len > 0 ? (const uint8 *) base + br->schema_off : NULL;
 	out->schema_len = br->schema_len;
 	out->rows = (const uint8 *) base + br->rows_off;
 	out->rows_len = br->rows_len;
 	out->nrows = br->nrows;
-	out->compression_level = br->compression_level;
+	out->settings = &br->settings;
 }

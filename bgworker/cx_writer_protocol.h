@@ -1,19 +1,23 @@
 /*
- * cx_writer_protocol.h — how a backend hands committed rows to the writer
- * worker and waits for the acknowledgement (the only write path).
+ * cx_writer_protocol.h — how a backend reaches the ctxstore workers: hand a
+ * transaction's rows to the writer worker at PRE_COMMIT, or ask it to flush,
+ * merge or clean up a store, and wait for the answer.
  *
  * Backends never write a store.  At PRE_COMMIT each foreign table with pending
  * rows becomes one CxWriteRequest; cx_writer_submit() copies each batch once
  * into a dynamic shared memory segment, posts it in the backend's slot of the
  * shared request array, wakes the writer worker and waits on its latch for the
  * result.  The worker group-commits: every request queued while a store commit
- * is in flight goes into the next commit of that store.
+ * is in flight goes into the next commit of that store, through the store's
+ * resident shard writer (storage/cx_shardwriter.h).  The SQL maintenance
+ * functions (ctxstore.flush, merge_wal, cleanup_wal) go through the same slot
+ * and the same wait (cx_writer_control()).
  *
  * The wait is bounded and interruptible: statement_timeout and cancel are
  * honoured (CHECK_FOR_INTERRUPTS), worker death is detected (the slot's worker
  * generation changes or no worker is running), and ctxstore.commit_timeout
  * caps it.  A request still queued when the backend gives up is withdrawn and
- * never written; one the worker already took may or may not land, and the
+ * never carried out; one the worker already took may or may not be, and the
  * error says so.
  */
 #ifndef CX_WRITER_PROTOCOL_H
@@ -21,12 +25,14 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #include "cx_objstore.h"
 #include "cx_schema.h"
 
 /*
  * The foreign-table options that govern how the writer worker keeps a store
- * (docs/OPERATIONS.md lists them with their defaults).  Every request carries
+ * (docs/SQL.md lists them with their defaults).  Every request carries
  * them; the worker applies the newest it has seen for a store, so ALTER
  * FOREIGN TABLE takes effect with the next commit.
  */
@@ -48,7 +54,8 @@ typedef struct CxStoreSettings
 } CxStoreSettings;
 
 /* One store's batch of rows, encoded with cx_row_encode() in the order of
- * schema's columns (the store's schema, which may already exist). */
+ * schema's columns (the store's schema, which may already exist).  A
+ * control request (cx_writer_control) has no schema and no rows. */
 typedef struct CxWriteRequest
 {
 	const char *uri;			/* resolved store URI */
@@ -63,40 +70,91 @@ typedef struct CxWriteRequest
 	CxStoreSettings settings;
 } CxWriteRequest;
 
-/* Outcome for one request. */
+/* Outcome of one request. */
 typedef struct CxWriteResult
 {
-	uint64		version;		/* store version that made the rows visible */
+	uint64		shard_version;	/* the shard-manifest version after it */
+	uint64		epoch;			/* the writer's epoch on the shard */
+	int64		commit_ts;		/* writes: commit time of the rows (Unix us) */
+	bool		visible;		/* writes: sealed, visible to every reader */
+	uint64		sealed_rows;	/* flush, merge, cleanup: rows their seal
+								 * made visible */
+	uint32		generations_merged; /* merge, cleanup */
+	uint32		pending_generations;	/* unmerged generations afterwards */
 } CxWriteResult;
 
-/* Called from _PG_init() while shared_preload_libraries is being processed:
- * defines the worker's GUCs (ctxstore.commit_timeout), requests the shared
- * request array and registers the writer worker. */
+/* What a control request asks of the writer. */
+typedef enum CxControlKind
+{
+	CX_CONTROL_FLUSH = 1,		/* seal the memtable now */
+	CX_CONTROL_MERGE,			/* seal, merge every pending generation,
+								 * drain */
+	CX_CONTROL_CLEANUP			/* seal, then merge when pending >=
+								 * cleanup_min_generations */
+} CxControlKind;
+
+/* Called from _PG_init(): defines the GUCs (ctxstore.shard_id,
+ * ctxstore.failpoints, ctxstore.commit_timeout); while
+ * shared_preload_libraries is being processed it also requests the shared
+ * state and registers the writer and maintenance workers. */
 void		cx_writer_init_module(void);
 
 /* True when ctxstore was loaded by shared_preload_libraries, so the shared
- * request array and the writer worker exist. */
+ * request array and the workers exist. */
 bool		cx_writer_available(void);
+
+/* This cluster's shard id (ctxstore.shard_id). */
+const char *cx_shard_id(void);
 
 /*
  * Submits the requests and waits until every one is acknowledged.  On any
  * failure it raises an ERROR (engine error mapped to a SQLSTATE, worker death,
- * timeout, cancel); on return every batch is durable and visible.
- * results may be NULL.  Must not be called without cx_writer_available().
+ * timeout, cancel); on return every batch is durable (and visible if its
+ * settings asked for seal_on_insert).  results may be NULL.  Must not be
+ * called without cx_writer_available().
  */
 void		cx_writer_submit(const CxWriteRequest *requests, int nrequests,
 							 CxWriteResult *results);
 
-/* Counters the writer worker keeps per store (shared memory). */
+/* Asks the writer to flush, merge or clean up the store of request (no
+ * schema, no rows) and waits for the outcome, as cx_writer_submit(). */
+void		cx_writer_control(CxControlKind kind, const CxWriteRequest *request,
+							  CxWriteResult *result);
+
+/* What the workers did for one store since the server started (shared
+ * memory).  Never holds an option value. */
 typedef struct CxWriterStoreStats
 {
-	uint64		store_commits;	/* manifest commits made */
+	/* the write path */
+	uint64		store_commits;	/* group commits: one append per group */
 	uint64		acked_transactions;	/* requests acknowledged */
 	uint64		acked_rows;
 	uint64		failed_transactions;
+	uint64		wal_entries;	/* unsealed appends' WAL entries */
+	uint64		seals;			/* generations sealed */
+	uint64		drains;
+	uint64		claims;			/* shard claims (opens and re-claims) */
+	uint64		replayed_entries;	/* WAL entries replayed by claims */
+	uint64		fenced;			/* times the writer found itself fenced */
+	/* the shard as the writer last saw it */
+	uint64		epoch;
+	uint64		shard_version;
+	uint32		pending_generations;
+	uint64		memtable_rows;	/* appended, not sealed yet */
+	bool		writer_open;	/* the writer holds the store open now */
+	/* merges (maintenance worker) */
+	uint64		merges;			/* merge jobs that succeeded */
+	uint64		merge_failures;
+	uint64		merged_generations;
+	uint64		merged_rows;
+	TimestampTz last_merge_at;	/* 0 = never */
+	char		last_merge_error[256];	/* "" = the last merge succeeded */
+	/* object-store requests of the workers' own handles */
+	cx_objstats writer_requests;
+	cx_objstats maintenance_requests;
 } CxWriterStoreStats;
 
-/* False if the worker has no record of the store (never written here since
+/* False if the workers have no record of the store (never used here since
  * the server started). */
 bool		cx_writer_store_stats(const char *uri, CxWriterStoreStats *out);
 

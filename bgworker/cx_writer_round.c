@@ -1,19 +1,22 @@
 /*
- * cx_writer_commit.c — one group-commit round of the writer worker.
+ * cx_writer_round.c — one group-commit round of the writer worker.
  *
  * A round takes every QUEUED slot at once (QUEUED -> TAKEN), maps each
- * slot's batch, and groups the requests by store identity (URI + options)
- * and schema, in submission order.  Each group becomes ONE fragment holding
- * every row of every request in it and ONE manifest commit; whatever is
- * queued while this runs waits for the next round, which is what makes the
- * commit a group commit.  Outcomes are published per slot at the end, under
- * one lock acquisition, and each requester's latch is set.
+ * slot's batch, and groups the write requests by store identity (URI +
+ * options) and schema, in submission order.  Each group becomes ONE append to
+ * the store's resident shard writer holding every row of every request in it
+ * (sealed if any of them asks for seal_on_insert): 2 PUTs sealed, 1 unsealed.
+ * Whatever is queued while this runs waits for the next round, which is what
+ * makes the commit a group commit.  Control requests (flush, merge, cleanup)
+ * run after the groups; a merge leaves its slot TAKEN until the maintenance
+ * worker has merged (cx_writer_background.c).  Outcomes are published per
+ * slot at the end, under one lock acquisition, and each requester's latch is
+ * set.
  *
  * Failure isolation: a group's failure fails only that group's requests; a
- * request whose rows do not decode (or are refused by the fragment writer)
- * is failed alone and its group is rewritten without it.  Between opening a
- * fragment and finishing or aborting it only engine calls run, so an ERROR
- * can never strand a malloc'd engine object; an ERROR elsewhere in the round
+ * request whose rows do not decode is failed alone before its group is
+ * appended.  Only engine calls run while an engine object is half-built, so
+ * an ERROR can never strand a malloc'd one; an ERROR elsewhere in the round
  * fails the requests that have no outcome yet and leaves the worker running.
  */
 #include "postgres.h"
@@ -21,10 +24,12 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
-#include "cx_commit.h"
-#include "cx_fragment.h"
 #include "cx_rowcodec.h"
 #include "cx_writer_int.h"
+
+/* Most bytes of rows one append carries: a bigger group is split (a single
+ * larger request is appended alone). */
+#define GROUP_MAX_BYTES ((Size) 256 * 1024 * 1024)
 
 /* A slot taken in this round. */
 typedef struct RoundSlot
@@ -34,12 +39,12 @@ typedef struct RoundSlot
 	dsm_handle	handle;
 	dsm_segment *seg;			/* NULL if the batch could not be mapped */
 	CxBatchHeader *hdr;
-	int			nacked;			/* requests committed */
+	bool		deferred;		/* a waiter owns it (and seg) now */
+	int			nacked;			/* requests carried out */
 	/* First failure, copied to the shared slot when the round ends. */
 	int			nfailed;
 	int			failed_request;
-	cx_code		error_code;
-	char		error_msg[CX_ERR_MSG_LEN];
+	CxFailure	failure;
 } RoundSlot;
 
 /* One request of a taken batch. */
@@ -48,48 +53,71 @@ typedef struct RoundItem
 	RoundSlot  *slot;
 	int			reqno;
 	CxBatchView view;
-	cx_schema  *schema;			/* malloc'd (cx_schema_decode); freed at end */
+	cx_schema  *schema;			/* writes; malloc'd, freed at the end */
 	bool		finished;		/* outcome recorded */
-	bool		failed;
 } RoundItem;
 
-/* Requests that share one store identity and schema: one fragment, one
- * commit. */
+/* Write requests that share one store identity and schema: one append. */
 typedef struct RoundGroup
 {
 	RoundItem **items;
 	int			nitems;
-	CxWriterStoreStats stats;
+	Size		bytes;
+	uint64		acked;
+	uint64		acked_rows;
+	uint64		failed;
 } RoundGroup;
 
 typedef struct Round
 {
-	MemoryContext cxt;
 	RoundSlot  *slots;
 	int			nslots;
 	RoundItem  *items;
 	int			nitems;
 	RoundGroup *groups;
 	int			ngroups;
+	uint64		appends;
 } Round;
 
 static void
-slot_fail(RoundSlot *rs, int reqno, const cx_err *err)
+slot_fail(RoundSlot *rs, int reqno, const CxFailure *fail)
 {
 	if (rs->nfailed++ == 0)
 	{
 		rs->failed_request = reqno;
-		rs->error_code = err->code;
-		strlcpy(rs->error_msg, err->msg, sizeof(rs->error_msg));
+		rs->failure = *fail;
 	}
 }
 
 static void
-item_fail(RoundItem *it, const cx_err *err)
+item_fail(RoundItem *it, const CxFailure *fail)
 {
 	it->finished = true;
-	it->failed = true;
-	slot_fail(it->slot, it->reqno, err);
+	slot_fail(it->slot, it->reqno, fail);
+}
+
+static void
+failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
+pg_attribute_printf(3, 4);
+
+static void
+failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
+{
+	va_list		ap;
+
+	fail->code = code;
+	fail->hint = CX_HINT_NONE;
+	va_start(ap, fmt);
+	vsnprintf(fail->msg, sizeof(fail->msg), fmt, ap);
+	va_end(ap);
+}
+
+static void
+item_done(RoundItem *it, const CxWriteResult *res)
+{
+	it->finished = true;
+	it->slot->nacked++;
+	it->slot->hdr->requests[it->reqno].result = *res;
 }
 
 static int
@@ -126,36 +154,94 @@ take_queued(Round *r, uint64 generation)
 	qsort(r->slots, r->nslots, sizeof(RoundSlot), slot_seq_cmp);
 }
 
+/* Every row of a write request decodes, and nothing is left over: rows the
+ * shard writer takes must be sound, since an unsealed append's rows go to
+ * the WAL before anything else reads them. */
+static bool
+rows_decode(RoundItem *it, CxFailure *fail)
+{
+	cx_datum   *values = palloc(sizeof(cx_datum) * Max(it->schema->ncolumns, 1));
+	cx_buf		scratch;
+	cx_rd		rd;
+	cx_err		err;
+	cx_code		rc = CX_OK;
+
+	cx_buf_init(&scratch);
+	cx_rd_init(&rd, it->view.rows, it->view.rows_len);
+	for (uint64 n = 0; n < it->view.nrows && rc == CX_OK; n++)
+		rc = cx_row_decode(it->schema, &rd, values, &scratch, &err);
+	cx_buf_free(&scratch);
+	pfree(values);
+	if (rc != CX_OK)
+		failure_set(fail, rc, "request for store %s: %s", it->view.uri, err.msg);
+	else if (cx_rd_left(&rd) != 0)
+		failure_set(fail, CX_ERR_CORRUPT,
+					"request for store %s: %zu bytes left over after its " UINT64_FORMAT " rows",
+					it->view.uri, cx_rd_left(&rd), it->view.nrows);
+	return rc == CX_OK && cx_rd_left(&rd) == 0;
+}
+
+/* A write request's schema, and its rows checked. */
+static void
+describe_write(RoundItem *it)
+{
+	CxFailure	fail;
+	cx_rd		rd;
+
+	if (it->view.schema_bytes == NULL || it->view.nrows == 0)
+	{
+		failure_set(&fail, CX_ERR_CORRUPT, "write request for store %s has no schema or no rows",
+					it->view.uri);
+		item_fail(it, &fail);
+		return;
+	}
+	cx_rd_init(&rd, it->view.schema_bytes, it->view.schema_len);
+	it->schema = cx_schema_decode(&rd);
+	if (it->schema == NULL)
+	{
+		failure_set(&fail, CX_ERR_CORRUPT, "request for store %s carries a malformed schema",
+					it->view.uri);
+		item_fail(it, &fail);
+	}
+	else if (!rows_decode(it, &fail))
+		item_fail(it, &fail);
+}
+
+/* Maps the batch of rs, or fails the slot; true if mapped and sound. */
+static bool
+map_batch(RoundSlot *rs)
+{
+	CxFailure	fail;
+	const char *why;
+
+	rs->seg = dsm_attach(rs->handle);
+	if (rs->seg == NULL)
+	{
+		/* The requester gave up and unmapped it: nothing to do. */
+		failure_set(&fail, CX_ERR_INVALID, "the request was gone before the writer could read it");
+		slot_fail(rs, 0, &fail);
+		return false;
+	}
+	rs->hdr = dsm_segment_address(rs->seg);
+	if (!cx_batch_check(rs->hdr, dsm_segment_map_length(rs->seg), &why))
+	{
+		failure_set(&fail, CX_ERR_CORRUPT, "%s", why);
+		slot_fail(rs, 0, &fail);
+		rs->hdr = NULL;
+		return false;
+	}
+	return true;
+}
+
 /* Maps each slot's batch and describes its requests as items. */
 static void
 map_batches(Round *r)
 {
 	int			maxitems = 0;
-	cx_err		err;
 
 	for (int i = 0; i < r->nslots; i++)
-	{
-		RoundSlot  *rs = &r->slots[i];
-		const char *why;
-
-		rs->seg = dsm_attach(rs->handle);
-		if (rs->seg == NULL)
-		{
-			/* The requester gave up and unmapped it: nothing to write. */
-			cx_err_set(&err, CX_ERR_INVALID, "the request was gone before the writer could read it");
-			slot_fail(rs, 0, &err);
-			continue;
-		}
-		rs->hdr = dsm_segment_address(rs->seg);
-		if (!cx_batch_check(rs->hdr, dsm_segment_map_length(rs->seg), &why))
-		{
-			cx_err_set(&err, CX_ERR_CORRUPT, "%s", why);
-			slot_fail(rs, 0, &err);
-			rs->hdr = NULL;
-			continue;
-		}
-		maxitems += rs->hdr->nrequests;
-	}
+		if (map_batch(&r->slots[i]))
+			maxitems += r->slots[i].hdr->nrequests;
 
 	r->items = palloc0(sizeof(RoundItem) * Max(maxitems, 1));
 	for (int i = 0; i < r->nslots; i++)
@@ -165,34 +251,36 @@ map_batches(Round *r)
 		for (int k = 0; rs->hdr != NULL && k < rs->hdr->nrequests; k++)
 		{
 			RoundItem  *it = &r->items[r->nitems++];
-			cx_rd		rd;
 
 			it->slot = rs;
 			it->reqno = k;
 			cx_batch_view(rs->hdr, k, &it->view);
-			cx_rd_init(&rd, it->view.schema_bytes, it->view.schema_len);
-			it->schema = cx_schema_decode(&rd);
-			if (it->schema == NULL)
-			{
-				cx_err_set(&err, CX_ERR_CORRUPT, "request for store \"%s\" carries a malformed schema",
-						   it->view.uri);
-				item_fail(it, &err);
-			}
+			if (rs->hdr->kind == CX_BATCH_WRITE)
+				describe_write(it);
 		}
 	}
 }
 
 static bool
-same_group(const RoundItem *a, const RoundItem *b)
+is_write(const RoundItem *it)
 {
+	return it->slot->hdr->kind == CX_BATCH_WRITE;
+}
+
+static bool
+same_group(const RoundGroup *g, const RoundItem *b)
+{
+	const RoundItem *a = g->items[0];
+
 	return strcmp(a->view.uri, b->view.uri) == 0 &&
 		a->view.options_len == b->view.options_len &&
 		memcmp(a->view.options_bytes, b->view.options_bytes,
 			   a->view.options_len) == 0 &&
-		cx_schema_equal(a->schema, b->schema);
+		cx_schema_equal(a->schema, b->schema) &&
+		g->bytes + b->view.rows_len <= GROUP_MAX_BYTES;
 }
 
-/* Groups the live items, keeping submission order within each group. */
+/* Groups the live write items, keeping submission order within each. */
 static void
 group_items(Round *r)
 {
@@ -202,10 +290,10 @@ group_items(Round *r)
 		RoundItem  *it = &r->items[i];
 		RoundGroup *g = NULL;
 
-		if (it->finished)
+		if (it->finished || !is_write(it))
 			continue;
 		for (int k = 0; k < r->ngroups && g == NULL; k++)
-			if (same_group(r->groups[k].items[0], it))
+			if (same_group(&r->groups[k], it))
 				g = &r->groups[k];
 		if (g == NULL)
 		{
@@ -213,185 +301,116 @@ group_items(Round *r)
 			g->items = palloc(sizeof(RoundItem *) * r->nitems);
 		}
 		g->items[g->nitems++] = it;
+		g->bytes += it->view.rows_len;
 	}
 }
 
-/* Codes cx_fragw_append() returns for a bad value rather than a bad store. */
-static bool
-is_value_error(cx_code code)
+/* The group's rows back to back (the single request's own bytes when it
+ * is alone), and whether any of its requests asks for a seal. */
+static const uint8 *
+group_rows(const RoundGroup *g, uint64 *nrows, bool *seal)
 {
-	return code == CX_ERR_INVALID || code == CX_ERR_LIMIT ||
-		code == CX_ERR_CORRUPT;
-}
+	uint8	   *all;
+	Size		off = 0;
 
-/*
- * Decodes an item's rows and appends them.  On failure *item_fault says
- * whether the item itself is to blame (its rows), not the store.
- */
-static cx_code
-append_item(cx_fragw *w, RoundItem *it, cx_datum *values, cx_buf *scratch,
-			bool *item_fault, cx_err *err)
-{
-	cx_rd		rd;
-	cx_code		rc;
-
-	*item_fault = true;
-	cx_rd_init(&rd, it->view.rows, it->view.rows_len);
-	for (uint64 n = 0; n < it->view.nrows; n++)
-	{
-		rc = cx_row_decode(it->schema, &rd, values, scratch, err);
-		if (rc != CX_OK)
-			return rc;
-		rc = cx_fragw_append(w, values, err);
-		if (rc != CX_OK)
-		{
-			*item_fault = is_value_error(rc);
-			return rc;
-		}
-	}
-	if (cx_rd_left(&rd) != 0)
-		return cx_err_set(err, CX_ERR_CORRUPT,
-						  "%zu bytes left over after the request's " UINT64_FORMAT " rows",
-						  cx_rd_left(&rd), it->view.nrows);
-	return CX_OK;
-}
-
-/*
- * Writes every live item of g into one fragment.  *bad receives the item to
- * drop and retry without, if one item is at fault.  Engine calls only.
- */
-static cx_code
-write_fragment(cx_objstore *store, RoundGroup *g, cx_datum *values,
-			   cx_fragment_info *info, RoundItem **bad, cx_err *err)
-{
-	RoundItem  *first = NULL;
-	cx_fragw_options opt;
-	char		key[128];
-	cx_fragw   *w;
-	cx_buf		scratch;
-	cx_code		rc;
-
-	*bad = NULL;
-	for (int i = 0; i < g->nitems && first == NULL; i++)
-		if (!g->items[i]->finished)
-			first = g->items[i];
-	cx_fragw_options_default(&opt);
-	opt.compression_level = first->view.compression_level;
-	rc = cx_fragment_new_key(key, sizeof(key), err);
-	if (rc == CX_OK)
-		rc = cx_fragw_open(store, key, first->schema, &opt, &w, err);
-	if (rc != CX_OK)
-		return rc;
-
-	cx_buf_init(&scratch);
-	for (int i = 0; i < g->nitems && rc == CX_OK; i++)
-	{
-		bool		item_fault;
-
-		if (g->items[i]->finished)
-			continue;
-		rc = append_item(w, g->items[i], values, &scratch, &item_fault, err);
-		if (rc != CX_OK && item_fault)
-			*bad = g->items[i];
-	}
-	cx_buf_free(&scratch);
-	if (rc != CX_OK)
-	{
-		cx_fragw_abort(w);
-		return rc;
-	}
-	return cx_fragw_finish(w, info, err);
-}
-
-static int
-live_items(const RoundGroup *g)
-{
-	int			n = 0;
-
+	*nrows = 0;
+	*seal = false;
 	for (int i = 0; i < g->nitems; i++)
-		n += !g->items[i]->finished;
-	return n;
+	{
+		*nrows += g->items[i]->view.nrows;
+		*seal |= g->items[i]->view.settings->seal_on_insert;
+	}
+	if (g->nitems == 1)
+		return g->items[0]->view.rows;
+	all = palloc_extended(g->bytes, MCXT_ALLOC_HUGE);
+	for (int i = 0; i < g->nitems; i++)
+	{
+		memcpy(all + off, g->items[i]->view.rows, g->items[i]->view.rows_len);
+		off += g->items[i]->view.rows_len;
+	}
+	return all;
 }
 
-/* Records the group's outcome on each of its live items. */
+/* One append for the whole group; every request shares its outcome. */
 static void
-group_finish(RoundGroup *g, cx_code rc, uint64 version, const cx_err *err)
+commit_group(Round *r, RoundGroup *g)
 {
+	RoundItem  *first = g->items[0];
+	CxResident *store;
+	CxWriteResult res = {0};
+	CxFailure	fail;
+	const uint8 *rows;
+	uint64		nrows;
+	bool		seal;
+	cx_code		rc;
+
+	rc = cx_resident_get(&first->view, &store, &fail);
+	if (rc == CX_OK)
+	{
+		rows = group_rows(g, &nrows, &seal);
+		rc = cx_resident_append(store, first->schema, rows, g->bytes,
+								nrows, seal, &res, &fail);
+	}
+	if (rc == CX_OK)
+		r->appends++;
+	else
+		elog(LOG, "ctxstore writer: commit to store \"%s\" failed: %s",
+			 first->view.uri, fail.msg);
 	for (int i = 0; i < g->nitems; i++)
 	{
 		RoundItem  *it = g->items[i];
 
-		if (it->finished)
-			continue;
 		if (rc == CX_OK)
 		{
-			it->finished = true;
-			it->slot->nacked++;
-			it->slot->hdr->requests[it->reqno].result_version = version;
-			g->stats.acked_transactions++;
-			g->stats.acked_rows += it->view.nrows;
+			item_done(it, &res);
+			g->acked++;
+			g->acked_rows += it->view.nrows;
 		}
 		else
 		{
-			item_fail(it, err);
-			g->stats.failed_transactions++;
+			item_fail(it, &fail);
+			g->failed++;
 		}
 	}
-	if (rc == CX_OK)
-		g->stats.store_commits++;
 }
 
-/* One fragment and one commit for the group (retried without an item whose
- * rows are at fault). */
+/* Control requests, in submission order, after the round's appends. */
 static void
-commit_group(RoundGroup *g)
+run_controls(Round *r)
 {
-	const CxBatchView *view = &g->items[0]->view;
-	cx_datum   *values = palloc(sizeof(cx_datum) *
-								Max(g->items[0]->schema->ncolumns, 1));
-	cx_objstore *store = NULL;
-	cx_fragment_info info;
-	RoundItem  *bad;
-	uint64		version = 0;
-	cx_err		err;
-	cx_code		rc = CX_OK;
-
-	while (live_items(g) > 0)
+	for (int i = 0; i < r->nitems; i++)
 	{
-		rc = cx_stores_get(view, &store, &err);
-		if (rc != CX_OK)
-			break;
-		rc = write_fragment(store, g, values, &info, &bad, &err);
-		if (rc != CX_OK && bad != NULL)
+		RoundItem  *it = &r->items[i];
+		CxResident *store;
+		CxWriteResult res = {0};
+		CxFailure	fail;
+
+		if (it->finished || is_write(it))
+			continue;
+		if (cx_resident_get(&it->view, &store, &fail) != CX_OK)
 		{
-			elog(LOG, "ctxstore writer: refusing one request for store \"%s\": %s",
-				 view->uri, err.msg);
-			item_fail(bad, &err);
-			g->stats.failed_transactions++;
+			item_fail(it, &fail);
 			continue;
 		}
-		if (rc == CX_OK)
+		switch (cx_control_start(store, (CxControlKind) it->slot->hdr->kind,
+								 it->slot->slotno, it->slot->seg, &res, &fail))
 		{
-			rc = cx_commit_append(store, g->items[0]->schema, &info, 1,
-								  &version, &err);
-			cx_fragment_info_free(&info);
+			case CX_CONTROL_DONE:
+				item_done(it, &res);
+				break;
+			case CX_CONTROL_FAILED:
+				item_fail(it, &fail);
+				break;
+			case CX_CONTROL_WAITING:
+				it->finished = true;
+				it->slot->deferred = true;
+				break;
 		}
-		/* A store that failed may hold a broken connection or a stale
-		 * view: open it afresh next time (a schema mismatch is not the
-		 * handle's fault). */
-		if (rc != CX_OK && rc != CX_ERR_SCHEMA)
-			cx_stores_discard(store);
-		break;
+		cx_resident_publish(store);
 	}
-	if (live_items(g) == 0)
-		return;
-	if (rc != CX_OK)
-		elog(LOG, "ctxstore writer: commit to store \"%s\" failed: %s",
-			 view->uri, err.msg);
-	group_finish(g, rc, version, &err);
 }
 
-/* Every request of the slot's batch was committed. */
+/* Every request of the slot's batch was carried out. */
 static bool
 slot_succeeded(const RoundSlot *rs)
 {
@@ -407,52 +426,84 @@ slot_succeeded(const RoundSlot *rs)
 static void
 fail_unfinished(Round *r, const char *why)
 {
-	cx_err		err;
+	CxFailure	fail;
 
-	cx_err_set(&err, CX_ERR_IO, "ctxstore writer error: %s", why);
+	failure_set(&fail, CX_ERR_IO, "ctxstore writer error: %s", why);
 	for (int i = 0; i < r->nitems; i++)
 		if (!r->items[i].finished)
-			item_fail(&r->items[i], &err);
+			item_fail(&r->items[i], &fail);
 	/* Slots the round did not get as far as describing. */
 	for (int i = 0; i < r->nslots; i++)
-		if (!slot_succeeded(&r->slots[i]) && r->slots[i].nfailed == 0)
-			slot_fail(&r->slots[i], 0, &err);
+		if (!r->slots[i].deferred && !slot_succeeded(&r->slots[i]) &&
+			r->slots[i].nfailed == 0)
+			slot_fail(&r->slots[i], 0, &fail);
 }
 
-/* Publishes each slot's outcome and wakes its requester. */
+void
+cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+					  const CxFailure *failure)
+{
+	CxWriterSlot *slot = &CxWriter->slots[slotno];
+
+	if (slot->state == CX_SLOT_ABANDONED)
+	{
+		/* Its requester may be waiting to post its next request. */
+		slot->state = CX_SLOT_FREE;
+		cx_set_latch(slot->requester_procno);
+		return;
+	}
+	Assert(slot->state == CX_SLOT_TAKEN);
+	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
+	slot->nfailed = nfailed;
+	slot->failed_request = failed_request;
+	slot->outcome_unknown = false;
+	if (nfailed > 0)
+		slot->failure = *failure;
+	cx_set_latch(slot->requester_procno);
+}
+
+/* The group's outcome and its store's counters (found by URI: a later
+ * group may have reopened the store). */
+static void
+publish_group_locked(const RoundGroup *g)
+{
+	const char *uri = g->items[0]->view.uri;
+	CxResident *store = cx_resident_find(uri);
+	CxStoreStatsEntry *e;
+
+	if (store != NULL)
+		cx_resident_publish_locked(store);
+	e = cx_stats_entry(uri, true);
+	if (e == NULL)
+		return;
+	e->stats.acked_transactions += g->acked;
+	e->stats.acked_rows += g->acked_rows;
+	e->stats.failed_transactions += g->failed;
+}
+
+/* Publishes each slot's outcome and the stores' counters. */
 static void
 publish(Round *r)
 {
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	CxWriter->rounds++;
+	CxWriter->writer.rounds++;
+	CxWriter->writer.commits += r->appends;
 	for (int i = 0; i < r->ngroups; i++)
-		cx_writer_stats_add(r->groups[i].items[0]->view.uri, &r->groups[i].stats);
+		publish_group_locked(&r->groups[i]);
 	for (int i = 0; i < r->nslots; i++)
 	{
 		RoundSlot  *rs = &r->slots[i];
-		CxWriterSlot *slot = &CxWriter->slots[rs->slotno];
 
-		if (slot->state == CX_SLOT_ABANDONED)
-		{
-			/* Its requester may be waiting to post its next transaction. */
-			slot->state = CX_SLOT_FREE;
-			cx_writer_set_latch(slot->requester_procno);
+		if (rs->deferred)
 			continue;
-		}
-		Assert(slot->state == CX_SLOT_TAKEN);
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
-		slot->state = slot_succeeded(rs) ? CX_SLOT_DONE : CX_SLOT_FAILED;
-		slot->nfailed = rs->nfailed;
-		slot->failed_request = rs->failed_request;
-		slot->error_code = rs->error_code;
-		slot->outcome_unknown = false;
-		strlcpy(slot->error_msg, rs->error_msg, sizeof(slot->error_msg));
-		cx_writer_set_latch(slot->requester_procno);
+		cx_slot_finish_locked(rs->slotno, rs->nfailed, rs->failed_request,
+							  &rs->failure);
 	}
 	LWLockRelease(CxWriter->lock);
 }
 
-/* Unmaps the batches and frees the engine's schemas. */
+/* Unmaps the batches no waiter keeps and frees the engine's schemas. */
 static void
 release(Round *r)
 {
@@ -460,8 +511,18 @@ release(Round *r)
 		if (r->items[i].schema != NULL)
 			cx_schema_free(r->items[i].schema);
 	for (int i = 0; i < r->nslots; i++)
-		if (r->slots[i].seg != NULL)
+		if (r->slots[i].seg != NULL && !r->slots[i].deferred)
 			dsm_detach(r->slots[i].seg);
+}
+
+static void
+run(Round *r)
+{
+	map_batches(r);
+	group_items(r);
+	for (int i = 0; i < r->ngroups; i++)
+		commit_group(r, &r->groups[i]);
+	run_controls(r);
 }
 
 int
@@ -482,10 +543,7 @@ cx_writer_run_round(uint64 generation)
 	{
 		PG_TRY();
 		{
-			map_batches(r);
-			group_items(r);
-			for (int i = 0; i < r->ngroups; i++)
-				commit_group(&r->groups[i]);
+			run(r);
 		}
 		PG_CATCH();
 		{
@@ -495,6 +553,7 @@ cx_writer_run_round(uint64 generation)
 			edata = CopyErrorData();
 			FlushErrorState();
 			elog(LOG, "ctxstore writer: round failed: %s", edata->message);
+			cx_worker_note_error(&CxWriter->writer, "round failed: %s", edata->message);
 			fail_unfinished(r, edata->message);
 		}
 		PG_END_TRY();

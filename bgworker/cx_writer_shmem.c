@@ -1,26 +1,22 @@
 /*
- * cx_writer_shmem.c — the writer's shared state: the request array (one slot
- * per backend), the per-store statistics table, the ctxstore.commit_timeout
- * GUC, and the registration of the writer worker.
+ * cx_writer_shmem.c — the workers' shared state: the request array (one slot
+ * per backend), the status of each worker, the merge job and the per-store
+ * counters.
  *
  * All of it exists only when ctxstore is in shared_preload_libraries; without
  * it cx_writer_available() is false and the FDW refuses writes with a hint.
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "miscadmin.h"
-#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
-#include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "cx_writer_int.h"
 
 CxWriterShared *CxWriter = NULL;
-int			cx_commit_timeout_ms = 300000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -42,6 +38,14 @@ writer_shmem_request(void)
 }
 
 static void
+worker_info_init(CxWorkerInfo *w)
+{
+	pg_atomic_init_u32(&w->pid, 0);
+	pg_atomic_init_u32(&w->procno, 0);
+	pg_atomic_init_u64(&w->generation, 0);
+}
+
+static void
 writer_shmem_startup(void)
 {
 	bool		found;
@@ -55,50 +59,20 @@ writer_shmem_startup(void)
 	{
 		memset(CxWriter, 0, writer_shmem_size());
 		CxWriter->lock = &(GetNamedLWLockTranche(CX_WRITER_TRANCHE))->lock;
-		pg_atomic_init_u32(&CxWriter->worker_pid, 0);
-		pg_atomic_init_u32(&CxWriter->worker_procno, 0);
-		pg_atomic_init_u64(&CxWriter->generation, 0);
+		worker_info_init(&CxWriter->writer);
+		worker_info_init(&CxWriter->maint);
 		CxWriter->nslots = MaxBackends;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
-static void
-register_writer_worker(void)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	snprintf(worker.bgw_name, BGW_MAXLEN, "ctxstore writer");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "ctxstore writer");
-	/* The "connection" is to no database: it gives the worker a
-	 * pg_stat_activity entry; requests carry everything it needs. */
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ctxstore");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "cx_writer_main");
-	RegisterBackgroundWorker(&worker);
-}
-
 void
-cx_writer_init_module(void)
+cx_shmem_install_hooks(void)
 {
-	DefineCustomIntVariable("ctxstore.commit_timeout",
-							"Longest a COMMIT waits for the ctxstore writer to acknowledge its rows.",
-							"0 means no limit beyond statement_timeout.",
-							&cx_commit_timeout_ms,
-							300000, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = writer_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = writer_shmem_startup;
-
-	register_writer_worker();
 }
 
 bool
@@ -108,18 +82,43 @@ cx_writer_available(void)
 }
 
 void
-cx_writer_set_latch(int procno)
+cx_set_latch(int procno)
 {
 	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
 }
 
-/* The entry for uri, claiming a free or the least recently used one when
- * create is set; NULL if the URI is too long to record or not found. */
-static CxStoreStatsEntry *
-stats_entry(const char *uri, bool create)
+uint64
+cx_worker_start_locked(CxWorkerInfo *w)
+{
+	uint64		generation = pg_atomic_add_fetch_u64(&w->generation, 1);
+
+	Assert(LWLockHeldByMeInMode(CxWriter->lock, LW_EXCLUSIVE));
+	w->last_error[0] = '\0';
+	w->last_error_at = 0;
+	pg_atomic_write_u32(&w->procno, MyProc->pgprocno);
+	pg_atomic_write_u32(&w->pid, (uint32) MyProcPid);
+	return generation;
+}
+
+void
+cx_worker_note_error(CxWorkerInfo *w, const char *fmt,...)
+{
+	va_list		ap;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	va_start(ap, fmt);
+	vsnprintf(w->last_error, sizeof(w->last_error), fmt, ap);
+	va_end(ap);
+	w->last_error_at = GetCurrentTimestamp();
+	LWLockRelease(CxWriter->lock);
+}
+
+CxStoreStatsEntry *
+cx_stats_entry(const char *uri, bool create)
 {
 	CxStoreStatsEntry *victim = NULL;
 
+	Assert(!create || LWLockHeldByMeInMode(CxWriter->lock, LW_EXCLUSIVE));
 	if (uri[0] == '\0' || strlen(uri) >= CX_STATS_URI_MAX)
 		return NULL;
 	for (int i = 0; i < CX_STATS_ENTRIES; i++)
@@ -127,7 +126,11 @@ stats_entry(const char *uri, bool create)
 		CxStoreStatsEntry *e = &CxWriter->stats[i];
 
 		if (strcmp(e->uri, uri) == 0)
+		{
+			if (create)
+				e->last_used = ++CxWriter->stats_clock;
 			return e;
+		}
 		if (victim == NULL || e->uri[0] == '\0' ||
 			(victim->uri[0] != '\0' && e->last_used < victim->last_used))
 			victim = e;
@@ -136,23 +139,18 @@ stats_entry(const char *uri, bool create)
 		return NULL;
 	memset(victim, 0, sizeof(*victim));
 	strlcpy(victim->uri, uri, CX_STATS_URI_MAX);
+	victim->last_used = ++CxWriter->stats_clock;
 	return victim;
 }
 
 void
-cx_writer_stats_add(const char *uri, const CxWriterStoreStats *add)
+cx_counters_add_delta(uint64 *dst, const uint64 *now, uint64 *last, int n)
 {
-	CxStoreStatsEntry *e;
-
-	Assert(LWLockHeldByMeInMode(CxWriter->lock, LW_EXCLUSIVE));
-	e = stats_entry(uri, true);
-	if (e == NULL)
-		return;
-	e->last_used = CxWriter->rounds;
-	e->stats.store_commits += add->store_commits;
-	e->stats.acked_transactions += add->acked_transactions;
-	e->stats.acked_rows += add->acked_rows;
-	e->stats.failed_transactions += add->failed_transactions;
+	for (int i = 0; i < n; i++)
+	{
+		dst[i] += now[i] - last[i];
+		last[i] = now[i];
+	}
 }
 
 bool
@@ -164,7 +162,7 @@ cx_writer_store_stats(const char *uri, CxWriterStoreStats *out)
 	if (CxWriter == NULL || uri == NULL)
 		return false;
 	LWLockAcquire(CxWriter->lock, LW_SHARED);
-	e = stats_entry(uri, false);
+	e = cx_stats_entry(uri, false);
 	if (e != NULL)
 		*out = e->stats;
 	LWLockRelease(CxWriter->lock);

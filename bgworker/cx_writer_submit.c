@@ -1,19 +1,20 @@
 /*
- * cx_writer_submit.c — the backend side of the write path: hand a
- * transaction's rows to the writer worker at PRE_COMMIT and wait for the
- * acknowledgement.
+ * cx_writer_submit.c — the backend side of reaching the writer worker: hand
+ * a transaction's rows over at PRE_COMMIT, or a control request (flush,
+ * merge, cleanup) from a SQL function, and wait for the outcome.
  *
  * The wait is bounded and interruptible.  Every ~100 ms at the latest (and
  * whenever the latch is set: by the worker, a signal or an interrupt) the
  * backend looks at its slot, at whether a worker is alive, and at its
- * deadline: ctxstore.commit_timeout from the moment the rows are handed
- * over and statement_timeout from the start of the statement.  PostgreSQL disables
- * the statement_timeout timer before it commits, so the writer applies that
- * limit itself; otherwise a stuck store could hold a COMMIT forever.
+ * deadline: ctxstore.commit_timeout from the moment the request is handed
+ * over and statement_timeout from the start of the statement.  PostgreSQL
+ * disables the statement_timeout timer before it commits, so the writer
+ * applies that limit itself; otherwise a stuck store could hold a COMMIT
+ * forever.
  *
  * Giving up (timeout, cancel, worker gone, backend exit) is decided under
  * the lock: a request the worker has not taken is withdrawn and is certain
- * never to be written; one it has taken is abandoned and its outcome is
+ * never to be carried out; one it has taken is abandoned and its outcome is
  * unknown.  Every error says which of the two happened.
  */
 #include "postgres.h"
@@ -32,7 +33,15 @@
 /* Longest sleep between two looks at the slot and the worker. */
 #define POLL_MS 100L
 
-/* What giving up on a posted request means for its rows. */
+/* What a call hands over: rows (a commit) or a control request. */
+typedef struct CxCall
+{
+	int			kind;			/* CX_BATCH_WRITE or a CxControlKind */
+	const char *what;			/* "the commit", "ctxstore.flush()", ... */
+	const char *failed;			/* error message, with the store's URI */
+} CxCall;
+
+/* What giving up on a posted request means for it. */
 typedef enum GiveUp
 {
 	GIVEUP_NONE,				/* nothing was posted */
@@ -101,20 +110,26 @@ give_up(CxWriterSlot *slot)
 	return result;
 }
 
-/* A DETAIL sentence saying what became of the rows. */
+/* A DETAIL sentence saying what became of the rows or the request. */
 static const char *
-give_up_detail(GiveUp g)
+give_up_detail(const CxCall *call, GiveUp g)
 {
+	bool		rows = call->kind == CX_BATCH_WRITE;
+
 	switch (g)
 	{
 		case GIVEUP_WITHDRAWN:
-			return "The transaction's rows were withdrawn before the ctxstore writer took them: they were not written.";
+			return rows ? "The transaction's rows were withdrawn before the ctxstore writer took them: they were not written."
+				: "The request was withdrawn before the ctxstore writer took it: nothing was done.";
 		case GIVEUP_UNKNOWN:
-			return "The ctxstore writer had already taken the transaction's rows: they may or may not have been written.";
+			return rows ? "The ctxstore writer had already taken the transaction's rows: they may or may not have been written."
+				: "The ctxstore writer had already taken the request: it may or may not be carried out.";
 		case GIVEUP_WRITTEN:
-			return "The ctxstore writer had already written the transaction's rows: they are durable although the transaction reports an error.";
+			return rows ? "The ctxstore writer had already written the transaction's rows: they are durable although the transaction reports an error."
+				: "The ctxstore writer had already carried out the request.";
 		case GIVEUP_FAILED:
-			return "The ctxstore writer had failed to write the transaction's rows.";
+			return rows ? "The ctxstore writer had failed to write the transaction's rows."
+				: "The ctxstore writer had failed to carry out the request.";
 		case GIVEUP_NONE:
 			break;
 	}
@@ -152,38 +167,38 @@ wait_deadline(void)
 }
 
 static void
-report_timeout(const WaitDeadline *d, GiveUp g)
+report_timeout(const CxCall *call, const WaitDeadline *d, GiveUp g)
 {
 	if (d->by_statement)
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("canceling statement due to statement timeout"),
-				 errdetail("%s", give_up_detail(g))));
+				 errdetail("%s", give_up_detail(call, g))));
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
-			 errmsg("the ctxstore writer did not acknowledge the commit within ctxstore.commit_timeout (%d ms)",
-					cx_commit_timeout_ms),
-			 errdetail("%s", give_up_detail(g)),
-			 errhint("Check the server log for the writer's progress; raise ctxstore.commit_timeout if commits to this store are legitimately slow.")));
+			 errmsg("the ctxstore writer did not finish %s within ctxstore.commit_timeout (%d ms)",
+					call->what, cx_commit_timeout_ms),
+			 errdetail("%s", give_up_detail(call, g)),
+			 errhint("Check the server log and the ctxstore.workers view for the workers' progress; raise ctxstore.commit_timeout if this store is legitimately slow.")));
 }
 
 static void
-report_no_worker(GiveUp g)
+report_no_worker(const CxCall *call, GiveUp g)
 {
 	ereport(ERROR,
 			(errcode(g == GIVEUP_UNKNOWN ? ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN
 					 : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 g == GIVEUP_UNKNOWN ?
-			 errmsg("the ctxstore writer worker stopped while committing the transaction") :
+			 errmsg("the ctxstore writer worker stopped while carrying out %s", call->what) :
 			 errmsg("the ctxstore writer worker is not running"),
-			 errdetail("%s", give_up_detail(g == GIVEUP_NONE ? GIVEUP_WITHDRAWN : g)),
-			 errhint("The worker restarts automatically within seconds; retry the transaction.  The server log says why it stopped.")));
+			 errdetail("%s", give_up_detail(call, g == GIVEUP_NONE ? GIVEUP_WITHDRAWN : g)),
+			 errhint("The worker restarts automatically within seconds; retry.  The server log says why it stopped.")));
 }
 
 static bool
 worker_running(void)
 {
-	return pg_atomic_read_u32(&CxWriter->worker_pid) != 0;
+	return pg_atomic_read_u32(&CxWriter->writer.pid) != 0;
 }
 
 /* Sleeps until the latch is set or the next look is due (at most POLL_MS),
@@ -213,14 +228,15 @@ deadline_passed(const WaitDeadline *d)
  * boundedly, for the worker to finish with it.
  */
 static void
-post_request(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d)
+post_request(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+			 const WaitDeadline *d)
 {
 	for (;;)
 	{
 		CxSlotState state;
 
 		if (!worker_running())
-			report_no_worker(GIVEUP_NONE);
+			report_no_worker(call, GIVEUP_NONE);
 		LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 		state = slot->state;
 		if (state == CX_SLOT_FREE)
@@ -231,7 +247,7 @@ post_request(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d)
 			slot->seq = ++CxWriter->next_seq;
 			slot->nfailed = 0;
 			slot->outcome_unknown = false;
-			slot->error_msg[0] = '\0';
+			memset(&slot->failure, 0, sizeof(slot->failure));
 			request_posted = true;
 		}
 		LWLockRelease(CxWriter->lock);
@@ -241,39 +257,60 @@ post_request(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d)
 			elog(ERROR, "ctxstore writer slot %d is unexpectedly in state %d",
 				 MyBackendId, (int) state);
 		if (deadline_passed(d))
-			report_timeout(d, GIVEUP_WITHDRAWN);
+			report_timeout(call, d, GIVEUP_WITHDRAWN);
 		nap(d);
 	}
-	cx_writer_set_latch(pg_atomic_read_u32(&CxWriter->worker_procno));
+	cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
+}
+
+static const char *
+failure_hint(CxFailHint hint)
+{
+	switch (hint)
+	{
+		case CX_HINT_FENCED:
+			return "Another cluster wrote this store's shard: check that no two clusters share a ctxstore.shard_id.  The writer re-claims the shard with the next request to the store.";
+		case CX_HINT_PENDING_LIMIT:
+			return "Too many generations are unmerged.  Run ctxstore.merge_wal() on a table of the store, or check its merge_after_generations, cleanup_interval and pending_generations_max options.";
+		case CX_HINT_NONE:
+			break;
+	}
+	return NULL;
 }
 
 /* Raises the error a FAILED slot carried (a copy taken under the lock). */
 static void
-report_failure(const CxWriterSlot *failed, const CxWriteRequest *requests,
-			   int nrequests)
+report_failure(const CxCall *call, const CxWriterSlot *failed,
+			   const CxWriteRequest *requests, int nrequests)
 {
 	cx_err		err;
 	int			nwritten = nrequests - failed->nfailed;
 	const char *uri;
+	const char *hint = failure_hint(failed->failure.hint);
 
 	if (failed->outcome_unknown)
-		report_no_worker(GIVEUP_UNKNOWN);
+		report_no_worker(call, GIVEUP_UNKNOWN);
 	uri = failed->failed_request >= 0 ? requests[failed->failed_request].uri : "?";
-	err.code = failed->error_code;
+	err.code = failed->failure.code;
 	if (nwritten > 0)
 		snprintf(err.msg, sizeof(err.msg), "%s (%d other store(s) of this transaction were written)",
-				 failed->error_msg, nwritten);
+				 failed->failure.msg, nwritten);
 	else
-		strlcpy(err.msg, failed->error_msg, sizeof(err.msg));
-	cx_pg_report(ERROR, &err, "could not write to ctxstore store \"%s\"", uri);
-	pg_unreachable();
+		strlcpy(err.msg, failed->failure.msg, sizeof(err.msg));
+	if (hint == NULL)
+		cx_pg_error(&err, call->failed, uri);
+	ereport(ERROR,
+			errcode(cx_pg_errcode(err.code)),
+			errmsg_internal(call->failed, uri),
+			errdetail_internal("%s", err.msg),
+			errhint("%s", hint));
 }
 
 /* Waits for the worker's verdict; on success fills results. */
 static void
-await_outcome(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d,
-			  const CxWriteRequest *requests, int nrequests,
-			  CxWriteResult *results)
+await_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+			  const WaitDeadline *d, const CxWriteRequest *requests,
+			  int nrequests, CxWriteResult *results)
 {
 	CxBatchHeader *hdr = dsm_segment_address(seg);
 
@@ -295,7 +332,7 @@ await_outcome(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d,
 		{
 			dead = !worker_running() ||
 				(state == CX_SLOT_TAKEN &&
-				 slot->taken_generation != pg_atomic_read_u64(&CxWriter->generation));
+				 slot->taken_generation != pg_atomic_read_u64(&CxWriter->writer.generation));
 			if (dead)
 				g = give_up_locked(slot);
 		}
@@ -304,15 +341,15 @@ await_outcome(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d,
 		if (state == CX_SLOT_DONE)
 		{
 			for (int i = 0; results != NULL && i < nrequests; i++)
-				results[i].version = hdr->requests[i].result_version;
+				results[i] = hdr->requests[i].result;
 			return;
 		}
 		if (state == CX_SLOT_FAILED)
-			report_failure(&failed, requests, nrequests);
+			report_failure(call, &failed, requests, nrequests);
 		if (dead)
-			report_no_worker(g);
+			report_no_worker(call, g);
 		if (deadline_passed(d))
-			report_timeout(d, give_up(slot));
+			report_timeout(call, d, give_up(slot));
 		nap(d);
 	}
 }
@@ -320,11 +357,12 @@ await_outcome(CxWriterSlot *slot, dsm_segment *seg, const WaitDeadline *d,
 /* On an error out of the wait (cancel, terminate): release the slot and say
  * in the error what became of the rows. */
 static void
-rethrow_with_outcome(CxWriterSlot *slot, dsm_segment *seg, MemoryContext cxt)
+rethrow_with_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+					 MemoryContext cxt)
 {
 	GiveUp		g = give_up(slot);
 	ErrorData  *edata;
-	const char *what = give_up_detail(g);
+	const char *what = give_up_detail(call, g);
 
 	dsm_detach(seg);
 	if (what == NULL)
@@ -338,46 +376,83 @@ rethrow_with_outcome(CxWriterSlot *slot, dsm_segment *seg, MemoryContext cxt)
 }
 
 static void
-check_requests(const CxWriteRequest *requests, int nrequests)
+check_requests(int kind, const CxWriteRequest *requests, int nrequests)
 {
 	if (CxWriter == NULL)
 		elog(ERROR, "ctxstore writer is not available (shared_preload_libraries)");
-	if (nrequests <= 0)
-		elog(ERROR, "ctxstore: empty write submission");
-	for (int i = 0; i < nrequests; i++)
+	if (nrequests <= 0 || (kind != CX_BATCH_WRITE && nrequests != 1))
+		elog(ERROR, "ctxstore: malformed submission to the writer");
+	for (int i = 0; kind == CX_BATCH_WRITE && i < nrequests; i++)
 		if (requests[i].nrows == 0)
 			elog(ERROR, "ctxstore: write request for \"%s\" has no rows",
 				 requests[i].uri);
 }
 
-void
-cx_writer_submit(const CxWriteRequest *requests, int nrequests,
-				 CxWriteResult *results)
+/* Posts the requests as one batch and waits for the outcome. */
+static void
+call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
+			CxWriteResult *results)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	CxWriterSlot *slot;
 	WaitDeadline d;
 	dsm_segment *seg;
 
-	check_requests(requests, nrequests);
+	check_requests(call->kind, requests, nrequests);
 	if (!exit_callback_registered)
 	{
 		before_shmem_exit(backend_exit, (Datum) 0);
 		exit_callback_registered = true;
 	}
 	slot = my_slot();
-	seg = cx_batch_create(requests, nrequests);
+	seg = cx_batch_create(call->kind, requests, nrequests);
 	d = wait_deadline();
 
 	PG_TRY();
 	{
-		post_request(slot, seg, &d);
-		await_outcome(slot, seg, &d, requests, nrequests, results);
+		post_request(call, slot, seg, &d);
+		await_outcome(call, slot, seg, &d, requests, nrequests, results);
 	}
 	PG_CATCH();
 	{
-		rethrow_with_outcome(slot, seg, cxt);
+		rethrow_with_outcome(call, slot, seg, cxt);
 	}
 	PG_END_TRY();
 	dsm_detach(seg);
+}
+
+void
+cx_writer_submit(const CxWriteRequest *requests, int nrequests,
+				 CxWriteResult *results)
+{
+	CxCall		call = {CX_BATCH_WRITE, "the commit",
+	"could not write to ctxstore store \"%s\""};
+
+	call_writer(&call, requests, nrequests, results);
+}
+
+void
+cx_writer_control(CxControlKind kind, const CxWriteRequest *request,
+				  CxWriteResult *result)
+{
+	CxCall		call = {kind, NULL, NULL};
+
+	switch (kind)
+	{
+		case CX_CONTROL_FLUSH:
+			call.what = "ctxstore.flush()";
+			call.failed = "could not flush ctxstore store \"%s\"";
+			break;
+		case CX_CONTROL_MERGE:
+			call.what = "ctxstore.merge_wal()";
+			call.failed = "could not merge the generations of ctxstore store \"%s\"";
+			break;
+		case CX_CONTROL_CLEANUP:
+			call.what = "ctxstore.cleanup_wal()";
+			call.failed = "could not clean up ctxstore store \"%s\"";
+			break;
+	}
+	if (call.what == NULL)
+		elog(ERROR, "unknown ctxstore control request %d", (int) kind);
+	call_writer(&call, request, 1, result);
 }

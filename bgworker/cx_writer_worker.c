@@ -5,10 +5,14 @@
  * One worker per cluster.  Each start bumps the generation, so a backend
  * whose request was taken by an earlier incarnation can tell its outcome is
  * unknown; requests still QUEUED are simply processed by the new worker.
+ * The loop alternates group-commit rounds with single background steps
+ * (cx_writer_background.c) and sleeps on its latch until a request arrives,
+ * a flush or cleanup falls due, or the maintenance worker reports.
  * SIGTERM ends the loop after the round in flight (a round is never cut
- * short: that could leave a commit half-reported); the worker then exits
- * with status 1 so the postmaster restarts it, unless the server is shutting
- * down.
+ * short: that could leave a commit half-reported); the worker then seals
+ * every store it holds (rows appended with seal_on_insert off become
+ * visible) and exits with status 1 so the postmaster restarts it, unless the
+ * server is shutting down.
  */
 #include "postgres.h"
 
@@ -40,7 +44,7 @@ claim_writer_role(void)
 	int			recovered = 0;
 
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	generation = pg_atomic_add_fetch_u64(&CxWriter->generation, 1);
+	generation = cx_worker_start_locked(&CxWriter->writer);
 	for (int i = 0; i < CxWriter->nslots; i++)
 	{
 		CxWriterSlot *slot = &CxWriter->slots[i];
@@ -53,19 +57,18 @@ claim_writer_role(void)
 			slot->nfailed = 1;
 			slot->failed_request = -1;
 			slot->outcome_unknown = true;
-			slot->error_code = CX_ERR_IO;
-			strlcpy(slot->error_msg, "the writer worker restarted while committing the transaction",
-					sizeof(slot->error_msg));
-			cx_writer_set_latch(slot->requester_procno);
+			slot->failure.code = CX_ERR_IO;
+			slot->failure.hint = CX_HINT_NONE;
+			strlcpy(slot->failure.msg, "the writer worker restarted while carrying out the request",
+					sizeof(slot->failure.msg));
+			cx_set_latch(slot->requester_procno);
 			recovered++;
 		}
 	}
-	pg_atomic_write_u32(&CxWriter->worker_procno, MyProc->pgprocno);
-	pg_atomic_write_u32(&CxWriter->worker_pid, (uint32) MyProcPid);
 	LWLockRelease(CxWriter->lock);
 
 	if (recovered > 0)
-		elog(LOG, "ctxstore writer: %d transaction(s) in flight in the previous writer reported as outcome unknown",
+		elog(LOG, "ctxstore writer: %d request(s) in flight in the previous writer reported as outcome unknown",
 			 recovered);
 	return generation;
 }
@@ -78,13 +81,13 @@ claim_writer_role(void)
 static void
 writer_exit(int code, Datum arg)
 {
-	pg_atomic_write_u32(&CxWriter->worker_pid, 0);
+	pg_atomic_write_u32(&CxWriter->writer.pid, 0);
 	for (int i = 0; i < CxWriter->nslots; i++)
 	{
 		CxSlotState state = CxWriter->slots[i].state;
 
 		if (state == CX_SLOT_QUEUED || state == CX_SLOT_TAKEN)
-			cx_writer_set_latch(CxWriter->slots[i].requester_procno);
+			cx_set_latch(CxWriter->slots[i].requester_procno);
 	}
 }
 
@@ -102,11 +105,16 @@ cx_writer_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	before_shmem_exit(writer_exit, (Datum) 0);
+	cx_resident_init();
 	generation = claim_writer_role();
-	elog(LOG, "ctxstore writer started (generation " UINT64_FORMAT ")", generation);
+	cx_merge_job_adopt();
+	elog(LOG, "ctxstore writer started (generation " UINT64_FORMAT ", shard %s)",
+		 generation, cx_shard_id());
 
 	for (;;)
 	{
+		bool		worked;
+
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ShutdownRequestPending)
@@ -116,15 +124,18 @@ cx_writer_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		worked = cx_writer_run_round(generation) > 0;
+		if (cx_writer_background_step())
+			worked = true;
 		/* Work found: look again at once, without sleeping. */
-		if (cx_writer_run_round(generation) > 0)
+		if (worked)
 			continue;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 IDLE_WAIT_MS, PG_WAIT_EXTENSION);
+						 cx_writer_next_due_ms(IDLE_WAIT_MS), PG_WAIT_EXTENSION);
 	}
 
-	cx_stores_close_all();
-	elog(LOG, "ctxstore writer shutting down");
+	elog(LOG, "ctxstore writer shutting down: sealing the stores it holds");
+	cx_resident_shutdown();
 	/* Status 1: the postmaster restarts the worker unless it is stopping. */
 	proc_exit(1);
 }

@@ -33,8 +33,7 @@ _PG_init(void)
 							PGC_USERSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	cxfdw_xact_register();
-	if (process_shared_preload_libraries_in_progress)
-		cx_writer_init_module();
+	cx_writer_init_module();
 	MarkGUCPrefixReserved("ctxstore");
 }
 

@@ -1,6 +1,8 @@
 /*
- * cx_functions.c — SQL functions in schema ctxstore that take a foreign table
- * (regclass): ctxstore.stats() and ctxstore.versions().
+ * cx_functions.c — SQL functions in schema ctxstore that describe the store
+ * behind a foreign table (regclass): ctxstore.stats() and ctxstore.versions(),
+ * and what every function of the schema shares: opening the table with the
+ * caller's privileges checked, and reading a store's shards.
  *
  * They describe the store behind the table and never show an option's value:
  * the only configuration they repeat is the URI, which cannot carry
@@ -24,7 +26,9 @@
 #include "utils/rel.h"
 
 #include "ctxstore_fdw.h"
+#include "cx_functions.h"
 #include "cx_pgerror.h"
+#include "cx_shard.h"
 #include "cx_writer_protocol.h"
 
 /* Defined in ctxstore.c; identifies tables that belong to this wrapper. */
@@ -40,12 +44,8 @@ uses_this_wrapper(Oid relid)
 	return handler.fn_addr == ctxstore_fdw_handler;
 }
 
-/*
- * Opens a ctxstore foreign table for a function that reads its store: the
- * caller needs SELECT on it (the function reveals its contents' shape).
- */
-static Relation
-open_table(Oid relid)
+Relation
+cxfdw_function_table(Oid relid, CxTableCheck check)
 {
 	Relation	rel = try_relation_open(relid, AccessShareLock);
 	AclResult	acl;
@@ -60,19 +60,131 @@ open_table(Oid relid)
 				errmsg("\"%s\" is not a ctxstore foreign table",
 					   RelationGetRelationName(rel)));
 
-	acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+	if (check == CX_CHECK_OWNER)
+		acl = pg_class_ownercheck(relid, GetUserId()) ? ACLCHECK_OK : ACLCHECK_NOT_OWNER;
+	else
+		acl = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_FOREIGN_TABLE, RelationGetRelationName(rel));
 	return rel;
 }
 
+/* ---- shards ---- */
+
+/* What reading a store's shards holds in engine (malloc'd) memory. */
+typedef struct ShardRead
+{
+	cx_manifest *listing;		/* the base that lists the shards */
+	cx_shard_manifest **shards; /* its shards' newest versions (NULL: none) */
+	uint32		n;
+	cx_manifest *marks;			/* the base read after them: watermarks */
+} ShardRead;
+
+static void
+shard_read_free(ShardRead *r)
+{
+	for (uint32 i = 0; r->shards != NULL && i < r->n; i++)
+		cx_shard_manifest_free(r->shards[i]);
+	free(r->shards);
+	cx_manifest_free(r->listing);
+	cx_manifest_free(r->marks);
+}
+
+/* Engine calls only: nothing here may raise. */
+static cx_code
+shard_read(cx_objstore *s, ShardRead *r, cx_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (cx_manifest_load_latest(s, &r->listing, err) != CX_OK)
+		return err->code;
+	if (r->listing == NULL || r->listing->nshards == 0)
+		return CX_OK;
+	r->shards = calloc(r->listing->nshards, sizeof(cx_shard_manifest *));
+	if (r->shards == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory reading the shards of %s", s->uri);
+	r->n = r->listing->nshards;
+	for (uint32 i = 0; i < r->n; i++)
+		if (cx_shard_manifest_load_latest(s, r->listing->shards[i].shard_id, 0,
+										  &r->shards[i], err) != CX_OK)
+			return err->code;
+	return cx_manifest_load_latest(s, &r->marks, err);
+}
+
+static void
+shard_info(const ShardRead *r, uint32 i, CxShardInfo *out)
+{
+	const cx_shard_manifest *m = r->shards[i];
+
+	memset(out, 0, sizeof(*out));
+	out->shard_id = pstrdup(r->listing->shards[i].shard_id);
+	out->merged_gen = cx_manifest_merged_gen(r->marks, out->shard_id);
+	if (m == NULL)
+		return;
+	out->version = m->version;
+	out->epoch = m->epoch;
+	out->writer = m->writer ? pstrdup(m->writer) : NULL;
+	for (uint32 g = 0; g < m->ngens; g++)
+	{
+		if (m->gens[g].gen <= out->merged_gen)
+			continue;
+		out->generations++;
+		out->rows += m->gens[g].fragment.rows;
+	}
+}
+
+CxShardInfo *
+cxfdw_read_shards(cx_objstore *s, int *nshards)
+{
+	ShardRead	r;
+	CxShardInfo *volatile out = NULL;
+	cx_err		err;
+
+	if (shard_read(s, &r, &err) != CX_OK)
+	{
+		shard_read_free(&r);
+		cx_pg_error(&err, "could not read the shards of store %s", s->uri);
+	}
+	PG_TRY();
+	{
+		out = palloc0(sizeof(CxShardInfo) * Max(r.n, 1));
+		for (uint32 i = 0; i < r.n; i++)
+			shard_info(&r, i, &out[i]);
+	}
+	PG_FINALLY();
+	{
+		shard_read_free(&r);
+	}
+	PG_END_TRY();
+	*nshards = (int) r.n;
+	return out;
+}
+
+/* A separator unless a value opens the object or array. */
+static void
+json_sep(StringInfo buf)
+{
+	char		last = buf->data[buf->len - 1];
+
+	if (last != '{' && last != '[')
+		appendStringInfoChar(buf, ',');
+}
+
 static void
 json_key(StringInfo buf, const char *key)
 {
-	if (buf->data[buf->len - 1] != '{')
-		appendStringInfoChar(buf, ',');
+	json_sep(buf);
 	escape_json(buf, key);
 	appendStringInfoChar(buf, ':');
+}
+
+static void
+json_str(StringInfo buf, const char *key, const char *value)
+{
+	json_key(buf, key);
+	if (value == NULL)
+		appendStringInfoString(buf, "null");
+	else
+		escape_json(buf, value);
 }
 
 static void
@@ -82,19 +194,110 @@ json_uint(StringInfo buf, const char *key, uint64 value)
 	appendStringInfo(buf, UINT64_FORMAT, value);
 }
 
+/* Object-store requests of one handle. */
 static void
-manifest_stats(StringInfo buf, const cx_manifest *m)
+request_stats(StringInfo buf, const char *key, const cx_objstats *os)
+{
+	json_key(buf, key);
+	appendStringInfoChar(buf, '{');
+	json_uint(buf, "puts", os->puts);
+	json_uint(buf, "gets", os->gets);
+	json_uint(buf, "heads", os->heads);
+	json_uint(buf, "lists", os->lists);
+	json_uint(buf, "deletes", os->deletes);
+	json_uint(buf, "bytes_written", os->bytes_written);
+	json_uint(buf, "bytes_read", os->bytes_read);
+	json_uint(buf, "retries", os->retries);
+	json_uint(buf, "connections", os->connections);
+	appendStringInfoChar(buf, '}');
+}
+
+/* The base version the table reads; "rows" adds the unmerged generations'
+ * rows when the table reads them too (not pinned): the rows a scan returns,
+ * less the versions of keys that newer generations replace. */
+static void
+manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 {
 	uint64		bytes = 0;
+	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
 	for (uint32 i = 0; m != NULL && i < m->nfragments; i++)
 		bytes += m->fragments[i].size;
 	json_uint(buf, "version", m ? m->version : 0);
 	json_uint(buf, "fragments", m ? m->nfragments : 0);
-	json_uint(buf, "rows", m ? cx_manifest_rows(m) : 0);
+	json_uint(buf, "rows", base_rows + generation_rows);
+	json_uint(buf, "base_rows", base_rows);
 	json_uint(buf, "bytes", bytes);
 }
 
+/* Every shard of the store with its unmerged generations. */
+static void
+shard_stats(StringInfo buf, const CxShardInfo *shards, int n)
+{
+	json_str(buf, "shard_id", cx_shard_id());
+	json_key(buf, "shards");
+	appendStringInfoChar(buf, '[');
+	for (int i = 0; i < n; i++)
+	{
+		json_sep(buf);
+		appendStringInfoChar(buf, '{');
+		json_str(buf, "shard_id", shards[i].shard_id);
+		json_uint(buf, "generations", shards[i].generations);
+		json_uint(buf, "generation_rows", shards[i].rows);
+		json_uint(buf, "merged_through", shards[i].merged_gen);
+		json_uint(buf, "version", shards[i].version);
+		json_uint(buf, "epoch", shards[i].epoch);
+		json_str(buf, "writer", shards[i].writer);
+		appendStringInfoChar(buf, '}');
+	}
+	appendStringInfoChar(buf, ']');
+}
+
+/* This cluster's writer on the store: its shard and what it did. */
+static void
+writer_object(StringInfo buf, const CxWriterStoreStats *ws)
+{
+	json_key(buf, "writer");
+	appendStringInfoChar(buf, '{');
+	json_key(buf, "open");
+	appendStringInfoString(buf, ws->writer_open ? "true" : "false");
+	json_uint(buf, "epoch", ws->epoch);
+	json_uint(buf, "shard_version", ws->shard_version);
+	json_uint(buf, "pending_generations", ws->pending_generations);
+	json_uint(buf, "memtable_rows", ws->memtable_rows);
+	json_uint(buf, "claims", ws->claims);
+	json_uint(buf, "fenced", ws->fenced);
+	json_uint(buf, "wal_entries", ws->wal_entries);
+	json_uint(buf, "seals", ws->seals);
+	json_uint(buf, "drains", ws->drains);
+	json_uint(buf, "replayed_entries", ws->replayed_entries);
+	request_stats(buf, "requests", &ws->writer_requests);
+	appendStringInfoChar(buf, '}');
+}
+
+/* The merges of this cluster's shard (maintenance worker). */
+static void
+merge_object(StringInfo buf, const CxWriterStoreStats *ws)
+{
+	json_key(buf, "merge");
+	appendStringInfoChar(buf, '{');
+	json_uint(buf, "merges", ws->merges);
+	json_uint(buf, "failures", ws->merge_failures);
+	json_uint(buf, "generations", ws->merged_generations);
+	json_uint(buf, "rows", ws->merged_rows);
+	json_key(buf, "last_merge_at");
+	if (ws->last_merge_at == 0)
+		appendStringInfoString(buf, "null");
+	else
+		escape_json(buf, timestamptz_to_str(ws->last_merge_at));
+	json_str(buf, "last_error",
+			 ws->last_merge_error[0] != '\0' ? ws->last_merge_error : NULL);
+	request_stats(buf, "requests", &ws->maintenance_requests);
+	appendStringInfoChar(buf, '}');
+}
+
+/* What the workers did for the store since the server started (zeroes
+ * without them). */
 static void
 writer_stats(StringInfo buf, const char *uri)
 {
@@ -106,6 +309,8 @@ writer_stats(StringInfo buf, const char *uri)
 	json_uint(buf, "acked_transactions", ws.acked_transactions);
 	json_uint(buf, "acked_rows", ws.acked_rows);
 	json_uint(buf, "failed_transactions", ws.failed_transactions);
+	writer_object(buf, &ws);
+	merge_object(buf, &ws);
 }
 
 /* Requests this backend's read handle has made, since it was opened. */
@@ -127,21 +332,27 @@ PG_FUNCTION_INFO_V1(ctxstore_stats);
 Datum
 ctxstore_stats(PG_FUNCTION_ARGS)
 {
-	Relation	rel = open_table(PG_GETARG_OID(0));
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_SELECT);
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
 	CxStore    *st = cxfdw_store_open(ri, CX_ACCESS_READ);
 	CxPending  *p = ri->version == 0 ? cxfdw_pending_find(ri->relid) : NULL;
+	int			nshards;
+	CxShardInfo *shards = cxfdw_read_shards(cxfdw_store_handle(st), &nshards);
+	uint64		generation_rows = 0;
 	StringInfoData buf;
 
+	for (int i = 0; ri->version == 0 && i < nshards; i++)
+		generation_rows += shards[i].rows;
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
 	json_key(&buf, "uri");
 	escape_json(&buf, ri->uri);
 	json_key(&buf, "pinned");
 	appendStringInfoString(&buf, ri->version != 0 ? "true" : "false");
-	manifest_stats(&buf, cxfdw_store_manifest(st, ri->version));
+	manifest_stats(&buf, cxfdw_store_manifest(st, ri->version), generation_rows);
 	json_uint(&buf, "pending_rows", p ? cxfdw_pending_rows(p) : 0);
 	writer_stats(&buf, ri->uri);
+	shard_stats(&buf, shards, nshards);
 	backend_read_stats(&buf, &cxfdw_store_handle(st)->stats);
 	appendStringInfoChar(&buf, '}');
 
@@ -186,7 +397,7 @@ Datum
 ctxstore_versions(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = open_table(PG_GETARG_OID(0));
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_SELECT);
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
 	cx_objstore *store = cxfdw_store_handle(cxfdw_store_open(ri, CX_ACCESS_READ));
 	cx_buf		versions;

@@ -1,0 +1,291 @@
+/*
+ * cx_maint_worker.c — the maintenance worker: runs the merges the writer
+ * worker hands it, on store handles of its own, so that the long part of a
+ * merge never holds up appends.
+ *
+ * The writer is the shard's owner and decides when to merge; it posts one
+ * job at a time (CxWriter->job) carrying the store's URI, the options the
+ * writer opened it with (the same resolved server and user-mapping options,
+ * credentials included) and the table's settings.  This worker merges the
+ * shard ctxstore.shard_id of that store with cx_merge_shard() until the
+ * merge watermark reaches the generation the job names (each call merges
+ * at most merge_max_generations / merge_max_bytes, oldest first, and always
+ * makes progress), then reports and wakes the writer, which drains.
+ *
+ * A job is bounded: each call merges at least one generation and the target
+ * is fixed when the job is posted.  SIGTERM stops it between two calls
+ * (what was merged is reported; the rest stays unmerged, which is safe).
+ * If this worker dies mid-merge, the writer notices (pid or generation
+ * changed) and reports the job failed; a merge that committed is then
+ * drained by the next drain or claim, one that did not left orphan
+ * fragments for GC.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "cx_merge.h"
+#include "cx_writer_int.h"
+
+PGDLLEXPORT void cx_maint_main(Datum main_arg);
+
+#define IDLE_WAIT_MS 10000L
+/* Stores this worker keeps open between merges. */
+#define CX_MAINT_STORES 8
+
+/* A taken job as this worker runs it. */
+typedef struct MaintJob
+{
+	uint64		id;
+	dsm_handle	handle;
+	uint64		until_gen;
+	char		uri[CX_STATS_URI_MAX];
+	/* outcome */
+	bool		ok;
+	CxFailure	failure;
+	uint32		generations;
+	uint64		merged_through;
+	uint64		rows_written;
+	uint32		commits;
+	CxOpenStore *store;
+} MaintJob;
+
+void
+cx_merge_options_from(const CxStoreSettings *s, cx_merge_options *o)
+{
+	cx_merge_options_default(o);
+	o->max_generations = (uint32_t) s->merge_max_generations;
+	o->max_bytes = (uint64_t) s->merge_max_bytes;
+	o->target_rows_per_fragment = (uint64_t) s->target_rows_per_fragment;
+	o->fragment.compression_level = s->compression_level;
+}
+
+static void
+set_maint_open(const char *uri, bool open)
+{
+	CxStoreStatsEntry *e;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	e = cx_stats_entry(uri, true);
+	if (e != NULL)
+		e->maint_open = open;
+	LWLockRelease(CxWriter->lock);
+}
+
+static void
+maint_closing(CxOpenStore *os)
+{
+	set_maint_open(os->uri, false);
+}
+
+static void
+job_fail(MaintJob *job, cx_code code, const char *msg)
+{
+	job->ok = false;
+	job->failure.code = code;
+	job->failure.hint = CX_HINT_NONE;
+	strlcpy(job->failure.msg, msg, sizeof(job->failure.msg));
+}
+
+/* QUEUED -> RUNNING, if a job is queued. */
+static bool
+take_job(uint64 generation, MaintJob *job)
+{
+	CxMergeJob *shared = &CxWriter->job;
+	bool		taken = false;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	if (shared->state == CX_JOB_QUEUED)
+	{
+		shared->state = CX_JOB_RUNNING;
+		shared->taken_generation = generation;
+		memset(job, 0, sizeof(*job));
+		job->id = shared->id;
+		job->handle = shared->handle;
+		job->until_gen = shared->until_gen;
+		strlcpy(job->uri, shared->uri, sizeof(job->uri));
+		taken = true;
+	}
+	LWLockRelease(CxWriter->lock);
+	return taken;
+}
+
+/* Merges until the watermark reaches the job's generation, nothing is left
+ * to merge, a call fails, or the worker is asked to stop. */
+static void
+merge_until(MaintJob *job, const cx_merge_options *opt)
+{
+	cx_merge_result res;
+	cx_err		err;
+
+	job->ok = true;
+	for (;;)
+	{
+		if (cx_merge_shard(job->store->handle, cx_shard_id(), opt, &res, &err) != CX_OK)
+		{
+			ereport(LOG,
+					errmsg("ctxstore maintenance: merging shard %s of store \"%s\" failed",
+						   cx_shard_id(), job->uri),
+					errdetail_internal("%s", err.msg));
+			job_fail(job, err.code, err.msg);
+			return;
+		}
+		if (res.generations == 0)
+			return;
+		job->generations += res.generations;
+		job->merged_through = res.merged_through;
+		job->rows_written += res.rows_written;
+		job->commits++;
+		if (res.merged_through >= job->until_gen || ShutdownRequestPending)
+			return;
+	}
+}
+
+/* Opens the job's store (this worker's own handle) and merges. */
+static void
+run_job(MaintJob *job)
+{
+	dsm_segment *seg = dsm_attach(job->handle);
+	CxBatchHeader *hdr;
+	CxBatchView view;
+	cx_merge_options opt;
+	const char *why;
+	cx_err		err;
+
+	if (seg == NULL)
+	{
+		job_fail(job, CX_ERR_IO, "the writer withdrew the merge before it started");
+		return;
+	}
+	hdr = dsm_segment_address(seg);
+	if (!cx_batch_check(hdr, dsm_segment_map_length(seg), &why) ||
+		hdr->kind != CX_BATCH_MERGE_JOB)
+		job_fail(job, CX_ERR_CORRUPT, "malformed merge job");
+	else
+	{
+		cx_batch_view(hdr, 0, &view);
+		if (cx_stores_get(&view, &job->store, &err) != CX_OK)
+			job_fail(job, err.code, err.msg);
+		else
+		{
+			set_maint_open(job->uri, true);
+			cx_merge_options_from(view.settings, &opt);
+			merge_until(job, &opt);
+		}
+		pfree(view.options);
+	}
+	dsm_detach(seg);
+}
+
+/* The store's merge counters and this worker's requests on it. */
+static void
+publish_store_locked(MaintJob *job)
+{
+	CxStoreStatsEntry *e = cx_stats_entry(job->uri, true);
+	CxWriterStoreStats *st;
+
+	if (e == NULL)
+		return;
+	st = &e->stats;
+	st->merges += job->commits;
+	st->merge_failures += job->ok ? 0 : 1;
+	st->merged_generations += job->generations;
+	st->merged_rows += job->rows_written;
+	st->last_merge_at = GetCurrentTimestamp();
+	strlcpy(st->last_merge_error, job->ok ? "" : job->failure.msg,
+			sizeof(st->last_merge_error));
+	if (job->store != NULL)
+		cx_counters_add_delta((uint64 *) &st->maintenance_requests,
+							  (const uint64 *) &job->store->handle->stats,
+							  (uint64 *) &job->store->published,
+							  CX_NCOUNTERS(cx_objstats));
+}
+
+/* RUNNING -> DONE with the outcome, and the writer is woken. */
+static void
+finish_job(MaintJob *job)
+{
+	CxMergeJob *shared = &CxWriter->job;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	publish_store_locked(job);
+	CxWriter->maint.rounds++;
+	CxWriter->maint.commits += job->commits;
+	if (shared->state == CX_JOB_RUNNING && shared->id == job->id)
+	{
+		shared->ok = job->ok;
+		shared->failure = job->failure;
+		shared->generations = job->generations;
+		shared->merged_through = job->merged_through;
+		shared->state = CX_JOB_DONE;
+	}
+	LWLockRelease(CxWriter->lock);
+	if (!job->ok)
+		cx_worker_note_error(&CxWriter->maint, "store %s: %s", job->uri,
+							 job->failure.msg);
+	if (pg_atomic_read_u32(&CxWriter->writer.pid) != 0)
+		cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
+}
+
+/* Exit callback: the writer, if it waits on a job of ours, notices. */
+static void
+maint_exit(int code, Datum arg)
+{
+	pg_atomic_write_u32(&CxWriter->maint.pid, 0);
+	if (pg_atomic_read_u32(&CxWriter->writer.pid) != 0)
+		cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
+}
+
+void
+cx_maint_main(Datum main_arg)
+{
+	CxStoreHooks hooks = {maint_closing, NULL};
+	uint64		generation;
+	MaintJob	job;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, SIG_IGN);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	before_shmem_exit(maint_exit, (Datum) 0);
+	cx_stores_init(&hooks, CX_MAINT_STORES);
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	generation = cx_worker_start_locked(&CxWriter->maint);
+	LWLockRelease(CxWriter->lock);
+	elog(LOG, "ctxstore maintenance started (generation " UINT64_FORMAT ", shard %s)",
+		 generation, cx_shard_id());
+
+	for (;;)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			break;
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (take_job(generation, &job))
+		{
+			run_job(&job);
+			finish_job(&job);
+			continue;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 IDLE_WAIT_MS, PG_WAIT_EXTENSION);
+	}
+
+	cx_stores_close_all();
+	elog(LOG, "ctxstore maintenance shutting down");
+	proc_exit(1);
+}

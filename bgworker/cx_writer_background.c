@@ -1,0 +1,411 @@
+/*
+ * cx_writer_background.c — what the writer worker does besides group
+ * commits: the flush sweeper, the time-triggered cleanup, the merges it
+ * hands to the maintenance worker, and the control requests (flush,
+ * merge_wal, cleanup_wal) that wait for them.
+ *
+ * The writer is the shard's owner, so it alone decides when its shard is
+ * merged; the merge itself (cx_merge_shard, the long part) runs in the
+ * maintenance worker on that worker's own store handle, and the writer only
+ * runs the drain afterwards (one shard-manifest commit).  Between two rounds
+ * the writer does at most one background step, and a step makes at most one
+ * shard-manifest commit (a seal or a drain), so an append never waits on
+ * background work longer than that (BRIEF invariant 8).
+ *
+ * Triggers, per store, from the newest table options seen for it:
+ *   flush_interval       rows appended unsealed this long ago are sealed
+ *   merge_after_generations  after a seal, pending >= it wants a merge
+ *   cleanup_interval     seal, then pending >= cleanup_min_generations wants
+ *                        a merge
+ * A wanted merge covers every generation listed at that moment; the
+ * maintenance worker merges in steps of merge_max_generations /
+ * merge_max_bytes until it has.  One merge job is out at a time; stores
+ * wanting one are served oldest request first.
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "cx_shardwriter.h"
+#include "cx_writer_int.h"
+
+/* An unsealed memtable this large is sealed without waiting for
+ * flush_interval (memory, not visibility, is the reason). */
+#define MEMTABLE_SEAL_BYTES ((uint64) 64 * 1024 * 1024)
+/* After a failed timed seal, the next try comes no sooner than this. */
+#define SEAL_RETRY_MS 5000
+
+/* The merge job this writer handed out (NULL: none, or a predecessor's). */
+static dsm_segment *job_seg = NULL;
+static char *job_uri = NULL;
+
+static void
+failure_from_text(CxFailure *fail, cx_code code, const char *msg)
+{
+	fail->code = code;
+	fail->hint = CX_HINT_NONE;
+	strlcpy(fail->msg, msg, sizeof(fail->msg));
+}
+
+/* ---- waiters: control requests answered after a merge ---- */
+
+static void
+waiter_finish(CxWaiter *w, const CxFailure *fail)
+{
+	CxBatchHeader *hdr = dsm_segment_address(w->seg);
+
+	if (fail == NULL)
+		hdr->requests[0].result = w->result;
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	cx_slot_finish_locked(w->slotno, fail != NULL ? 1 : 0, 0, fail);
+	LWLockRelease(CxWriter->lock);
+	dsm_detach(w->seg);
+	dlist_delete(&w->node);
+	pfree(w);
+}
+
+void
+cx_waiters_fail(CxResident *r, const CxFailure *fail)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &r->waiters)
+		waiter_finish(dlist_container(CxWaiter, node, it.cur), fail);
+}
+
+/* After a merge job: each waiter counts what it merged; those whose
+ * generations are merged (or for which nothing is left) are answered. */
+static void
+waiters_advance(CxResident *r, uint32 merged, uint64 merged_through)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &r->waiters)
+	{
+		CxWaiter   *w = dlist_container(CxWaiter, node, it.cur);
+
+		w->result.generations_merged += merged;
+		if (merged == 0 || merged_through >= w->until_gen)
+		{
+			cx_resident_result(r, &w->result);
+			waiter_finish(w, NULL);
+		}
+	}
+}
+
+static void
+waiter_add(CxResident *r, CxControlKind kind, int slotno, dsm_segment *seg,
+		   const CxWriteResult *res)
+{
+	CxWaiter   *w = MemoryContextAllocZero(TopMemoryContext, sizeof(CxWaiter));
+
+	w->slotno = slotno;
+	w->seg = seg;
+	w->kind = kind;
+	w->until_gen = cx_resident_newest_gen(r);
+	w->result = *res;
+	dlist_push_tail(&r->waiters, &w->node);
+	cx_merge_want(r, w->until_gen);
+}
+
+CxControlOutcome
+cx_control_start(CxResident *r, CxControlKind kind, int slotno,
+				 dsm_segment *seg, CxWriteResult *res, CxFailure *fail)
+{
+	uint32		pending;
+
+	if (cx_resident_seal(r, &res->sealed_rows, fail) != CX_OK)
+		return CX_CONTROL_FAILED;
+	cx_resident_result(r, res);
+	pending = cx_resident_pending(r);
+	if (kind == CX_CONTROL_FLUSH || pending == 0 ||
+		(kind == CX_CONTROL_CLEANUP &&
+		 pending < (uint32) r->settings.cleanup_min_generations))
+		return CX_CONTROL_DONE;
+	waiter_add(r, kind, slotno, seg, res);
+	return CX_CONTROL_WAITING;
+}
+
+/* ---- merge jobs ---- */
+
+void
+cx_merge_want(CxResident *r, uint64 until_gen)
+{
+	if (until_gen <= r->merge_until)
+		return;
+	if (r->merge_until == 0)
+		r->merge_wanted_at = GetCurrentTimestamp();
+	r->merge_until = until_gen;
+}
+
+/* The store whose merge has waited longest, among those not merging. */
+static CxResident *
+next_merge(void)
+{
+	CxResident *best = NULL;
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		CxResident *r = os != NULL ? os->state : NULL;
+
+		if (r == NULL || r->merge_until == 0 || r->merge_running || r->w == NULL)
+			continue;
+		if (best == NULL || r->merge_wanted_at < best->merge_wanted_at)
+			best = r;
+	}
+	return best;
+}
+
+static void
+publish_merges_wanted(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		CxResident *r = os != NULL ? os->state : NULL;
+
+		n += r != NULL && r->merge_until != 0;
+	}
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	CxWriter->merges_wanted = n;
+	LWLockRelease(CxWriter->lock);
+}
+
+/* Hands the longest-waiting wanted merge to the maintenance worker, with
+ * the store's options and settings as the writer has them. */
+static bool
+job_dispatch(void)
+{
+	CxResident *r;
+	CxWriteRequest req = {0};
+	dsm_segment *seg;
+	CxJobState state;
+
+	LWLockAcquire(CxWriter->lock, LW_SHARED);
+	state = CxWriter->job.state;
+	LWLockRelease(CxWriter->lock);
+	if (state != CX_JOB_IDLE || (r = next_merge()) == NULL)
+		return false;
+
+	req.uri = r->os->uri;
+	req.options = r->os->options;
+	req.noptions = r->os->noptions;
+	req.settings = r->settings;
+	seg = cx_batch_create(CX_BATCH_MERGE_JOB, &req, 1);
+	job_uri = MemoryContextStrdup(TopMemoryContext, r->os->uri);
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	CxWriter->job.state = CX_JOB_QUEUED;
+	CxWriter->job.id++;
+	strlcpy(CxWriter->job.uri, r->os->uri, sizeof(CxWriter->job.uri));
+	CxWriter->job.handle = dsm_segment_handle(seg);
+	CxWriter->job.until_gen = r->merge_until;
+	LWLockRelease(CxWriter->lock);
+
+	job_seg = seg;
+	r->merge_running = true;
+	if (pg_atomic_read_u32(&CxWriter->maint.pid) != 0)
+		cx_set_latch(pg_atomic_read_u32(&CxWriter->maint.procno));
+	return true;
+}
+
+/* The store's side of a finished job: drain, answer waiters, and keep the
+ * merge wanted if generations it wanted are still unmerged. */
+static void
+merge_finished(CxResident *r, const CxMergeJob *job)
+{
+	CxFailure	fail;
+
+	r->merge_running = false;
+	if (!job->ok)
+	{
+		r->merge_until = 0;
+		cx_waiters_fail(r, &job->failure);
+		return;
+	}
+	if (job->generations > 0)
+		(void) cx_resident_drain(r, &fail);
+	if (job->generations == 0 || job->merged_through >= r->merge_until)
+		r->merge_until = 0;
+	waiters_advance(r, job->generations, job->merged_through);
+	cx_resident_publish(r);
+}
+
+/* The job's outcome, if it has one: DONE, or RUNNING in a maintenance
+ * worker that is gone.  Sets the job IDLE then. */
+static bool
+job_take_outcome(CxMergeJob *out)
+{
+	CxMergeJob *job = &CxWriter->job;
+	bool		have = false;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	if (job->state == CX_JOB_RUNNING &&
+		(pg_atomic_read_u32(&CxWriter->maint.pid) == 0 ||
+		 pg_atomic_read_u64(&CxWriter->maint.generation) != job->taken_generation))
+	{
+		job->ok = false;
+		failure_from_text(&job->failure, CX_ERR_IO,
+						  "the ctxstore maintenance worker stopped during the merge");
+		job->state = CX_JOB_DONE;
+	}
+	if (job->state == CX_JOB_DONE)
+	{
+		*out = *job;
+		job->state = CX_JOB_IDLE;
+		have = true;
+	}
+	LWLockRelease(CxWriter->lock);
+	return have;
+}
+
+/* Collects a finished job (drain: one commit); true if it did. */
+static bool
+job_collect(void)
+{
+	CxMergeJob	job;
+	CxResident *r;
+
+	if (!job_take_outcome(&job))
+		return false;
+	if (job_seg == NULL)
+		return false;			/* a predecessor's job: its claim drained */
+	dsm_detach(job_seg);
+	job_seg = NULL;
+	r = cx_resident_find(job_uri);
+	pfree(job_uri);
+	job_uri = NULL;
+	if (r != NULL)
+		merge_finished(r, &job);
+	return true;
+}
+
+void
+cx_merge_job_adopt(void)
+{
+	/* A queued job's segment died with the writer that created it. */
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	if (CxWriter->job.state == CX_JOB_QUEUED)
+		CxWriter->job.state = CX_JOB_IDLE;
+	LWLockRelease(CxWriter->lock);
+}
+
+/* ---- flush sweeper and cleanup ---- */
+
+static TimestampTz
+flush_due_at(const CxResident *r)
+{
+	TimestampTz due;
+
+	if (r->w == NULL || r->unsealed_since == 0)
+		return 0;
+	if (cx_sw_memtable_bytes(r->w) >= MEMTABLE_SEAL_BYTES)
+		due = r->unsealed_since;
+	else if (r->settings.flush_interval_s > 0)
+		due = TimestampTzPlusMilliseconds(r->unsealed_since,
+										  r->settings.flush_interval_s * 1000L);
+	else
+		return 0;
+	return Max(due, r->seal_retry_at);
+}
+
+static TimestampTz
+cleanup_due_at(const CxResident *r)
+{
+	return r->w != NULL && r->settings.cleanup_interval_s > 0 ? r->next_cleanup : 0;
+}
+
+static void
+timed_seal(CxResident *r)
+{
+	CxFailure	fail;
+	uint64		sealed;
+
+	if (cx_resident_seal(r, &sealed, &fail) != CX_OK)
+		r->seal_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   SEAL_RETRY_MS);
+	cx_resident_publish(r);
+}
+
+/* Cleanup: seal, then merge when enough generations are pending. */
+static void
+timed_cleanup(CxResident *r)
+{
+	r->next_cleanup = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												  r->settings.cleanup_interval_s * 1000L);
+	timed_seal(r);
+	if (r->w != NULL &&
+		cx_resident_pending(r) >= (uint32) r->settings.cleanup_min_generations &&
+		cx_resident_pending(r) > 0)
+		cx_merge_want(r, cx_resident_newest_gen(r));
+}
+
+/* The first store with a flush or cleanup due: one seal. */
+static bool
+timers_step(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		CxResident *r = os != NULL ? os->state : NULL;
+		TimestampTz due;
+
+		if (r == NULL)
+			continue;
+		due = flush_due_at(r);
+		if (due != 0 && due <= now)
+		{
+			timed_seal(r);
+			return true;
+		}
+		due = cleanup_due_at(r);
+		if (due != 0 && due <= now)
+		{
+			timed_cleanup(r);
+			return true;
+		}
+	}
+	return false;
+}
+
+long
+cx_writer_next_due_ms(long cap)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		ms = cap;
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		CxResident *r = os != NULL ? os->state : NULL;
+		TimestampTz due[2];
+
+		if (r == NULL)
+			continue;
+		due[0] = flush_due_at(r);
+		due[1] = cleanup_due_at(r);
+		for (int k = 0; k < 2; k++)
+			if (due[k] != 0)
+				ms = Min(ms, TimestampDifferenceMilliseconds(now, due[k]));
+	}
+	return Max(ms, 0);
+}
+
+bool
+cx_writer_background_step(void)
+{
+	bool		did = job_collect();
+
+	if (!did)
+		did = timers_step();
+	if (job_dispatch())
+		did = true;
+	publish_merges_wanted();
+	return did;
+}

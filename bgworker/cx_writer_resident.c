@@ -1,0 +1,476 @@
+/*
+ * cx_writer_resident.c — the writer worker's resident stores: for each store
+ * it writes, one handle (cx_stores.c) and one shard writer
+ * (storage/cx_shardwriter.h) claiming this cluster's shard
+ * (ctxstore.shard_id), kept across rounds.
+ *
+ * The shard is claimed once, when the first request for the store arrives,
+ * and then written without reopening or re-claiming.  It is claimed again
+ * only when:
+ *   - the writer was fenced (another cluster claimed the same shard id):
+ *     the fenced writer is dropped at once and the next request re-claims,
+ *     which is logged; nothing retries a claim in a loop;
+ *   - the table options the writer was opened with (key, unique_key,
+ *     pending_generations_max, compression_level) change: the writer is
+ *     sealed, closed and opened again with the new ones;
+ *   - the store is closed (evicted, reopened with another user mapping's
+ *     options, worker exit), which seals first.
+ * Unsealed rows are durable in the shard's WAL, so a writer that is dropped
+ * or dies without sealing loses nothing: the next claim replays them.
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "cx_shardwriter.h"
+#include "cx_writer_int.h"
+
+/* Most stores the writer keeps open. */
+#define CX_WRITER_STORES 32
+/* How often a store's pending-generations warning may repeat. */
+#define WARN_EVERY_MS 60000
+
+static void resident_closing(CxOpenStore *os);
+static bool resident_busy(const CxOpenStore *os);
+
+void
+cx_resident_init(void)
+{
+	CxStoreHooks h = {resident_closing, resident_busy};
+
+	cx_stores_init(&h, CX_WRITER_STORES);
+}
+
+static void
+fail_from(CxFailure *fail, const cx_err *err, CxFailHint hint)
+{
+	fail->code = err->code;
+	fail->hint = hint;
+	strlcpy(fail->msg, err->msg, sizeof(fail->msg));
+}
+
+/* "host pid N": who holds the epoch, recorded in claims. */
+static const char *
+writer_info(void)
+{
+	static char info[300];
+
+	if (info[0] == '\0')
+	{
+		char		host[256];
+
+		if (gethostname(host, sizeof(host)) != 0)
+			strlcpy(host, "?", sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		snprintf(info, sizeof(info), "%s pid %d ctxstore writer", host, MyProcPid);
+	}
+	return info;
+}
+
+static void
+sw_options(const CxStoreSettings *s, cx_sw_options *o)
+{
+	cx_sw_options_default(o);
+	o->writer_info = writer_info();
+	o->key_column = s->key_column;
+	o->unique_key = s->unique_key;
+	o->pending_generations_max = (uint32_t) s->pending_generations_max;
+	o->fragment.compression_level = s->compression_level;
+}
+
+/* Whether a change from a to b needs the shard writer opened again. */
+static bool
+writer_settings_differ(const CxStoreSettings *a, const CxStoreSettings *b)
+{
+	return strcmp(a->key_column, b->key_column) != 0 ||
+		a->unique_key != b->unique_key ||
+		a->pending_generations_max != b->pending_generations_max ||
+		a->compression_level != b->compression_level;
+}
+
+/* Frees the shard writer (without sealing), publishing its last counters
+ * before and its absence after. */
+static void
+writer_free(CxResident *r)
+{
+	cx_err		ignored;
+
+	cx_resident_publish(r);
+	(void) cx_sw_close(r->w, false, &ignored);
+	r->w = NULL;
+	memset(&r->published_sw, 0, sizeof(r->published_sw));
+	r->unsealed_since = 0;
+	cx_resident_publish(r);
+}
+
+/*
+ * The writer was fenced: drop it.  Its acknowledged unsealed rows are in the
+ * WAL below the new claimant's fence marker, which replays them.  The next
+ * request re-claims (an explicit, logged claim; no retry here).
+ */
+static void
+writer_drop_fenced(CxResident *r, const cx_err *err)
+{
+	CxFailure	fail;
+
+	ereport(LOG,
+			errmsg("ctxstore writer: shard %s of store \"%s\" was claimed by another writer; dropping this writer, the next request to the store re-claims it",
+				   cx_shard_id(), r->os->uri),
+			errdetail_internal("%s", err->msg),
+			errhint("Two clusters must not share a ctxstore.shard_id."));
+	cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err->msg);
+	r->delta.fenced++;
+	r->reclaim = true;
+	r->merge_until = 0;
+	writer_free(r);
+	fail_from(&fail, err, CX_HINT_FENCED);
+	cx_waiters_fail(r, &fail);
+}
+
+/* After any shard-writer call: a fenced writer is dropped. */
+static cx_code
+after_call(CxResident *r, cx_code rc, const cx_err *err)
+{
+	if (rc == CX_ERR_FENCED && r->w != NULL)
+		writer_drop_fenced(r, err);
+	return rc;
+}
+
+static cx_code
+writer_open(CxResident *r, CxFailure *fail)
+{
+	cx_sw_options opt;
+	cx_err		err;
+
+	sw_options(&r->settings, &opt);
+	if (cx_sw_open(r->os->handle, cx_shard_id(), &opt, &r->w, &err) != CX_OK)
+	{
+		ereport(LOG,
+				errmsg("ctxstore writer: could not claim shard %s of store \"%s\"",
+					   cx_shard_id(), r->os->uri),
+				errdetail_internal("%s", err.msg));
+		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
+		fail_from(fail, &err, err.code == CX_ERR_FENCED ? CX_HINT_FENCED : CX_HINT_NONE);
+		return err.code;
+	}
+	r->delta.claims++;
+	ereport(LOG,
+			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
+				   r->reclaim ? "re-claimed" : "claimed", cx_shard_id(),
+				   r->os->uri, cx_sw_epoch(r->w)));
+	r->reclaim = false;
+	return CX_OK;
+}
+
+/* Seals and closes the writer so that it is opened again with new
+ * settings; false (fail filled) if the seal failed. */
+static bool
+writer_close_for_reopen(CxResident *r, CxFailure *fail)
+{
+	uint64		sealed;
+
+	if (cx_resident_seal(r, &sealed, fail) != CX_OK)
+		return false;
+	if (r->w != NULL)
+	{
+		elog(LOG, "ctxstore writer: reopening shard %s of store \"%s\" with changed table options",
+			 cx_shard_id(), r->os->uri);
+		writer_free(r);
+	}
+	return true;
+}
+
+static CxResident *
+resident_new(CxOpenStore *os, const CxStoreSettings *settings)
+{
+	CxResident *r = MemoryContextAllocZero(TopMemoryContext, sizeof(CxResident));
+
+	r->os = os;
+	r->settings = *settings;
+	dlist_init(&r->waiters);
+	if (settings->cleanup_interval_s > 0)
+		r->next_cleanup = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													  settings->cleanup_interval_s * 1000L);
+	os->state = r;
+	return r;
+}
+
+/* Takes req's settings; the cleanup clock restarts when its interval
+ * changes. */
+static void
+take_settings(CxResident *r, const CxStoreSettings *s)
+{
+	if (s->cleanup_interval_s != r->settings.cleanup_interval_s)
+		r->next_cleanup = s->cleanup_interval_s > 0
+			? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), s->cleanup_interval_s * 1000L)
+			: 0;
+	r->settings = *s;
+}
+
+cx_code
+cx_resident_get(const CxBatchView *req, CxResident **out, CxFailure *fail)
+{
+	CxOpenStore *os;
+	CxResident *r;
+	cx_err		err;
+
+	*out = NULL;
+	if (cx_stores_get(req, &os, &err) != CX_OK)
+	{
+		fail_from(fail, &err, CX_HINT_NONE);
+		return err.code;
+	}
+	r = os->state != NULL ? os->state : resident_new(os, req->settings);
+	if (r->w != NULL && writer_settings_differ(&r->settings, req->settings) &&
+		!writer_close_for_reopen(r, fail))
+		return fail->code;
+	take_settings(r, req->settings);
+	if (r->w == NULL && writer_open(r, fail) != CX_OK)
+		return fail->code;
+	*out = r;
+	return CX_OK;
+}
+
+uint32
+cx_resident_pending(const CxResident *r)
+{
+	return r->w != NULL ? cx_sw_pending_generations(r->w) : 0;
+}
+
+uint64
+cx_resident_newest_gen(const CxResident *r)
+{
+	const cx_shard_manifest *m;
+
+	if (r->w == NULL)
+		return 0;
+	m = cx_sw_manifest(r->w);
+	return m->ngens > 0 ? m->gens[m->ngens - 1].gen : 0;
+}
+
+void
+cx_resident_result(const CxResident *r, CxWriteResult *res)
+{
+	if (r->w == NULL)
+		return;
+	res->shard_version = cx_sw_manifest(r->w)->version;
+	res->epoch = cx_sw_epoch(r->w);
+	res->pending_generations = cx_sw_pending_generations(r->w);
+}
+
+/* Too many unmerged generations: a WARNING in the server log, at most once
+ * a minute per store. */
+static void
+warn_pending(CxResident *r, uint32 pending)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (r->settings.pending_generations_warn <= 0 ||
+		pending <= (uint32) r->settings.pending_generations_warn ||
+		!TimestampDifferenceExceeds(r->last_warned, now, WARN_EVERY_MS))
+		return;
+	r->last_warned = now;
+	ereport(WARNING,
+			errmsg("ctxstore writer: shard %s of store \"%s\" has %u unmerged generations (pending_generations_warn is %d)",
+				   cx_shard_id(), r->os->uri, pending,
+				   r->settings.pending_generations_warn),
+			errhint("Writes are refused from pending_generations_max (%d) on. Run ctxstore.merge_wal() on a table of the store, or check its merge_after_generations and cleanup_interval options.",
+					r->settings.pending_generations_max));
+}
+
+/* After a seal: the warning, and the count-triggered merge. */
+static void
+after_seal(CxResident *r)
+{
+	uint32		pending = cx_sw_pending_generations(r->w);
+	int			after = r->settings.merge_after_generations;
+
+	r->unsealed_since = 0;
+	warn_pending(r, pending);
+	if (after > 0 && pending >= (uint32) after)
+		cx_merge_want(r, cx_resident_newest_gen(r));
+}
+
+static CxFailHint
+hint_for(const CxResident *r, cx_code rc)
+{
+	if (rc == CX_ERR_FENCED)
+		return CX_HINT_FENCED;
+	if (rc == CX_ERR_LIMIT && r->w != NULL &&
+		cx_sw_pending_generations(r->w) >= (uint32) r->settings.pending_generations_max)
+		return CX_HINT_PENDING_LIMIT;
+	return CX_HINT_NONE;
+}
+
+cx_code
+cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
+				   Size len, uint64 nrows, bool seal, CxWriteResult *res,
+				   CxFailure *fail)
+{
+	cx_err		err;
+	cx_code		rc;
+
+	rc = cx_sw_append(r->w, schema, rows, len, nrows, seal, &res->commit_ts, &err);
+	if (rc != CX_OK)
+	{
+		fail_from(fail, &err, hint_for(r, rc));
+		(void) after_call(r, rc, &err);
+		return rc;
+	}
+	r->delta.store_commits++;
+	res->visible = seal;
+	if (seal)
+		after_seal(r);
+	else if (r->unsealed_since == 0)
+		r->unsealed_since = GetCurrentTimestamp();
+	cx_resident_result(r, res);
+	return CX_OK;
+}
+
+cx_code
+cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
+{
+	cx_err		err;
+	cx_code		rc;
+
+	*sealed_rows = 0;
+	if (r->w == NULL || cx_sw_memtable_rows(r->w) == 0)
+		return CX_OK;
+	*sealed_rows = cx_sw_memtable_rows(r->w);
+	rc = cx_sw_seal(r->w, &err);
+	if (rc != CX_OK)
+	{
+		*sealed_rows = 0;
+		fail_from(fail, &err, hint_for(r, rc));
+		ereport(LOG,
+				errmsg("ctxstore writer: could not seal shard %s of store \"%s\"",
+					   cx_shard_id(), r->os->uri),
+				errdetail_internal("%s", err.msg));
+		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
+		return after_call(r, rc, &err);
+	}
+	after_seal(r);
+	return CX_OK;
+}
+
+cx_code
+cx_resident_drain(CxResident *r, CxFailure *fail)
+{
+	cx_err		err;
+	cx_code		rc;
+
+	if (r->w == NULL)
+		return CX_OK;
+	rc = cx_sw_drain(r->w, &err);
+	if (rc != CX_OK)
+	{
+		fail_from(fail, &err, hint_for(r, rc));
+		ereport(LOG,
+				errmsg("ctxstore writer: could not drain merged generations of shard %s of store \"%s\"",
+					   cx_shard_id(), r->os->uri),
+				errdetail_internal("%s", err.msg));
+		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
+		return after_call(r, rc, &err);
+	}
+	return CX_OK;
+}
+
+CxResident *
+cx_resident_find(const char *uri)
+{
+	CxOpenStore *os = cx_stores_find(uri);
+
+	return os != NULL ? os->state : NULL;
+}
+
+/* The shard writer's counters (since it was opened) as deltas, and the
+ * shard as it sees it now. */
+static void
+publish_shard(CxWriterStoreStats *st, CxResident *r)
+{
+	const cx_sw_stats *sw = cx_sw_get_stats(r->w);
+
+	st->wal_entries += sw->wal_entries - r->published_sw.wal_entries;
+	st->seals += sw->seals - r->published_sw.seals;
+	st->drains += sw->drains - r->published_sw.drains;
+	st->replayed_entries += sw->replayed_entries - r->published_sw.replayed_entries;
+	r->published_sw = *sw;
+	st->epoch = cx_sw_epoch(r->w);
+	st->shard_version = cx_sw_manifest(r->w)->version;
+	st->pending_generations = cx_sw_pending_generations(r->w);
+	st->memtable_rows = cx_sw_memtable_rows(r->w);
+}
+
+/* Counter deltas and gauges into the store's shared entry. */
+void
+cx_resident_publish_locked(CxResident *r)
+{
+	CxStoreStatsEntry *e = cx_stats_entry(r->os->uri, true);
+	CxWriterStoreStats *st;
+
+	if (e == NULL)
+		return;
+	st = &e->stats;
+	st->store_commits += r->delta.store_commits;
+	st->claims += r->delta.claims;
+	st->fenced += r->delta.fenced;
+	memset(&r->delta, 0, sizeof(r->delta));
+	cx_counters_add_delta((uint64 *) &st->writer_requests,
+						  (const uint64 *) &r->os->handle->stats,
+						  (uint64 *) &r->os->published,
+						  CX_NCOUNTERS(cx_objstats));
+	st->writer_open = r->w != NULL;
+	if (r->w != NULL)
+		publish_shard(st, r);
+}
+
+void
+cx_resident_publish(CxResident *r)
+{
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	cx_resident_publish_locked(r);
+	LWLockRelease(CxWriter->lock);
+}
+
+/* The store is being closed: seal (deferred rows become visible), close the
+ * shard writer, fail whoever waits on the store. */
+static void
+resident_closing(CxOpenStore *os)
+{
+	CxResident *r = os->state;
+	CxFailure	fail;
+	uint64		sealed;
+
+	if (r == NULL)
+		return;
+	(void) cx_resident_seal(r, &sealed, &fail);
+	if (r->w != NULL)
+		writer_free(r);
+	else
+		cx_resident_publish(r);
+	memset(&fail, 0, sizeof(fail));
+	fail.code = CX_ERR_IO;
+	snprintf(fail.msg, sizeof(fail.msg),
+			 "the ctxstore writer closed store %s before the request finished", os->uri);
+	cx_waiters_fail(r, &fail);
+	pfree(r);
+	os->state = NULL;
+}
+
+static bool
+resident_busy(const CxOpenStore *os)
+{
+	CxResident *r = os->state;
+
+	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters));
+}
+
+void
+cx_resident_shutdown(void)
+{
+	cx_stores_close_all();
+}

@@ -1,0 +1,137 @@
+/*
+ * cx_maintenance.c — the maintenance functions of schema ctxstore, each
+ * taking a foreign table (regclass) and requiring its ownership:
+ *
+ *   flush(t)                    seal this cluster's memtable of the store now
+ *   merge_wal(t)                seal, merge every pending generation, drain
+ *   cleanup_wal(t)              seal, then merge if at least
+ *                               cleanup_min_generations are pending
+ *   pending_wal_generations(t)  unmerged generations of this cluster's shard
+ *
+ * The first three ask the writer worker (cx_writer_control) and wait for it,
+ * through the same slot and the same bounded, interruptible wait as a
+ * COMMIT; they need shared_preload_libraries.  pending_wal_generations reads
+ * the store itself and works without the workers.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/rel.h"
+
+#include "ctxstore_fdw.h"
+#include "cx_functions.h"
+#include "cx_writer_protocol.h"
+
+/* Hands kind for the table's store to the writer and waits. */
+static void
+control(CxControlKind kind, const char *fname, Oid relid, CxWriteResult *res)
+{
+	Relation	rel = cxfdw_function_table(relid, CX_CHECK_OWNER);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	CxWriteRequest req = {0};
+	CxStore    *st;
+
+	if (ri->version != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("%s() cannot maintain foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
+					   fname, ri->relname, ri->version),
+				errhint("Call it on a table of the store that is not pinned."));
+	if (!cx_writer_available())
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("%s() needs the ctxstore writer worker, which is not running", fname),
+				errhint("Add ctxstore to shared_preload_libraries in postgresql.conf and restart the server."));
+	st = cxfdw_store_open(ri, CX_ACCESS_WRITE);
+	req.uri = ri->uri;
+	req.options = ri->store_options;
+	req.noptions = ri->nstore_options;
+	cxfdw_table_settings(ri, &req.settings);
+	cxfdw_check_table_key(ri, &req.settings, cxfdw_store_manifest(st, 0));
+	cx_writer_control(kind, &req, res);
+	relation_close(rel, AccessShareLock);
+}
+
+static void
+json_uint(StringInfo buf, const char *key, uint64 value, bool first)
+{
+	if (!first)
+		appendStringInfoChar(buf, ',');
+	escape_json(buf, key);
+	appendStringInfo(buf, ":" UINT64_FORMAT, value);
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_flush);
+
+/* ctxstore.flush(regclass) returns jsonb: what the seal made visible and
+ * the shard afterwards. */
+Datum
+ctxstore_flush(PG_FUNCTION_ARGS)
+{
+	CxWriteResult res = {0};
+	StringInfoData buf;
+
+	control(CX_CONTROL_FLUSH, "ctxstore.flush", PG_GETARG_OID(0), &res);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"shard_id\":");
+	escape_json(&buf, cx_shard_id());
+	json_uint(&buf, "sealed_rows", res.sealed_rows, false);
+	json_uint(&buf, "shard_version", res.shard_version, false);
+	json_uint(&buf, "epoch", res.epoch, false);
+	json_uint(&buf, "pending_generations", res.pending_generations, false);
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_merge_wal);
+
+/* ctxstore.merge_wal(regclass) returns integer: generations merged. */
+Datum
+ctxstore_merge_wal(PG_FUNCTION_ARGS)
+{
+	CxWriteResult res = {0};
+
+	control(CX_CONTROL_MERGE, "ctxstore.merge_wal", PG_GETARG_OID(0), &res);
+	PG_RETURN_INT32((int32) res.generations_merged);
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_cleanup_wal);
+
+/* ctxstore.cleanup_wal(regclass) returns integer: generations merged (0
+ * when fewer than cleanup_min_generations were pending). */
+Datum
+ctxstore_cleanup_wal(PG_FUNCTION_ARGS)
+{
+	CxWriteResult res = {0};
+
+	control(CX_CONTROL_CLEANUP, "ctxstore.cleanup_wal", PG_GETARG_OID(0), &res);
+	PG_RETURN_INT32((int32) res.generations_merged);
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_pending_wal_generations);
+
+/* ctxstore.pending_wal_generations(regclass) returns integer: unmerged
+ * generations of this cluster's shard (ctxstore.shard_id), read from the
+ * store; ctxstore.stats() lists every shard's. */
+Datum
+ctxstore_pending_wal_generations(PG_FUNCTION_ARGS)
+{
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_OWNER);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	CxStore    *st = cxfdw_store_open(ri, CX_ACCESS_READ);
+	int			n;
+	CxShardInfo *shards = cxfdw_read_shards(cxfdw_store_handle(st), &n);
+	uint32		pending = 0;
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(shards[i].shard_id, cx_shard_id()) == 0)
+			pending = shards[i].generations;
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_INT32((int32) pending);
+}
