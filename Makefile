@@ -18,6 +18,14 @@ PG_CPPFLAGS = -Istorage -Ifdw -Ibgworker
 PG_CFLAGS   = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 SHLIB_LINK  = -lzstd -lcurl -lcrypto -lpthread
 
+# Track header dependencies (.deps/), so editing a header rebuilds the objects
+# that include it; PGXS leaves this off unless PostgreSQL was configured with
+# --enable-depend.
+override autodepend = yes
+# No LLVM bitcode: JIT-inlining an FDW's code buys nothing, and it doubles the
+# build time.
+override with_llvm = no
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
