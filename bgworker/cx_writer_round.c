@@ -354,8 +354,12 @@ commit_group(Round *r, RoundGroup *g)
 	if (rc == CX_OK)
 		r->appends++;
 	else
+	{
 		elog(LOG, "ctxstore writer: commit to store \"%s\" failed: %s",
 			 first->view.uri, fail.msg);
+		cx_worker_note_error(&CxWriter->writer, "store %s: %s", first->view.uri,
+							 fail.msg);
+	}
 	for (int i = 0; i < g->nitems; i++)
 	{
 		RoundItem  *it = g->items[i];
