@@ -116,13 +116,19 @@ define_gucs(void)
 							300000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	/*
+	 * The writer claims its shards under this id, so it is fixed at server
+	 * start.  PostgreSQL creates PGC_POSTMASTER variables only then: a
+	 * backend that loads ctxstore on demand (no shared_preload_libraries,
+	 * hence no writer) defines it PGC_SIGHUP, only to read it.
+	 */
 	DefineCustomStringVariable("ctxstore.shard_id",
 							   "The shard this cluster writes in every store.",
 							   "Two clusters writing one store must have different shard ids. The default is derived from the host name and the cluster's system identifier.",
 							   &shard_id_guc,
 							   default_shard_id(),
-							   PGC_POSTMASTER, 0,
-							   check_shard_id, NULL, NULL);
+							   process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							   0, check_shard_id, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
 							   "Failpoints to arm, for tests only (name=crash|error[@N], ...).",
 							   "Replaces the set armed from CTXSTORE_FAILPOINTS.",
