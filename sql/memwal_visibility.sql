@@ -32,9 +32,13 @@ CREATE FOREIGN TABLE mw_seal_r (id text, n int) SERVER mw_srv
 INSERT INTO mw_seal VALUES ('a', 1);
 SELECT * FROM mw_seal_r;
 SELECT ctxstore.pending_wal_generations('mw_seal');
--- merge_after_generations 0: no automatic merge, one generation per commit.
+-- merge_after_generations 0: no automatic merge, one generation per commit,
+-- past the default trigger of 8 too.
 INSERT INTO mw_seal VALUES ('b', 1);
 INSERT INTO mw_seal VALUES ('c', 1);
+SELECT ctxstore.pending_wal_generations('mw_seal');
+SELECT format('INSERT INTO mw_seal VALUES (%L, 0)', 'f' || i)
+  FROM generate_series(1, 8) i \gexec
 SELECT ctxstore.pending_wal_generations('mw_seal');
 EXPLAIN (COSTS OFF) SELECT * FROM mw_seal_r;
 
