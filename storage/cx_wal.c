@@ -1,6 +1,6 @@
 /*
  * cx_wal.c — encoding, writing and reading a shard's WAL entries (cx_wal.h;
- * byte layout in docs/FORMAT-shard.md).
+ * byte layout in docs/FORMAT.md "Shards").
  */
 #include "cx_wal.h"
 

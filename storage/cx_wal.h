@@ -3,7 +3,7 @@
  *
  * Entry seq of shard <id> is the immutable object
  * "_shards/<id>/wal/<seq as 20 digits>.wal", written once with put-if-absent
- * (docs/FORMAT-shard.md).  Two kinds:
+ * (docs/FORMAT.md "Shards").  Two kinds:
  *   rows   one append: its rows (cx_rowcodec bytes), their schema and commit
  *          time.  Durable once the put returns: this is what an unsealed
  *          append acknowledges.

@@ -309,7 +309,7 @@ CX_TEST(shard_put_reports_the_winner_and_settles_ambiguity)
 	cx_obj_close(&w->base);
 }
 
-/* The example in docs/FORMAT-shard.md, byte for byte. */
+/* The example in docs/FORMAT.md "Shards", byte for byte. */
 CX_TEST(shard_manifest_matches_the_documented_example)
 {
 	static const uint8_t want[] = {

@@ -161,7 +161,7 @@ CX_TEST(wal_put_and_read_back)
 	cx_obj_close(&w->base);
 }
 
-/* The examples in docs/FORMAT-shard.md, byte for byte. */
+/* The examples in docs/FORMAT.md "Shards", byte for byte. */
 CX_TEST(wal_entries_match_the_documented_examples)
 {
 	static const uint8_t fence_bytes[] = {
