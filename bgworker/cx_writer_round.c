@@ -223,7 +223,9 @@ map_batch(RoundSlot *rs)
 		return false;
 	}
 	rs->hdr = dsm_segment_address(rs->seg);
-	if (!cx_batch_check(rs->hdr, dsm_segment_map_length(rs->seg), &why))
+	if (!cx_batch_check(rs->hdr, dsm_segment_map_length(rs->seg), &why) ||
+		(rs->hdr->kind != CX_BATCH_WRITE && rs->hdr->kind != CX_CONTROL_FLUSH &&
+		 rs->hdr->kind != CX_CONTROL_MERGE && rs->hdr->kind != CX_CONTROL_CLEANUP))
 	{
 		failure_set(&fail, CX_ERR_CORRUPT, "%s", why);
 		slot_fail(rs, 0, &fail);
