@@ -47,6 +47,9 @@ EXPLAIN (COSTS OFF) SELECT * FROM mw_seal_r;
 INSERT INTO mw_seal VALUES ('a', 2);
 INSERT INTO mw_seal VALUES ('d', 1), ('d', 2);
 SELECT * FROM mw_seal_r ORDER BY id;
+-- The scan opened every generation twice (its keys first, then its rows)
+-- and hid the two replaced versions.
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM mw_seal_r;
 
 -- merge_wal folds every pending generation into the base: nothing pending,
 -- every row exactly once.
