@@ -59,7 +59,7 @@ hint_for(cx_code code)
 	switch (code)
 	{
 		case CX_ERR_CORRUPT:
-			return "The object named in the detail is damaged; \"ctxstore-inspect verify\" checks a whole store.";
+			return "The object named in the detail is damaged; \"ctxstore-inspect URI verify\" checks a whole store.";
 		case CX_ERR_CONFLICT:
 			return "Other writers kept committing to the store; retry the transaction.";
 		case CX_ERR_AUTH:
