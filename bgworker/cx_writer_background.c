@@ -95,14 +95,12 @@ waiters_advance(CxResident *r, uint32 merged, uint64 merged_through)
 }
 
 static void
-waiter_add(CxResident *r, CxControlKind kind, int slotno, dsm_segment *seg,
-		   const CxWriteResult *res)
+waiter_add(CxResident *r, int slotno, dsm_segment *seg, const CxWriteResult *res)
 {
 	CxWaiter   *w = MemoryContextAllocZero(TopMemoryContext, sizeof(CxWaiter));
 
 	w->slotno = slotno;
 	w->seg = seg;
-	w->kind = kind;
 	w->until_gen = cx_resident_newest_gen(r);
 	w->result = *res;
 	dlist_push_tail(&r->waiters, &w->node);
@@ -123,7 +121,7 @@ cx_control_start(CxResident *r, CxControlKind kind, int slotno,
 		(kind == CX_CONTROL_CLEANUP &&
 		 pending < (uint32) r->settings.cleanup_min_generations))
 		return CX_CONTROL_DONE;
-	waiter_add(r, kind, slotno, seg, res);
+	waiter_add(r, slotno, seg, res);
 	return CX_CONTROL_WAITING;
 }
 

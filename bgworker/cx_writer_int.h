@@ -301,7 +301,6 @@ typedef struct CxWaiter
 	dlist_node	node;
 	int			slotno;
 	dsm_segment *seg;
-	CxControlKind kind;
 	uint64		until_gen;		/* done once merged through this */
 	CxWriteResult result;
 } CxWaiter;
@@ -322,8 +321,10 @@ typedef struct CxResident
 	TimestampTz merge_wanted_at;
 	bool		merge_running;	/* the maintenance worker has its job */
 	dlist_head	waiters;		/* CxWaiter */
-	/* counters not yet published (store_commits, claims, fenced) */
-	CxWriterStoreStats delta;
+	/* counters not yet published */
+	uint64		new_appends;
+	uint64		new_claims;
+	uint64		new_fenced;
 	cx_sw_stats published_sw;	/* counters of w already published */
 } CxResident;
 

@@ -123,7 +123,7 @@ writer_drop_fenced(CxResident *r, const cx_err *err)
 			errdetail_internal("%s", err->msg),
 			errhint("Two clusters must not share a ctxstore.shard_id."));
 	cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err->msg);
-	r->delta.fenced++;
+	r->new_fenced++;
 	r->reclaim = true;
 	r->merge_until = 0;
 	writer_free(r);
@@ -157,7 +157,7 @@ writer_open(CxResident *r, CxFailure *fail)
 		fail_from(fail, &err, err.code == CX_ERR_FENCED ? CX_HINT_FENCED : CX_HINT_NONE);
 		return err.code;
 	}
-	r->delta.claims++;
+	r->new_claims++;
 	ereport(LOG,
 			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
 				   r->reclaim ? "re-claimed" : "claimed", cx_shard_id(),
@@ -321,7 +321,7 @@ cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
 		(void) after_call(r, rc, &err);
 		return rc;
 	}
-	r->delta.store_commits++;
+	r->new_appends++;
 	res->visible = seal;
 	if (seal)
 		after_seal(r);
@@ -415,10 +415,10 @@ cx_resident_publish_locked(CxResident *r)
 	if (e == NULL)
 		return;
 	st = &e->stats;
-	st->store_commits += r->delta.store_commits;
-	st->claims += r->delta.claims;
-	st->fenced += r->delta.fenced;
-	memset(&r->delta, 0, sizeof(r->delta));
+	st->store_commits += r->new_appends;
+	st->claims += r->new_claims;
+	st->fenced += r->new_fenced;
+	r->new_appends = r->new_claims = r->new_fenced = 0;
 	cx_counters_add_delta((uint64 *) &st->writer_requests,
 						  (const uint64 *) &r->os->handle->stats,
 						  (uint64 *) &r->os->published,
