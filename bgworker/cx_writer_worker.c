@@ -23,6 +23,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "cx_writer_int.h"
@@ -31,6 +32,44 @@ PGDLLEXPORT void cx_writer_main(Datum main_arg);
 
 /* How long the worker sleeps when idle; wake-ups come from latches. */
 #define IDLE_WAIT_MS 10000L
+/* Group commit: after a round of at least GATHER_MIN_ROUND requests, wait
+ * up to GATHER_MAX_MS for half as many to be queued before the next. */
+#define GATHER_MIN_ROUND 4
+#define GATHER_MAX_MS 1
+
+static int
+queued_requests(void)
+{
+	int			n = 0;
+
+	LWLockAcquire(CxWriter->lock, LW_SHARED);
+	for (int i = 0; i < CxWriter->nslots; i++)
+		n += CxWriter->slots[i].state == CX_SLOT_QUEUED;
+	LWLockRelease(CxWriter->lock);
+	return n;
+}
+
+/*
+ * A round just acknowledged `last` sessions at once, and they are about to
+ * commit again: the first of them to arrive would otherwise make a round of
+ * its own and leave the rest for the next, halving the groups.  Waiting
+ * briefly (bounded, on the latch every arrival sets) lets them gather.
+ * Only after a round that shows concurrency; a lone session never waits.
+ */
+static void
+gather(int last)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   GATHER_MAX_MS);
+
+	while (queued_requests() < last / 2 && GetCurrentTimestamp() < until &&
+		   !ShutdownRequestPending)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 GATHER_MAX_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
 
 /*
  * Claims the writer role: a new generation, then fails what a previous
@@ -114,6 +153,7 @@ cx_writer_main(Datum main_arg)
 	for (;;)
 	{
 		bool		worked;
+		int			taken;
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -124,9 +164,12 @@ cx_writer_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		worked = cx_writer_run_round(generation) > 0;
+		taken = cx_writer_run_round(generation);
+		worked = taken > 0;
 		if (cx_writer_background_step())
 			worked = true;
+		else if (taken >= GATHER_MIN_ROUND)
+			gather(taken);
 		/* Work found: look again at once, without sleeping. */
 		if (worked)
 			continue;
