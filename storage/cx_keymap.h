@@ -38,6 +38,12 @@ typedef struct cx_keyver
 typedef struct cx_keymap cx_keymap;
 
 cx_keymap  *cx_keymap_new(void);	/* NULL on OOM */
+/*
+ * Sizes the slot array for about n keys up front, so that inserting them
+ * does not rehash the map several times.  Only a hint: false (map unchanged,
+ * still usable) when the memory is not available; never shrinks the map.
+ */
+bool		cx_keymap_reserve(cx_keymap *m, uint64_t n);
 void		cx_keymap_free(cx_keymap *m);
 
 /*
@@ -46,6 +52,10 @@ void		cx_keymap_free(cx_keymap *m);
  */
 cx_code		cx_keymap_upsert(cx_keymap *m, const uint8_t *key, size_t len,
 							 cx_keyver **val, bool *found, cx_err *err);
+/* Prefetches the slot where key is or would go (a hint, before a lookup or
+ * insertion of key a little later). */
+void		cx_keymap_prefetch(const cx_keymap *m, const uint8_t *key,
+							   size_t len);
 /* The value of key, or NULL. */
 cx_keyver  *cx_keymap_get(const cx_keymap *m, const uint8_t *key, size_t len);
 

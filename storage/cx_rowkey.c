@@ -196,19 +196,30 @@ cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 	return !d.isnull && d.v.b;
 }
 
+/* How many rows ahead cx_keyscan_ahead() announces keys. */
+#define KEY_AHEAD 8
+
 /* Calls fn for the live, non-NULL-key rows of one row group. */
 static cx_code
 keyscan_group(const cx_rowgroup *g, const cx_layout *layout, uint32_t key_col,
 			  uint64_t first_row, cx_dvcursor *dvc, cx_keyrow_fn fn,
-			  void *arg, cx_err *err)
+			  cx_keyahead_fn ahead, void *arg, cx_err *err)
 {
 	const cx_colvec *kv = cx_rowgroup_column(g, key_col);
 	uint32_t	n = cx_rowgroup_rows(g);
+	const uint8_t *key;
+	size_t		len;
 
+	for (uint32_t i = 0; ahead != NULL && i < KEY_AHEAD && i < n; i++)
+		if (cx_key_bytes(kv, i, &key, &len))
+			ahead(arg, key, len);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		cx_keyrow	kr;
 
+		if (ahead != NULL && i + KEY_AHEAD < n &&
+			cx_key_bytes(kv, i + KEY_AHEAD, &key, &len))
+			ahead(arg, key, len);
 		kr.row = first_row + i;
 		if (cx_dvcursor_deleted(dvc, kr.row) ||
 			!cx_key_bytes(kv, i, &kr.key, &kr.len))
@@ -225,6 +236,15 @@ cx_code
 cx_keyscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
 		   uint32_t key_col, const cx_deletion_vector *dv, cx_keyrow_fn fn,
 		   void *arg, cx_err *err)
+{
+	return cx_keyscan_ahead(s, fi, table, key_col, dv, fn, NULL, arg, err);
+}
+
+cx_code
+cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+				 const cx_schema *table, uint32_t key_col,
+				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+				 cx_keyahead_fn ahead, void *arg, cx_err *err)
 {
 	cx_fragr   *r;
 	cx_layout	layout;
@@ -252,7 +272,8 @@ cx_keyscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
 		rc = cx_fragr_read_group(r, grp, want, &g, err);
 		if (rc != CX_OK)
 			break;
-		rc = keyscan_group(g, &layout, key_col, first_row, &dvc, fn, arg, err);
+		rc = keyscan_group(g, &layout, key_col, first_row, &dvc, fn, ahead,
+						   arg, err);
 		first_row += cx_rowgroup_rows(g);
 		cx_rowgroup_free(g);
 	}

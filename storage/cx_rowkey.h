@@ -98,6 +98,17 @@ cx_code		cx_keyscan(cx_objstore *s, const cx_fragment_info *fi,
 					   const cx_schema *table, uint32_t key_col,
 					   const cx_deletion_vector *dv, cx_keyrow_fn fn, void *arg,
 					   cx_err *err);
+/*
+ * The same, calling ahead(arg, key, len), when not NULL, with the key of a
+ * row a few rows before fn sees it (NULL keys and deleted rows included), so
+ * that a hash map can prefetch where the key will go.  Only a hint: ahead may
+ * not be called for every row, and must not fail.
+ */
+typedef void (*cx_keyahead_fn) (void *arg, const uint8_t *key, size_t len);
+cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+							 const cx_schema *table, uint32_t key_col,
+							 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+							 cx_keyahead_fn ahead, void *arg, cx_err *err);
 
 /* Commit time and tombstone flag of row i of a group read with the hidden
  * columns wanted (CX_TS_NONE / false when the layout has none). */

@@ -16,11 +16,15 @@
  * Plan (unique-key tables with unmerged generations):
  *   1. begin: read only the key, commit-time and tombstone columns of every
  *      unmerged generation into a key map (the winner per key).  Memory is
- *      bounded by the unmerged layers, never by the base;
+ *      bounded by the unmerged layers, never by the base.  Every generation
+ *      row that stops being (or never is) its key's winner is marked in a
+ *      per-generation bitmap of losers;
  *   2. stream the base fragments a row group at a time; a live base row
  *      whose key is in the map is kept only if it is newer than the map's
- *      winner (which is then marked beaten);
- *   3. stream the generations, keeping each key's winner unless beaten.
+ *      winner (which is then marked beaten: a loser);
+ *   3. stream the generations, keeping the rows not marked losers (and not
+ *      tombstones): no key is looked up again, and the key column is read
+ *      only if the caller wants it.
  * Otherwise (no generations, or no unique key) no map is built: base rows
  * are filtered by their deletion vectors alone (and their tombstone column,
  * read only for fragments whose statistics say they hold tombstones), and
@@ -32,6 +36,42 @@
 #include "cx_keymap.h"
 #include "cx_rowkey.h"
 #include "cx_snapshot_int.h"
+
+/* A growable bitmap of row indices. */
+typedef struct cx_bits
+{
+	uint64_t   *words;
+	uint64_t	nwords;
+} cx_bits;
+
+static bool
+bits_set(cx_bits *b, uint64_t i)
+{
+	uint64_t	w = i / 64;
+
+	if (w >= b->nwords)
+	{
+		uint64_t	n = b->nwords ? b->nwords : 16;
+		uint64_t   *grown;
+
+		while (n <= w)
+			n *= 2;
+		grown = realloc(b->words, n * sizeof(uint64_t));
+		if (grown == NULL)
+			return false;
+		memset(grown + b->nwords, 0, (n - b->nwords) * sizeof(uint64_t));
+		b->words = grown;
+		b->nwords = n;
+	}
+	b->words[w] |= (uint64_t) 1 << (i % 64);
+	return true;
+}
+
+static bool
+bits_test(const cx_bits *b, uint64_t i)
+{
+	return i / 64 < b->nwords && (b->words[i / 64] >> (i % 64) & 1) != 0;
+}
 
 typedef enum scan_phase
 {
@@ -49,6 +89,8 @@ struct cx_tablescan
 	bool		dedup;			/* unique key and unmerged generations */
 	uint32_t	key_col;
 	cx_keymap  *map;			/* dedup only */
+	cx_bits    *losers;			/* dedup only: per generation, the rows that
+								 * are not their key's winner */
 	cx_keyrange range;			/* of the keys in map */
 	scan_phase	phase;
 	uint32_t	next_source;	/* next base fragment / generation to open */
@@ -84,6 +126,14 @@ typedef struct gen_keys
  * order), and a row of a later-sorting shard wins ties on commit time.
  */
 static cx_code
+lose(cx_tablescan *scan, uint32_t source, uint64_t row, cx_err *err)
+{
+	if (!bits_set(&scan->losers[source], row))
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	return CX_OK;
+}
+
+static cx_code
 add_gen_key(void *arg, const cx_keyrow *kr, cx_err *err)
 {
 	gen_keys   *gk = arg;
@@ -98,7 +148,9 @@ add_gen_key(void *arg, const cx_keyrow *kr, cx_err *err)
 		return err->code;
 	if (found && gens[v->source].shard != gens[gk->source].shard &&
 		kr->ts < v->ts)
-		return CX_OK;
+		return lose(gk->scan, gk->source, kr->row, err);
+	if (found && lose(gk->scan, v->source, v->row, err) != CX_OK)
+		return err->code;
 	v->ts = kr->ts;
 	v->source = gk->source;
 	v->row = kr->row;
@@ -106,14 +158,30 @@ add_gen_key(void *arg, const cx_keyrow *kr, cx_err *err)
 	return CX_OK;
 }
 
+static void
+gen_key_ahead(void *arg, const uint8_t *key, size_t len)
+{
+	cx_keymap_prefetch(((gen_keys *) arg)->scan->map, key, len);
+}
+
 static cx_code
 build_keymap(cx_tablescan *scan, cx_err *err)
 {
 	const cx_snapshot *snap = scan->snap;
 
+	uint64_t	rows = 0;
+
 	scan->map = cx_keymap_new();
-	if (scan->map == NULL)
+	scan->losers = calloc(snap->ngens, sizeof(cx_bits));
+	if (scan->map == NULL || scan->losers == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	/* Size the map for the generations' rows (as their manifests count
+	 * them) at once rather than rehashing it as it fills: only a hint,
+	 * capped so that a wrong count cannot claim much more. */
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		rows += snap->gens[i].gen->fragment.rows;
+	(void) cx_keymap_reserve(scan->map, rows < ((uint64_t) 1 << 24) ? rows :
+							 (uint64_t) 1 << 24);
 	cx_keyrange_init(&scan->range,
 					 (cx_type) scan->table->columns[scan->key_col].type);
 	for (uint32_t i = 0; i < snap->ngens; i++)
@@ -121,8 +189,9 @@ build_keymap(cx_tablescan *scan, cx_err *err)
 		gen_keys	gk = {scan, i};
 
 		scan->stats.fragments_opened++;
-		if (cx_keyscan(snap->store, &snap->gens[i].gen->fragment, scan->table,
-					   scan->key_col, NULL, add_gen_key, &gk, err) != CX_OK)
+		if (cx_keyscan_ahead(snap->store, &snap->gens[i].gen->fragment,
+							 scan->table, scan->key_col, NULL, add_gen_key,
+							 gen_key_ahead, &gk, err) != CX_OK)
 			return err->code;
 	}
 	scan->stats.keymap_keys = cx_keymap_count(scan->map);
@@ -227,10 +296,12 @@ open_next(cx_tablescan *scan, cx_err *err)
 	scan->want[n] = scan->want[n + 1] = false;
 	if (scan->read_tomb)
 		scan->want[scan->layout.tomb_col] = true;
-	if (scan->check_keys)
+	/* Generation rows are checked against the loser bitmaps, by row
+	 * number: only base rows need their key (and commit time). */
+	if (scan->check_keys && scan->phase == PHASE_BASE)
 	{
 		scan->want[scan->key_col] = true;
-		if (scan->phase == PHASE_BASE && scan->layout.ts_col >= 0)
+		if (scan->layout.ts_col >= 0)
 			scan->want[scan->layout.ts_col] = true;
 	}
 	scan->dvc.dv = dv;
@@ -241,43 +312,46 @@ open_next(cx_tablescan *scan, cx_err *err)
 }
 
 /* Whether base row i (live, of the current group) survives the unmerged
- * versions of its key; marks the map's winner beaten when it does not. */
-static bool
-base_row_wins(cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
+ * versions of its key; when it does, marks the map's winner beaten and a
+ * loser (an error only if that runs out of memory). */
+static cx_code
+base_row_wins(cx_tablescan *scan, const cx_rowgroup *g, uint32_t i,
+			  bool *wins, cx_err *err)
 {
 	const uint8_t *key;
 	size_t		len;
 	cx_keyver  *v;
 	int64_t		ts;
 
+	*wins = true;
 	if (!cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len) ||
 		(v = cx_keymap_get(scan->map, key, len)) == NULL)
-		return true;
+		return CX_OK;
 	ts = cx_row_ts(g, &scan->layout, i);
 	if (ts <= v->ts)
-		return false;
+	{
+		*wins = false;
+		return CX_OK;
+	}
+	if (v->beaten)
+		return CX_OK;
 	v->beaten = true;
-	return true;
+	return lose(scan, v->source, v->row, err);
 }
 
-/* Whether generation row i is its key's winner. */
+/* Whether generation row i is its key's winner: a row that is not was
+ * marked a loser when its key's map entry was built or beaten (NULL keys,
+ * never de-duplicated, never are). */
 static bool
-gen_row_wins(cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
+gen_row_wins(const cx_tablescan *scan, uint32_t i)
 {
-	const uint8_t *key;
-	size_t		len;
-	const cx_keyver *v;
-
-	if (!cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len))
-		return true;			/* NULL keys are never de-duplicated */
-	v = cx_keymap_get(scan->map, key, len);
-	return v != NULL && v->source == scan->source &&
-		v->row == scan->first_row + i && !v->beaten;
+	return !bits_test(&scan->losers[scan->source], scan->first_row + i);
 }
 
-/* Fills scan->rows with the visible rows of group g. */
-static uint32_t
-visible_rows(cx_tablescan *scan, const cx_rowgroup *g)
+/* Fills scan->rows with the visible rows of group g (*nvisible of them). */
+static cx_code
+visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
+			 cx_err *err)
 {
 	uint32_t	n = cx_rowgroup_rows(g);
 	uint32_t	k = 0;
@@ -289,16 +363,22 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g)
 			cx_row_tombstone(g, &scan->layout, i);
 
 		if (scan->phase == PHASE_BASE)
-			visible = !cx_dvcursor_deleted(&scan->dvc, scan->first_row + i) &&
-				(!scan->check_keys || base_row_wins(scan, g, i)) && !tomb;
+		{
+			visible = !cx_dvcursor_deleted(&scan->dvc, scan->first_row + i);
+			if (visible && scan->check_keys &&
+				base_row_wins(scan, g, i, &visible, err) != CX_OK)
+				return err->code;
+			visible = visible && !tomb;
+		}
 		else
-			visible = !tomb && (!scan->check_keys || gen_row_wins(scan, g, i));
+			visible = !tomb && (!scan->check_keys || gen_row_wins(scan, i));
 		if (visible)
 			scan->rows[k++] = i;
 	}
 	scan->stats.rows_returned += k;
 	scan->stats.rows_hidden += n - k;
-	return k;
+	*nvisible = k;
+	return CX_OK;
 }
 
 static cx_code
@@ -319,7 +399,8 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 		scan->rows = grown;
 		scan->rows_cap = n;
 	}
-	*nvisible = visible_rows(scan, scan->g);
+	if (visible_rows(scan, scan->g, nvisible, err) != CX_OK)
+		return err->code;
 	scan->group++;
 	scan->first_row += n;
 	return CX_OK;
@@ -374,6 +455,9 @@ cx_tablescan_end(cx_tablescan *scan)
 	cx_rowgroup_free(scan->g);
 	cx_fragr_close(scan->r);
 	cx_keymap_free(scan->map);
+	for (uint32_t i = 0; scan->losers != NULL && i < scan->snap->ngens; i++)
+		free(scan->losers[i].words);
+	free(scan->losers);
 	cx_keyrange_free(&scan->range);
 	free(scan->rows);
 	free(scan->want);

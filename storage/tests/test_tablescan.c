@@ -2,6 +2,7 @@
  * test_tablescan.c — snapshots and scans over base fragments, deletion
  * vectors and unmerged generations (cx_tablescan.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cx_commit.h"
@@ -224,6 +225,59 @@ CX_TEST(tablescan_null_keys_and_base_tombstones)
 	CHECK(r.n == 4 && mw_count(&r, "", NULL) == 3 && mw_count(&r, "a", NULL) == 0);
 	CHECK(r.stats.keymap_keys == 0 && r.stats.rows_hidden == 1);
 	mw_rows_free(&r);
+	cx_obj_close(s);
+}
+
+/*
+ * Versions of a key within one generation and across generations, with
+ * enough keys to grow the map and span many words of the loser bitmaps:
+ * the later row of a shard wins, a winning tombstone hides its key, NULL
+ * keys never collide, and only the winners come out of the generation pass.
+ */
+CX_TEST(tablescan_losers_within_and_across_generations)
+{
+	enum { N = 3000 };
+	cx_objstore *s = open_store();
+	mw_rows r;
+	cx_err		err;
+	mw_genrow  *g1 = calloc(N + 6, sizeof(mw_genrow));
+	char	  (*ids)[16] = calloc(N, sizeof(*ids));
+	const mw_genrow g2[] = {{"k7", 70, 30, false}, {"k8", 0, 30, true},
+	{"a", 9, 30, false}};
+	int64_t		v = -1;
+	int			n = 0;
+
+	REQUIRE(s != NULL && g1 != NULL && ids != NULL);
+	g1[n++] = (mw_genrow) {"a", 1, 10, false};
+	g1[n++] = (mw_genrow) {NULL, 2, 10, false};
+	for (int k = 0; k < N; k++)
+	{
+		snprintf(ids[k], sizeof(ids[k]), "k%d", k);
+		g1[n++] = (mw_genrow) {ids[k], k, 10, false};
+	}
+	g1[n++] = (mw_genrow) {"a", 3, 20, false};	/* replaces a = 1 */
+	g1[n++] = (mw_genrow) {"c", 4, 20, false};
+	g1[n++] = (mw_genrow) {"c", 0, 20, true};	/* deletes c */
+	g1[n++] = (mw_genrow) {NULL, 5, 20, false};
+	REQUIRE_OK(mw_fake_seal(s, "f", g1, n, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == N + 3);
+	CHECK(mw_count(&r, "a", &v) == 1 && v == 3);
+	CHECK(mw_count(&r, "c", NULL) == 0 && mw_count(&r, "", NULL) == 2);
+	CHECK(mw_count(&r, "k2999", &v) == 1 && v == 2999);
+	CHECK(r.stats.keymap_keys == N + 2 && r.stats.rows_hidden == 3);
+	mw_rows_free(&r);
+	/* a second generation replaces k7 and a, deletes k8 */
+	REQUIRE_OK(mw_fake_seal(s, "f", g2, 3, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == N + 2);
+	CHECK(mw_count(&r, "a", &v) == 1 && v == 9);
+	CHECK(mw_count(&r, "k7", &v) == 1 && v == 70);
+	CHECK(mw_count(&r, "k8", NULL) == 0 && mw_count(&r, "k9", &v) == 1 && v == 9);
+	CHECK(r.stats.rows_hidden == 3 + 3 + 1);
+	mw_rows_free(&r);
+	free(g1);
+	free(ids);
 	cx_obj_close(s);
 }
 
