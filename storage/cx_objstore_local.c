@@ -2,15 +2,38 @@
  * cx_objstore_local.c — the local-filesystem object-store backend.
  *
  * The object for key K is the file <root>/K.  Publishing is atomic and
- * durable: the bytes go to a temporary file in the target directory, which is
- * fsynced, then linked (put-if-absent: link() refuses an existing name and
- * changes nothing) or renamed (overwrite) to the final name, and finally the
- * directory is fsynced.  Temporary names are ".<base>.tmp.<16 hex digits>";
- * listings skip them and keys whose last segment has that shape are refused.
- * A crash can leave a temporary file behind, never a partial object.  A
- * failure after the name is published (the directory fsync) leaves the object
- * in place: like a timeout from a remote store, that outcome is ambiguous and
- * the commit protocol resolves it by reading the object back.
+ * durable: the bytes go to a file with no name yet, which is fsynced, then
+ * given the final name, and finally the directory is fsynced.  So a name
+ * never points at bytes that are not on disk, and the object is acknowledged
+ * only once its directory entry is durable too.
+ *
+ *   put-if-absent  the bytes go to an unnamed inode (O_TMPFILE in the target
+ *                  directory), which linkat() names through /proc/self/fd
+ *                  (AT_SYMLINK_FOLLOW: AT_EMPTY_PATH would need
+ *                  CAP_DAC_READ_SEARCH).  linkat() refuses an existing name
+ *                  and changes nothing.  No temporary name is created or
+ *                  removed, and a crash leaves nothing behind.  Where
+ *                  O_TMPFILE is unsupported (the filesystem or kernel says
+ *                  EOPNOTSUPP, EISDIR or EINVAL) or /proc/self/fd is not
+ *                  there, the store falls back for good to the temporary-name
+ *                  protocol below (link() also refuses an existing name);
+ *   overwrite      a temporary name is written and fsynced, then renamed over
+ *                  the final name (rename() cannot take an unnamed inode).
+ *
+ * Temporary names are ".<base>.tmp.<16 hex digits>"; listings skip them and
+ * keys whose last segment has that shape are refused.  A crash can leave a
+ * temporary file behind, never a partial object.  A failure after the name is
+ * published (the directory fsync) leaves the object in place: like a timeout
+ * from a remote store, that outcome is ambiguous and the commit protocol
+ * resolves it by reading the object back.
+ *
+ * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
+ * fragment written column chunk by column chunk costs a few write() calls,
+ * not one per chunk; what is buffered is written before the fsync.
+ *
+ * The failpoint "local.no_tmpfile" (action error) makes the next put-if-
+ * absent behave as if O_TMPFILE were unsupported, so tests cover the
+ * fallback.
  *
  * Error messages are bare reasons; cx_objstore.c adds "<op> <uri>/<key>".
  */
@@ -21,11 +44,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "cx_failpoint.h"
 
 #define TMP_TAG ".tmp."
 #define TMP_TAG_LEN 5
@@ -34,18 +60,24 @@
 /* Room for "/" + key + the temporary-name decoration in a PATH_MAX buffer. */
 #define ROOT_MAX (PATH_MAX - CX_KEY_MAX - 64)
 
+#define WBUF_SIZE 65536			/* an upload's write buffer */
+
 typedef struct local_store
 {
 	cx_objstore base;
 	char	   *root;			/* absolute, no trailing '/' ("" for "/") */
+	bool		tmpfile;		/* put-if-absent may use O_TMPFILE */
 } local_store;
 
 typedef struct local_upload
 {
 	cx_upload	base;
-	int			fd;				/* temporary file, -1 once closed */
+	int			fd;				/* the file being written, -1 once closed */
+	bool		anon;			/* fd is an unnamed (O_TMPFILE) inode */
 	char		path[PATH_MAX]; /* final name */
-	char		tmp[PATH_MAX];	/* temporary name, "" once gone */
+	char		tmp[PATH_MAX];	/* temporary name, "" once gone or if anon */
+	size_t		wlen;			/* bytes waiting in wbuf */
+	uint8_t		wbuf[WBUF_SIZE];
 } local_upload;
 
 /* One listed object. */
@@ -310,6 +342,73 @@ open_temp(local_upload *up, cx_err *err)
 	return CX_OK;
 }
 
+/* Does this errno from open(O_TMPFILE) mean "not supported here"? */
+static bool
+tmpfile_unsupported(int e)
+{
+	/* Kernels before 3.11 see O_TMPFILE as O_DIRECTORY: EISDIR. */
+	return e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
+}
+
+/*
+ * Opens an unnamed inode in the directory of the upload's final name, creating
+ * the directory if need be.  *unsupported says O_TMPFILE cannot be used here
+ * (then nothing was opened and no error is set).
+ */
+static cx_code
+open_anon(local_upload *up, bool *unsupported, cx_err *err)
+{
+	char		dir[PATH_MAX];
+	int			flags = O_TMPFILE | O_WRONLY | O_CLOEXEC;
+	int			e;
+
+	*unsupported = false;
+	parent_dir(up->path, dir);
+	up->fd = open(dir, flags, 0666);
+	if (up->fd < 0 && errno == ENOENT)
+	{
+		if (make_dirs(dir, err) != CX_OK)
+			return err->code;
+		up->fd = open(dir, flags, 0666);
+	}
+	if (up->fd >= 0)
+	{
+		up->anon = true;
+		return CX_OK;
+	}
+	e = errno;
+	if (tmpfile_unsupported(e))
+	{
+		*unsupported = true;
+		return CX_OK;
+	}
+	if (e == ENOTDIR)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "a parent of this key is an object (is a key a prefix of another?)");
+	return sys_fail(err, e, "create unnamed file in %s", dir);
+}
+
+/* Opens the file an upload writes: unnamed where possible, else temporary. */
+static cx_code
+open_upload_file(local_store *ls, local_upload *up, cx_err *err)
+{
+	bool		unsupported = false;
+	cx_err		injected;
+
+	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
+	{
+		if (CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)
+			unsupported = true;
+		else if (open_anon(up, &unsupported, err) != CX_OK)
+			return err->code;
+		if (!unsupported)
+			return CX_OK;
+		/* For good: a filesystem does not learn O_TMPFILE later. */
+		ls->tmpfile = false;
+	}
+	return open_temp(up, err);
+}
+
 /* Closes and removes whatever the upload still holds, then frees it. */
 static void
 local_upload_abort(cx_upload *base)
@@ -332,16 +431,18 @@ local_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
 
 	if (check_not_reserved(key, err) != CX_OK)
 		return err->code;
-	up = calloc(1, sizeof(*up));
+	/* Not calloc: the write buffer needs no zeroing. */
+	up = malloc(sizeof(*up));
 	if (up == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	memset(up, 0, offsetof(local_upload, wbuf));
 	up->base.store = s;
 	snprintf(up->base.key, sizeof(up->base.key), "%s", key);
 	up->base.mode = mode;
 	up->base.written = 0;
 	up->fd = -1;
 	key_path(ls, key, up->path);
-	if (open_temp(up, err) != CX_OK)
+	if (open_upload_file(ls, up, err) != CX_OK)
 	{
 		local_upload_abort(&up->base);
 		return err->code;
@@ -350,12 +451,16 @@ local_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
 	return CX_OK;
 }
 
-static cx_code
-local_upload_write(cx_upload *base, const void *data, size_t len, cx_err *err)
+/* The name to put in messages about the file being written. */
+static const char *
+file_name(const local_upload *up)
 {
-	local_upload *up = (local_upload *) base;
-	const uint8_t *p = data;
+	return up->anon ? "unnamed file" : up->tmp;
+}
 
+static cx_code
+write_all(local_upload *up, const uint8_t *p, size_t len, cx_err *err)
+{
 	while (len > 0)
 	{
 		ssize_t		n = write(up->fd, p, len);
@@ -364,12 +469,47 @@ local_upload_write(cx_upload *base, const void *data, size_t len, cx_err *err)
 		{
 			if (errno == EINTR)
 				continue;
-			return sys_fail(err, errno, "write %s", up->tmp);
+			return sys_fail(err, errno, "write %s for %s", file_name(up),
+							up->base.key);
 		}
 		p += n;
 		len -= (size_t) n;
-		up->base.written += (uint64_t) n;
 	}
+	return CX_OK;
+}
+
+/* Writes out what the buffer holds. */
+static cx_code
+flush_wbuf(local_upload *up, cx_err *err)
+{
+	size_t		len = up->wlen;
+
+	up->wlen = 0;
+	return write_all(up, up->wbuf, len, err);
+}
+
+static cx_code
+local_upload_write(cx_upload *base, const void *data, size_t len, cx_err *err)
+{
+	local_upload *up = (local_upload *) base;
+	const uint8_t *p = data;
+
+	if (len > WBUF_SIZE - up->wlen)
+	{
+		if (flush_wbuf(up, err) != CX_OK)
+			return err->code;
+		if (len >= WBUF_SIZE)
+		{
+			/* Large writes go straight through. */
+			if (write_all(up, p, len, err) != CX_OK)
+				return err->code;
+			up->base.written += len;
+			return CX_OK;
+		}
+	}
+	memcpy(up->wbuf + up->wlen, p, len);
+	up->wlen += len;
+	up->base.written += len;
 	return CX_OK;
 }
 
@@ -385,16 +525,53 @@ exists_fail(const char *path, cx_err *err)
 	return cx_err_set(err, CX_ERR_EXISTS, "object already exists");
 }
 
-/* Makes the temporary file the object; the caller then frees the upload. */
+/*
+ * Names the unnamed inode: linkat() through /proc/self/fd.  The fd stays open
+ * until the name exists (the /proc link needs it).
+ */
+static cx_code
+publish_anon(local_upload *up, cx_err *err)
+{
+	char		proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", up->fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, up->path, AT_SYMLINK_FOLLOW) != 0)
+	{
+		if (errno == EEXIST)
+			return exists_fail(up->path, err);
+		return sys_fail(err, errno, "link unnamed file to %s", up->path);
+	}
+
+	/*
+	 * The name is published and the bytes were fsynced before it: a failing
+	 * close() cannot undo either, so it is not an error of the put.
+	 */
+	(void) close(up->fd);
+	up->fd = -1;
+	return CX_OK;
+}
+
+/* Makes the written file the object; the caller then frees the upload. */
 static cx_code
 publish(local_upload *up, cx_err *err)
 {
 	char		dir[PATH_MAX];
 	int			rc;
 
+	if (up->wlen > 0 && flush_wbuf(up, err) != CX_OK)
+		return err->code;
 	/* The bytes must be on disk before the name can point at them. */
 	if (fsync(up->fd) != 0)
-		return sys_fail(err, errno, "fsync %s", up->tmp);
+		return sys_fail(err, errno, "fsync %s for %s", file_name(up),
+						up->base.key);
+	if (up->anon)
+	{
+		if (publish_anon(up, err) != CX_OK)
+			return err->code;
+		/* Like the link below, durable only once the directory is. */
+		parent_dir(up->path, dir);
+		return fsync_dir(dir, err);
+	}
 	rc = close(up->fd);
 	up->fd = -1;
 	if (rc != 0)
@@ -768,6 +945,8 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	}
 	sprintf(ls->base.uri, "file://%s", len > 0 ? ls->root : "/");
 	ls->base.ops = &local_ops;
+	/* Without /proc, an unnamed file could not be given its name. */
+	ls->tmpfile = access("/proc/self/fd", X_OK) == 0;
 	*out = &ls->base;
 	return CX_OK;
 }

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cx_failpoint.h"
 #include "cx_objstore.h"
 #include "cx_test.h"
 
@@ -606,13 +607,15 @@ race_put(void *arg)
 	return NULL;
 }
 
-CX_TEST(objstore_racing_threads_one_put_if_absent_wins)
+/* RACERS threads put-if-absent one key, RACE_ROUNDS times: one wins. */
+static void
+race_threads(const char *where)
 {
 	cx_objstore *s;
 	cx_err		err;
 	char		uri[4200];
 
-	snprintf(uri, sizeof(uri), "%s", cx_test_uri("/race"));
+	snprintf(uri, sizeof(uri), "%s", cx_test_uri(where));
 	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
 	for (int round = 0; round < RACE_ROUNDS; round++)
 	{
@@ -649,6 +652,83 @@ CX_TEST(objstore_racing_threads_one_put_if_absent_wins)
 		CHECK(wins == 1 && exists == RACERS - 1);
 		snprintf(val, sizeof(val), "writer %d", winner);
 		CHECK(holds(s, r[0].key, val));
+	}
+	CHECK(temp_files_left() == 0);
+	cx_obj_close(s);
+}
+
+CX_TEST(objstore_racing_threads_one_put_if_absent_wins)
+{
+	race_threads("/race");
+}
+
+/*
+ * Where O_TMPFILE is unsupported, put-if-absent writes a temporary name and
+ * link()s it: the same guarantees, and no temporary file left behind.  The
+ * failpoint makes a store take that path.
+ */
+CX_TEST(objstore_put_if_absent_without_tmpfile)
+{
+	cx_objstore *s;
+	cx_err		err;
+	cx_upload  *up;
+	uint64_t	hits;
+
+	REQUIRE_OK(cx_failpoint_set("local.no_tmpfile=error", &err), &err);
+	hits = cx_failpoint_hits("local.no_tmpfile");
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/fallback"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(put_str(s, "a/_versions/1", "first", CX_PUT_IF_ABSENT, &err), &err);
+	CHECK(cx_failpoint_hits("local.no_tmpfile") == hits + 1);
+	CHECK_CODE(put_str(s, "a/_versions/1", "second", CX_PUT_IF_ABSENT, &err),
+			   CX_ERR_EXISTS);
+	CHECK(holds(s, "a/_versions/1", "first"));
+	/* The store remembers: the failpoint is not reached again. */
+	REQUIRE_OK(cx_obj_upload_begin(s, "a/streamed", CX_PUT_IF_ABSENT, &up, &err), &err);
+	REQUIRE_OK(cx_obj_upload_write(up, "abc", 3, &err), &err);
+	REQUIRE_OK(cx_obj_upload_write(up, "def", 3, &err), &err);
+	REQUIRE_OK(cx_obj_upload_finish(up, &err), &err);
+	CHECK(holds(s, "a/streamed", "abcdef"));
+	CHECK(cx_failpoint_hits("local.no_tmpfile") == hits + 1);
+	CHECK(strcmp(list_str(s, ""), "a/_versions/1 a/streamed") == 0);
+	CHECK(temp_files_left() == 0);
+	cx_obj_close(s);
+
+	race_threads("/fallback-race");
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
+}
+
+/* Uploads larger than the local store's write buffer, written in pieces of
+ * every size, arrive whole. */
+CX_TEST(objstore_upload_pieces_across_the_write_buffer)
+{
+	cx_objstore *s;
+	cx_err		err;
+	cx_upload  *up;
+	cx_buf		b;
+	size_t		total = 0;
+	size_t		sizes[] = {1, 65535, 2, 70000, 0, 65536, 3, 131072, 17};
+	static uint8_t src[400000];
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t) (i * 7 + i / 251);
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/pieces"), NULL, 0, &s, &err), &err);
+	for (int mode = 0; mode < 2; mode++)
+	{
+		const char *key = mode == 0 ? "absent" : "overwrite";
+
+		total = 0;
+		REQUIRE_OK(cx_obj_upload_begin(s, key, mode == 0 ? CX_PUT_IF_ABSENT : CX_PUT_OVERWRITE,
+									   &up, &err), &err);
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		{
+			REQUIRE_OK(cx_obj_upload_write(up, src + total, sizes[i], &err), &err);
+			total += sizes[i];
+		}
+		REQUIRE_OK(cx_obj_upload_finish(up, &err), &err);
+		cx_buf_init(&b);
+		REQUIRE_OK(cx_obj_get(s, key, &b, &err), &err);
+		CHECK(b.len == total && memcmp(b.data, src, total) == 0);
+		cx_buf_free(&b);
 	}
 	CHECK(temp_files_left() == 0);
 	cx_obj_close(s);
