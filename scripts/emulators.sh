@@ -13,8 +13,8 @@
 # CX_EMU_PORTS  "auto" picks free ports (concurrent runs never collide);
 #               otherwise the fixed defaults below, each overridable:
 #   S3RVER_PORT 4568, S3_PROXY_PORT 4569, S3_PROXY_CTL_PORT 4570,
-#   S3_TLS_PORT 4571, AZURITE_PORT 10000, AZ_PROXY_PORT 10001,
-#   AZ_PROXY_CTL_PORT 10002
+#   S3_TLS_PORT 4571, S3_SIGNED_PORT 4572, S3_SIGNED_CTL_PORT 4573,
+#   AZURITE_PORT 10000, AZ_PROXY_PORT 10001, AZ_PROXY_CTL_PORT 10002
 #
 # The env file exports, for the tests:
 #   CX_TEST_S3_ENDPOINT     s3rver itself (ignores If-None-Match)
@@ -22,6 +22,13 @@
 #                           If-None-Match; CX_TEST_S3_PROXY_CTL its control port
 #   CX_TEST_S3_TLS_ENDPOINT s3rver over TLS with a self-signed certificate for
 #                           127.0.0.1, CX_TEST_S3_TLS_CA that certificate
+#   CX_TEST_S3_SIGNED_ENDPOINT  s3rver behind a proxy that verifies every
+#                           request's SigV4 signature (s3rver does not) for
+#                           the test credentials, and refuses bad ones as S3
+#                           would; CX_TEST_S3_SIGNED_CTL its control port
+#                           (stats "verified", "refused")
+#   CX_TEST_FAULTPROXY      scripts/faultproxy.js (its --self-test checks the
+#                           verifier against AWS's published examples)
 #   CX_TEST_S3_BUCKET, CX_TEST_S3_ACCESS_KEY, CX_TEST_S3_SECRET_KEY
 #   CX_TEST_AZ_ENDPOINT, CX_TEST_AZ_PROXY, CX_TEST_AZ_PROXY_CTL,
 #   CX_TEST_AZ_ACCOUNT, CX_TEST_AZ_KEY
@@ -34,6 +41,9 @@ run=${CX_EMU_RUN:-$prefix/run}
 bin="$prefix/node_modules/.bin"
 host=127.0.0.1
 bucket=ctxstore-test
+# s3rver's built-in development credentials.
+s3_key=S3RVER
+s3_secret=S3RVER
 # Azurite's documented development account.
 az_account=devstoreaccount1
 az_key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -89,10 +99,11 @@ start() {
   fi
   if [ "${CX_EMU_PORTS:-}" = auto ]; then
     s3_port=$(free_port); s3p_port=$(free_port); s3c_port=$(free_port); s3t_port=$(free_port)
+    s3v_port=$(free_port); s3vc_port=$(free_port)
     az_port=$(free_port); azp_port=$(free_port); azc_port=$(free_port)
   else
     s3_port=${S3RVER_PORT:-4568}; s3p_port=${S3_PROXY_PORT:-4569}; s3c_port=${S3_PROXY_CTL_PORT:-4570}
-    s3t_port=${S3_TLS_PORT:-4571}
+    s3t_port=${S3_TLS_PORT:-4571}; s3v_port=${S3_SIGNED_PORT:-4572}; s3vc_port=${S3_SIGNED_CTL_PORT:-4573}
     az_port=${AZURITE_PORT:-10000}; azp_port=${AZ_PROXY_PORT:-10001}; azc_port=${AZ_PROXY_CTL_PORT:-10002}
   fi
   mkdir -p "$run/s3rver" "$run/tls"
@@ -112,10 +123,16 @@ start() {
   # s3rver ignores If-None-Match; through its proxy it appears to honour it.
   spawn s3proxy node "$repo/scripts/faultproxy.js" --listen "$host:$s3p_port" \
     --target "$host:$s3_port" --control "$host:$s3c_port" --emulate-conditional-put 1
+  # s3rver checks only that the access key id exists; this proxy checks the
+  # signature itself, with a verifier that must first pass AWS's examples.
+  node "$repo/scripts/faultproxy.js" --self-test >"$run/sigv4-self-test.log" 2>&1 \
+    || { cat "$run/sigv4-self-test.log"; echo "emulators: the SigV4 verifier failed its self-test"; stop; return 1; }
+  spawn s3signed node "$repo/scripts/faultproxy.js" --listen "$host:$s3v_port" \
+    --target "$host:$s3_port" --control "$host:$s3vc_port" --verify-sigv4 "$s3_key:$s3_secret"
   spawn azproxy node "$repo/scripts/faultproxy.js" --listen "$host:$azp_port" \
     --target "$host:$az_port" --control "$host:$azc_port"
   wait_http s3rver "$s3_port" && wait_https s3rver-tls "$s3t_port" && wait_http azurite "$az_port" "/$az_account?comp=list" &&
-    wait_http s3proxy "$s3c_port" /stats && wait_http azproxy "$azc_port" /stats \
+    wait_http s3proxy "$s3c_port" /stats && wait_http s3signed "$s3vc_port" /stats && wait_http azproxy "$azc_port" /stats \
     || { stop; return 1; }
   cat >"$run/env" <<EOF
 export CX_TEST_S3_ENDPOINT=http://$host:$s3_port
@@ -124,15 +141,18 @@ export CX_TEST_S3_PROXY_CTL=http://$host:$s3c_port
 export CX_TEST_S3_TLS_ENDPOINT=https://$host:$s3t_port
 export CX_TEST_S3_TLS_CA=$run/tls/cert.pem
 export CX_TEST_S3_BUCKET=$bucket
-export CX_TEST_S3_ACCESS_KEY=S3RVER
-export CX_TEST_S3_SECRET_KEY=S3RVER
+export CX_TEST_S3_SIGNED_ENDPOINT=http://$host:$s3v_port
+export CX_TEST_S3_SIGNED_CTL=http://$host:$s3vc_port
+export CX_TEST_FAULTPROXY=$repo/scripts/faultproxy.js
+export CX_TEST_S3_ACCESS_KEY=$s3_key
+export CX_TEST_S3_SECRET_KEY=$s3_secret
 export CX_TEST_AZ_ENDPOINT=http://$host:$az_port/$az_account
 export CX_TEST_AZ_PROXY=http://$host:$azp_port/$az_account
 export CX_TEST_AZ_PROXY_CTL=http://$host:$azc_port
 export CX_TEST_AZ_ACCOUNT=$az_account
 export CX_TEST_AZ_KEY='$az_key'
 EOF
-  echo "emulators: s3rver :$s3_port (proxy :$s3p_port), azurite :$az_port (proxy :$azp_port); env in $run/env"
+  echo "emulators: s3rver :$s3_port (proxy :$s3p_port, SigV4-verifying proxy :$s3v_port), azurite :$az_port (proxy :$azp_port); env in $run/env"
 }
 
 # SIGTERM first; the emulators linger over open keep-alive connections, and

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs a command with private object-store emulators: starts s3rver, Azurite
-# and their fault proxies on free loopback ports in a fresh run directory,
+# Runs a command with private object-store emulators: starts s3rver, Azurite,
+# their fault proxies and the SigV4-verifying proxy in front of s3rver
+# (scripts/emulators.sh) on free loopback ports in a fresh run directory,
 # exports their CX_TEST_* endpoints and CX_TEST_REQUIRE_EMULATORS=1 (so tests
 # that need them fail loudly rather than skip), runs the command and stops
 # the emulators whatever happens.  Exits with the command's status.
