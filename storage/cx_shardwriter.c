@@ -516,15 +516,13 @@ cx_sw_append(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
  * Draining
  * -------------------------------------------------------------------------- */
 
-cx_code
-cx_sw_drain(cx_shardwriter *w, cx_err *err)
+/* Commits a version without the generations at or below w->merged_gen. */
+static cx_code
+drain(cx_shardwriter *w, cx_err *err)
 {
 	cx_shard_manifest *next;
 	bool		any = false;
 
-	if (begin_write(w, err) != CX_OK ||
-		cx_sw_read_watermark(w, err) != CX_OK)
-		return err->code;
 	for (uint32_t i = 0; i < w->m->ngens; i++)
 		any |= w->m->gens[i].gen <= w->merged_gen;
 	if (!any)
@@ -540,6 +538,32 @@ cx_sw_drain(cx_shardwriter *w, cx_err *err)
 		return err->code;
 	cx_sw_maybe_hint(w);
 	return CX_OK;
+}
+
+cx_code
+cx_sw_drain(cx_shardwriter *w, cx_err *err)
+{
+	if (begin_write(w, err) != CX_OK ||
+		cx_sw_read_watermark(w, err) != CX_OK)
+		return err->code;
+	return drain(w, err);
+}
+
+cx_code
+cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
+{
+	if (begin_write(w, err) != CX_OK)
+		return err->code;
+	/* A merge merges listed generations: a watermark past the newest one is
+	 * no merge's, and would drop generations sealed later. */
+	if (merged_through >= w->m->next_gen)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: drain through generation %llu, but the newest generation is %llu",
+						  w->shard_id, (unsigned long long) merged_through,
+						  (unsigned long long) w->m->next_gen - 1);
+	if (merged_through > w->merged_gen)
+		w->merged_gen = merged_through;
+	return drain(w, err);
 }
 
 /* --------------------------------------------------------------------------

@@ -112,6 +112,19 @@ cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
  * marks as merged (no-op if none). */
 cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
 
+/*
+ * The same, with the watermark given instead of read from the newest base
+ * manifest (no GET, no decode: the drain costs one shard-manifest commit).
+ * merged_through must be a watermark a committed base version holds for this
+ * shard, such as cx_merge_result.merged_through of a cx_merge_shard() that
+ * returned CX_OK (the commit that raised it is what makes dropping the
+ * generations at or below it safe).  A value below what the writer already
+ * knows changes nothing; the later commits (seals) keep leaving those
+ * generations out too.
+ */
+cx_code		cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through,
+								cx_err *err);
+
 /* Unmerged generations listed now (drained ones excluded). */
 uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
 /* Rows appended but not sealed yet, and the bytes they hold in memory (the

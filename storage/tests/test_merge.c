@@ -809,3 +809,68 @@ CX_TEST(merge_generation_sealed_during_merge_survives_drain)
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }
+
+/*
+ * A drain given the merge's own result reads nothing (no base manifest GET)
+ * and removes exactly what cx_sw_drain would: the generations at or below
+ * the committed watermark, not one sealed after the merge.  A watermark no
+ * merge could have committed is refused; a stale one changes nothing.
+ */
+CX_TEST(merge_drain_through_the_merge_result_reads_nothing)
+{
+	cx_objstore *s = open_store("/store");
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_merge_options o = merge_opts(3, UINT64_MAX);
+	cx_objstats before;
+	uint64_t	version;
+	mw_rows		r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	for (int g = 0; g < 7; g++)
+		REQUIRE_OK(mw_put(w, "k", g, 1, g, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
+	CHECK(res.generations == 3 && res.merged_through == 3);
+	/* sealed after the merge, before the drain */
+	REQUIRE_OK(mw_put(w, "k", 7, 1, 7, true, &err), &err);
+
+	version = cx_sw_manifest(w)->version;
+	CHECK_CODE(cx_sw_drain_through(w, 9, &err), CX_ERR_INVALID);
+	CHECK(cx_sw_manifest(w)->version == version && cx_sw_manifest(w)->ngens == 8);
+
+	before = s->stats;
+	REQUIRE_OK(cx_sw_drain_through(w, res.merged_through, &err), &err);
+	CHECK(s->stats.gets == before.gets && s->stats.heads == before.heads &&
+		  s->stats.lists == before.lists);
+	CHECK(s->stats.puts >= before.puts + 1);
+	REQUIRE(cx_sw_manifest(w)->ngens == 5);
+	CHECK(cx_sw_manifest(w)->gens[0].gen == 4 &&
+		  cx_sw_manifest(w)->gens[4].gen == 8);
+	CHECK(cx_sw_manifest(w)->version == version + 1);
+
+	/* Stale: nothing listed at or below it any more, so no commit. */
+	REQUIRE_OK(cx_sw_drain_through(w, 2, &err), &err);
+	CHECK(cx_sw_manifest(w)->version == version + 1);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	CHECK(cx_sw_manifest(w)->version == version + 1);
+
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 8 && r.pending == 5);
+	mw_rows_free(&r);
+
+	/* The rest, then a seal: the new generation stays listed. */
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	CHECK(res.merged_through == 8);
+	REQUIRE_OK(cx_sw_drain_through(w, res.merged_through, &err), &err);
+	CHECK(cx_sw_manifest(w)->ngens == 0);
+	REQUIRE_OK(mw_put(w, "k", 8, 1, 8, true, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 9, 1, 9, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->ngens == 2);
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 10 && r.pending == 2);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
