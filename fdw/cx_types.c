@@ -316,9 +316,14 @@ text_form_from_cx(const CxTypeInfo *ti, const cx_datum *d)
 {
 	size_t		len;
 	char	   *s = utf8_to_server(d, &len);
+	char	   *str = palloc(len + 1);
 
-	return OidInputFunctionCall(ti->in_func, pnstrdup(s, len), ti->in_ioparam,
-								ti->typmod);
+	/* The length is known: copy without pnstrdup's strnlen over the value
+	 * (a NUL inside would end the string for the input function either
+	 * way). */
+	memcpy(str, s, len);
+	str[len] = '\0';
+	return OidInputFunctionCall(ti->in_func, str, ti->in_ioparam, ti->typmod);
 }
 
 static Datum
