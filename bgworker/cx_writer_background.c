@@ -226,7 +226,7 @@ merge_finished(CxResident *r, const CxMergeJob *job)
 		return;
 	}
 	if (job->generations > 0)
-		(void) cx_resident_drain(r, &fail);
+		(void) cx_resident_drain(r, job->merged_through, &fail);
 	if (job->generations == 0 || job->merged_through >= r->merge_until)
 		r->merge_until = 0;
 	waiters_advance(r, job->generations, job->merged_through);

@@ -340,8 +340,10 @@ extern cx_code cx_resident_append(CxResident *r, const cx_schema *schema,
 /* Seals the memtable (one shard-manifest commit if it is not empty). */
 extern cx_code cx_resident_seal(CxResident *r, uint64 *sealed_rows,
 								CxFailure *fail);
-/* Removes the generations the base marks as merged (one commit if any). */
-extern cx_code cx_resident_drain(CxResident *r, CxFailure *fail);
+/* Removes the generations at or below merged_through, the watermark a merge
+ * just committed to the base (one shard-manifest commit, nothing read). */
+extern cx_code cx_resident_drain(CxResident *r, uint64 merged_through,
+								 CxFailure *fail);
 extern uint32 cx_resident_pending(const CxResident *r);
 /* Newest generation listed (0 if none). */
 extern uint64 cx_resident_newest_gen(const CxResident *r);

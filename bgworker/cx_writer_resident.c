@@ -358,14 +358,14 @@ cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 }
 
 cx_code
-cx_resident_drain(CxResident *r, CxFailure *fail)
+cx_resident_drain(CxResident *r, uint64 merged_through, CxFailure *fail)
 {
 	cx_err		err;
 	cx_code		rc;
 
 	if (r->w == NULL)
 		return CX_OK;
-	rc = cx_sw_drain(r->w, &err);
+	rc = cx_sw_drain_through(r->w, merged_through, &err);
 	if (rc != CX_OK)
 	{
 		fail_from(fail, &err, hint_for(r, rc));
