@@ -13,6 +13,7 @@
 
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "ctxstore_fdw.h"
