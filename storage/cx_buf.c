@@ -283,6 +283,13 @@ cx_rd_str16(cx_rd *r)
 
 	if (p == NULL)
 		return NULL;
+	/* A NUL inside would silently shorten the C string (and a key with one
+	 * could pass validation as a different key). */
+	if (memchr(p, '\0', n) != NULL)
+	{
+		r->bad = true;
+		return NULL;
+	}
 	s = malloc((size_t) n + 1);
 	if (s == NULL)
 	{

@@ -76,7 +76,8 @@ const uint8_t *cx_rd_take(cx_rd *r, size_t n);
 /* Reads a u32-length-prefixed byte string; *n receives the length. */
 const uint8_t *cx_rd_bytes32(cx_rd *r, uint32_t *n);
 /* Reads a u16-length-prefixed string into a new malloc'd NUL-terminated copy
- * (NULL and bad on truncation or allocation failure). */
+ * (NULL and bad on truncation, on a NUL byte inside the string, or on
+ * allocation failure). */
 char	   *cx_rd_str16(cx_rd *r);
 
 /* malloc'd copy of a string / of bytes; NULL on failure. */

@@ -47,7 +47,7 @@ cx_fragentry_decode(cx_rd *r, cx_fragment_info *fi)
 {
 	cx_err		ignored;
 
-	fi->path = cx_rd_text(r);
+	fi->path = cx_rd_str16(r);
 	fi->size = cx_rd_u64(r);
 	fi->rows = cx_rd_u64(r);
 	fi->footer_offset = cx_rd_u64(r);

@@ -91,21 +91,3 @@ cx_frame_check(const uint8_t *data, size_t len, const char *magic,
 	*body = data + CX_FRAME_HEADER_LEN;
 	return CX_OK;
 }
-
-char *
-cx_rd_text(cx_rd *r)
-{
-	size_t		start = r->pos;
-	uint16_t	n = cx_rd_u16(r);
-	const uint8_t *p = cx_rd_take(r, n);
-
-	if (p == NULL)
-		return NULL;
-	if (memchr(p, '\0', n) != NULL)
-	{
-		r->bad = true;
-		return NULL;
-	}
-	r->pos = start;
-	return cx_rd_str16(r);
-}

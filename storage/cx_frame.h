@@ -48,10 +48,5 @@ cx_code		cx_frame_check(const uint8_t *data, size_t len, const char *magic,
 						   const char *name, const uint8_t **body,
 						   uint32_t *body_len, cx_err *err);
 
-/* A str16 as a malloc'd C string.  A NUL inside would silently shorten it
- * (and a key with one could pass validation as a different key), so it marks
- * the reader bad, as do truncation and (like cx_rd_str16) running out of
- * memory; NULL then. */
-char	   *cx_rd_text(cx_rd *r);
 
 #endif							/* CX_FRAME_H */

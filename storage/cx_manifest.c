@@ -414,7 +414,7 @@ decode_key(cx_rd *r, cx_manifest *m)
 {
 	uint8_t		unique;
 
-	m->key_column = cx_rd_text(r);
+	m->key_column = cx_rd_str16(r);
 	unique = cx_rd_u8(r);
 	if (!cx_rd_ok(r))
 		return true;
@@ -509,7 +509,7 @@ decode_shards(cx_rd *r, cx_manifest *m)
 
 		/* Counted before decoding so a half-decoded entry is freed too. */
 		m->nshards = i + 1;
-		sm->shard_id = cx_rd_text(r);
+		sm->shard_id = cx_rd_str16(r);
 		sm->merged_gen = cx_rd_u64(r);
 		if (!cx_rd_ok(r))
 			return true;
@@ -567,7 +567,7 @@ decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
 	if (id != NULL)
 		memcpy(m->commit_id, id, COMMIT_ID_LEN);
 	m->committed_at_us = cx_rd_i64(&r);
-	m->operation = cx_rd_text(&r);
+	m->operation = cx_rd_str16(&r);
 	mem_ok = decode_schema(&r, m) &&
 		decode_key(&r, m) &&
 		decode_fragments(&r, m) &&

@@ -269,40 +269,20 @@ cx_schema_encode(const cx_schema *s, cx_buf *out)
 	}
 }
 
-/* Reads a str16 that must not contain NUL bytes (they would silently
- * shorten the C string). */
-static char *
-read_name(cx_rd *r)
-{
-	size_t		start = r->pos;
-	uint16_t	n = cx_rd_u16(r);
-	const uint8_t *p = cx_rd_take(r, n);
-
-	if (p == NULL)
-		return NULL;
-	if (memchr(p, '\0', n) != NULL)
-	{
-		r->bad = true;
-		return NULL;
-	}
-	r->pos = start;
-	return cx_rd_str16(r);
-}
-
 static bool
 decode_column(cx_rd *r, cx_column *c)
 {
 	uint8_t		has_ext;
 
 	memset(c, 0, sizeof(*c));
-	c->name = read_name(r);
+	c->name = cx_rd_str16(r);
 	c->type = cx_rd_u8(r);
 	c->elem_type = cx_rd_u8(r);
 	has_ext = cx_rd_u8(r);
 	if (has_ext > 1)
 		r->bad = true;
 	if (has_ext == 1 && cx_rd_ok(r))
-		c->ext_type = read_name(r);
+		c->ext_type = cx_rd_str16(r);
 	return cx_rd_ok(r);
 }
 

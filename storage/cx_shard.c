@@ -289,13 +289,13 @@ decode_body(const uint8_t *body, size_t len, const char *name,
 
 	cx_rd_init(&r, body, len);
 	m->version = cx_rd_u64(&r);
-	m->shard_id = cx_rd_text(&r);
+	m->shard_id = cx_rd_str16(&r);
 	m->epoch = cx_rd_u64(&r);
 	id = cx_rd_take(&r, COMMIT_ID_LEN);
 	if (id != NULL)
 		memcpy(m->commit_id, id, COMMIT_ID_LEN);
 	m->committed_at_us = cx_rd_i64(&r);
-	m->writer = cx_rd_text(&r);
+	m->writer = cx_rd_str16(&r);
 	m->replay_seq = cx_rd_u64(&r);
 	m->next_gen = cx_rd_u64(&r);
 	if (!decode_gens(&r, m))

@@ -106,7 +106,7 @@ cx_wal_decode(const uint8_t *data, size_t len, const char *name,
 		e->rows_len = n;
 	}
 	else if (e->kind == CX_WAL_FENCE)
-		e->writer = cx_rd_text(&r);
+		e->writer = cx_rd_str16(&r);
 	if (!cx_rd_ok(&r) || cx_rd_left(&r) != 0 || !well_formed(e))
 	{
 		cx_wal_entry_clear(e);

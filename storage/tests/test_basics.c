@@ -83,3 +83,13 @@ CX_TEST(error_prefix_keeps_code)
 	CHECK(strcmp(err.msg, "writing x: disk full") == 0);
 	CHECK(strcmp(cx_code_name(CX_ERR_FENCED), "fenced") == 0);
 }
+
+CX_TEST(reader_rejects_nul_inside_a_string)
+{
+	uint8_t		bytes[5] = {3, 0, 'a', '\0', 'b'};
+	cx_rd		r;
+
+	cx_rd_init(&r, bytes, sizeof(bytes));
+	CHECK(cx_rd_str16(&r) == NULL);
+	CHECK(!cx_rd_ok(&r));
+}
