@@ -16,6 +16,7 @@ export PATH="$pgbin:$PATH"
 
 passed=0
 failed=0
+skipped=0
 log() { printf '== %s\n' "$*"; }
 count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
@@ -76,15 +77,17 @@ done
 chown -R postgres: "$work"
 as_pg() { runuser -u postgres -- env PATH="$PATH" "$@"; }
 
-# Runner output "N passed, N failed" (storage unit tests).
+# Runner output "N passed, N failed[, N skipped]" (storage unit tests).
 run_unit() {
   local target=$1 out
   out=$(make -C "$repo/storage" -s "$target" 2>&1); local rc=$?
   echo "$out" | grep -v '^ok ' 
-  local line p f
-  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+  local line p f s
+  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -1)
   if [ -z "$line" ]; then count 0 1; return; fi
   p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+  s=$(echo "$line" | sed -n 's/.*, \([0-9]*\) skipped$/\1/p')
+  skipped=$((skipped + ${s:-0}))
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   count "$p" "$f"
 }
@@ -173,5 +176,9 @@ done
 
 [ "$failed" -eq 0 ] && [ -z "${KEEP_TEST_DIR:-}" ] && rm -rf "$work"
 [ "$failed" -ne 0 ] && echo "test files kept in $work"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ]

@@ -19,6 +19,9 @@ typedef void (*cx_test_fn) (void);
 
 void		cx_test_register(const char *name, cx_test_fn fn);
 void		cx_test_fail(const char *file, int line, const char *what);
+/* Marks the running test skipped (printed with the reason and counted
+ * apart, never as a pass) unless it also failed. */
+void		cx_test_skip(const char *why);
 /* A fresh empty directory for the running test, removed after it passes. */
 const char *cx_test_tmpdir(void);
 /* "file://" URI of cx_test_tmpdir() plus a suffix, in a static buffer. */

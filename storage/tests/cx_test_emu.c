@@ -26,7 +26,7 @@ cx_test_need_env(const char *name)
 	if (required != NULL && strcmp(required, "1") == 0)
 		cx_test_fail(__FILE__, __LINE__, msg);
 	else
-		printf("    skip: %s\n", msg);
+		cx_test_skip(msg);
 	return NULL;
 }
 

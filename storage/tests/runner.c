@@ -21,6 +21,7 @@ typedef struct test_entry
 static test_entry tests[MAX_TESTS];
 static int	ntests;
 static int	current_failures;
+static bool current_skipped;
 static char current_tmpdir[4096];
 
 void
@@ -41,6 +42,15 @@ cx_test_fail(const char *file, int line, const char *what)
 {
 	current_failures++;
 	printf("    FAIL %s:%d: %s\n", file, line, what);
+	fflush(stdout);
+}
+
+void
+cx_test_skip(const char *why)
+{
+	if (!current_skipped)
+		printf("    skip: %s\n", why);
+	current_skipped = true;
 	fflush(stdout);
 }
 
@@ -92,6 +102,7 @@ main(int argc, char **argv)
 	const char *filter = argc > 1 ? argv[1] : NULL;
 	int			passed = 0;
 	int			failed = 0;
+	int			skipped = 0;
 
 	qsort(tests, ntests, sizeof(tests[0]), by_name);
 	for (int i = 0; i < ntests; i++)
@@ -99,9 +110,17 @@ main(int argc, char **argv)
 		if (filter && strstr(tests[i].name, filter) == NULL)
 			continue;
 		current_failures = 0;
+		current_skipped = false;
 		current_tmpdir[0] = '\0';
 		tests[i].fn();
-		if (current_failures == 0)
+		if (current_failures == 0 && current_skipped)
+		{
+			skipped++;
+			printf("skip %s\n", tests[i].name);
+			if (current_tmpdir[0])
+				nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+		else if (current_failures == 0)
 		{
 			passed++;
 			printf("ok   %s\n", tests[i].name);
@@ -119,6 +138,9 @@ main(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
+	if (skipped > 0)
+		printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	else
+		printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
