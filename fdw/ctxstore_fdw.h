@@ -133,6 +133,8 @@ typedef struct CxBinding
 extern cx_schema *cxfdw_schema_from_rel(const CxRelInfo *ri);
 extern void cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema,
 					   CxBinding *b);
+/* Whether cxfdw_bind would match every column, without raising. */
+extern bool cxfdw_columns_fit(const CxRelInfo *ri, const cx_schema *schema);
 
 /* ---- store handles and manifests (cx_store.c) ---- */
 
@@ -151,6 +153,10 @@ extern cx_objstore *cxfdw_store_connect(const CxRelInfo *ri, CxAccess access);
 extern cx_objstore *cxfdw_store_handle(CxStore *st);
 extern const cx_manifest *cxfdw_store_manifest(CxStore *st, uint64 version);
 extern cx_manifest *cxfdw_store_manifest_copy(CxStore *st, uint64 version);
+/* What a write checks a table against: the store's schema and key, cached
+ * per handle once the store has recorded both (they never change then). */
+extern const cx_manifest *cxfdw_store_write_base(CxStore *st, bool *cached);
+extern void cxfdw_store_forget_write_base(CxStore *st);
 
 /* ---- transaction buffers (cx_xact.c) ---- */
 

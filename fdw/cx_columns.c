@@ -86,6 +86,39 @@ column_type_differs(const CxRelInfo *ri, const CxColumnDef *col,
 										  col->type.ext_type)));
 }
 
+/* The store column col is stored as, or -1 if schema has none of its name
+ * (*same_type: whether that column holds col's engine type). */
+static int
+find_column(const CxColumnDef *col, const cx_schema *schema, bool *same_type)
+{
+	cx_column	want = {0};
+	int			c = cx_schema_find(schema, col->name);
+
+	*same_type = false;
+	if (c < 0)
+		return -1;
+	want.type = col->type.type;
+	want.elem_type = col->type.elem_type;
+	want.ext_type = col->type.ext_type;
+	*same_type = cx_column_same_type(&schema->columns[c], &want);
+	return c;
+}
+
+bool
+cxfdw_columns_fit(const CxRelInfo *ri, const cx_schema *schema)
+{
+	for (int i = 0; i < ri->natts; i++)
+	{
+		bool		same_type;
+
+		if (ri->columns[i].attname == NULL)
+			continue;
+		if (find_column(&ri->columns[i], schema, &same_type) < 0 || !same_type)
+			return false;
+	}
+	return true;
+}
+
 /* Matches every column of the table with a column of schema, or raises. */
 void
 cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema, CxBinding *b)
@@ -99,19 +132,16 @@ cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema, CxBinding *b)
 	for (int i = 0; i < ri->natts; i++)
 	{
 		const CxColumnDef *col = &ri->columns[i];
-		cx_column	want = {0};
+		bool		same_type;
 		int			c;
 
 		b->att_col[i] = -1;
 		if (col->attname == NULL)
 			continue;
-		c = cx_schema_find(schema, col->name);
+		c = find_column(col, schema, &same_type);
 		if (c < 0)
 			column_missing(ri, col, schema);
-		want.type = col->type.type;
-		want.elem_type = col->type.elem_type;
-		want.ext_type = col->type.ext_type;
-		if (!cx_column_same_type(&schema->columns[c], &want))
+		if (!same_type)
 			column_type_differs(ri, col, &schema->columns[c]);
 		b->att_col[i] = c;
 		b->col_att[c] = i;

@@ -14,6 +14,14 @@
  * changes, so the last one used is kept as long as the handle.  Scans take a
  * private copy, so replacing a cached manifest never pulls one from under a
  * scan still running (an open cursor, say).
+ *
+ * Writing needs less: only the store's schema and key, to check a table
+ * against them and to encode its rows.  The first writer records both and
+ * nothing changes them afterwards (cx_manifest_set_schema and
+ * cx_manifest_set_key are only applied to a manifest without them), so once
+ * a store has both they are kept for the handle's life and an INSERT no
+ * longer loads the manifest at all.  An empty store, or one without a key
+ * yet, is looked up again every time.
  */
 #include "postgres.h"
 
@@ -38,6 +46,11 @@ struct CxStore
 	LocalTransactionId latest_lxid;
 	TimestampTz latest_stmt;
 	cx_manifest *pinned;		/* last pinned version read, or NULL */
+	/* The store's schema (malloc'd) and key once it recorded both, else
+	 * NULL; write_base views them as a manifest for cxfdw_check_table_key. */
+	cx_schema  *fixed_schema;
+	char	   *fixed_key;
+	cx_manifest write_base;
 	CxStore    *next;
 };
 
@@ -228,4 +241,52 @@ cxfdw_store_manifest_copy(CxStore *st, uint64 version)
 	if (copy == NULL)
 		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
 	return copy;
+}
+
+/*
+ * The store's schema and key for a write: a manifest of which only schema,
+ * key_column and unique_key may be used, or NULL for a store nobody has
+ * written yet.  Valid until the next call on st.  *cached says whether it
+ * came from the handle's cache rather than from the newest manifest.
+ */
+const cx_manifest *
+cxfdw_store_write_base(CxStore *st, bool *cached)
+{
+	const cx_manifest *m;
+	cx_schema  *schema;
+
+	*cached = st->fixed_schema != NULL;
+	if (*cached)
+		return &st->write_base;
+
+	m = latest_manifest(st);
+	if (m == NULL || m->schema == NULL || m->key_column == NULL)
+		return m;
+	schema = cx_schema_clone(m->schema);
+	if (schema == NULL)
+		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
+	st->fixed_key = MemoryContextStrdup(TopMemoryContext, m->key_column);
+	st->fixed_schema = schema;
+	memset(&st->write_base, 0, sizeof(st->write_base));
+	st->write_base.schema = st->fixed_schema;
+	st->write_base.key_column = st->fixed_key;
+	st->write_base.unique_key = m->unique_key;
+	return &st->write_base;
+}
+
+/*
+ * Drops the cached schema and key, so that the next write looks at the newest
+ * manifest again: for when a table no longer fits them, or a write failed (a
+ * store deleted and created anew at the same URI has a schema of its own).
+ */
+void
+cxfdw_store_forget_write_base(CxStore *st)
+{
+	if (st->fixed_schema == NULL)
+		return;
+	cx_schema_free(st->fixed_schema);
+	pfree(st->fixed_key);
+	st->fixed_schema = NULL;
+	st->fixed_key = NULL;
+	memset(&st->write_base, 0, sizeof(st->write_base));
 }

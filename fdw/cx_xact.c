@@ -42,6 +42,7 @@ struct CxPending
 	int			seq;			/* tables in order of first write: 0, 1, ... */
 	/* What the writer worker needs, copied from the table at first write. */
 	char	   *uri;
+	CxStore    *store;			/* the backend's handle (lives for good) */
 	cx_option  *options;
 	int			noptions;
 	CxStoreSettings settings;	/* the table's write options */
@@ -86,17 +87,47 @@ copy_destination(CxPending *p, const CxRelInfo *ri)
 
 /* The store's schema if it has one, else the one this table would give it. */
 static cx_schema *
-schema_for_write(const CxRelInfo *ri, CxStore *st)
+schema_for_write(const CxRelInfo *ri, const cx_manifest *base)
 {
-	const cx_manifest *m = cxfdw_store_manifest(st, 0);
 	cx_schema  *schema;
 
-	if (m == NULL || m->schema == NULL)
+	if (base == NULL || base->schema == NULL)
 		return cxfdw_schema_from_rel(ri);
-	schema = cx_schema_clone(m->schema);
+	schema = cx_schema_clone(base->schema);
 	if (schema == NULL)
 		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
 	return schema;
+}
+
+/* Whether the table passes cxfdw_check_table_key and cxfdw_bind against a
+ * store with schema and key (base), without raising. */
+static bool
+fits_base(const CxRelInfo *ri, const CxStoreSettings *s,
+		  const cx_manifest *base)
+{
+	return cx_schema_find(base->schema, s->key_column) >= 0 &&
+		strcmp(base->key_column, s->key_column) == 0 &&
+		base->unique_key == s->unique_key &&
+		cxfdw_columns_fit(ri, base->schema);
+}
+
+/*
+ * The store's schema and key to check the table against: the backend's cached
+ * ones if the table fits them, else the newest manifest's, so that a mismatch
+ * is always reported against what the store records now.
+ */
+static const cx_manifest *
+write_base(const CxRelInfo *ri, const CxStoreSettings *s, CxStore *st)
+{
+	bool		cached;
+	const cx_manifest *base = cxfdw_store_write_base(st, &cached);
+
+	if (cached && !fits_base(ri, s, base))
+	{
+		cxfdw_store_forget_write_base(st);
+		base = cxfdw_store_write_base(st, &cached);
+	}
+	return base;
 }
 
 /*
@@ -132,12 +163,15 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 		p->seq = hash_get_num_entries(pending) - 1;
 		cx_buf_init(&p->rows);
 		copy_destination(p, ri);
+		p->store = st;
 	}
 	/* Set last: an error above leaves an entry that the next call finishes. */
 	if (p->schema == NULL)
 	{
-		cxfdw_check_table_key(ri, &p->settings, cxfdw_store_manifest(st, 0));
-		p->schema = schema_for_write(ri, st);
+		const cx_manifest *base = write_base(ri, &p->settings, st);
+
+		cxfdw_check_table_key(ri, &p->settings, base);
+		p->schema = schema_for_write(ri, base);
 	}
 	return p;
 }
@@ -283,9 +317,13 @@ has_pending_rows(void)
 	return false;
 }
 
-/* Frees the malloc'd parts; TopTransactionContext takes the rest. */
+/*
+ * Frees the malloc'd parts; TopTransactionContext takes the rest.  After an
+ * abort (a commit the writer refused among them) the stores' cached schemas
+ * and keys are dropped too: the next write checks the newest manifest.
+ */
 static void
-discard_pending(void)
+discard_pending(bool aborted)
 {
 	HASH_SEQ_STATUS scan;
 	CxPending  *p;
@@ -293,6 +331,8 @@ discard_pending(void)
 	hash_seq_init(&scan, pending);
 	while ((p = hash_seq_search(&scan)) != NULL)
 	{
+		if (aborted && p->store != NULL)
+			cxfdw_store_forget_write_base(p->store);
 		cx_buf_free(&p->rows);
 		cx_schema_free(p->schema);
 	}
@@ -318,11 +358,13 @@ xact_callback(XactEvent event, void *arg)
 						errdetail("Rows written to ctxstore foreign tables are committed by the writer worker, which cannot take part in two-phase commit."));
 			break;
 		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			discard_pending(false);
+			break;
+		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			discard_pending();
+			discard_pending(true);
 			break;
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 			break;
