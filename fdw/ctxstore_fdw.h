@@ -48,9 +48,10 @@ typedef struct CxTypeInfo
 	int16		elem_len;
 	bool		elem_byval;
 	char		elem_align;
-	/* Types with a text form (numeric, jsonb) or a binary one (external). */
-	Oid			out_func;
-	Oid			in_func;
+	/* Types with a text form (numeric, jsonb) or a binary one (external):
+	 * their output/send and input/receive functions, looked up once. */
+	FmgrInfo	out_func;
+	FmgrInfo	in_func;
 	Oid			in_ioparam;
 } CxTypeInfo;
 
@@ -105,6 +106,8 @@ extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
 extern void cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid);
 extern bool cxfdw_uri_is_file(const char *uri);
 extern void cxfdw_check_uri(const char *uri);
+/* A table option's value as the validator parses it (booleans 0 or 1). */
+extern int64 cxfdw_table_option_value(const char *name, const char *value);
 
 /* While pushed, errors name the column being converted (att, or none if
  * att is -1) in their CONTEXT line (cx_types.c). */
@@ -152,7 +155,6 @@ extern CxStore *cxfdw_store_open(const CxRelInfo *ri, CxAccess access);
 extern cx_objstore *cxfdw_store_connect(const CxRelInfo *ri, CxAccess access);
 extern cx_objstore *cxfdw_store_handle(CxStore *st);
 extern const cx_manifest *cxfdw_store_manifest(CxStore *st, uint64 version);
-extern cx_manifest *cxfdw_store_manifest_copy(CxStore *st, uint64 version);
 /* What a write checks a table against: the store's schema and key, cached
  * per handle once the store has recorded both (they never change then). */
 extern const cx_manifest *cxfdw_store_write_base(CxStore *st, bool *cached);

@@ -534,6 +534,21 @@ cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid)
 	}
 }
 
+/*
+ * The value of the table option name as parse_value reads it (booleans as 0
+ * or 1): cx_tableopts.c takes the write settings through it, so each option
+ * has one parser whether it is validated or used.
+ */
+int64
+cxfdw_table_option_value(const char *name, const char *value)
+{
+	const CxOptDef *def = find_option(name);
+
+	if (def == NULL || def->context != TABLE)
+		reject_unknown(name, TABLE);
+	return parse_value(def, value);
+}
+
 static void
 read_table_options(CxRelInfo *ri, List *list)
 {

@@ -11,9 +11,9 @@
  * cached: for the whole transaction under REPEATABLE READ or SERIALIZABLE, for
  * one statement under READ COMMITTED (a statement's planning and execution
  * share it, as they share the statement start time).  A pinned version never
- * changes, so the last one used is kept as long as the handle.  Scans take a
- * private copy, so replacing a cached manifest never pulls one from under a
- * scan still running (an open cursor, say).
+ * changes, so the last one used is kept as long as the handle.  Scans read
+ * snapshots of their own (cx_scan.c), so replacing a cached manifest never
+ * pulls one from under a scan still running (an open cursor, say).
  *
  * Writing needs less: only the store's schema and key, to check a table
  * against them and to encode its rows.  The first writer records both and
@@ -226,21 +226,6 @@ const cx_manifest *
 cxfdw_store_manifest(CxStore *st, uint64 version)
 {
 	return version == 0 ? latest_manifest(st) : pinned_manifest(st, version);
-}
-
-/* A copy of that manifest for the caller to keep and cx_manifest_free(). */
-cx_manifest *
-cxfdw_store_manifest_copy(CxStore *st, uint64 version)
-{
-	const cx_manifest *m = cxfdw_store_manifest(st, version);
-	cx_manifest *copy;
-
-	if (m == NULL)
-		return NULL;
-	copy = cx_manifest_clone(m);
-	if (copy == NULL)
-		ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
-	return copy;
 }
 
 /*

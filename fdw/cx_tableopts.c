@@ -3,9 +3,9 @@
  * worker keeps a store (CxStoreSettings), read when a transaction first
  * writes to a table, and the check of the table key against the store.
  *
- * The validator (cx_option.c) has already checked every option's syntax and
- * range, so a value that does not parse here is an internal error.  Options
- * a table leaves out take the defaults of BRIEF.md §2 / docs/SQL.md.
+ * Values are read with the validator's own parser (cx_option.c), so a
+ * setting means here exactly what CREATE / ALTER accepted.  Options a table
+ * leaves out take the defaults of BRIEF.md §2 / docs/SQL.md.
  */
 #include "postgres.h"
 
@@ -13,8 +13,6 @@
 
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 
 #include "ctxstore_fdw.h"
 #include "cx_writer_protocol.h"
@@ -28,32 +26,31 @@ typedef enum CxSettingType
 	SETTING_INT64
 } CxSettingType;
 
-/* A numeric or boolean setting: its option, where it goes in
- * CxStoreSettings, and the GUC unit its value may carry. */
+/* A numeric or boolean setting: its option and where it goes in
+ * CxStoreSettings. */
 typedef struct CxSettingDef
 {
 	const char *option;
 	CxSettingType type;
 	size_t		offset;
-	int			unit;
 } CxSettingDef;
 
-#define SETTING(opt, type, field, unit) \
-	{opt, type, offsetof(CxStoreSettings, field), unit}
+#define SETTING(opt, type, field) \
+	{opt, type, offsetof(CxStoreSettings, field)}
 
 static const CxSettingDef setting_defs[] =
 {
-	SETTING("unique_key", SETTING_BOOL, unique_key, 0),
-	SETTING("seal_on_insert", SETTING_BOOL, seal_on_insert, 0),
-	SETTING("flush_interval", SETTING_INT, flush_interval_s, GUC_UNIT_S),
-	SETTING("merge_after_generations", SETTING_INT, merge_after_generations, 0),
-	SETTING("merge_max_generations", SETTING_INT, merge_max_generations, 0),
-	SETTING("merge_max_bytes", SETTING_INT64, merge_max_bytes, GUC_UNIT_BYTE),
-	SETTING("cleanup_interval", SETTING_INT, cleanup_interval_s, GUC_UNIT_S),
-	SETTING("cleanup_min_generations", SETTING_INT, cleanup_min_generations, 0),
-	SETTING("pending_generations_warn", SETTING_INT, pending_generations_warn, 0),
-	SETTING("pending_generations_max", SETTING_INT, pending_generations_max, 0),
-	SETTING("target_rows_per_fragment", SETTING_INT64, target_rows_per_fragment, 0),
+	SETTING("unique_key", SETTING_BOOL, unique_key),
+	SETTING("seal_on_insert", SETTING_BOOL, seal_on_insert),
+	SETTING("flush_interval", SETTING_INT, flush_interval_s),
+	SETTING("merge_after_generations", SETTING_INT, merge_after_generations),
+	SETTING("merge_max_generations", SETTING_INT, merge_max_generations),
+	SETTING("merge_max_bytes", SETTING_INT64, merge_max_bytes),
+	SETTING("cleanup_interval", SETTING_INT, cleanup_interval_s),
+	SETTING("cleanup_min_generations", SETTING_INT, cleanup_min_generations),
+	SETTING("pending_generations_warn", SETTING_INT, pending_generations_warn),
+	SETTING("pending_generations_max", SETTING_INT, pending_generations_max),
+	SETTING("target_rows_per_fragment", SETTING_INT64, target_rows_per_fragment),
 };
 
 static void
@@ -74,34 +71,26 @@ settings_default(CxStoreSettings *s)
 	s->target_rows_per_fragment = 1048576;
 }
 
-/* Stores value, already validated, into the field def names. */
+/* Stores value into the field def names. */
 static void
 set_value(CxStoreSettings *s, const CxSettingDef *def, const char *value)
 {
 	char	   *field = (char *) s + def->offset;
-	bool		b;
-	int			i;
-	double		d;
+	int64		v = cxfdw_table_option_value(def->option, value);
 
+	/* The options' ranges (cx_option.c) fit their fields. */
 	switch (def->type)
 	{
 		case SETTING_BOOL:
-			if (!parse_bool(value, &b))
-				break;
-			*(bool *) field = b;
-			return;
+			*(bool *) field = v != 0;
+			break;
 		case SETTING_INT:
-			if (!parse_int(value, &i, def->unit, NULL))
-				break;
-			*(int *) field = i;
-			return;
+			*(int *) field = (int) v;
+			break;
 		case SETTING_INT64:
-			if (!parse_real(value, &d, def->unit, NULL))
-				break;
-			*(int64 *) field = (int64) d;
-			return;
+			*(int64 *) field = v;
+			break;
 	}
-	elog(ERROR, "unexpected value \"%s\" for option \"%s\"", value, def->option);
 }
 
 static void

@@ -107,20 +107,27 @@ resolve_scalar(Oid typid, CxTypeInfo *ti)
 {
 	cx_type		type = native_type(typid);
 	bool		varlena;
+	Oid			out_func;
+	Oid			in_func;
 
 	if (type == CX_T_NUMERIC || type == CX_T_JSONB)
 	{
-		getTypeOutputInfo(typid, &ti->out_func, &varlena);
-		getTypeInputInfo(typid, &ti->in_func, &ti->in_ioparam);
+		getTypeOutputInfo(typid, &out_func, &varlena);
+		getTypeInputInfo(typid, &in_func, &ti->in_ioparam);
 	}
 	else if (type == 0)
 	{
 		type = CX_T_EXTERNAL;
 		ti->ext_type = external_name(typid);
 		/* Both raise a clear error for a type without send/receive. */
-		getTypeBinaryOutputInfo(typid, &ti->out_func, &varlena);
-		getTypeBinaryInputInfo(typid, &ti->in_func, &ti->in_ioparam);
+		getTypeBinaryOutputInfo(typid, &out_func, &varlena);
+		getTypeBinaryInputInfo(typid, &in_func, &ti->in_ioparam);
 	}
+	else
+		return type;
+	/* Looked up here rather than per value (Oid*FunctionCall would). */
+	fmgr_info(out_func, &ti->out_func);
+	fmgr_info(in_func, &ti->in_func);
 	return type;
 }
 
@@ -235,11 +242,11 @@ scalar_to_cx(const CxTypeInfo *ti, cx_type type, Datum value, cx_datum *out)
 			break;
 		case CX_T_NUMERIC:
 		case CX_T_JSONB:
-			s = OidOutputFunctionCall(ti->out_func, value);
+			s = OutputFunctionCall(unconstify(FmgrInfo *, &ti->out_func), value);
 			text_to_utf8(s, strlen(s), out);
 			break;
 		case CX_T_EXTERNAL:
-			b = OidSendFunctionCall(ti->out_func, value);
+			b = SendFunctionCall(unconstify(FmgrInfo *, &ti->out_func), value);
 			out->v.bytes.ptr = (const uint8_t *) VARDATA(b);
 			out->v.bytes.len = VARSIZE(b) - VARHDRSZ;
 			break;
@@ -323,7 +330,7 @@ text_form_from_cx(const CxTypeInfo *ti, const cx_datum *d)
 	 * way). */
 	memcpy(str, s, len);
 	str[len] = '\0';
-	return OidInputFunctionCall(ti->in_func, str, ti->in_ioparam, ti->typmod);
+	return InputFunctionCall(unconstify(FmgrInfo *, &ti->in_func), str, ti->in_ioparam, ti->typmod);
 }
 
 static Datum
@@ -335,7 +342,7 @@ external_from_cx(const CxTypeInfo *ti, const cx_datum *d)
 	/* Receive functions expect a NUL-terminated StringInfo of their own. */
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, (const char *) d->v.bytes.ptr, d->v.bytes.len);
-	result = OidReceiveFunctionCall(ti->in_func, &buf, ti->in_ioparam,
+	result = ReceiveFunctionCall(unconstify(FmgrInfo *, &ti->in_func), &buf, ti->in_ioparam,
 									ti->typmod);
 	if (buf.cursor != buf.len)
 		ereport(ERROR,
