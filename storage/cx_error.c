@@ -42,13 +42,6 @@ cx_err_prefix(cx_err *err, const char *fmt,...)
 	return err->code;
 }
 
-void
-cx_err_clear(cx_err *err)
-{
-	err->code = CX_OK;
-	err->msg[0] = '\0';
-}
-
 const char *
 cx_code_name(cx_code code)
 {

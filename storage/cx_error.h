@@ -46,8 +46,6 @@ cx_code		cx_err_set(cx_err *err, cx_code code, const char *fmt,...)
 cx_code		cx_err_prefix(cx_err *err, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
 
-void		cx_err_clear(cx_err *err);
-
 /* Stable lower-case name of a code, e.g. "not_found"; never NULL. */
 const char *cx_code_name(cx_code code);
 

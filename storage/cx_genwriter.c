@@ -101,12 +101,6 @@ cx_genw_add(cx_genw *g, const uint8_t *rows, size_t len, uint64_t nrows,
 	return CX_OK;
 }
 
-uint64_t
-cx_genw_rows(const cx_genw *g)
-{
-	return cx_fragw_rows(g->fw);
-}
-
 cx_code
 cx_genw_finish(cx_genw *g, uint64_t gen, cx_generation *out, cx_err *err)
 {

@@ -656,26 +656,43 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	cx_xml		blobs;
 	cx_xml		blob;
 	cx_xml		marker;
+	char	   *prev = ls->marker;
 
-	free(ls->marker);
 	ls->marker = NULL;
 	cx_xml_init(&x, doc, page->len);
 	if (!cx_xml_find(&x, "EnumerationResults", &x))
+	{
+		free(prev);
 		return cx_err_set(err, CX_ERR_IO, "listing: answer is no <EnumerationResults>");
+	}
 	if (cx_xml_find(&x, "Blobs", &blobs))
 		while (!ls->stopped && cx_xml_next(&blobs, "Blob", &blob))
 			if (list_blob(ls, doc, &blob, err) != CX_OK)
+			{
+				free(prev);
 				return err->code;
+			}
 	if (cx_xml_find(&x, "NextMarker", &marker) && marker.p < marker.end)
 	{
 		if (cx_xml_text(&marker, &ls->marker, err) != CX_OK)
+		{
+			free(prev);
 			return cx_err_prefix(err, "listing: NextMarker");
+		}
 		if (ls->marker[0] == '\0')
 		{
 			free(ls->marker);
 			ls->marker = NULL;
 		}
 	}
+	/* A page that hands back the marker it was asked with would repeat forever. */
+	if (prev != NULL && ls->marker != NULL && strcmp(prev, ls->marker) == 0)
+	{
+		free(prev);
+		return cx_err_set(err, CX_ERR_IO,
+						  "listing does not advance: the same NextMarker twice");
+	}
+	free(prev);
 	return CX_OK;
 }
 

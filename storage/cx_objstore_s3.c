@@ -405,7 +405,9 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	cx_xml		result;
 	cx_xml		contents;
 	char	   *truncated;
+	char	   *prev;
 	bool		more;
+	bool		same;
 
 	cx_xml_init(&x, (const char *) page->data, page->len);
 	if (!cx_xml_find(&x, "ListBucketResult", &result))
@@ -414,11 +416,17 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	truncated = cx_xml_find_text(&result, "IsTruncated");
 	more = truncated != NULL && strcmp(truncated, "true") == 0;
 	free(truncated);
-	free(ls->token);
+	prev = ls->token;
 	ls->token = more ? cx_xml_find_text(&result, "NextContinuationToken") : NULL;
+	/* A page that hands back the token it was asked with would repeat forever. */
+	same = prev != NULL && ls->token != NULL && strcmp(prev, ls->token) == 0;
+	free(prev);
 	if (more && ls->token == NULL)
 		return cx_err_set(err, CX_ERR_IO,
 						  "truncated listing without a NextContinuationToken");
+	if (same)
+		return cx_err_set(err, CX_ERR_IO,
+						  "listing does not advance: the same NextContinuationToken twice");
 	while (!ls->stopped && cx_xml_next(&result, "Contents", &contents))
 		if (list_entry(ls, &contents, err) != CX_OK)
 			return err->code;

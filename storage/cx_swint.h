@@ -61,7 +61,6 @@ cx_code		cx_genw_open(cx_objstore *s, const cx_schema *table,
 cx_code		cx_genw_add(cx_genw *g, const uint8_t *rows, size_t len,
 						uint64_t nrows, int64_t ts, const char *what,
 						cx_err *err);
-uint64_t	cx_genw_rows(const cx_genw *g);
 /* Publishes the fragment as generation `gen` into *out (caller frees
  * out->fragment); frees g in every case. */
 cx_code		cx_genw_finish(cx_genw *g, uint64_t gen, cx_generation *out,

@@ -76,6 +76,8 @@ probe_forward(cx_objstore *s, const cx_vseq *q, uint64_t from,
 	for (;;)
 	{
 		hi = step > UINT64_MAX - lo ? UINT64_MAX : lo + step;
+		if (hi == lo)			/* lo is UINT64_MAX: nothing above to probe */
+			break;
 		if (cx_vseq_exists(s, q, hi, &exists, err) != CX_OK)
 			return err->code;
 		if (!exists)
