@@ -57,8 +57,8 @@ typedef struct MaintJob
 	CxOpenStore *store;
 } MaintJob;
 
-void
-cx_merge_options_from(const CxStoreSettings *s, cx_merge_options *o)
+static void
+merge_options_from(const CxStoreSettings *s, cx_merge_options *o)
 {
 	cx_merge_options_default(o);
 	o->max_generations = (uint32_t) s->merge_max_generations;
@@ -89,9 +89,7 @@ static void
 job_fail(MaintJob *job, cx_code code, const char *msg)
 {
 	job->ok = false;
-	job->failure.code = code;
-	job->failure.hint = CX_HINT_NONE;
-	strlcpy(job->failure.msg, msg, sizeof(job->failure.msg));
+	cx_failure_set(&job->failure, code, "%s", msg);
 }
 
 /* QUEUED -> RUNNING, if a job is queued. */
@@ -176,7 +174,7 @@ run_job(MaintJob *job)
 		else
 		{
 			set_maint_open(job->uri, true);
-			cx_merge_options_from(view.settings, &opt);
+			merge_options_from(view.settings, &opt);
 			merge_until(job, &opt);
 		}
 		pfree(view.options);

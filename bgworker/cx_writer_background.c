@@ -40,14 +40,6 @@
 static dsm_segment *job_seg = NULL;
 static char *job_uri = NULL;
 
-static void
-failure_from_text(CxFailure *fail, cx_code code, const char *msg)
-{
-	fail->code = code;
-	fail->hint = CX_HINT_NONE;
-	strlcpy(fail->msg, msg, sizeof(fail->msg));
-}
-
 /* ---- waiters: control requests answered after a merge ---- */
 
 static void
@@ -168,6 +160,10 @@ publish_merges_wanted(void)
 
 		n += r != NULL && r->merge_until != 0;
 	}
+	/* Only this process writes it, so reading it unlocked is safe; most
+	 * steps change nothing and need not take the lock every loop. */
+	if (CxWriter->merges_wanted == n)
+		return;
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	CxWriter->merges_wanted = n;
 	LWLockRelease(CxWriter->lock);
@@ -247,8 +243,8 @@ job_take_outcome(CxMergeJob *out)
 		 pg_atomic_read_u64(&CxWriter->maint.generation) != job->taken_generation))
 	{
 		job->ok = false;
-		failure_from_text(&job->failure, CX_ERR_IO,
-						  "the ctxstore maintenance worker stopped during the merge");
+		cx_failure_set(&job->failure, CX_ERR_IO,
+					   "the ctxstore maintenance worker stopped during the merge");
 		job->state = CX_JOB_DONE;
 	}
 	if (job->state == CX_JOB_DONE)

@@ -162,6 +162,10 @@ extern int	cx_commit_timeout_ms;
 
 extern void cx_shmem_install_hooks(void);
 
+/* Fills a failure (no hint) from a printf-style message. */
+extern void cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
+			pg_attribute_printf(3, 4);
+
 /* Wakes a process by its PGPROC number. */
 extern void cx_set_latch(int procno);
 
@@ -387,10 +391,5 @@ extern bool cx_writer_background_step(void);
 extern long cx_writer_next_due_ms(long cap);
 /* A new writer's view of a job its predecessor left behind. */
 extern void cx_merge_job_adopt(void);
-
-/* ---- the maintenance worker (cx_maint_worker.c) ---- */
-
-extern void cx_merge_options_from(const CxStoreSettings *s,
-								  cx_merge_options *out);
 
 #endif							/* CX_WRITER_INT_H */

@@ -143,7 +143,8 @@ typedef struct CxWriterStoreStats
 	uint64		memtable_rows;	/* appended, not sealed yet */
 	bool		writer_open;	/* the writer holds the store open now */
 	/* merges (maintenance worker) */
-	uint64		merges;			/* merge jobs that succeeded */
+	uint64		merges;			/* merge commits (cx_merge_shard calls that
+								 * merged something) */
 	uint64		merge_failures;
 	uint64		merged_generations;
 	uint64		merged_rows;

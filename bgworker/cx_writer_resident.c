@@ -92,6 +92,23 @@ writer_settings_differ(const CxStoreSettings *a, const CxStoreSettings *b)
 		a->compression_level != b->compression_level;
 }
 
+/*
+ * unsealed_since follows the memtable: set when it first holds rows (an
+ * unsealed append, rows a claim replayed, an append whose outcome is
+ * unknown), 0 once it is empty (a seal, or a later call settling that an
+ * earlier seal had landed).  Brought in step after every shard-writer call,
+ * so a timed seal is never due for an empty memtable (it would do nothing and
+ * be due again at once: the writer would spin) nor missing for rows waiting.
+ */
+static void
+track_unsealed(CxResident *r)
+{
+	if (r->w == NULL || cx_sw_memtable_rows(r->w) == 0)
+		r->unsealed_since = 0;
+	else if (r->unsealed_since == 0)
+		r->unsealed_since = GetCurrentTimestamp();
+}
+
 /* Frees the shard writer (without sealing), publishing its last counters
  * before and its absence after. */
 static void
@@ -158,6 +175,7 @@ writer_open(CxResident *r, CxFailure *fail)
 		return err.code;
 	}
 	r->new_claims++;
+	track_unsealed(r);
 	ereport(LOG,
 			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
 				   r->reclaim ? "re-claimed" : "claimed", cx_shard_id(),
@@ -289,7 +307,7 @@ after_seal(CxResident *r)
 	uint32		pending = cx_sw_pending_generations(r->w);
 	int			after = r->settings.merge_after_generations;
 
-	r->unsealed_since = 0;
+	track_unsealed(r);
 	warn_pending(r, pending);
 	if (after > 0 && pending >= (uint32) after)
 		cx_merge_want(r, cx_resident_newest_gen(r));
@@ -319,14 +337,15 @@ cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
 	{
 		fail_from(fail, &err, hint_for(r, rc));
 		(void) after_call(r, rc, &err);
+		track_unsealed(r);
 		return rc;
 	}
 	r->new_appends++;
 	res->visible = seal;
 	if (seal)
 		after_seal(r);
-	else if (r->unsealed_since == 0)
-		r->unsealed_since = GetCurrentTimestamp();
+	else
+		track_unsealed(r);
 	cx_resident_result(r, res);
 	return CX_OK;
 }
@@ -339,7 +358,10 @@ cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 
 	*sealed_rows = 0;
 	if (r->w == NULL || cx_sw_memtable_rows(r->w) == 0)
+	{
+		track_unsealed(r);
 		return CX_OK;
+	}
 	*sealed_rows = cx_sw_memtable_rows(r->w);
 	rc = cx_sw_seal(r->w, &err);
 	if (rc != CX_OK)
@@ -351,7 +373,9 @@ cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 					   cx_shard_id(), r->os->uri),
 				errdetail_internal("%s", err.msg));
 		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
-		return after_call(r, rc, &err);
+		rc = after_call(r, rc, &err);
+		track_unsealed(r);
+		return rc;
 	}
 	after_seal(r);
 	return CX_OK;
@@ -366,6 +390,7 @@ cx_resident_drain(CxResident *r, uint64 merged_through, CxFailure *fail)
 	if (r->w == NULL)
 		return CX_OK;
 	rc = cx_sw_drain_through(r->w, merged_through, &err);
+	track_unsealed(r);
 	if (rc != CX_OK)
 	{
 		fail_from(fail, &err, hint_for(r, rc));
@@ -374,7 +399,9 @@ cx_resident_drain(CxResident *r, uint64 merged_through, CxFailure *fail)
 					   cx_shard_id(), r->os->uri),
 				errdetail_internal("%s", err.msg));
 		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
-		return after_call(r, rc, &err);
+		rc = after_call(r, rc, &err);
+		track_unsealed(r);
+		return rc;
 	}
 	return CX_OK;
 }
@@ -452,10 +479,9 @@ resident_closing(CxOpenStore *os)
 		writer_free(r);
 	else
 		cx_resident_publish(r);
-	memset(&fail, 0, sizeof(fail));
-	fail.code = CX_ERR_IO;
-	snprintf(fail.msg, sizeof(fail.msg),
-			 "the ctxstore writer closed store %s before the request finished", os->uri);
+	cx_failure_set(&fail, CX_ERR_IO,
+				   "the ctxstore writer closed store %s before the request finished",
+				   os->uri);
 	cx_waiters_fail(r, &fail);
 	pfree(r);
 	os->state = NULL;

@@ -97,22 +97,6 @@ item_fail(RoundItem *it, const CxFailure *fail)
 }
 
 static void
-failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
-pg_attribute_printf(3, 4);
-
-static void
-failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
-{
-	va_list		ap;
-
-	fail->code = code;
-	fail->hint = CX_HINT_NONE;
-	va_start(ap, fmt);
-	vsnprintf(fail->msg, sizeof(fail->msg), fmt, ap);
-	va_end(ap);
-}
-
-static void
 item_done(RoundItem *it, const CxWriteResult *res)
 {
 	it->finished = true;
@@ -173,9 +157,9 @@ rows_decode(RoundItem *it, CxFailure *fail)
 	cx_buf_free(&scratch);
 	pfree(values);
 	if (rc != CX_OK)
-		failure_set(fail, rc, "request for store %s: %s", it->view.uri, err.msg);
+		cx_failure_set(fail, rc, "request for store %s: %s", it->view.uri, err.msg);
 	else if (cx_rd_left(&rd) != 0)
-		failure_set(fail, CX_ERR_CORRUPT,
+		cx_failure_set(fail, CX_ERR_CORRUPT,
 					"request for store %s: %zu bytes left over after its " UINT64_FORMAT " rows",
 					it->view.uri, cx_rd_left(&rd), it->view.nrows);
 	return rc == CX_OK && cx_rd_left(&rd) == 0;
@@ -190,7 +174,7 @@ describe_write(RoundItem *it)
 
 	if (it->view.schema_bytes == NULL || it->view.nrows == 0)
 	{
-		failure_set(&fail, CX_ERR_CORRUPT, "write request for store %s has no schema or no rows",
+		cx_failure_set(&fail, CX_ERR_CORRUPT, "write request for store %s has no schema or no rows",
 					it->view.uri);
 		item_fail(it, &fail);
 		return;
@@ -199,7 +183,7 @@ describe_write(RoundItem *it)
 	it->schema = cx_schema_decode(&rd);
 	if (it->schema == NULL)
 	{
-		failure_set(&fail, CX_ERR_CORRUPT, "request for store %s carries a malformed schema",
+		cx_failure_set(&fail, CX_ERR_CORRUPT, "request for store %s carries a malformed schema",
 					it->view.uri);
 		item_fail(it, &fail);
 	}
@@ -218,7 +202,7 @@ map_batch(RoundSlot *rs)
 	if (rs->seg == NULL)
 	{
 		/* The requester gave up and unmapped it: nothing to do. */
-		failure_set(&fail, CX_ERR_INVALID, "the request was gone before the writer could read it");
+		cx_failure_set(&fail, CX_ERR_INVALID, "the request was gone before the writer could read it");
 		slot_fail(rs, 0, &fail);
 		return false;
 	}
@@ -227,7 +211,7 @@ map_batch(RoundSlot *rs)
 		(rs->hdr->kind != CX_BATCH_WRITE && rs->hdr->kind != CX_CONTROL_FLUSH &&
 		 rs->hdr->kind != CX_CONTROL_MERGE && rs->hdr->kind != CX_CONTROL_CLEANUP))
 	{
-		failure_set(&fail, CX_ERR_CORRUPT, "%s", why);
+		cx_failure_set(&fail, CX_ERR_CORRUPT, "%s", why);
 		slot_fail(rs, 0, &fail);
 		rs->hdr = NULL;
 		return false;
@@ -434,7 +418,7 @@ fail_unfinished(Round *r, const char *why)
 {
 	CxFailure	fail;
 
-	failure_set(&fail, CX_ERR_IO, "ctxstore writer error: %s", why);
+	cx_failure_set(&fail, CX_ERR_IO, "ctxstore writer error: %s", why);
 	for (int i = 0; i < r->nitems; i++)
 		if (!r->items[i].finished)
 			item_fail(&r->items[i], &fail);

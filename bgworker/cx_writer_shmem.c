@@ -82,6 +82,18 @@ cx_writer_available(void)
 }
 
 void
+cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
+{
+	va_list		ap;
+
+	fail->code = code;
+	fail->hint = CX_HINT_NONE;
+	va_start(ap, fmt);
+	vsnprintf(fail->msg, sizeof(fail->msg), fmt, ap);
+	va_end(ap);
+}
+
+void
 cx_set_latch(int procno)
 {
 	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
