@@ -6,12 +6,17 @@
 #
 #   scripts/test.sh                 everything
 #   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap)
+#   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
+#   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
+#   CTXSTORE_PGBIN=/opt/pg/usr/lib/postgresql/15/bin scripts/test.sh
+#                                   against a relocated copy of PostgreSQL
+#                                   (so two checkouts can test side by side)
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suites=${SUITES:-"unit sanitize regress isolation tap"}
-pgbin=/usr/lib/postgresql/15/bin
-pgxs_test=/usr/lib/postgresql/15/lib/pgxs/src/test
+pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
+pgxs_test=$(dirname "$("$pgbin/pg_config" --pgxs)")/../test
 export PATH="$pgbin:$PATH"
 
 passed=0
@@ -52,13 +57,15 @@ stop_emulators() {
 trap stop_emulators EXIT
 
 log "build and install the extension"
-if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/tmp/ctxstore-build.log 2>&1 \
-   || grep -q 'warning:' /tmp/ctxstore-build.log; then
-  cat /tmp/ctxstore-build.log
+build_log=$(mktemp /tmp/ctxstore-build.XXXXXX)
+if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >"$build_log" 2>&1 \
+   || grep -q 'warning:' "$build_log"; then
+  cat "$build_log"
   echo "build failed or produced warnings"
   echo "0 passed, 1 failed"
   exit 1
 fi
+rm -f "$build_log"
 
 # A scratch directory the postgres user owns, holding copies of the test
 # inputs with @store_root@ replaced by a directory unique to this run, so
@@ -116,6 +123,7 @@ regress_tests() {  # $1 = 1 for tests that need the preload, 0 for the others
   for f in "$work"/sql/*.sql; do
     [ -f "$f" ] || continue
     n=$(basename "$f" .sql)
+    if [ -n "${REGRESS_TESTS:-}" ] && ! [[ " $REGRESS_TESTS " == *" $n "* ]]; then continue; fi
     case "$n" in nopreload_*) [ "$1" = 0 ] && echo "$n" ;; *) [ "$1" = 1 ] && echo "$n" ;; esac
   done
 }
@@ -160,7 +168,7 @@ for suite in $suites; do
       start_emulators
       out=$(cd "$work" && as_pg env TESTDIR="$work" PG_REGRESS="$pgxs_test/regress/pg_regress" \
               CTXSTORE_STORE_ROOT="$work/stores" "${emu_env[@]}" \
-              prove -I "$pgxs_test/perl" -I "$work/t" t/*.pl 2>&1); rc=$?
+              prove -I "$pgxs_test/perl" -I "$work/t" ${TAP_TESTS:-t/*.pl} 2>&1); rc=$?
       echo "$out"
       tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')
       ttotal=$(echo "$out" | sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' | tail -1)
