@@ -105,7 +105,9 @@ extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
  * with only uri and userid set (relname NULL: no table yet). */
 extern void cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid);
 extern bool cxfdw_uri_is_file(const char *uri);
-extern void cxfdw_check_uri(const char *uri);
+/* The one spelling of a store URI (palloc'd); raises the validator's error
+ * for a URI that is not one. */
+extern char *cxfdw_canonical_uri(const char *uri);
 /* A table option's value as the validator parses it (booleans 0 or 1). */
 extern int64 cxfdw_table_option_value(const char *name, const char *value);
 

@@ -308,8 +308,8 @@ static char *
 prefix_uri(ImportForeignSchemaStmt *stmt)
 {
 	char	   *uri = NULL;
+	char	   *canonical;
 	ListCell   *lc;
-	size_t		len;
 
 	foreach(lc, stmt->options)
 	{
@@ -323,24 +323,17 @@ prefix_uri(ImportForeignSchemaStmt *stmt)
 					errhint("Valid options in this context are: uri"));
 		uri = defGetString(opt);
 	}
-	/* Checked first: a URI with user-info is refused without being shown. */
-	cxfdw_check_uri(uri != NULL ? uri : stmt->remote_schema);
-	if (uri == NULL)
-	{
-		uri = stmt->remote_schema;
-		if (strlen(uri) >= NAMEDATALEN - 1)
-			ereport(ERROR,
-					errcode(ERRCODE_NAME_TOO_LONG),
-					errmsg("the URI prefix \"%s\" may have been cut short as a schema name",
-						   uri),
-					errhint("Give the prefix as OPTIONS (uri '...'); the schema name is then ignored."));
-	}
-	uri = pstrdup(uri);
-	/* "<prefix>/<name>" needs exactly one slash in between. */
-	len = strlen(uri);
-	while (len > 0 && uri[len - 1] == '/')
-		uri[--len] = '\0';
-	return uri;
+	/* Checked first: a URI with user-info is refused without being shown.
+	 * Canonical URIs have no trailing '/': "<prefix>/<name>" gets exactly
+	 * one in between. */
+	canonical = cxfdw_canonical_uri(uri != NULL ? uri : stmt->remote_schema);
+	if (uri == NULL && strlen(stmt->remote_schema) >= NAMEDATALEN - 1)
+		ereport(ERROR,
+				errcode(ERRCODE_NAME_TOO_LONG),
+				errmsg("the URI prefix \"%s\" may have been cut short as a schema name",
+					   stmt->remote_schema),
+				errhint("Give the prefix as OPTIONS (uri '...'); the schema name is then ignored."));
+	return canonical;
 }
 
 /* Whether LIMIT TO / EXCEPT let the store through, by the table name it

@@ -222,38 +222,50 @@ has_user_info(const char *authority)
 	return memchr(authority, '@', strcspn(authority, "/")) != NULL;
 }
 
-/* Returns why uri is not a store URI, or NULL if it is one. */
+/* Returns why uri is not a store URI, or NULL if the engine's own parser
+ * (cx_uri_canonical) is to decide. */
 static const char *
 uri_problem(const char *uri)
 {
 	const char *rest;
 
 	if (cxfdw_uri_is_file(uri))
-	{
-		rest = uri + strlen("file://");
-		if (rest[0] != '/')
-			return "A file:// URI needs an absolute path, as in file:///var/lib/ctxstore/context.";
 		return NULL;
-	}
 	if (has_prefix_ci(uri, "s3://"))
 		rest = uri + strlen("s3://");
 	else if (has_prefix_ci(uri, "az://"))
 		rest = uri + strlen("az://");
 	else
 		return "Supported URIs are file:///absolute/path, s3://bucket/prefix and az://container/prefix.";
-	if (rest[0] == '\0' || rest[0] == '/')
-		return "An s3:// or az:// URI needs a bucket or container name, as in s3://bucket/prefix.";
 	/* URIs show up in EXPLAIN and messages, so they must not carry secrets. */
 	if (has_user_info(rest))
 		return carries_credentials;
 	return NULL;
 }
 
-/* Refuses uri, as the validator would refuse it in a table's options. */
-void
-cxfdw_check_uri(const char *uri)
+/*
+ * The canonical spelling of a store URI (palloc'd), or an error as the
+ * validator gives it for the table option uri.  Everything that keys on a
+ * store takes its URI from here, so that file:///x/ts and file:///x//ts/
+ * are one store to the writer, the caches, the stats and EXPLAIN.
+ */
+char *
+cxfdw_canonical_uri(const char *uri)
 {
+	char	   *canonical;
+	char	   *result;
+	cx_err		err;
+
 	check_problem(find_option("uri"), uri, uri_problem(uri));
+	if (cx_uri_canonical(uri, &canonical, &err) != CX_OK)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("invalid value for option \"uri\": \"%s\"", uri),
+				errdetail("The %s.", err.msg),
+				errhint("A store URI names a directory of its own without \"..\" segments: file:///absolute/path, s3://bucket/prefix or az://container/prefix."));
+	result = pstrdup(canonical);
+	free(canonical);
+	return result;
 }
 
 /* Integer from an integer option; min/max from the option's definition. */
@@ -373,7 +385,7 @@ parse_value(const CxOptDef *def, const char *value)
 				reject_value(def, value, "The value must be \"path\" or \"virtual\".");
 			return 0;
 		case OPT_URI:
-			check_problem(def, value, uri_problem(value));
+			(void) cxfdw_canonical_uri(value);
 			return 0;
 		case OPT_INT:
 			n = parse_integer(def, value);
@@ -565,7 +577,7 @@ read_table_options(CxRelInfo *ri, List *list)
 		if (def == NULL || def->context != TABLE)
 			reject_unknown(opt->defname, TABLE);
 		if (strcmp(def->name, "uri") == 0)
-			ri->uri = defGetString(opt);
+			ri->uri = cxfdw_canonical_uri(defGetString(opt));
 		else if (strcmp(def->name, "version") == 0)
 			ri->version = (uint64) parse_value(def, defGetString(opt));
 		else if (strcmp(def->name, "compression_level") == 0)

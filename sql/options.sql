@@ -89,6 +89,12 @@ ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file://relative/path');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 's3://');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'az:///prefix');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 's3://AKIA:secret@bucket/x');
+-- ".." walks out of a place and the root is no store's directory (22023).
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file:///var/lib/../ctx');
+\echo :LAST_ERROR_SQLSTATE
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file:///');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'file:////./');
+ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 's3://bucket/a/../b');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'az://container/prefix');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET uri 'FILE:///var/lib/ctxstore');
 -- Values.

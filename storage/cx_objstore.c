@@ -350,18 +350,118 @@ has_scheme(const char *uri, const char *scheme)
 	return strncasecmp(uri, scheme, strlen(scheme)) == 0;
 }
 
-/* The local backend ignores the cloud options, which may well arrive with
- * it from a server shared with cloud tables. */
-static cx_code
-open_file(const char *uri, cx_objstore **out, cx_err *err)
-{
-	const char *path = uri + strlen("file://");
+/* The schemes a store URI may have, as canonical URIs spell them. */
+static const char *const uri_schemes[] = {"file://", "s3://", "az://"};
 
+/*
+ * Appends the '/'-separated segments of path to out (at *used, room for
+ * strlen(path) more bytes), each after a '/': empty and "." segments are
+ * dropped, ".." is refused (a store URI names a place, it does not walk).
+ */
+static cx_code
+append_segments(const char *uri, const char *path, char *out, size_t *used,
+				cx_err *err)
+{
+	while (*path != '\0')
+	{
+		size_t		n = strcspn(path, "/");
+
+		if (n == 2 && path[0] == '.' && path[1] == '.')
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "object store URI \"%.200s\" has a \"..\" segment",
+							  uri);
+		if (n > 0 && !(n == 1 && path[0] == '.'))
+		{
+			out[(*used)++] = '/';
+			memcpy(out + *used, path, n);
+			*used += n;
+		}
+		path += n;
+		if (*path == '/')
+			path++;
+	}
+	out[*used] = '\0';
+	return CX_OK;
+}
+
+/* "<scheme>" + "/<segments of path>": a file:// URI's path, which must be
+ * absolute and not the file-system root. */
+static cx_code
+canonical_file(const char *uri, const char *path, char *out, size_t *used,
+			   cx_err *err)
+{
 	if (path[0] != '/')
 		return cx_err_set(err, CX_ERR_INVALID,
-						  "object store URI \"%s\" needs an absolute path, as in file:///var/lib/ctxstore",
+						  "object store URI \"%.200s\" needs an absolute path, as in file:///var/lib/ctxstore",
 						  uri);
-	return cx_objstore_open_local(path, out, err);
+	if (append_segments(uri, path, out, used, err) != CX_OK)
+		return err->code;
+	if (*used == strlen("file://"))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "object store URI \"%.200s\" names the file-system root; a store needs a directory of its own",
+						  uri);
+	return CX_OK;
+}
+
+/* "<scheme><bucket>" + "/<segments of the prefix>". */
+static cx_code
+canonical_cloud(const char *uri, const char *rest, char *out, size_t *used,
+				const char *what, cx_err *err)
+{
+	size_t		blen = strcspn(rest, "/");
+
+	if (blen == 0 || (blen == 1 && rest[0] == '.') ||
+		(blen == 2 && rest[0] == '.' && rest[1] == '.'))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "object store URI \"%.200s\" names no %s, as in %.*sname/prefix",
+						  uri, what, (int) *used, out);
+	memcpy(out + *used, rest, blen);
+	*used += blen;
+	return append_segments(uri, rest + blen, out, used, err);
+}
+
+cx_code
+cx_uri_canonical(const char *uri, char **out, cx_err *err)
+{
+	const char *scheme = NULL;
+	char	   *buf;
+	size_t		used;
+	cx_code		rc;
+
+	*out = NULL;
+	if (uri == NULL || uri[0] == '\0')
+		return cx_err_set(err, CX_ERR_INVALID, "object store URI is empty");
+	for (size_t i = 0; i < sizeof(uri_schemes) / sizeof(uri_schemes[0]); i++)
+		if (has_scheme(uri, uri_schemes[i]))
+			scheme = uri_schemes[i];
+	if (scheme == NULL)
+	{
+		/* Name only the scheme: the rest of a URI may carry a secret. */
+		size_t		scheme_len = strcspn(uri, ":/");
+
+		if (scheme_len > MSG_SCHEME_MAX)
+			scheme_len = MSG_SCHEME_MAX;
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "unsupported object store URI scheme \"%.*s\"; supported: file://, s3://, az://",
+						  (int) scheme_len, uri);
+	}
+	/* Never longer than the URI: segments are only dropped. */
+	if ((buf = malloc(strlen(uri) + 1)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	used = strlen(scheme);
+	memcpy(buf, scheme, used);
+	if (scheme == uri_schemes[0])
+		rc = canonical_file(uri, uri + used, buf, &used, err);
+	else
+		rc = canonical_cloud(uri, uri + used, buf, &used,
+							 scheme == uri_schemes[1] ? "bucket" : "container", err);
+	if (rc != CX_OK)
+	{
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return CX_OK;
 }
 
 typedef cx_code (*cloud_open_fn) (const char *bucket, const char *prefix,
@@ -369,69 +469,62 @@ typedef cx_code (*cloud_open_fn) (const char *bucket, const char *prefix,
 								  cx_objstore **out, cx_err *err);
 
 /*
- * Splits "<scheme>://<bucket>[/<prefix>]" and opens it with open_fn.  The
- * prefix loses trailing slashes and must otherwise be a valid key, so that
- * "<prefix>/<key>" is one too.
+ * Splits a canonical "<scheme>://<bucket>[/<prefix>]" and opens it with
+ * open_fn.  The prefix must be a valid key, so that "<prefix>/<key>" is one
+ * too.
  */
 static cx_code
-open_cloud(const char *uri, const char *scheme, const char *what,
-		   cloud_open_fn open_fn, const cx_option *options, size_t noptions,
-		   cx_objstore **out, cx_err *err)
+open_cloud(const char *uri, const char *scheme, cloud_open_fn open_fn,
+		   const cx_option *options, size_t noptions, cx_objstore **out,
+		   cx_err *err)
 {
 	const char *rest = uri + strlen(scheme);
 	size_t		blen = strcspn(rest, "/");
 	const char *prefix = rest[blen] == '/' ? rest + blen + 1 : "";
-	size_t		plen = strlen(prefix);
 	char	   *bucket;
-	char	   *pfx;
 	cx_code		rc;
 
-	while (plen > 0 && prefix[plen - 1] == '/')
-		plen--;
-	if (blen == 0)
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "object store URI \"%.200s\" names no %s, as in %sname/prefix",
-						  uri, what, scheme);
 	bucket = strndup(rest, blen);
-	pfx = strndup(prefix, plen);
-	if (bucket == NULL || pfx == NULL)
+	if (bucket == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-	else if (plen > 0 && key_check(pfx, false, err) != CX_OK)
+	else if (prefix[0] != '\0' && key_check(prefix, false, err) != CX_OK)
 		rc = cx_err_prefix(err, "object store URI \"%.200s\": invalid prefix", uri);
 	else
-		rc = open_fn(bucket, pfx, options, noptions, out, err);
+		rc = open_fn(bucket, prefix, options, noptions, out, err);
 	free(bucket);
-	free(pfx);
 	return rc;
+}
+
+static cx_code
+open_canonical(const char *uri, const cx_option *options, size_t noptions,
+			   cx_objstore **out, cx_err *err)
+{
+	if (has_scheme(uri, "file://"))
+		/* The local backend ignores the cloud options, which may well
+		 * arrive with it from a server shared with cloud tables. */
+		return cx_objstore_open_local(uri + strlen("file://"), out, err);
+	if (has_scheme(uri, "s3://"))
+		return open_cloud(uri, "s3://", cx_objstore_open_s3, options, noptions,
+						  out, err);
+	return open_cloud(uri, "az://", cx_objstore_open_azure, options, noptions,
+					  out, err);
 }
 
 cx_code
 cx_objstore_open(const char *uri, const cx_option *options, size_t noptions,
 				 cx_objstore **out, cx_err *err)
 {
-	size_t		scheme_len;
+	char	   *canonical;
+	cx_code		rc;
 
 	*out = NULL;
-	if (uri == NULL || uri[0] == '\0')
-		return cx_err_set(err, CX_ERR_INVALID, "object store URI is empty");
 	if (check_option_names(options, noptions, err) != CX_OK)
 		return err->code;
-	if (has_scheme(uri, "file://"))
-		return open_file(uri, out, err);
-	if (has_scheme(uri, "s3://"))
-		return open_cloud(uri, "s3://", "bucket", cx_objstore_open_s3,
-						  options, noptions, out, err);
-	if (has_scheme(uri, "az://"))
-		return open_cloud(uri, "az://", "container", cx_objstore_open_azure,
-						  options, noptions, out, err);
-
-	/* Name only the scheme: the rest of a URI may carry a secret. */
-	scheme_len = strcspn(uri, ":/");
-	if (scheme_len > MSG_SCHEME_MAX)
-		scheme_len = MSG_SCHEME_MAX;
-	return cx_err_set(err, CX_ERR_INVALID,
-					  "unsupported object store URI scheme \"%.*s\"; supported: file://, s3://, az://",
-					  (int) scheme_len, uri);
+	if (cx_uri_canonical(uri, &canonical, err) != CX_OK)
+		return err->code;
+	rc = open_canonical(canonical, options, noptions, out, err);
+	free(canonical);
+	return rc;
 }
 
 cx_code

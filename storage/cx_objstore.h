@@ -114,9 +114,21 @@ struct cx_objstore
  */
 extern const char *const cx_objstore_option_names[];
 
+/*
+ * The one spelling of a store URI, so that everything keyed on a store (the
+ * writer's resident stores, caches, stats) sees one store however it was
+ * written: the scheme in lower case, no empty or "." path segments (so no
+ * duplicate, leading or trailing '/' in the path or prefix).  A ".." segment,
+ * a file:// path that is not absolute or is the file-system root, an s3:// or
+ * az:// URI without a bucket or container, or another scheme is
+ * CX_ERR_INVALID.  *out is malloc'd; the caller frees it.
+ */
+cx_code		cx_uri_canonical(const char *uri, char **out, cx_err *err);
+
 /* Opens the store a URI names: file:///abs/path, s3://bucket[/prefix] or
- * az://container[/prefix].  options may be NULL when noptions is 0; an
- * unknown option name is CX_ERR_INVALID, naming the valid ones. */
+ * az://container[/prefix], in any spelling cx_uri_canonical() accepts (the
+ * handle's uri is the canonical one).  options may be NULL when noptions is
+ * 0; an unknown option name is CX_ERR_INVALID, naming the valid ones. */
 cx_code		cx_objstore_open(const char *uri, const cx_option *options,
 							 size_t noptions, cx_objstore **out, cx_err *err);
 

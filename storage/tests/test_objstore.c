@@ -432,6 +432,94 @@ CX_TEST(objstore_uri_parsing)
 	cx_obj_close(NULL);
 }
 
+/* Whether uri canonicalises to want (NULL: is refused as invalid). */
+static bool
+canonical_is(const char *uri, const char *want)
+{
+	char	   *got = NULL;
+	cx_err		err;
+	cx_code		rc = cx_uri_canonical(uri, &got, &err);
+	bool		ok;
+
+	if (want == NULL)
+		return rc == CX_ERR_INVALID && got == NULL;
+	ok = rc == CX_OK && strcmp(got, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  %s -> %s (want %s)\n", uri, rc == CX_OK ? got : err.msg, want);
+	free(got);
+	return ok;
+}
+
+/* Every spelling of one store has one canonical URI: what the writer, the
+ * caches and the stats key on. */
+CX_TEST(objstore_uri_canonical_spellings)
+{
+	const char *const same_file[] = {
+		"file:///x/ts", "file:///x/ts/", "file:///x/./ts", "file:///x//ts",
+		"FILE:///x/ts", "file:////x/ts///", "file:///./x/ts/.",
+	};
+	cx_err		err;
+	char	   *got;
+
+	for (size_t i = 0; i < sizeof(same_file) / sizeof(same_file[0]); i++)
+		CHECK(canonical_is(same_file[i], "file:///x/ts"));
+	CHECK(canonical_is("s3://bucket//ctx/", "s3://bucket/ctx"));
+	CHECK(canonical_is("S3://bucket/a//b/./c/", "s3://bucket/a/b/c"));
+	CHECK(canonical_is("s3://bucket", "s3://bucket"));
+	CHECK(canonical_is("s3://bucket/", "s3://bucket"));
+	CHECK(canonical_is("az://container///p", "az://container/p"));
+	CHECK(canonical_is("Az://container/p/", "az://container/p"));
+
+	/* ".." walks, the root is no store's directory, a bucket is needed. */
+	CHECK(canonical_is("file:///x/../ts", NULL));
+	CHECK(canonical_is("file:///x/ts/..", NULL));
+	CHECK(canonical_is("s3://bucket/a/../b", NULL));
+	CHECK(canonical_is("az://c/..", NULL));
+	CHECK(canonical_is("file:///", NULL));
+	CHECK(canonical_is("file://///./", NULL));
+	CHECK(canonical_is("file://x", NULL));
+	CHECK(canonical_is("s3:///prefix", NULL));
+	CHECK(canonical_is("s3://../p", NULL));
+	CHECK(canonical_is("az://", NULL));
+	CHECK(canonical_is("http://h/x", NULL));
+	CHECK(canonical_is("", NULL));
+	/* Dots that are not a whole segment are names like any other. */
+	CHECK(canonical_is("file:///x/..ts/.a", "file:///x/..ts/.a"));
+
+	CHECK_CODE(cx_uri_canonical("file:///a/../b", &got, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "\"..\"") != NULL);
+	CHECK_CODE(cx_uri_canonical("file:///", &got, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "root") != NULL);
+}
+
+/* Opening a store under any spelling gives the canonical URI, and the same
+ * objects. */
+CX_TEST(objstore_open_any_spelling_one_store)
+{
+	char		spelled[4200];
+	char		want[4200];
+	cx_objstore *a;
+	cx_objstore *b;
+	cx_err		err;
+	cx_buf		got;
+
+	cx_buf_init(&got);
+	snprintf(spelled, sizeof(spelled), "file://%s//./st/", cx_test_tmpdir());
+	snprintf(want, sizeof(want), "file://%s/st", cx_test_tmpdir());
+	REQUIRE_OK(cx_objstore_open(spelled, NULL, 0, &a, &err), &err);
+	CHECK(strcmp(a->uri, want) == 0);
+	REQUIRE_OK(cx_objstore_open(want, NULL, 0, &b, &err), &err);
+	REQUIRE_OK(put_str(a, "k", "v", CX_PUT_IF_ABSENT, &err), &err);
+	REQUIRE_OK(cx_obj_get(b, "k", &got, &err), &err);
+	CHECK(got.len == 1 && got.data[0] == 'v');
+	cx_buf_free(&got);
+	cx_obj_close(a);
+	cx_obj_close(b);
+	snprintf(spelled, sizeof(spelled), "file://%s/x/../st", cx_test_tmpdir());
+	CHECK_CODE(cx_objstore_open(spelled, NULL, 0, &a, &err), CX_ERR_INVALID);
+	CHECK(a == NULL);
+}
+
 CX_TEST(objstore_streaming_upload)
 {
 	cx_objstore *s;
