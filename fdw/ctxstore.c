@@ -11,6 +11,8 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "tcop/tcopprot.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
 
 #include "ctxstore_fdw.h"
@@ -20,7 +22,30 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
 int			cxfdw_max_transaction_kb = 1024 * 1024;
+
+/*
+ * The server log never repeats a statement that carries credentials: the
+ * validator's own errors hide it (errhidestmt), and this catches the rest,
+ * those PostgreSQL raises about such a statement ("user mapping ... already
+ * exists", a syntax error) and the lines log_statement and
+ * log_min_duration_statement write for it.
+ */
+static void
+hide_secret_statements(ErrorData *edata)
+{
+	if (debug_query_string != NULL && cxfdw_mentions_secret(debug_query_string))
+	{
+		edata->hide_stmt = true;
+		if (edata->message != NULL &&
+			strstr(edata->message, debug_query_string) != NULL)
+			edata->message = pstrdup("statement hidden by ctxstore: it carries user-mapping credentials");
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
 
 void
 _PG_init(void)
@@ -34,6 +59,8 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	cxfdw_xact_register();
 	cx_writer_init_module();
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = hide_secret_statements;
 	MarkGUCPrefixReserved("ctxstore");
 }
 

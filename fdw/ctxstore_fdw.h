@@ -108,6 +108,9 @@ extern bool cxfdw_uri_is_file(const char *uri);
 /* The one spelling of a store URI (palloc'd); raises the validator's error
  * for a URI that is not one. */
 extern char *cxfdw_canonical_uri(const char *uri);
+/* Whether a statement mentions a user-mapping option whose value is a
+ * secret (the server log then leaves the statement out). */
+extern bool cxfdw_mentions_secret(const char *sql);
 /* A table option's value as the validator parses it (booleans 0 or 1). */
 extern int64 cxfdw_table_option_value(const char *name, const char *value);
 

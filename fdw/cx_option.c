@@ -158,6 +158,7 @@ reject_unknown(const char *name, Oid context)
 		ereport(ERROR,
 				errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				errmsg("option \"%s\" is accepted only in a user mapping", name),
+				errhidestmt(true),
 				errhint("Credentials go in CREATE USER MAPPING ... SERVER ... OPTIONS (...), which only that user and superusers can read."));
 
 	initStringInfo(&valid);
@@ -169,6 +170,7 @@ reject_unknown(const char *name, Oid context)
 	ereport(ERROR,
 			errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 			errmsg("invalid option \"%s\" for %s", name, level_name(context)),
+			errhidestmt(true),
 			valid.len > 0
 			? errhint("Valid options in this context are: %s", valid.data)
 			: errhint("There are no valid options in this context."));
@@ -186,7 +188,8 @@ reject_value(const CxOptDef *def, const char *value, const char *why)
 			show
 			? errmsg("invalid value for option \"%s\": \"%s\"", def->name, value)
 			: errmsg("invalid value for option \"%s\"", def->name),
-			errdetail("%s", why));
+			errdetail("%s", why),
+			errhidestmt(true));
 }
 
 static bool
@@ -262,6 +265,7 @@ cxfdw_canonical_uri(const char *uri)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("invalid value for option \"uri\": \"%s\"", uri),
 				errdetail("The %s.", err.msg),
+				errhidestmt(true),
 				errhint("A store URI names a directory of its own without \"..\" segments: file:///absolute/path, s3://bucket/prefix or az://container/prefix."));
 	result = pstrdup(canonical);
 	free(canonical);
@@ -412,6 +416,83 @@ parse_value(const CxOptDef *def, const char *value)
 	return n;
 }
 
+/* Whether an option's value is a secret: every user-mapping option but
+ * the account name. */
+static bool
+is_secret(const CxOptDef *def)
+{
+	return def->context == MAPPING && strcmp(def->name, "account_name") != 0;
+}
+
+/* Whether sql mentions an option whose value is a secret, so that a log
+ * line about it must not repeat it. */
+bool
+cxfdw_mentions_secret(const char *sql)
+{
+	for (int i = 0; i < lengthof(options); i++)
+		if (is_secret(&options[i]) && strcasestr(sql, options[i].name) != NULL)
+			return true;
+	return false;
+}
+
+static bool
+has_option(List *list, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (strcmp(lfirst_node(DefElem, lc)->defname, name) == 0)
+			return true;
+	return false;
+}
+
+static void refuse_incomplete(const char *given, const char *needs,
+							  const char *hint) pg_attribute_noreturn();
+
+static void
+refuse_incomplete(const char *given, const char *needs, const char *hint)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+			errmsg("user mapping option \"%s\" needs %s", given, needs),
+			errhidestmt(true),
+			errhint("%s", hint));
+}
+
+/*
+ * A user mapping holds whole credentials or none: half a pair would only
+ * fail at the first query, far from the statement that caused it.
+ */
+static void
+check_credential_pairs(List *list)
+{
+	static const char *const s3_hint =
+		"S3 credentials are access_key_id and secret_access_key together, with session_token for temporary credentials.";
+	static const char *const az_hint =
+		"Azure credentials are account_name with account_key (SharedKey), or a sas_token (with account_name or an endpoint naming the account).";
+	bool		id = has_option(list, "access_key_id");
+	bool		secret = has_option(list, "secret_access_key");
+	bool		key = has_option(list, "account_key");
+	bool		sas = has_option(list, "sas_token");
+
+	if (id && !secret)
+		refuse_incomplete("access_key_id", "\"secret_access_key\"", s3_hint);
+	if (secret && !id)
+		refuse_incomplete("secret_access_key", "\"access_key_id\"", s3_hint);
+	if (has_option(list, "session_token") && !id)
+		refuse_incomplete("session_token", "\"access_key_id\" and \"secret_access_key\"", s3_hint);
+	if (key && sas)
+		ereport(ERROR,
+				errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				errmsg("a user mapping takes \"account_key\" or \"sas_token\", not both"),
+				errhidestmt(true),
+				errhint("%s", az_hint));
+	if (key && !has_option(list, "account_name"))
+		refuse_incomplete("account_key", "\"account_name\"", az_hint);
+	if (has_option(list, "account_name") && !key && !sas)
+		refuse_incomplete("account_name", "\"account_key\" or \"sas_token\"", az_hint);
+}
+
 PG_FUNCTION_INFO_V1(ctxstore_fdw_validator);
 
 /*
@@ -438,15 +519,19 @@ ctxstore_fdw_validator(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					errmsg("permission denied to set option \"allow_env_credentials\""),
+					errhidestmt(true),
 					errdetail("The option lets every user of the server use the credentials of the database server's environment."),
 					errhint("Only superusers may turn it on."));
 		has_uri |= strcmp(def->name, "uri") == 0;
 	}
 
+	if (context == MAPPING)
+		check_credential_pairs(list);
 	if (context == TABLE && !has_uri)
 		ereport(ERROR,
 				errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 				errmsg("a ctxstore foreign table needs the option \"uri\""),
+				errhidestmt(true),
 				errhint("Name the store, as in OPTIONS (uri 'file:///var/lib/ctxstore/context') or OPTIONS (uri 's3://bucket/context')."));
 
 	PG_RETURN_VOID();

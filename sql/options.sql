@@ -58,10 +58,23 @@ CREATE USER MAPPING FOR PUBLIC SERVER opt_srv OPTIONS (
   access_key_id 'AKIAEXAMPLE', secret_access_key 'hunter2', session_token 't');
 CREATE USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (endpoint 'https://x');
 CREATE USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (
-  account_name 'acct', account_key 'a2V5', sas_token 'sv=1');
+  account_name 'acct', account_key 'a2V5');
 ALTER USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (ADD password 'x');
+ALTER USER MAPPING FOR CURRENT_USER SERVER opt_srv OPTIONS (ADD sas_token 'sv=1');
 -- A bad credential value is refused without being repeated.
 ALTER USER MAPPING FOR PUBLIC SERVER opt_srv OPTIONS (SET secret_access_key '');
+-- Half a credential is refused when the mapping is made, not at first use.
+CREATE SERVER opt_half FOREIGN DATA WRAPPER ctxstore;
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (access_key_id 'AKIAEXAMPLE');
+\echo :LAST_ERROR_SQLSTATE
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (secret_access_key 'hunter2');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (session_token 't');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (account_key 'a2V5');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (account_name 'acct');
+ALTER USER MAPPING FOR PUBLIC SERVER opt_srv OPTIONS (DROP secret_access_key);
+-- A SAS token alone is whole (an endpoint may name the account).
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_half OPTIONS (sas_token 'sv=1');
+DROP SERVER opt_half CASCADE;
 
 -- Foreign-table level: every option with a valid value.
 CREATE FOREIGN TABLE opt_ft (id text, v text OPTIONS (column_name 'value'))
@@ -178,9 +191,8 @@ SELECT ctxstore.stats('opt_s3_ft');
 SELECT * FROM ctxstore.versions('opt_az_ft');
 IMPORT FOREIGN SCHEMA "s3://bucket/prefix" FROM SERVER opt_cloud INTO public;
 RESET ROLE;
--- An account name alone is no credential.
-CREATE USER MAPPING FOR regress_cx_opt_user SERVER opt_cloud
-  OPTIONS (account_name 'acct');
+-- Without a mapping of its own the role has no credential (an account name
+-- alone is refused as a mapping, above).
 SET ROLE regress_cx_opt_user;
 SELECT * FROM opt_az_ft;
 RESET ROLE;

@@ -145,7 +145,32 @@ like($explain, qr/"Store": "az:/, 'EXPLAIN shows the store');
 my ($src, $stats) = run_sql("SELECT ctxstore.stats('t_az_worker')");
 like($stats, qr/"uri": "az:.*"version": [1-9]/, 'stats describe the store');
 
+# Statements that carry a secret and fail, or are logged on purpose: the log
+# never repeats them (no STATEMENT: line, no log_statement text).
+my @refused = (
+	"CREATE SERVER s_bad FOREIGN DATA WRAPPER ctxstore OPTIONS (secret_access_key '$s3_secret')",
+	"CREATE USER MAPPING FOR CURRENT_USER SERVER s3_wrong OPTIONS (access_key_id 'AKIAX', secret_access_key '$s3_secret')",
+	"CREATE SERVER s_half FOREIGN DATA WRAPPER ctxstore; CREATE USER MAPPING FOR CURRENT_USER SERVER s_half OPTIONS (secret_access_key '$s3_secret')",
+	"CREATE USER MAPPING FOR CURRENT_USER SERVER s_half OPTIONS (account_name 'a', account_key '$az_key', sas_token '$sas')",
+	"CREATE USER MAPPING FOR CURRENT_USER SERVER s_half OPTIONS (access_key_id 'AKIAX', secret_access_key '$s3_secret', bogus 'x')");
+for my $sql (@refused)
+{
+	my ($rc, undef, $err) = run_sql($sql);
+	like($err, qr/ERROR:/, "refused: " . substr($sql, 0, 60));
+}
+# A syntax error: psql itself shows the statement back to its user (LINE 1:),
+# so only the server log is searched for this one.
+my (undef, undef, $syntax) = $node->psql('postgres',
+	"CREATE USER MAPPING FOR CURRENT_USER SERVER s_half OPTIONS (secret_access_key '$s3_secret'");
+like($syntax, qr/syntax error/, 'refused: a statement with a secret and a syntax error');
+($rc) = run_sql("SET log_statement = 'all'; SET log_min_duration_statement = 0; "
+	  . "CREATE USER MAPPING FOR CURRENT_USER SERVER s_half OPTIONS (access_key_id 'AKIAX', secret_access_key '$s3_secret')");
+is($rc, 0, 'a mapping created with log_statement = all');
 my $log = slurp_file($node->logfile);
+like($log, qr/is accepted only in a user mapping/, 'the refusals are in the log');
+like($log, qr/already exists/, "PostgreSQL's own refusal is in the log");
+like($log, qr/statement hidden by ctxstore/, 'log_statement shows that a statement was hidden');
+unlike($log, qr/STATEMENT:\s+CREATE (SERVER s_bad|USER MAPPING)/, 'no refused statement is echoed');
 like($log, qr/HTTP 503/, 'the server log holds the failures');
 for my $i (0 .. $#secrets)
 {
