@@ -63,7 +63,8 @@ typedef enum CxFailHint
 {
 	CX_HINT_NONE = 0,
 	CX_HINT_FENCED,				/* another writer claimed the shard */
-	CX_HINT_PENDING_LIMIT		/* pending_generations_max reached */
+	CX_HINT_PENDING_LIMIT,		/* pending_generations_max reached */
+	CX_HINT_STORE_OPTION		/* tables disagree about a store option */
 } CxFailHint;
 
 /* A failure as a slot or a merge job reports it.  No secret ever. */
@@ -313,7 +314,8 @@ typedef struct CxWaiter
 typedef struct CxResident
 {
 	CxOpenStore *os;
-	CxStoreSettings settings;	/* newest seen */
+	CxStoreSettings settings;	/* the store's, from its tables' requests */
+	CxTableRef	owners[CX_SETTINGS_MAX];	/* who set each store setting */
 	cx_shardwriter *w;	/* NULL: not claimed (yet, or any more) */
 	bool		reclaim;		/* the previous writer was fenced */
 	TimestampTz unsealed_since; /* 0: memtable empty */

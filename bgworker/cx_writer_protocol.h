@@ -30,11 +30,27 @@
 #include "cx_objstore.h"
 #include "cx_schema.h"
 
+/* The foreign table a request comes from. */
+typedef struct CxTableRef
+{
+	Oid			dboid;
+	Oid			relid;			/* InvalidOid: none */
+	Oid			userid;			/* whose user mapping the request carries */
+	char		name[2 * NAMEDATALEN + 1];	/* "schema.table", for messages */
+} CxTableRef;
+
+/* Most numeric and boolean settings (cx_tableopts.c lists them). */
+#define CX_SETTINGS_MAX 16
+
 /*
  * The foreign-table options that govern how the writer worker keeps a store
- * (docs/SQL.md lists them with their defaults).  Every request carries
- * them; the worker applies the newest it has seen for a store, so ALTER
- * FOREIGN TABLE takes effect with the next commit.
+ * (docs/OPERATIONS.md lists them with their defaults), and the table they
+ * come from.  Every request carries them.  seal_on_insert belongs to the
+ * request's table; the others belong to the store, shared by every table
+ * on it: a table that sets one explicitly (explicit_mask) must agree with
+ * any other table that set it (cxfdw_settings_apply), and a table that
+ * leaves it out takes the store's.  ALTER FOREIGN TABLE takes effect with
+ * the table's next request.
  */
 typedef struct CxStoreSettings
 {
@@ -51,7 +67,19 @@ typedef struct CxStoreSettings
 	int			pending_generations_max;
 	int64		target_rows_per_fragment;
 	int			compression_level;
+	uint32		explicit_mask;	/* bit i: setting i was set by the table */
+	CxTableRef	source;
 } CxStoreSettings;
+
+/*
+ * Applies a request's settings to a store's, whose store-level settings i
+ * were set explicitly by owners[i] (relid InvalidOid: by none).  False, with
+ * why filled and nothing changed, if req explicitly sets a store-level
+ * setting that another table set to another value (cx_tableopts.c).
+ */
+extern bool cxfdw_settings_apply(CxStoreSettings *store, CxTableRef *owners,
+								 const CxStoreSettings *req, char *why,
+								 size_t whylen);
 
 /* One store's batch of rows, encoded with cx_row_encode() in the order of
  * schema's columns (the store's schema, which may already exist).  A

@@ -10,7 +10,7 @@
  *   - the writer was fenced (another cluster claimed the same shard id):
  *     the fenced writer is dropped at once and the next request re-claims,
  *     which is logged; nothing retries a claim in a loop;
- *   - the table options the writer was opened with (key, unique_key,
+ *   - the store options the writer was opened with (key, unique_key,
  *     pending_generations_max, compression_level) change: the writer is
  *     sealed, closed and opened again with the new ones;
  *   - the store is closed (evicted, reopened with another user mapping's
@@ -202,31 +202,47 @@ writer_close_for_reopen(CxResident *r, CxFailure *fail)
 	return true;
 }
 
+/* A new resident store; its first request's settings become its own
+ * (take_settings, which also starts the cleanup clock). */
 static CxResident *
-resident_new(CxOpenStore *os, const CxStoreSettings *settings)
+resident_new(CxOpenStore *os)
 {
 	CxResident *r = MemoryContextAllocZero(TopMemoryContext, sizeof(CxResident));
 
 	r->os = os;
-	r->settings = *settings;
 	dlist_init(&r->waiters);
-	if (settings->cleanup_interval_s > 0)
-		r->next_cleanup = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													  settings->cleanup_interval_s * 1000L);
 	os->state = r;
 	return r;
 }
 
-/* Takes req's settings; the cleanup clock restarts when its interval
- * changes. */
+/* The store's settings with req's applied, or false (fail filled) if req's
+ * table contradicts another table about a store option. */
+static bool
+merged_settings(CxResident *r, const CxStoreSettings *req,
+				CxStoreSettings *merged, CxTableRef *owners, CxFailure *fail)
+{
+	char		why[CX_ERR_MSG_LEN];
+
+	*merged = r->settings;
+	memcpy(owners, r->owners, sizeof(r->owners));
+	if (cxfdw_settings_apply(merged, owners, req, why, sizeof(why)))
+		return true;
+	cx_failure_set(fail, CX_ERR_INVALID, "%s", why);
+	fail->hint = CX_HINT_STORE_OPTION;
+	return false;
+}
+
+/* Takes the store's new settings; the cleanup clock restarts when its
+ * interval changes. */
 static void
-take_settings(CxResident *r, const CxStoreSettings *s)
+take_settings(CxResident *r, const CxStoreSettings *s, const CxTableRef *owners)
 {
 	if (s->cleanup_interval_s != r->settings.cleanup_interval_s)
 		r->next_cleanup = s->cleanup_interval_s > 0
 			? TimestampTzPlusMilliseconds(GetCurrentTimestamp(), s->cleanup_interval_s * 1000L)
 			: 0;
 	r->settings = *s;
+	memcpy(r->owners, owners, sizeof(r->owners));
 }
 
 cx_code
@@ -234,6 +250,8 @@ cx_resident_get(const CxBatchView *req, CxResident **out, CxFailure *fail)
 {
 	CxOpenStore *os;
 	CxResident *r;
+	CxStoreSettings settings;
+	CxTableRef	owners[CX_SETTINGS_MAX];
 	cx_err		err;
 
 	*out = NULL;
@@ -242,11 +260,13 @@ cx_resident_get(const CxBatchView *req, CxResident **out, CxFailure *fail)
 		fail_from(fail, &err, CX_HINT_NONE);
 		return err.code;
 	}
-	r = os->state != NULL ? os->state : resident_new(os, req->settings);
-	if (r->w != NULL && writer_settings_differ(&r->settings, req->settings) &&
+	r = os->state != NULL ? os->state : resident_new(os);
+	if (!merged_settings(r, req->settings, &settings, owners, fail))
+		return fail->code;
+	if (r->w != NULL && writer_settings_differ(&r->settings, &settings) &&
 		!writer_close_for_reopen(r, fail))
 		return fail->code;
-	take_settings(r, req->settings);
+	take_settings(r, &settings, owners);
 	if (r->w == NULL && writer_open(r, fail) != CX_OK)
 		return fail->code;
 	*out = r;

@@ -272,6 +272,8 @@ failure_hint(CxFailHint hint)
 			return "Another cluster wrote this store's shard: check that no two clusters share a ctxstore.shard_id.  The writer re-claims the shard with the next request to the store.";
 		case CX_HINT_PENDING_LIMIT:
 			return "Too many generations are unmerged.  Run ctxstore.merge_wal() on a table of the store, or check its merge_after_generations, cleanup_interval and pending_generations_max options.";
+		case CX_HINT_STORE_OPTION:
+			return "Options that belong to a store must agree on every table of the store: set the option alike on both tables, or leave it out of one (it then takes the store's).";
 		case CX_HINT_NONE:
 			break;
 	}

@@ -88,7 +88,6 @@ typedef struct CxRelInfo
 	Oid			userid;			/* whose user mapping and privileges apply */
 	char	   *uri;
 	uint64		version;		/* pinned version, 0 = the latest */
-	int			compression_level;
 	/* Options the engine opens the store with (server + user mapping);
 	 * may hold secrets, so never shown anywhere. */
 	cx_option  *store_options;
@@ -111,6 +110,9 @@ extern char *cxfdw_canonical_uri(const char *uri);
 /* Whether a statement mentions a user-mapping option whose value is a
  * secret (the server log then leaves the statement out). */
 extern bool cxfdw_mentions_secret(const char *sql);
+/* Whether a foreign-table option belongs to the store rather than to the
+ * table (docs/OPERATIONS.md, "Store and table options"). */
+extern bool cxfdw_option_is_store_level(const char *name);
 /* A table option's value as the validator parses it (booleans 0 or 1). */
 extern int64 cxfdw_table_option_value(const char *name, const char *value);
 

@@ -54,10 +54,26 @@ typedef enum CxOptKind
 	OPT_PATH					/* absolute file name */
 } CxOptKind;
 
+/*
+ * Whom a foreign-table option belongs to.  A store is shared by every table
+ * on it (in every database of the cluster, and of other clusters), so what
+ * governs the store itself (its key, how it merges, cleans up, limits and
+ * compresses) is one value per store: tables that set it must agree, and a
+ * table that leaves it out takes the store's (cxfdw_settings_apply).  What
+ * governs only the table's own reads and writes is the table's.
+ */
+typedef enum CxOptScope
+{
+	OF_OBJECT = 0,				/* server, mapping and column options */
+	OF_TABLE,					/* this table only */
+	OF_STORE					/* the store, shared by its tables */
+} CxOptScope;
+
 typedef struct CxOptDef
 {
 	const char *name;
 	Oid			context;		/* catalog of the level it belongs to */
+	CxOptScope	scope;
 	CxOptKind	kind;
 	int64		min;
 	int64		max;
@@ -68,51 +84,49 @@ typedef struct CxOptDef
 #define TABLE ForeignTableRelationId
 #define COLUMN AttributeRelationId
 
-#define COMPRESSION_LEVEL_DEFAULT 3
-
 static const CxOptDef options[] =
 {
-	{"endpoint", SERVER, OPT_URL},
-	{"region", SERVER, OPT_STRING},
-	{"url_style", SERVER, OPT_URL_STYLE},
-	{"conditional_put", SERVER, OPT_ENGINE_BOOL},
-	{"connect_timeout", SERVER, OPT_TRANSPORT},
-	{"request_timeout", SERVER, OPT_TRANSPORT},
-	{"retry_max_attempts", SERVER, OPT_TRANSPORT},
-	{"retry_max_seconds", SERVER, OPT_TRANSPORT},
-	{"ca_file", SERVER, OPT_PATH},
-	{"tls_verify", SERVER, OPT_TRANSPORT},
+	{"endpoint", SERVER, OF_OBJECT, OPT_URL},
+	{"region", SERVER, OF_OBJECT, OPT_STRING},
+	{"url_style", SERVER, OF_OBJECT, OPT_URL_STYLE},
+	{"conditional_put", SERVER, OF_OBJECT, OPT_ENGINE_BOOL},
+	{"connect_timeout", SERVER, OF_OBJECT, OPT_TRANSPORT},
+	{"request_timeout", SERVER, OF_OBJECT, OPT_TRANSPORT},
+	{"retry_max_attempts", SERVER, OF_OBJECT, OPT_TRANSPORT},
+	{"retry_max_seconds", SERVER, OF_OBJECT, OPT_TRANSPORT},
+	{"ca_file", SERVER, OF_OBJECT, OPT_PATH},
+	{"tls_verify", SERVER, OF_OBJECT, OPT_TRANSPORT},
 	/* S3 serves at most 1000 keys per page and refuses more when a store
 	 * opens; Azure serves up to 5000. */
-	{"list_page_size", SERVER, OPT_INT, 1, 5000},
-	{"allow_env_credentials", SERVER, OPT_ENGINE_BOOL},
+	{"list_page_size", SERVER, OF_OBJECT, OPT_INT, 1, 5000},
+	{"allow_env_credentials", SERVER, OF_OBJECT, OPT_ENGINE_BOOL},
 
-	{"access_key_id", MAPPING, OPT_STRING},
-	{"secret_access_key", MAPPING, OPT_STRING},
-	{"session_token", MAPPING, OPT_STRING},
-	{"account_name", MAPPING, OPT_STRING},
-	{"account_key", MAPPING, OPT_STRING},
-	{"sas_token", MAPPING, OPT_STRING},
+	{"access_key_id", MAPPING, OF_OBJECT, OPT_STRING},
+	{"secret_access_key", MAPPING, OF_OBJECT, OPT_STRING},
+	{"session_token", MAPPING, OF_OBJECT, OPT_STRING},
+	{"account_name", MAPPING, OF_OBJECT, OPT_STRING},
+	{"account_key", MAPPING, OF_OBJECT, OPT_STRING},
+	{"sas_token", MAPPING, OF_OBJECT, OPT_STRING},
 
-	{"uri", TABLE, OPT_URI},
-	{"key", TABLE, OPT_STRING},
-	{"seal_on_insert", TABLE, OPT_BOOL},
-	{"unique_key", TABLE, OPT_BOOL},
-	{"upsert_key", TABLE, OPT_BOOL},
-	{"flush_interval", TABLE, OPT_SECONDS, 0, INT_MAX},
-	{"merge_after_generations", TABLE, OPT_INT, 0, INT_MAX},
-	{"merge_max_generations", TABLE, OPT_INT, 2, INT_MAX},
-	{"merge_max_bytes", TABLE, OPT_BYTES, 1, PG_INT64_MAX / 2},
-	{"cleanup_interval", TABLE, OPT_SECONDS, 0, INT_MAX},
-	{"cleanup_min_generations", TABLE, OPT_INT, 1, INT_MAX},
-	{"pending_generations_warn", TABLE, OPT_INT, 1, INT_MAX},
-	{"pending_generations_max", TABLE, OPT_INT, 1, INT_MAX},
-	{"compact_min_fragments", TABLE, OPT_INT, 2, INT_MAX},
-	{"target_rows_per_fragment", TABLE, OPT_INT, 1, INT_MAX},
-	{"compression_level", TABLE, OPT_INT, 1, 22},
-	{"version", TABLE, OPT_INT, 1, PG_INT64_MAX},
+	{"uri", TABLE, OF_TABLE, OPT_URI},
+	{"key", TABLE, OF_STORE, OPT_STRING},
+	{"seal_on_insert", TABLE, OF_TABLE, OPT_BOOL},
+	{"unique_key", TABLE, OF_STORE, OPT_BOOL},
+	{"upsert_key", TABLE, OF_STORE, OPT_BOOL},
+	{"flush_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX},
+	{"merge_after_generations", TABLE, OF_STORE, OPT_INT, 0, INT_MAX},
+	{"merge_max_generations", TABLE, OF_STORE, OPT_INT, 2, INT_MAX},
+	{"merge_max_bytes", TABLE, OF_STORE, OPT_BYTES, 1, PG_INT64_MAX / 2},
+	{"cleanup_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX},
+	{"cleanup_min_generations", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
+	{"pending_generations_warn", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
+	{"pending_generations_max", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
+	{"compact_min_fragments", TABLE, OF_STORE, OPT_INT, 2, INT_MAX},
+	{"target_rows_per_fragment", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
+	{"compression_level", TABLE, OF_STORE, OPT_INT, 1, 22},
+	{"version", TABLE, OF_TABLE, OPT_INT, 1, PG_INT64_MAX},
 
-	{"column_name", COLUMN, OPT_STRING},
+	{"column_name", COLUMN, OF_OBJECT, OPT_STRING},
 };
 
 static const CxOptDef *
@@ -631,6 +645,15 @@ cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid)
 	}
 }
 
+/* Whether the table option name belongs to the store (OF_STORE). */
+bool
+cxfdw_option_is_store_level(const char *name)
+{
+	const CxOptDef *def = find_option(name);
+
+	return def != NULL && def->scope == OF_STORE;
+}
+
 /*
  * The value of the table option name as parse_value reads it (booleans as 0
  * or 1): cx_tableopts.c takes the write settings through it, so each option
@@ -651,7 +674,6 @@ read_table_options(CxRelInfo *ri, List *list)
 {
 	ListCell   *lc;
 
-	ri->compression_level = COMPRESSION_LEVEL_DEFAULT;
 	foreach(lc, list)
 	{
 		DefElem    *opt = lfirst_node(DefElem, lc);
@@ -665,8 +687,6 @@ read_table_options(CxRelInfo *ri, List *list)
 			ri->uri = cxfdw_canonical_uri(defGetString(opt));
 		else if (strcmp(def->name, "version") == 0)
 			ri->version = (uint64) parse_value(def, defGetString(opt));
-		else if (strcmp(def->name, "compression_level") == 0)
-			ri->compression_level = (int) parse_value(def, defGetString(opt));
 	}
 	if (ri->uri == NULL)
 		elog(ERROR, "foreign table \"%s\" has no uri option", ri->relname);

@@ -5,7 +5,10 @@
  *
  * Values are read with the validator's own parser (cx_option.c), so a
  * setting means here exactly what CREATE / ALTER accepted.  Options a table
- * leaves out take the defaults of BRIEF.md §2 / docs/SQL.md.
+ * leaves out take the defaults of docs/OPERATIONS.md, or, for an option of
+ * the store that another table of the store set, that table's value
+ * (cxfdw_settings_apply, run by the writer worker, which sees every table's
+ * requests).
  */
 #include "postgres.h"
 
@@ -13,6 +16,8 @@
 
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
 
 #include "ctxstore_fdw.h"
 #include "cx_writer_protocol.h"
@@ -51,7 +56,11 @@ static const CxSettingDef setting_defs[] =
 	SETTING("pending_generations_warn", SETTING_INT, pending_generations_warn),
 	SETTING("pending_generations_max", SETTING_INT, pending_generations_max),
 	SETTING("target_rows_per_fragment", SETTING_INT64, target_rows_per_fragment),
+	SETTING("compression_level", SETTING_INT, compression_level),
 };
+
+StaticAssertDecl(lengthof(setting_defs) <= CX_SETTINGS_MAX,
+				 "CX_SETTINGS_MAX is too small for setting_defs");
 
 static void
 settings_default(CxStoreSettings *s)
@@ -69,6 +78,7 @@ settings_default(CxStoreSettings *s)
 	s->pending_generations_warn = 256;
 	s->pending_generations_max = 4096;
 	s->target_rows_per_fragment = 1048576;
+	s->compression_level = 3;
 }
 
 /* Stores value into the field def names. */
@@ -106,9 +116,19 @@ set_key(CxStoreSettings *s, const CxRelInfo *ri, const char *key)
 	strlcpy(s->key_column, key, sizeof(s->key_column));
 }
 
+static void
+set_source(CxTableRef *ref, const CxRelInfo *ri)
+{
+	ref->dboid = MyDatabaseId;
+	ref->relid = ri->relid;
+	ref->userid = ri->userid;
+	snprintf(ref->name, sizeof(ref->name), "%s.%s",
+			 get_namespace_name(get_rel_namespace(ri->relid)), ri->relname);
+}
+
 /*
  * The write settings of the foreign table ri, from its options and the
- * defaults.  compression_level comes from ri (cx_option.c reads it).
+ * defaults, with the table they come from.
  */
 void
 cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
@@ -116,7 +136,7 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
 	ListCell   *lc;
 
 	settings_default(out);
-	out->compression_level = ri->compression_level;
+	set_source(&out->source, ri);
 	foreach(lc, GetForeignTable(ri->relid)->options)
 	{
 		DefElem    *opt = lfirst_node(DefElem, lc);
@@ -128,8 +148,105 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
 		}
 		for (int i = 0; i < lengthof(setting_defs); i++)
 			if (strcmp(opt->defname, setting_defs[i].option) == 0)
+			{
 				set_value(out, &setting_defs[i], defGetString(opt));
+				out->explicit_mask |= UINT32_C(1) << i;
+			}
 	}
+}
+
+static bool
+same_table(const CxTableRef *a, const CxTableRef *b)
+{
+	return a->dboid == b->dboid && a->relid == b->relid;
+}
+
+static Size
+setting_size(const CxSettingDef *def)
+{
+	switch (def->type)
+	{
+		case SETTING_BOOL:
+			return sizeof(bool);
+		case SETTING_INT:
+			return sizeof(int);
+		case SETTING_INT64:
+			break;
+	}
+	return sizeof(int64);
+}
+
+static int64
+setting_get(const CxStoreSettings *s, const CxSettingDef *def)
+{
+	const char *field = (const char *) s + def->offset;
+
+	switch (def->type)
+	{
+		case SETTING_BOOL:
+			return *(const bool *) field;
+		case SETTING_INT:
+			return *(const int *) field;
+		case SETTING_INT64:
+			break;
+	}
+	return *(const int64 *) field;
+}
+
+/* Whether req's explicit value of setting i contradicts the value another
+ * table set for the store; why says so. */
+static bool
+contradicts(const CxStoreSettings *store, const CxTableRef *owner,
+			const CxStoreSettings *req, int i, char *why, size_t whylen)
+{
+	const CxSettingDef *def = &setting_defs[i];
+
+	if (!(req->explicit_mask & (UINT32_C(1) << i)) ||
+		owner->relid == InvalidOid || same_table(owner, &req->source) ||
+		setting_get(store, def) == setting_get(req, def))
+		return false;
+	snprintf(why, whylen,
+			 "foreign table \"%s\" sets %s to " INT64_FORMAT ", but the store has " INT64_FORMAT " from foreign table \"%s\"",
+			 req->source.name, def->option, setting_get(req, def),
+			 setting_get(store, def), owner->name);
+	return true;
+}
+
+/*
+ * Store-level settings: owned by the first table that sets one explicitly,
+ * which may change it and releases it by leaving it out (back to the
+ * default, or to whatever a table sets next); another table may set it only
+ * to the same value, and one that leaves it out takes the store's.  Table-level ones (seal_on_insert) and the key, which the store
+ * records itself, come from each request.
+ */
+bool
+cxfdw_settings_apply(CxStoreSettings *store, CxTableRef *owners,
+					 const CxStoreSettings *req, char *why, size_t whylen)
+{
+	CxStoreSettings merged = *req;
+
+	for (int i = 0; i < lengthof(setting_defs); i++)
+		if (contradicts(store, &owners[i], req, i, why, whylen))
+			return false;
+	for (int i = 0; i < lengthof(setting_defs); i++)
+	{
+		const CxSettingDef *def = &setting_defs[i];
+		bool		sets = (req->explicit_mask & (UINT32_C(1) << i)) != 0;
+
+		if (!cxfdw_option_is_store_level(def->option))
+			continue;
+		if (sets && owners[i].relid == InvalidOid)
+			owners[i] = req->source;
+		else if (sets)
+			continue;
+		else if (same_table(&owners[i], &req->source))
+			owners[i].relid = InvalidOid;
+		else if (owners[i].relid != InvalidOid)
+			memcpy((char *) &merged + def->offset,
+				   (const char *) store + def->offset, setting_size(def));
+	}
+	*store = merged;
+	return true;
 }
 
 /* Whether the table has a (non-dropped) column stored as name. */
