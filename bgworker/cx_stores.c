@@ -4,21 +4,41 @@
  * A store is opened once and reused by every later request, so object-store
  * connections, DNS lookups and TLS sessions are paid once, not per commit or
  * per merge.  Each worker (writer, maintenance) has its own table and its own
- * handles.  The handle is opened with the options (server and user-mapping
- * options, compared as bytes and never logged) of the request that opened
- * it; a request for the same URI with other options (another user mapping)
- * closes it and opens it again with those, so no request is carried out with
- * another user's credentials.  The table is bounded: the least recently used
- * store that is not busy is closed to make room.
+ * handles.  The table is bounded: the least recently used store that is not
+ * busy is closed to make room.
+ *
+ * A store is its canonical URI plus the options that say where it is
+ * (endpoint, account_name): one entry, one handle and, in the writer, one
+ * shard claim, whichever role's request reaches it.  The handle is opened
+ * with the options (server and user mapping) of the request that opened it.
+ * A request that carries other options (another role's user mapping) is
+ * carried out on that handle only once its own credentials have been seen
+ * to write the store: the store is opened with them and a small object
+ * (_access_check) is put with them.  The check is remembered per store by
+ * a digest of the options, never the options themselves, for
+ * CREDENTIAL_CHECK_SECONDS; a check that fails is not remembered.  So no
+ * role's rows reach a store its own credentials could not write, and two
+ * roles writing one store share one claim instead of re-claiming the shard
+ * at every switch (docs/DESIGN.md 4.2 gives the argument).  If the handle's
+ * own credentials stop working (CX_ERR_AUTH: rotated or revoked), the store
+ * is reopened with the next request's (cx_stores_want_reopen).
  *
  * The owning worker hangs its own state on each store (CxOpenStore.state)
  * and is told before a store is closed (CxStoreHooks.closing).
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
+#include "cx_crypto.h"
 #include "cx_writer_int.h"
+
+/* How long a credential check stays good. */
+#define CREDENTIAL_CHECK_SECONDS 300
+/* The object a credential check writes, at the store's root. */
+#define ACCESS_CHECK_KEY "_access_check"
 
 static CxOpenStore **open_stores;
 static int	max_open;
@@ -55,10 +75,30 @@ cx_stores_find(const char *uri)
 	return NULL;
 }
 
+/* The options that say where a store is, as "name=value\n" lines: part of
+ * its identity, with the URI.  Holds no secret. */
+static char *
+store_location(const CxBatchView *req)
+{
+	static const char *const names[] = {"endpoint", "account_name"};
+	StringInfoData loc;
+
+	initStringInfo(&loc);
+	for (int i = 0; i < lengthof(names); i++)
+	{
+		const char *v = cx_option_get(req->options, req->noptions, names[i]);
+
+		if (v != NULL)
+			appendStringInfo(&loc, "%s=%s\n", names[i], v);
+	}
+	return loc.data;
+}
+
 static void
 store_free(CxOpenStore *os)
 {
 	pfree(os->uri);
+	pfree(os->location);
 	if (os->options_bytes)
 		pfree(os->options_bytes);
 	pfree(os->options);
@@ -77,11 +117,84 @@ store_close(int i)
 	open_stores[i] = NULL;
 }
 
+/* Whether req carries the options the store was opened with. */
 static bool
-same_identity(const CxOpenStore *os, const CxBatchView *req)
+same_options(const CxOpenStore *os, const CxBatchView *req)
 {
 	return os->options_len == req->options_len &&
 		memcmp(os->options_bytes, req->options_bytes, req->options_len) == 0;
+}
+
+static void
+options_digest(const CxBatchView *req, uint8 *digest)
+{
+	cx_sha256(req->options_bytes, req->options_len, digest);
+}
+
+/* Whether the credentials of digest passed a check of os that is still
+ * good. */
+static bool
+recently_checked(const CxOpenStore *os, const uint8 *digest, TimestampTz now)
+{
+	for (int i = 0; i < CX_STORE_CHECKS; i++)
+		if (os->checks[i].at != 0 &&
+			memcmp(os->checks[i].digest, digest, CX_SHA256_LEN) == 0 &&
+			!TimestampDifferenceExceeds(os->checks[i].at, now,
+										CREDENTIAL_CHECK_SECONDS * 1000))
+			return true;
+	return false;
+}
+
+/* Remembers a passed check in place of the oldest. */
+static void
+remember_check(CxOpenStore *os, const uint8 *digest, TimestampTz now)
+{
+	int			oldest = 0;
+
+	for (int i = 1; i < CX_STORE_CHECKS; i++)
+		if (os->checks[i].at < os->checks[oldest].at)
+			oldest = i;
+	memcpy(os->checks[oldest].digest, digest, CX_SHA256_LEN);
+	os->checks[oldest].at = now;
+}
+
+/* Opens the store with req's own options and writes the check object with
+ * them: what those credentials may do, they may do through os's handle. */
+static cx_code
+check_credentials(const CxBatchView *req, cx_err *err)
+{
+	static const char body[] = "ctxstore: this store was written with these credentials\n";
+	cx_objstore *own;
+	cx_code		rc;
+
+	if (cx_objstore_open(req->uri, req->options, req->noptions, &own, err) != CX_OK)
+		return err->code;
+	rc = cx_obj_put(own, ACCESS_CHECK_KEY, body, sizeof(body) - 1,
+					CX_PUT_OVERWRITE, err);
+	cx_obj_close(own);
+	return rc;
+}
+
+/* A request with options other than os's may use os once its credentials
+ * are known to write the store. */
+static cx_code
+admit(CxOpenStore *os, const CxBatchView *req, cx_err *err)
+{
+	uint8		digest[CX_SHA256_LEN];
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (same_options(os, req))
+		return CX_OK;
+	options_digest(req, digest);
+	if (recently_checked(os, digest, now))
+		return CX_OK;
+	if (check_credentials(req, err) != CX_OK)
+		return cx_err_prefix(err, "the credentials of this request's user mapping cannot write store %s",
+							 req->uri);
+	elog(LOG, "ctxstore: store \"%s\" admits the credentials of another user mapping (checked by writing %s)",
+		 req->uri, ACCESS_CHECK_KEY);
+	remember_check(os, digest, now);
+	return CX_OK;
 }
 
 /* A free entry, or the least recently used store that is not busy after
@@ -115,8 +228,11 @@ static CxOpenStore *
 store_new(const CxBatchView *req)
 {
 	CxOpenStore *os = MemoryContextAllocZero(TopMemoryContext, sizeof(CxOpenStore));
+	char	   *location = store_location(req);
 
 	os->uri = MemoryContextStrdup(TopMemoryContext, req->uri);
+	os->location = MemoryContextStrdup(TopMemoryContext, location);
+	pfree(location);
 	if (req->options_len > 0)
 	{
 		os->options_bytes = MemoryContextAlloc(TopMemoryContext, req->options_len);
@@ -130,26 +246,41 @@ store_new(const CxBatchView *req)
 	return os;
 }
 
+/* The entry of the store req names, or -1. */
+static int
+find_entry(const CxBatchView *req)
+{
+	char	   *location = store_location(req);
+	int			found = -1;
+
+	for (int i = 0; i < max_open && found < 0; i++)
+		if (open_stores[i] != NULL &&
+			strcmp(open_stores[i]->uri, req->uri) == 0 &&
+			strcmp(open_stores[i]->location, location) == 0)
+			found = i;
+	pfree(location);
+	return found;
+}
+
 cx_code
 cx_stores_get(const CxBatchView *req, CxOpenStore **out, cx_err *err)
 {
 	CxOpenStore *os;
-	int			slot = -1;
+	int			slot = find_entry(req);
 
-	for (int i = 0; i < max_open && slot < 0; i++)
-		if (open_stores[i] != NULL && strcmp(open_stores[i]->uri, req->uri) == 0)
-			slot = i;
-	if (slot >= 0 && same_identity(open_stores[slot], req))
+	if (slot >= 0 && open_stores[slot]->reopen && !same_options(open_stores[slot], req))
 	{
+		elog(LOG, "ctxstore: reopening store \"%s\" with the options of another user mapping: its own credentials were refused",
+			 req->uri);
+		store_close(slot);
+	}
+	else if (slot >= 0)
+	{
+		if (admit(open_stores[slot], req, err) != CX_OK)
+			return err->code;
 		open_stores[slot]->last_used = ++use_counter;
 		*out = open_stores[slot];
 		return CX_OK;
-	}
-	if (slot >= 0)
-	{
-		elog(LOG, "ctxstore: reopening store \"%s\" with the options of another user mapping",
-			 req->uri);
-		store_close(slot);
 	}
 	else if ((slot = entry_for_new_store()) < 0)
 		return cx_err_set(err, CX_ERR_LIMIT,
@@ -166,6 +297,12 @@ cx_stores_get(const CxBatchView *req, CxOpenStore **out, cx_err *err)
 	open_stores[slot] = os;
 	*out = os;
 	return CX_OK;
+}
+
+void
+cx_stores_want_reopen(CxOpenStore *os)
+{
+	os->reopen = true;
 }
 
 void

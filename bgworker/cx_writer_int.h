@@ -36,6 +36,7 @@
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
 
+#include "cx_crypto.h"
 #include "cx_error.h"
 #include "cx_merge.h"
 #include "cx_objstore.h"
@@ -263,18 +264,32 @@ extern void cx_options_split(const char *bytes, int noptions, cx_option *out);
 
 /* ---- a process's open stores (cx_stores.c) ---- */
 
-/* One store a worker holds open: one per URI, opened with the options of
- * the request that opened it. */
+/* Credential checks a store remembers (cx_stores.c). */
+#define CX_STORE_CHECKS 8
+
+/* A passed credential check: the digest of a request's options. */
+typedef struct CxCredentialCheck
+{
+	uint8		digest[CX_SHA256_LEN];	/* SHA-256 of the options */
+	TimestampTz at;				/* 0 = unused */
+} CxCredentialCheck;
+
+/* One store a worker holds open: one per URI and location, opened with the
+ * options of the request that opened it. */
 typedef struct CxOpenStore
 {
 	char	   *uri;			/* TopMemoryContext */
-	char	   *options_bytes;	/* identity; may hold secrets */
+	char	   *location;		/* endpoint and account: with uri, the
+								 * store's identity */
+	char	   *options_bytes;	/* the opening request's; may hold secrets */
 	Size		options_len;
 	cx_option  *options;		/* split options_bytes */
 	int			noptions;
 	cx_objstore *handle;
 	uint64		last_used;
 	cx_objstats published;		/* handle counters already published */
+	CxCredentialCheck checks[CX_STORE_CHECKS];	/* other options admitted */
+	bool		reopen;			/* the handle's credentials were refused */
 	void	   *state;			/* the owning worker's per-store state */
 } CxOpenStore;
 
@@ -288,10 +303,14 @@ typedef struct CxStoreHooks
 } CxStoreHooks;
 
 extern void cx_stores_init(const CxStoreHooks *hooks, int max_open);
-/* The open store for req's URI and options, opened on first use; a store
- * open with other options for the same URI is closed and reopened. */
+/* The open store req names (URI and location), opened with req's options on
+ * first use; a request with other options is admitted once its credentials
+ * have written the store (cx_stores.c). */
 extern cx_code cx_stores_get(const CxBatchView *req, CxOpenStore **out,
 							 cx_err *err);
+/* The store's own credentials were refused: the next request with other
+ * options reopens it with those. */
+extern void cx_stores_want_reopen(CxOpenStore *os);
 extern CxOpenStore *cx_stores_find(const char *uri);
 /* Open stores, for iteration: entries 0..cx_stores_max()-1, NULL unused. */
 extern int	cx_stores_max(void);

@@ -148,12 +148,16 @@ writer_drop_fenced(CxResident *r, const cx_err *err)
 	cx_waiters_fail(r, &fail);
 }
 
-/* After any shard-writer call: a fenced writer is dropped. */
+/* After any shard-writer call: a fenced writer is dropped; a store whose
+ * handle's credentials were refused is reopened with the next request's
+ * (the WAL keeps what the dropped writer held). */
 static cx_code
 after_call(CxResident *r, cx_code rc, const cx_err *err)
 {
 	if (rc == CX_ERR_FENCED && r->w != NULL)
 		writer_drop_fenced(r, err);
+	if (rc == CX_ERR_AUTH)
+		cx_stores_want_reopen(r->os);
 	return rc;
 }
 

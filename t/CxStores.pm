@@ -23,7 +23,7 @@ use MIME::Base64;
 use POSIX qw(strftime);
 
 our @EXPORT = qw(emu store_uri server_sql proxy_fault proxy_clear proxy_stat
-  proxy_endpoint);
+  proxy_endpoint az_account_sas);
 
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
@@ -68,6 +68,21 @@ sub az_create_container
 	die "creating Azurite container $name: $r->{status} $r->{content}\n"
 	  unless $r->{status} == 201 || $r->{status} == 409;
 	return;
+}
+
+# An account SAS token for Azurite's Blob service with permissions $perms
+# (e.g. 'rwdlac', or 'rl' to read only), signed as "Create an account SAS"
+# (version 2020-12-06 and later) prescribes, valid for a day.
+sub az_account_sas
+{
+	my ($perms) = @_;
+	my $se = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime(time + 86400));
+	my $to_sign = join("\n", emu('AZ_ACCOUNT'), $perms, 'b', 'sco', '', $se, '',
+		'https,http', '2021-08-06', '', '');
+	my $sig = encode_base64(hmac_sha256($to_sign, decode_base64(emu('AZ_KEY'))), '');
+	my $enc = sub { my ($v) = @_; $v =~ s/([^A-Za-z0-9\-._~])/sprintf('%%%02X', ord $1)/ge; $v };
+	return "sv=2021-08-06&ss=b&srt=sco&sp=$perms&se=" . $enc->($se)
+	  . '&spr=https,http&sig=' . $enc->($sig);
 }
 
 # The URI of store $name of a kind: file, s3 or az.

@@ -1,0 +1,91 @@
+# One store, many roles: two roles with different user mappings (one with the
+# account key, one with a SAS token) write one Azurite store alternately.
+# The writer keeps one resident writer and one shard claim for the store
+# (claims stays 1) and every row lands once.  A role whose credentials cannot
+# write the store (a read-only SAS token, a wrong key) has its commits refused
+# although the store is open with another role's working credentials.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use CxStores;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('shared_roles');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'ctxstore'\n");
+$node->start;
+
+my $uri = store_uri('az', 'shared_roles');
+my $account = emu('AZ_ACCOUNT');
+my $endpoint = emu('AZ_ENDPOINT');
+my $sas = az_account_sas('rwdlac');
+my $read_sas = az_account_sas('rl');
+my $wrong_key = 'V3JvbmdLZXlXcm9uZ0tleVdyb25nS2V5V3JvbmdLZXk=';
+my $key = emu('AZ_KEY');
+
+$node->safe_psql('postgres', qq{
+CREATE EXTENSION ctxstore;
+CREATE SERVER az FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint '$endpoint');
+CREATE FOREIGN TABLE shared (id text NOT NULL, role text, n int)
+  SERVER az OPTIONS (uri '$uri', merge_after_generations '0', cleanup_interval '0');
+CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE carol LOGIN; CREATE ROLE dave LOGIN;
+GRANT SELECT, INSERT ON shared TO alice, bob, carol, dave;
+CREATE USER MAPPING FOR CURRENT_USER SERVER az OPTIONS (account_name '$account', account_key '$key');
+CREATE USER MAPPING FOR alice SERVER az OPTIONS (account_name '$account', account_key '$key');
+CREATE USER MAPPING FOR bob SERVER az OPTIONS (account_name '$account', sas_token '$sas');
+CREATE USER MAPPING FOR carol SERVER az OPTIONS (account_name '$account', sas_token '$read_sas');
+CREATE USER MAPPING FOR dave SERVER az OPTIONS (account_name '$account', account_key '$wrong_key');
+});
+
+# 50 commits each, alternating.
+for my $i (1 .. 50)
+{
+	for my $who ('alice', 'bob')
+	{
+		$node->safe_psql('postgres', "SET ROLE $who; INSERT INTO shared VALUES ('$who-$i', '$who', $i)");
+	}
+}
+my $stats = sub {
+	$node->safe_psql('postgres', "SELECT s->'writer'->>'claims', s->'writer'->>'fenced' FROM ctxstore.stats('shared') s");
+};
+is($stats->(), '1|0', '100 alternating commits of two roles: one claim, never fenced');
+is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM shared'),
+	'100|100', 'every row present once');
+is($node->safe_psql('postgres', "SELECT role, count(*), sum(n) FROM shared GROUP BY role ORDER BY role"),
+	"alice|50|1275\nbob|50|1275", 'each role wrote its 50 rows');
+
+# Credentials that cannot write are refused, though the store is open with
+# working ones; nothing of theirs is written, the claim stays.
+for my $who ('carol', 'dave')
+{
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SET ROLE $who; INSERT INTO shared VALUES ('$who-1', '$who', 1)");
+	isnt($rc, 0, "$who cannot commit with credentials that cannot write the store");
+	# carol's token reads, so only the writer's check stops her; dave's key
+	# fails at once, on the backend's first read.
+	like($err, $who eq 'carol' ? qr/credentials of this request's user mapping cannot write store az:.*HTTP 403/s
+		: qr/HTTP 403/, "$who: refused by the object store");
+	unlike($err, qr/\Q$wrong_key\E|sig=/, "$who: the error shows no secret");
+}
+# carol may still read with her read-only token.
+is($node->safe_psql('postgres', 'SET ROLE carol; SELECT count(*) FROM shared'), '100',
+	'a read-only token still reads');
+is($node->safe_psql('postgres', "SELECT count(*) FROM shared WHERE role IN ('carol', 'dave')"),
+	'0', 'no row of a refused role was written');
+is($stats->(), '1|0', 'refused roles changed nothing about the claim');
+
+# The check is remembered: bob's later commits write no check object again.
+my $log_before = slurp_file($node->logfile);
+my $admitted = () = $log_before =~ /admits the credentials of another user mapping/g;
+$node->safe_psql('postgres', "SET ROLE bob; INSERT INTO shared VALUES ('bob-51', 'bob', 51)");
+my $admitted_after = () = slurp_file($node->logfile) =~ /admits the credentials of another user mapping/g;
+is($admitted_after, $admitted, 'a checked mapping is not checked again at once');
+is($admitted, 1, 'bob was checked once for 50 commits');
+
+$node->stop;
+done_testing();
