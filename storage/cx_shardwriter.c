@@ -22,6 +22,7 @@
 
 #define DEFAULT_PENDING_MAX 4096
 #define DEFAULT_REVALIDATE_MS 300000
+#define DEFAULT_CLOCK_AHEAD_WARN_MS 1000
 #define HINT_EVERY 16			/* shard-manifest versions between hints */
 #define MAX_DEAD_FENCES 64		/* overtaken claims' fences an append skips */
 
@@ -33,6 +34,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->unique_key = true;
 	o->pending_generations_max = DEFAULT_PENDING_MAX;
 	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
+	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
 	cx_fragw_options_default(&o->fragment);
 }
 
@@ -62,12 +64,29 @@ cx_sw_proved_current(cx_shardwriter *w)
 	w->current_at = monotonic_us();
 }
 
+/* A commit time that runs ahead of the clock by more than the threshold
+ * (cx_sw_stats says why that matters). */
+static void
+note_clock_ahead(cx_shardwriter *w, int64_t ts, int64_t now)
+{
+	int64_t		ahead = ts - now;
+
+	if (ahead <= (int64_t) w->opt.clock_ahead_warn_ms * 1000)
+		return;
+	w->stats.clock_ahead_commits++;
+	if ((uint64_t) ahead > w->stats.clock_ahead_max_us)
+		w->stats.clock_ahead_max_us = (uint64_t) ahead;
+	w->stats.clock_ahead_commit_us = ts;
+	w->stats.clock_ahead_clock_us = now;
+}
+
 int64_t
 cx_sw_next_ts(cx_shardwriter *w)
 {
 	int64_t		now = cx_sw_now(w);
 
 	w->last_ts = now > w->last_ts ? now : w->last_ts + 1;
+	note_clock_ahead(w, w->last_ts, now);
 	return w->last_ts;
 }
 

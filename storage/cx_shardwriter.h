@@ -74,6 +74,11 @@ typedef struct cx_sw_options
 										 * this long without a successful
 										 * write, re-read the shard's newest
 										 * version (0: before every write) */
+	uint32_t	clock_ahead_warn_ms;	/* 1000: a commit time that must run
+										 * ahead of the clock by more than
+										 * this (it follows the shard's
+										 * last one) is counted in the
+										 * stats (0: any lead) */
 	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
 									 * real-time clock (tests step it) */
 } cx_sw_options;
@@ -134,7 +139,15 @@ uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
 uint64_t	cx_sw_epoch(const cx_shardwriter *w);
 const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
 
-/* Counters since open. */
+/*
+ * Counters since open.  Commit times strictly increase per shard, so after
+ * a clock stepped forward (here or on the cluster that wrote the shard
+ * before) the shard keeps handing out times ahead of the clock, and wins
+ * every cross-shard conflict until real time catches up.  Appends whose
+ * commit time ran ahead of the clock by more than clock_ahead_warn_ms are
+ * counted; the newest one's two times are kept, so a caller that sees
+ * clock_ahead_commits grow after an append can warn with both.
+ */
 typedef struct cx_sw_stats
 {
 	uint64_t	appends;
@@ -142,6 +155,10 @@ typedef struct cx_sw_stats
 	uint64_t	seals;
 	uint64_t	drains;
 	uint64_t	replayed_entries;
+	uint64_t	clock_ahead_commits;
+	uint64_t	clock_ahead_max_us; /* the largest lead seen */
+	int64_t		clock_ahead_commit_us;	/* the newest such commit time */
+	int64_t		clock_ahead_clock_us;	/* and the clock at that moment */
 } cx_sw_stats;
 const cx_sw_stats *cx_sw_get_stats(const cx_shardwriter *w);
 

@@ -384,6 +384,55 @@ CX_TEST(sw_commit_times_increase_when_the_clock_steps_back)
 	cx_obj_close(s);
 }
 
+/* Issue 14: a commit time inherited from a clock that ran ahead is counted
+ * once it leads this clock by more than clock_ahead_warn_ms, with both
+ * times, and a later claim inherits it too. */
+CX_TEST(sw_commit_time_ahead_of_the_clock_is_reported)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shardwriter *w;
+	cx_sw_options o = opts();
+	const cx_sw_stats *st;
+	const int64_t t = 100000000;
+	int64_t		ahead_ts;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	CHECK(o.clock_ahead_warn_ms == 1000);
+	o.clock_us = stepped_clock;
+	test_clock = t;
+	REQUIRE_OK(cx_sw_open(s, "a", &o, &w, &err), &err);
+	st = cx_sw_get_stats(w);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	/* Half a second back: within the threshold. */
+	test_clock = t - 500000;
+	REQUIRE_OK(append(w, "r", 1, 1, false, &err), &err);
+	CHECK(st->clock_ahead_commits == 0 && st->clock_ahead_max_us == 0);
+	/* Five seconds back (the earlier times came from a clock that was
+	 * five seconds fast). */
+	test_clock = t - 5000000;
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(st->clock_ahead_commits == 1);
+	CHECK(st->clock_ahead_clock_us == t - 5000000);
+	CHECK(st->clock_ahead_commit_us > t && st->clock_ahead_commit_us < t + 10);
+	CHECK(st->clock_ahead_max_us ==
+		  (uint64_t) (st->clock_ahead_commit_us - st->clock_ahead_clock_us));
+	ahead_ts = st->clock_ahead_commit_us;
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	/* The next claim starts after the shard's last commit time: ahead too. */
+	REQUIRE_OK(cx_sw_open(s, "a", &o, &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 3, 1, true, &err), &err);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commits == 1);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commit_us > ahead_ts);
+	/* Real time catches up: no longer counted. */
+	test_clock = t + 10000000;
+	REQUIRE_OK(append(w, "r", 4, 1, true, &err), &err);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commits == 1);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	CHECK(exactly_once(s, "a", "r", 5));
+	cx_obj_close(s);
+}
+
 /* --------------------------------------------------------------------------
  * Fencing
  * -------------------------------------------------------------------------- */
