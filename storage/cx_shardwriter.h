@@ -17,16 +17,19 @@
  *   Every shard-manifest commit also leaves out the generations the writer
  *   knows to be merged (a drain for free).  The shard hint is written by the
  *   claim and then, once 16 versions behind, by seals, drains and closes
- *   that are not part of an append (never on the append path).  A commit
- *   whose outcome is unknown is settled by reading its version back before
- *   the writer writes anything else.
+ *   that are not part of an append (never on the append path).  A put whose
+ *   outcome is unknown is settled by putting the same bytes there again: a
+ *   shard manifest before the writer writes anything else, a WAL entry
+ *   before the next WAL entry (so the WAL has no gap below a later entry).
  *
  * Fencing: every write that can collide with a newer writer is put-if-absent
  * (WAL entries at seq, shard manifests at version + 1).  A collision is read
  * back: an object of a newer epoch (a fence marker, an entry, a manifest)
  * means this writer is fenced: CX_ERR_FENCED, and the writer stays fenced
  * (every later call fails the same way).  Re-claiming is an explicit new
- * cx_sw_open(); nothing here retries a claim.
+ * cx_sw_open(); nothing here retries a claim.  Only an older epoch's fence
+ * marker at the next WAL seq is stepped over: a claim that ours overtook
+ * put it, and that claim fails.
  *
  * Claim (cx_sw_open): register the shard in the base manifest if it is not
  * there (a base commit, once per shard lifetime, so readers find it; the
@@ -36,8 +39,9 @@
  * concurrently; losing it to the previous writer's seal rebases); write a fence
  * marker at the WAL tip (the first free seq after the newest entry; if that
  * collides with a straggler's entry, move past it); replay the WAL entries in
- * (replay_seq, fence) into a generation; drain generations the base manifest
- * says are merged.
+ * (replay_seq, fence) into a generation, failing with CX_ERR_FENCED if one
+ * has a newer epoch (a newer claim overtook this one); drain generations the
+ * base manifest says are merged.
  *
  * Idle writers: a fenced writer learns it at its next put only if the
  * object it collides with still exists.  GC removes old shard-manifest

@@ -14,7 +14,9 @@
  *   4. Replay: every rows entry between the replay position and the fence
  *      goes into one generation, committed with the replay position moved
  *      to the fence.  Generations the base marks as merged are dropped in
- *      the same commit.
+ *      the same commit.  An entry of a newer epoch there means a newer
+ *      claim overtook this one: the claim fails before acknowledging
+ *      anything, and its fence is a dead one later appends step over.
  *
  * A crash anywhere leaves a state the next claim handles: a claim without a
  * fence is just an epoch the next claim passes; a fence without a replay
