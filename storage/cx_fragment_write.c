@@ -382,6 +382,29 @@ finish_footer(cx_fragw *w, cx_buf *f, cx_fragment_info *info, cx_err *err)
 	return cx_obj_upload_write(w->up, f->data, f->len, err);
 }
 
+/*
+ * Whether an upload that did not plainly succeed landed after all (its
+ * answer was lost, or a retry met the object the first attempt created and
+ * said "exists").  Fragment keys are random, so the object there is ours if
+ * it ends with our footer at our offset: the same size, and the same
+ * checksum of every chunk (the footer holds them, and its own CRC).
+ */
+static bool
+landed_after_all(const cx_fragw *w, const cx_buf *footer)
+{
+	cx_buf		there;
+	cx_err		ignored;
+	bool		ours;
+
+	cx_buf_init(&there);
+	ours = cx_obj_get_range(w->store, w->key, w->offset, SIZE_MAX, &there,
+							&ignored) == CX_OK &&
+		there.len == footer->len &&
+		memcmp(there.data, footer->data, footer->len) == 0;
+	cx_buf_free(&there);
+	return ours;
+}
+
 cx_code
 cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err)
 {
@@ -391,15 +414,19 @@ cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err)
 	memset(info, 0, sizeof(*info));
 	cx_buf_init(&footer);
 	rc = finish_footer(w, &footer, info, err);
-	cx_buf_free(&footer);
 	if (rc != CX_OK)
 	{
+		cx_buf_free(&footer);
 		cx_fragment_info_free(info);
 		cx_fragw_abort(w);
 		return rc;
 	}
 	rc = cx_obj_upload_finish(w->up, err);
 	w->up = NULL;
+	if (rc != CX_OK && cx_put_may_have_landed(rc) &&
+		landed_after_all(w, &footer))
+		rc = CX_OK;
+	cx_buf_free(&footer);
 	if (rc != CX_OK)
 		cx_fragment_info_free(info);
 	fragw_free(w);

@@ -237,6 +237,12 @@ cx_obj_close(cx_objstore *s)
 		s->ops->close(s);
 }
 
+bool
+cx_put_may_have_landed(cx_code rc)
+{
+	return rc == CX_ERR_EXISTS || rc == CX_ERR_IO || rc == CX_ERR_TIMEOUT;
+}
+
 /* Keep in step with docs/OPERATIONS-objectstores.md and the FDW validator. */
 const char *const cx_objstore_option_names[] = {
 	/* where and how to reach the service */

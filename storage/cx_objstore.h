@@ -196,6 +196,14 @@ cx_code		cx_obj_upload_finish(cx_upload *up, cx_err *err);
 void		cx_obj_upload_abort(cx_upload *up);
 void		cx_obj_close(cx_objstore *s);
 
+/*
+ * Whether a put (or upload) that failed with rc may have landed all the
+ * same: an I/O error or timeout after the request was sent, or "exists"
+ * from a transport retry that met the object its first attempt created.
+ * Such an outcome is settled by reading the object back.
+ */
+bool		cx_put_may_have_landed(cx_code rc);
+
 /* Fills buf with n cryptographically random bytes (getrandom). */
 cx_code		cx_random_bytes(void *buf, size_t n, cx_err *err);
 

@@ -22,7 +22,9 @@
 
 #define DEFAULT_PENDING_MAX 4096
 #define DEFAULT_REVALIDATE_MS 300000
+#define DEFAULT_CLOCK_AHEAD_WARN_MS 1000
 #define HINT_EVERY 16			/* shard-manifest versions between hints */
+#define MAX_DEAD_FENCES 64		/* overtaken claims' fences an append skips */
 
 void
 cx_sw_options_default(cx_sw_options *o)
@@ -32,6 +34,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->unique_key = true;
 	o->pending_generations_max = DEFAULT_PENDING_MAX;
 	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
+	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
 	cx_fragw_options_default(&o->fragment);
 }
 
@@ -61,12 +64,29 @@ cx_sw_proved_current(cx_shardwriter *w)
 	w->current_at = monotonic_us();
 }
 
+/* A commit time that runs ahead of the clock by more than the threshold
+ * (cx_sw_stats says why that matters). */
+static void
+note_clock_ahead(cx_shardwriter *w, int64_t ts, int64_t now)
+{
+	int64_t		ahead = ts - now;
+
+	if (ahead <= (int64_t) w->opt.clock_ahead_warn_ms * 1000)
+		return;
+	w->stats.clock_ahead_commits++;
+	if ((uint64_t) ahead > w->stats.clock_ahead_max_us)
+		w->stats.clock_ahead_max_us = (uint64_t) ahead;
+	w->stats.clock_ahead_commit_us = ts;
+	w->stats.clock_ahead_clock_us = now;
+}
+
 int64_t
 cx_sw_next_ts(cx_shardwriter *w)
 {
 	int64_t		now = cx_sw_now(w);
 
 	w->last_ts = now > w->last_ts ? now : w->last_ts + 1;
+	note_clock_ahead(w, w->last_ts, now);
 	return w->last_ts;
 }
 
@@ -177,54 +197,45 @@ cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next, cx_err *err)
 }
 
 /*
- * Finds out whether a commit whose outcome was unknown landed, by reading its
- * version back.  Until that succeeds, nothing else is written: the next
- * commit would otherwise go to the same version and collide with our own
- * landed put, or seal rows a second time.
+ * Settles a commit whose outcome was unknown by putting the same bytes at
+ * its version again.  Reading the version back is not enough: finding
+ * nothing there does not mean the first put will not still land (a request
+ * that timed out), and a different commit at that version would then
+ * collide with our own late object.  Until it lands, nothing else is
+ * written.  A sealed append whose seal is settled so is durable although it
+ * was not acknowledged (at most once, like an unknown WAL entry).
  */
 static cx_code
 settle(cx_shardwriter *w, cx_err *err)
 {
 	cx_shard_manifest *u = w->unsettled;
-	cx_shard_manifest *there;
+	cx_shard_manifest *winner;
+	bool		unknown;
+	char		what[64];
 	cx_code		rc;
 
-	rc = cx_shard_manifest_load(w->s, w->shard_id, u->version, &there, err);
-	if (rc == CX_ERR_NOT_FOUND)
-	{
-		if (w->pop_on_loss)
-			cx_memtable_pop(&w->mt);
-		cx_shard_manifest_free(u);
-	}
-	else if (rc != CX_OK)
+	if (cx_shard_manifest_put(w->s, u, &winner, &unknown, err) != CX_OK)
 		return cx_err_prefix(err, "shard %s: settling the unknown outcome of version %llu",
 							 w->shard_id, (unsigned long long) u->version);
-	else if (memcmp(there->commit_id, u->commit_id, sizeof(u->commit_id)) == 0)
+	w->unsettled = NULL;
+	if (winner != NULL)
 	{
-		/* It landed.  If it was a seal, it holds the memtable. */
-		if (u->next_gen != w->m->next_gen)
-		{
-			cx_memtable_clear(&w->mt);
-			w->stats.seals++;
-		}
-		cx_shard_manifest_free(w->m);
-		w->m = u;
-	}
-	else
-	{
-		char		what[64];
-
 		snprintf(what, sizeof(what), "shard manifest version %llu",
 				 (unsigned long long) u->version);
 		cx_shard_manifest_free(u);
-		w->unsettled = NULL;
-		rc = fenced_by(w, what, there->epoch, there->writer, err);
-		cx_shard_manifest_free(there);
+		rc = fenced_by(w, what, winner->epoch, winner->writer, err);
+		cx_shard_manifest_free(winner);
 		return rc;
 	}
-	cx_shard_manifest_free(there);
-	w->unsettled = NULL;
-	w->pop_on_loss = false;
+	/* Ours.  If it was a seal, it holds the memtable. */
+	if (u->next_gen != w->m->next_gen)
+	{
+		cx_memtable_clear(&w->mt);
+		w->stats.seals++;
+	}
+	cx_shard_manifest_free(w->m);
+	w->m = u;
+	cx_sw_proved_current(w);
 	return CX_OK;
 }
 
@@ -341,7 +352,7 @@ cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen, cx_err *err)
  * before is simply repeated later; its fragment is left for GC.
  */
 static cx_code
-seal(cx_shardwriter *w, bool for_sealed_append, cx_err *err)
+seal(cx_shardwriter *w, cx_err *err)
 {
 	cx_generation gen;
 	cx_shard_manifest *next;
@@ -364,7 +375,6 @@ seal(cx_shardwriter *w, bool for_sealed_append, cx_err *err)
 	}
 	if (next->replay_seq < w->wal_covered)
 		next->replay_seq = w->wal_covered;
-	w->pop_on_loss = for_sealed_append;
 	if (cx_sw_commit(w, next, err) != CX_OK)
 		return err->code;
 	cx_memtable_clear(&w->mt);
@@ -375,7 +385,7 @@ seal(cx_shardwriter *w, bool for_sealed_append, cx_err *err)
 cx_code
 cx_sw_seal(cx_shardwriter *w, cx_err *err)
 {
-	if (begin_write(w, err) != CX_OK || seal(w, false, err) != CX_OK)
+	if (begin_write(w, err) != CX_OK || seal(w, err) != CX_OK)
 		return err->code;
 	cx_sw_maybe_hint(w);
 	return CX_OK;
@@ -414,21 +424,107 @@ check_pending(cx_shardwriter *w, cx_err *err)
 					  w->shard_id, w->s->uri, pending(w), max);
 }
 
+/*
+ * What a WAL seq found taken means.  An older epoch's fence marker was put
+ * by a claim ours overtook (it landed its claim version before ours but
+ * fenced after us): that claim finds our fence in its listing and fails
+ * before acknowledging anything (cx_swclaim.c), and a marker holds no rows,
+ * so the seq is simply skipped: CX_OK.  Anything else there means this
+ * writer is fenced.
+ */
+static cx_code
+wal_collision(cx_shardwriter *w, uint64_t seq, const cx_wal_taken *taken,
+			  cx_err *err)
+{
+	char		what[64];
+
+	if (taken->epoch < w->m->epoch && taken->kind == CX_WAL_FENCE)
+		return CX_OK;
+	snprintf(what, sizeof(what), "WAL entry %llu", (unsigned long long) seq);
+	return fenced_by(w, what, taken->epoch, NULL, err);
+}
+
+/* Puts the WAL entry encoded in w->wal_bytes at seq; *landed says whether
+ * it holds the seq now (false: an overtaken claim's fence does). */
+static cx_code
+put_wal_bytes(cx_shardwriter *w, uint64_t seq, bool *landed, bool *unknown,
+			  cx_err *err)
+{
+	cx_wal_taken taken;
+
+	*landed = false;
+	if (cx_wal_put_encoded(w->s, w->shard_id, seq, &w->wal_bytes, &taken,
+						   unknown, err) != CX_OK)
+		return err->code;
+	if (taken.epoch != 0)
+		return wal_collision(w, seq, &taken, err);
+	*landed = true;
+	cx_sw_proved_current(w);
+	w->stats.wal_entries++;
+	return CX_OK;
+}
+
+/*
+ * An entry whose outcome is unknown is settled, by putting its bytes again,
+ * before any entry goes past it.  Writing past a gap would let a claim that
+ * listed the WAL meanwhile put its fence in the gap: our later entries would
+ * land above the fence, be acknowledged, and never be replayed.  (Found
+ * under an overtaken claim's fence, it did not land; its rows stay in the
+ * memtable, unacknowledged, like those of any unknown outcome.)
+ */
+static cx_code
+settle_wal(cx_shardwriter *w, cx_err *err)
+{
+	bool		landed;
+	bool		unknown;
+
+	if (w->wal_unsettled == 0)
+		return CX_OK;
+	if (put_wal_bytes(w, w->wal_unsettled, &landed, &unknown, err) != CX_OK)
+		return err->code == CX_ERR_FENCED ? err->code :
+			cx_err_prefix(err, "shard %s: settling the unknown outcome of WAL entry %llu",
+						  w->shard_id, (unsigned long long) w->wal_unsettled);
+	w->wal_unsettled = 0;
+	cx_buf_free(&w->wal_bytes);
+	return CX_OK;
+}
+
+/* Puts e at the next free seq, past overtaken claims' fences (a few). */
+static cx_code
+put_wal_entry(cx_shardwriter *w, cx_wal_entry *e, bool *unknown, cx_err *err)
+{
+	for (int step = 0; step < MAX_DEAD_FENCES; step++)
+	{
+		bool		landed;
+
+		e->seq = w->next_seq;
+		cx_buf_reset(&w->wal_bytes);
+		if (cx_wal_encode(e, &w->wal_bytes, err) != CX_OK ||
+			put_wal_bytes(w, e->seq, &landed, unknown, err) != CX_OK)
+			return err->code;
+		if (landed)
+			return CX_OK;
+		w->next_seq = e->seq + 1;
+	}
+	return cx_err_set(err, CX_ERR_CONFLICT,
+					  "shard %s of %s: %d WAL seqs in a row hold fence markers of older claims; gave up",
+					  w->shard_id, w->s->uri, MAX_DEAD_FENCES);
+}
+
 /* Unsealed append: WAL entry first (durable on return), then the memtable. */
 static cx_code
 append_wal(cx_shardwriter *w, const uint8_t *rows, size_t len, uint64_t nrows,
 		   int64_t ts, cx_err *err)
 {
 	cx_wal_entry e;
-	uint64_t	taken_epoch;
-	bool		unknown;
-	char		what[64];
+	bool		unknown = false;
 	cx_code		rc;
 
+	if (settle_wal(w, err) != CX_OK)
+		return err->code;
 	memset(&e, 0, sizeof(e));
 	e.kind = CX_WAL_ROWS;
 	e.epoch = w->m->epoch;
-	e.seq = w->next_seq;
 	e.commit_ts = ts;
 	e.nrows = nrows;
 	e.schema = w->schema;
@@ -436,25 +532,18 @@ append_wal(cx_shardwriter *w, const uint8_t *rows, size_t len, uint64_t nrows,
 	e.rows_len = len;
 	if (cx_random_bytes(e.commit_id, sizeof(e.commit_id), err) != CX_OK)
 		return err->code;
-	rc = cx_wal_put(w->s, w->shard_id, &e, &taken_epoch, &unknown, err);
-	if (rc == CX_OK && taken_epoch != 0)
-	{
-		snprintf(what, sizeof(what), "WAL entry %llu",
-				 (unsigned long long) e.seq);
-		return fenced_by(w, what, taken_epoch, NULL, err);
-	}
+	rc = put_wal_entry(w, &e, &unknown, err);
+	if (!unknown)
+		cx_buf_free(&w->wal_bytes);
 	if (rc != CX_OK && !unknown)
 		return rc;
-	/* The seq is used (or may be): never write it again. */
+	/* The seq is used (or may be): never write anything else there. */
 	w->next_seq = e.seq + 1;
 	w->wal_covered = e.seq;
-	if (rc == CX_OK)
-	{
-		cx_sw_proved_current(w);
-		w->stats.wal_entries++;
-		if (CX_FAILPOINT("append.after_wal", err) != CX_OK)
-			return err->code;
-	}
+	if (rc != CX_OK)
+		w->wal_unsettled = e.seq;
+	else if (CX_FAILPOINT("append.after_wal", err) != CX_OK)
+		return err->code;
 
 	/*
 	 * Landed, or perhaps landed: the rows go to the memtable either way.  If
@@ -475,7 +564,7 @@ append_sealed(cx_shardwriter *w, const uint8_t *rows, size_t len,
 {
 	if (cx_memtable_add(&w->mt, rows, len, nrows, ts, err) != CX_OK)
 		return err->code;
-	if (seal(w, true, err) == CX_OK)
+	if (seal(w, err) == CX_OK)
 		return CX_OK;
 	/* Not acknowledged, so not to be sealed later either — unless the
 	 * outcome is unknown, which settle() decides. */
@@ -530,7 +619,6 @@ drain(cx_shardwriter *w, cx_err *err)
 	if (CX_FAILPOINT("drain.before_commit", err) != CX_OK ||
 		cx_sw_next_manifest(w, &next, err) != CX_OK)
 		return err->code;
-	w->pop_on_loss = false;
 	if (cx_sw_commit(w, next, err) != CX_OK)
 		return err->code;
 	w->stats.drains++;
@@ -578,6 +666,7 @@ sw_free(cx_shardwriter *w)
 	free(w->key_column);
 	cx_shard_manifest_free(w->m);
 	cx_shard_manifest_free(w->unsettled);
+	cx_buf_free(&w->wal_bytes);
 	if (w->schema != NULL)
 		cx_schema_free(w->schema);
 	cx_memtable_free(&w->mt);
@@ -622,6 +711,7 @@ cx_sw_open(cx_objstore *s, const char *shard_id, const cx_sw_options *opt,
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
 	w->s = s;
 	cx_memtable_init(&w->mt);
+	cx_buf_init(&w->wal_bytes);
 	if ((w->shard_id = cx_strdup(shard_id)) == NULL)
 	{
 		sw_free(w);

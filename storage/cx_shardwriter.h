@@ -17,16 +17,19 @@
  *   Every shard-manifest commit also leaves out the generations the writer
  *   knows to be merged (a drain for free).  The shard hint is written by the
  *   claim and then, once 16 versions behind, by seals, drains and closes
- *   that are not part of an append (never on the append path).  A commit
- *   whose outcome is unknown is settled by reading its version back before
- *   the writer writes anything else.
+ *   that are not part of an append (never on the append path).  A put whose
+ *   outcome is unknown is settled by putting the same bytes there again: a
+ *   shard manifest before the writer writes anything else, a WAL entry
+ *   before the next WAL entry (so the WAL has no gap below a later entry).
  *
  * Fencing: every write that can collide with a newer writer is put-if-absent
  * (WAL entries at seq, shard manifests at version + 1).  A collision is read
  * back: an object of a newer epoch (a fence marker, an entry, a manifest)
  * means this writer is fenced: CX_ERR_FENCED, and the writer stays fenced
  * (every later call fails the same way).  Re-claiming is an explicit new
- * cx_sw_open(); nothing here retries a claim.
+ * cx_sw_open(); nothing here retries a claim.  Only an older epoch's fence
+ * marker at the next WAL seq is stepped over: a claim that ours overtook
+ * put it, and that claim fails.
  *
  * Claim (cx_sw_open): register the shard in the base manifest if it is not
  * there (a base commit, once per shard lifetime, so readers find it; the
@@ -36,8 +39,9 @@
  * concurrently; losing it to the previous writer's seal rebases); write a fence
  * marker at the WAL tip (the first free seq after the newest entry; if that
  * collides with a straggler's entry, move past it); replay the WAL entries in
- * (replay_seq, fence) into a generation; drain generations the base manifest
- * says are merged.
+ * (replay_seq, fence) into a generation, failing with CX_ERR_FENCED if one
+ * has a newer epoch (a newer claim overtook this one); drain generations the
+ * base manifest says are merged.
  *
  * Idle writers: a fenced writer learns it at its next put only if the
  * object it collides with still exists.  GC removes old shard-manifest
@@ -74,6 +78,11 @@ typedef struct cx_sw_options
 										 * this long without a successful
 										 * write, re-read the shard's newest
 										 * version (0: before every write) */
+	uint32_t	clock_ahead_warn_ms;	/* 1000: a commit time that must run
+										 * ahead of the clock by more than
+										 * this (it follows the shard's
+										 * last one) is counted in the
+										 * stats (0: any lead) */
 	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
 									 * real-time clock (tests step it) */
 } cx_sw_options;
@@ -134,7 +143,15 @@ uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
 uint64_t	cx_sw_epoch(const cx_shardwriter *w);
 const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
 
-/* Counters since open. */
+/*
+ * Counters since open.  Commit times strictly increase per shard, so after
+ * a clock stepped forward (here or on the cluster that wrote the shard
+ * before) the shard keeps handing out times ahead of the clock, and wins
+ * every cross-shard conflict until real time catches up.  Appends whose
+ * commit time ran ahead of the clock by more than clock_ahead_warn_ms are
+ * counted; the newest one's two times are kept, so a caller that sees
+ * clock_ahead_commits grow after an append can warn with both.
+ */
 typedef struct cx_sw_stats
 {
 	uint64_t	appends;
@@ -142,6 +159,10 @@ typedef struct cx_sw_stats
 	uint64_t	seals;
 	uint64_t	drains;
 	uint64_t	replayed_entries;
+	uint64_t	clock_ahead_commits;
+	uint64_t	clock_ahead_max_us; /* the largest lead seen */
+	int64_t		clock_ahead_commit_us;	/* the newest such commit time */
+	int64_t		clock_ahead_clock_us;	/* and the clock at that moment */
 } cx_sw_stats;
 const cx_sw_stats *cx_sw_get_stats(const cx_shardwriter *w);
 

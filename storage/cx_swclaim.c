@@ -14,7 +14,9 @@
  *   4. Replay: every rows entry between the replay position and the fence
  *      goes into one generation, committed with the replay position moved
  *      to the fence.  Generations the base marks as merged are dropped in
- *      the same commit.
+ *      the same commit.  An entry of a newer epoch there means a newer
+ *      claim overtook this one: the claim fails before acknowledging
+ *      anything, and its fence is a dead one later appends step over.
  *
  * A crash anywhere leaves a state the next claim handles: a claim without a
  * fence is just an epoch the next claim passes; a fence without a replay
@@ -211,26 +213,26 @@ place_fence(cx_shardwriter *w, seq_list *l, cx_err *err)
 	e.writer = w->writer_info;
 	for (int step = 0; step < MAX_FENCE_STEPS; step++)
 	{
-		uint64_t	taken_epoch;
+		cx_wal_taken taken;
 		bool		unknown;
 
 		e.seq = l->tip + 1 + (uint64_t) step;
 		e.commit_ts = cx_sw_now(w);
 		if (cx_random_bytes(e.commit_id, sizeof(e.commit_id), err) != CX_OK ||
-			cx_wal_put(w->s, w->shard_id, &e, &taken_epoch, &unknown, err) != CX_OK)
+			cx_wal_put(w->s, w->shard_id, &e, &taken, &unknown, err) != CX_OK)
 			return err->code;
-		if (taken_epoch == 0)
+		if (taken.epoch == 0)
 		{
 			w->next_seq = e.seq + 1;
 			w->wal_covered = e.seq;
 			cx_sw_proved_current(w);
 			return CX_OK;
 		}
-		if (taken_epoch >= e.epoch)
+		if (taken.epoch >= e.epoch)
 			return cx_err_set(err, CX_ERR_FENCED,
 							  "shard %s of %s: WAL entry %llu was written by epoch %llu while this claim holds epoch %llu; another claim is at work",
 							  w->shard_id, w->s->uri, (unsigned long long) e.seq,
-							  (unsigned long long) taken_epoch,
+							  (unsigned long long) taken.epoch,
 							  (unsigned long long) e.epoch);
 		if (!seq_push(l, e.seq))
 			return cx_err_set(err, CX_ERR_NOMEM, "placing the fence of shard %s: out of memory",
@@ -272,6 +274,25 @@ replay_entry(cx_shardwriter *w, const cx_wal_entry *e, cx_genw **g,
 	return CX_OK;
 }
 
+/*
+ * An entry of a newer epoch below our fence: a newer claim landed after ours
+ * and fenced (and perhaps appended) before we listed the WAL.  Our fence is
+ * above its entries, so its next append would collide with our fence and
+ * wrongly fence it; and with nothing to replay we would commit nothing and
+ * never meet its claim version.  So the claim fails here, before this writer
+ * acknowledges anything.
+ */
+static cx_code
+superseded(cx_shardwriter *w, const cx_wal_entry *e, cx_err *err)
+{
+	return cx_err_set(err, CX_ERR_FENCED,
+					  "shard %s of %s was claimed concurrently: WAL entry %llu was written by a newer claim (epoch %llu%s%.128s) than this one (epoch %llu)",
+					  w->shard_id, w->s->uri, (unsigned long long) e->seq,
+					  (unsigned long long) e->epoch,
+					  e->writer != NULL ? ", " : "", e->writer != NULL ? e->writer : "",
+					  (unsigned long long) w->m->epoch);
+}
+
 /* Streams the entries into one generation: one entry in memory at a time. */
 static cx_code
 replay_into(cx_shardwriter *w, const seq_list *l, cx_genw **g, cx_err *err)
@@ -287,7 +308,9 @@ replay_into(cx_shardwriter *w, const seq_list *l, cx_genw **g, cx_err *err)
 		rc = cx_wal_read(w->s, w->shard_id, l->seqs[i], &bytes, &e, err);
 		if (rc != CX_OK)
 			break;
-		if (e.kind == CX_WAL_ROWS)
+		if (e.epoch > w->m->epoch)
+			rc = superseded(w, &e, err);
+		else if (e.kind == CX_WAL_ROWS)
 			rc = replay_entry(w, &e, g, err);
 		cx_wal_entry_clear(&e);
 	}

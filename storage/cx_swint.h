@@ -91,14 +91,19 @@ struct cx_shardwriter
 	cx_memtable mt;
 
 	/*
-	 * A shard-manifest commit whose outcome is unknown (the put failed and
-	 * reading it back failed too).  Nothing else is written until it is
-	 * settled by reading its version back; pop_on_loss says the memtable's
-	 * newest batch belongs to a sealed append that must not outlive a seal
-	 * that did not land.
+	 * Puts whose outcome is unknown (the put failed and reading it back
+	 * failed, or found nothing although a timed-out request may still land).
+	 * Each holds its place until the same bytes are put there again and
+	 * land, or another writer's object is found there (fenced):
+	 *   unsettled  a shard-manifest commit; nothing else is written until it
+	 *              is settled (the next commit would go to the same version);
+	 *   wal_unsettled, wal_bytes  a WAL entry at that seq (0: none) and its
+	 *              bytes; no WAL entry is written past it until it is
+	 *              settled (a claim's fence could take the gap).
 	 */
 	cx_shard_manifest *unsettled;
-	bool		pop_on_loss;
+	uint64_t	wal_unsettled;
+	cx_buf		wal_bytes;
 
 	bool		fenced;			/* sticky: every call returns fence_err */
 	cx_err		fence_err;

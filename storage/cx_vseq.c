@@ -164,10 +164,31 @@ cx_vseq_latest(cx_objstore *s, const cx_vseq *q, const char *hint_key,
 	return cx_vseq_list(s, q, keep_max, latest, err);
 }
 
-static bool
-is_ambiguous(cx_code rc)
+/* A request's reason without the "<op> <uri>/<key>: " its message starts
+ * with (the whole message if it does not name key). */
+static const char *
+reason(const char *msg, const char *key)
 {
-	return rc == CX_ERR_EXISTS || rc == CX_ERR_IO || rc == CX_ERR_TIMEOUT;
+	const char *at = strstr(msg, key);
+
+	if (at == NULL)
+		return msg;
+	at += strlen(key);
+	return strncmp(at, ": ", 2) == 0 ? at + 2 : at;
+}
+
+/*
+ * An ambiguous put that could not be settled.  The message names the key
+ * once, whole, then both reasons (put_err is a copy: err is the
+ * destination).
+ */
+static cx_code
+unknown_outcome(cx_objstore *s, const char *key, cx_code code,
+				const cx_err *put_err, const char *after, cx_err *err)
+{
+	return cx_err_set(err, code,
+					  "%s/%s: outcome unknown: the put failed (%.150s) and %.200s",
+					  s->uri, key, reason(put_err->msg, key), after);
 }
 
 cx_code
@@ -176,24 +197,29 @@ cx_vseq_put(cx_objstore *s, const cx_vseq *q, uint64_t n,
 			cx_err *err)
 {
 	char		key[CX_KEY_MAX + 1];
+	char		after[CX_ERR_MSG_LEN];
 
 	cx_vseq_key(q, n, key);
 	for (int tries = 1;; tries++)
 	{
 		cx_code		rc;
 		cx_code		rb;
+		cx_err		put_err;
 		cx_err		rb_err;
 
 		rc = cx_obj_put(s, key, object->data, object->len, CX_PUT_IF_ABSENT,
-						err);
+						&put_err);
 		if (rc == CX_OK)
 		{
 			*outcome = CX_VSEQ_LANDED;
 			return CX_OK;
 		}
 		*outcome = CX_VSEQ_FAILED;
-		if (!is_ambiguous(rc))
+		if (!cx_put_may_have_landed(rc))
+		{
+			*err = put_err;
 			return rc;
+		}
 		rb = cx_obj_get(s, key, taken, &rb_err);
 		if (rb == CX_OK)
 		{
@@ -206,12 +232,24 @@ cx_vseq_put(cx_objstore *s, const cx_vseq *q, uint64_t n,
 		if (rb != CX_ERR_NOT_FOUND)
 		{
 			*outcome = CX_VSEQ_UNKNOWN;
-			return cx_err_set(err, rb,
-							  "outcome unknown: put failed (%.200s) and reading it back failed (%.200s)",
-							  err->msg, rb_err.msg);
+			snprintf(after, sizeof(after), "reading it back failed (%.200s)",
+					 reason(rb_err.msg, key));
+			return unknown_outcome(s, key, rb, &put_err, after, err);
 		}
+
+		/*
+		 * Not there now, but a request that timed out may still be applied
+		 * later: after the last try, only a put of these same bytes may go
+		 * to n (cx_vseq.h).
+		 */
 		if (tries == MAX_PUT_TRIES)
-			return cx_err_prefix(err, "put did not land in %d tries", tries);
+		{
+			*outcome = CX_VSEQ_UNKNOWN;
+			snprintf(after, sizeof(after),
+					 "%d puts and read-backs found nothing there, but a put that timed out may still land",
+					 tries);
+			return unknown_outcome(s, key, rc, &put_err, after, err);
+		}
 	}
 }
 

@@ -58,7 +58,12 @@ cx_code		cx_vseq_latest(cx_objstore *s, const cx_vseq *q,
  * have met our own landed put) is settled by reading n back: the same bytes
  * mean ours (every object carries a random commit id, so another writer's
  * object never has our bytes).  A put that did not land is repeated a few
- * times.
+ * times; if the last read-back still finds nothing, or a read-back fails,
+ * the outcome is unknown (a request that timed out may still be applied).
+ * An unknown outcome is settled only by calling this again with the same
+ * object: a late landing of the first put is then harmless, whereas any
+ * other object put at n could meet it.  The message of an unknown outcome
+ * names "<uri>/<key>" once, then the put's and the read-back's reasons.
  */
 typedef enum cx_vseq_outcome
 {

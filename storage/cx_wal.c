@@ -152,30 +152,46 @@ decode_at(cx_objstore *s, const char *shard_id, uint64_t seq,
 
 cx_code
 cx_wal_put(cx_objstore *s, const char *shard_id, const cx_wal_entry *e,
-		   uint64_t *taken_epoch, bool *unknown, cx_err *err)
+		   cx_wal_taken *taken, bool *unknown, cx_err *err)
+{
+	cx_buf		bytes;
+	cx_code		rc;
+
+	memset(taken, 0, sizeof(*taken));
+	*unknown = false;
+	cx_buf_init(&bytes);
+	rc = cx_wal_encode(e, &bytes, err);
+	if (rc == CX_OK)
+		rc = cx_wal_put_encoded(s, shard_id, e->seq, &bytes, taken, unknown,
+								err);
+	cx_buf_free(&bytes);
+	return rc;
+}
+
+cx_code
+cx_wal_put_encoded(cx_objstore *s, const char *shard_id, uint64_t seq,
+				   const cx_buf *bytes, cx_wal_taken *taken, bool *unknown,
+				   cx_err *err)
 {
 	char		prefix[CX_KEY_MAX + 1];
 	cx_vseq		q;
-	cx_buf		bytes;
-	cx_buf		taken;
+	cx_buf		there;
 	cx_vseq_outcome outcome = CX_VSEQ_FAILED;
 	cx_wal_entry other;
 	cx_code		rc;
 
-	*taken_epoch = 0;
+	memset(taken, 0, sizeof(*taken));
 	*unknown = false;
 	cx_wal_seq(shard_id, prefix, &q);
-	cx_buf_init(&bytes);
-	cx_buf_init(&taken);
-	rc = cx_wal_encode(e, &bytes, err);
-	if (rc == CX_OK)
-		rc = cx_vseq_put(s, &q, e->seq, &bytes, &taken, &outcome, err);
+	cx_buf_init(&there);
+	rc = cx_vseq_put(s, &q, seq, bytes, &there, &outcome, err);
 	if (rc == CX_OK && outcome == CX_VSEQ_TAKEN)
 	{
-		rc = decode_at(s, shard_id, e->seq, &taken, &other, err);
+		rc = decode_at(s, shard_id, seq, &there, &other, err);
 		if (rc == CX_OK)
 		{
-			*taken_epoch = other.epoch;
+			taken->epoch = other.epoch;
+			taken->kind = other.kind;
 			cx_wal_entry_clear(&other);
 		}
 	}
@@ -183,10 +199,9 @@ cx_wal_put(cx_objstore *s, const char *shard_id, const cx_wal_entry *e,
 	{
 		*unknown = outcome == CX_VSEQ_UNKNOWN;
 		cx_err_prefix(err, "writing WAL entry %llu of shard %s",
-					  (unsigned long long) e->seq, shard_id);
+					  (unsigned long long) seq, shard_id);
 	}
-	cx_buf_free(&bytes);
-	cx_buf_free(&taken);
+	cx_buf_free(&there);
 	return rc;
 }
 

@@ -14,8 +14,12 @@
  * recognises its own landed put after an ambiguous answer, and anyone can
  * tell an older writer's straggler from a newer writer's entry.
  *
- * Seqs of one writer are increasing; a seq whose put failed may stay a gap,
- * so readers list the prefix rather than assume contiguity.
+ * Seqs of one writer are increasing.  A seq whose put failed for certain
+ * is reused; one whose outcome is unknown is settled (the same bytes put
+ * again) before the writer writes past it, so that no entry of a writer
+ * lands above a gap a claim's fence could take.  A seq may still stay a gap
+ * (the writer crashed or was fenced), so readers list the prefix rather
+ * than assume contiguity.
  */
 #ifndef CX_WAL_H
 #define CX_WAL_H
@@ -63,15 +67,29 @@ cx_code		cx_wal_encode(const cx_wal_entry *e, cx_buf *out, cx_err *err);
 cx_code		cx_wal_decode(const uint8_t *data, size_t len, const char *name,
 						  cx_wal_entry *e, cx_err *err);
 
+/* Who holds the seq a put found taken; epoch 0 if the put's own entry
+ * does. */
+typedef struct cx_wal_taken
+{
+	uint64_t	epoch;
+	uint8_t		kind;			/* cx_wal_kind */
+} cx_wal_taken;
+
 /*
- * Writes e at e->seq with put-if-absent.  On CX_OK, *taken_epoch is 0 if e
- * holds the seq, else the epoch of the entry that does (the caller decides:
- * newer means fenced, older means an older writer's straggler).  When the
- * outcome cannot be settled, *unknown is set along with the error.
+ * Writes e at e->seq with put-if-absent.  On CX_OK, *taken says who holds
+ * the seq (the caller decides: newer means fenced, older means an older
+ * writer's straggler or an overtaken claim's fence).  When the outcome
+ * cannot be settled, *unknown is set along with the error.
  */
 cx_code		cx_wal_put(cx_objstore *s, const char *shard_id,
-					   const cx_wal_entry *e, uint64_t *taken_epoch,
+					   const cx_wal_entry *e, cx_wal_taken *taken,
 					   bool *unknown, cx_err *err);
+/* The same with the entry already encoded (cx_wal_encode): settling an
+ * unknown outcome puts exactly the bytes of the first put again. */
+cx_code		cx_wal_put_encoded(cx_objstore *s, const char *shard_id,
+							   uint64_t seq, const cx_buf *bytes,
+							   cx_wal_taken *taken, bool *unknown,
+							   cx_err *err);
 
 /* Reads entry seq into *e; bytes (reused across calls, so one entry is in
  * memory at a time) holds the object e->rows points into. */

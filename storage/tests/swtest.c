@@ -154,31 +154,74 @@ sw_all_once(const int *counts, int n, const char *what)
  * The wrapping store
  * -------------------------------------------------------------------------- */
 
+/* The fault for the next put or upload of key, counted down. */
+static sw_fault
+take_fault(sw_wrap *w, const char *key)
+{
+	if (w->faults == 0 || (w->match != NULL && strstr(key, w->match) == NULL))
+		return SW_FAULT_NONE;
+	w->faults--;
+	return w->fault;
+}
+
+/* Applies a put that timed out earlier, if any. */
+static void
+land_late_put(sw_wrap *w)
+{
+	cx_err		ignored;
+
+	if (w->late_key == NULL)
+		return;
+	cx_obj_put(w->inner, w->late_key, w->late.data, w->late.len,
+			   CX_PUT_IF_ABSENT, &ignored);
+	free(w->late_key);
+	w->late_key = NULL;
+	cx_buf_free(&w->late);
+}
+
+static cx_code
+keep_late_put(sw_wrap *w, const char *key, const void *data, size_t len,
+			  cx_err *err)
+{
+	free(w->late_key);
+	cx_buf_free(&w->late);
+	w->late_key = cx_strdup(key);
+	cx_buf_put(&w->late, data, len);
+	return cx_err_set(err, CX_ERR_TIMEOUT, "injected timeout (applied later)");
+}
+
+/* What the caller hears after the object landed (or not) under fault. */
+static cx_code
+fault_after(sw_wrap *w, sw_fault fault, cx_code rc, cx_err *err)
+{
+	if (rc != CX_OK || fault == SW_FAULT_NONE)
+		return rc;
+	if (fault == SW_FAULT_LAND_THEN_EXISTS)
+		return cx_err_set(err, CX_ERR_EXISTS, "object already exists (injected)");
+	if (fault == SW_FAULT_LAND_THEN_IO_GET_FAILS)
+		w->get_failures = 1;
+	return cx_err_set(err, CX_ERR_IO, "injected failure after landing");
+}
+
 static cx_code
 wrap_put(cx_objstore *s, const char *key, const void *data, size_t len,
 		 cx_put_mode mode, cx_err *err)
 {
 	sw_wrap    *w = (sw_wrap *) s;
-	sw_fault	fault = SW_FAULT_NONE;
-	cx_code		rc;
+	sw_fault	fault;
 
 	if (w->before_put != NULL)
 		w->before_put(w->arg, key);
-	if (w->faults > 0 && (w->match == NULL || strstr(key, w->match) != NULL))
-	{
-		w->faults--;
-		fault = w->fault;
-	}
+	fault = take_fault(w, key);
+	if (fault == SW_FAULT_IO_LANDS_LATE)
+		return keep_late_put(w, key, data, len, err);
+	land_late_put(w);
 	if (fault == SW_FAULT_IO_GET_FAILS)
 		w->get_failures = 1;
 	if (fault == SW_FAULT_IO_NOT_LANDED || fault == SW_FAULT_IO_GET_FAILS)
 		return cx_err_set(err, CX_ERR_IO, "injected failure before landing");
-	rc = cx_obj_put(w->inner, key, data, len, mode, err);
-	if (rc != CX_OK || fault == SW_FAULT_NONE)
-		return rc;
-	if (fault == SW_FAULT_LAND_THEN_IO_GET_FAILS)
-		w->get_failures = 1;
-	return cx_err_set(err, CX_ERR_IO, "injected failure after landing");
+	return fault_after(w, fault, cx_obj_put(w->inner, key, data, len, mode, err),
+					   err);
 }
 
 static cx_code
@@ -214,13 +257,64 @@ wrap_del(cx_objstore *s, const char *key, cx_err *err)
 	return cx_obj_delete(((sw_wrap *) s)->inner, key, err);
 }
 
-/* The upload belongs to the inner store (up->store), which then receives
- * the writes, finish and abort directly. */
+/* An upload of the wrapper forwards to one of the inner store; faults
+ * apply when it is finished. */
+typedef struct wrap_upload
+{
+	cx_upload	base;
+	cx_upload  *inner;
+} wrap_upload;
+
 static cx_code
 wrap_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
 				  cx_upload **up, cx_err *err)
 {
-	return cx_obj_upload_begin(((sw_wrap *) s)->inner, key, mode, up, err);
+	wrap_upload *u = calloc(1, sizeof(wrap_upload));
+
+	if (u == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	if (cx_obj_upload_begin(((sw_wrap *) s)->inner, key, mode, &u->inner,
+							err) != CX_OK)
+	{
+		free(u);
+		return err->code;
+	}
+	u->base.store = s;
+	snprintf(u->base.key, sizeof(u->base.key), "%s", key);
+	u->base.mode = mode;
+	*up = &u->base;
+	return CX_OK;
+}
+
+static cx_code
+wrap_upload_write(cx_upload *up, const void *data, size_t len, cx_err *err)
+{
+	wrap_upload *u = (wrap_upload *) up;
+	cx_code		rc = cx_obj_upload_write(u->inner, data, len, err);
+
+	u->base.written = u->inner->written;
+	return rc;
+}
+
+static cx_code
+wrap_upload_finish(cx_upload *up, cx_err *err)
+{
+	wrap_upload *u = (wrap_upload *) up;
+	sw_wrap    *w = (sw_wrap *) up->store;
+	sw_fault	fault = take_fault(w, up->key);
+	cx_code		rc = cx_obj_upload_finish(u->inner, err);
+
+	free(u);
+	return fault_after(w, fault, rc, err);
+}
+
+static void
+wrap_upload_abort(cx_upload *up)
+{
+	wrap_upload *u = (wrap_upload *) up;
+
+	cx_obj_upload_abort(u->inner);
+	free(u);
 }
 
 static void
@@ -229,6 +323,8 @@ wrap_close(cx_objstore *s)
 	sw_wrap    *w = (sw_wrap *) s;
 
 	cx_obj_close(w->inner);
+	free(w->late_key);
+	cx_buf_free(&w->late);
 	free(w->base.uri);
 	free(w);
 }
@@ -240,6 +336,9 @@ static const cx_objstore_ops wrap_ops = {
 	.list = wrap_list,
 	.del = wrap_del,
 	.upload_begin = wrap_upload_begin,
+	.upload_write = wrap_upload_write,
+	.upload_finish = wrap_upload_finish,
+	.upload_abort = wrap_upload_abort,
 	.close = wrap_close,
 };
 
@@ -256,7 +355,16 @@ sw_wrap_open(const char *suffix)
 		free(w);
 		return NULL;
 	}
+	cx_buf_init(&w->late);
 	w->base.ops = &wrap_ops;
 	w->base.uri = cx_strdup(cx_test_uri(suffix));
 	return w;
+}
+
+void
+sw_wrap_arm(sw_wrap *w, const char *match, sw_fault fault, int faults)
+{
+	w->match = match;
+	w->fault = fault;
+	w->faults = faults;
 }

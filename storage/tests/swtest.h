@@ -35,9 +35,9 @@ long		sw_count_ids(cx_objstore *s, const char *shard_id,
 int			sw_all_once(const int *counts, int n, const char *what);
 
 /*
- * A store that forwards to another and can misbehave on puts.  before_put,
- * if set, runs before every put (with the key); fault applies to the next
- * `faults` puts whose key contains `match`.
+ * A store that forwards to another and can misbehave on puts and uploads.
+ * before_put, if set, runs before every put (with the key); fault applies
+ * to the next `faults` puts and upload finishes whose key contains `match`.
  */
 typedef enum sw_fault
 {
@@ -45,7 +45,13 @@ typedef enum sw_fault
 	SW_FAULT_LAND_THEN_IO,		/* the object lands, the caller sees IO */
 	SW_FAULT_IO_NOT_LANDED,		/* nothing lands, the caller sees IO */
 	SW_FAULT_LAND_THEN_IO_GET_FAILS,	/* lands; the read-back fails too */
-	SW_FAULT_IO_GET_FAILS		/* nothing lands; the read-back fails too */
+	SW_FAULT_IO_GET_FAILS,		/* nothing lands; the read-back fails too */
+	SW_FAULT_LAND_THEN_EXISTS,	/* lands; the caller sees "exists", as
+								 * from a retry after a lost answer */
+	SW_FAULT_IO_LANDS_LATE		/* nothing lands yet, the caller sees IO;
+								 * the put is applied just before the next
+								 * put that is not faulted (a request that
+								 * timed out, applied late) */
 } sw_fault;
 
 typedef struct sw_wrap
@@ -56,10 +62,16 @@ typedef struct sw_wrap
 	int			faults;
 	const char *match;
 	int			get_failures;	/* GETs that fail with IO */
+	char	   *late_key;		/* SW_FAULT_IO_LANDS_LATE: the put to apply */
+	cx_buf		late;
 	void		(*before_put) (void *arg, const char *key);
 	void	   *arg;
 } sw_wrap;
 
 sw_wrap    *sw_wrap_open(const char *suffix);
+/* Applies fault to the next `faults` puts and uploads of keys containing
+ * match. */
+void		sw_wrap_arm(sw_wrap *w, const char *match, sw_fault fault,
+						int faults);
 
 #endif							/* SWTEST_H */

@@ -42,6 +42,22 @@ open_writer(cx_objstore *s, const char *shard, cx_shardwriter **w, cx_err *err)
 	return cx_sw_open(s, shard, &o, w, err);
 }
 
+/* A writer of shard on a store that injects faults (NULL on failure, which
+ * fails the test). */
+static sw_wrap *
+faulty_writer(const char *shard, cx_shardwriter **w)
+{
+	sw_wrap    *s = sw_wrap_open("/st");
+	cx_err		err;
+
+	if (s != NULL && open_writer(&s->base, shard, w, &err) == CX_OK)
+		return s;
+	cx_test_fail(__FILE__, __LINE__, s == NULL ? "no store" : err.msg);
+	if (s != NULL)
+		cx_obj_close(&s->base);
+	return NULL;
+}
+
 /* Appends rows "<prefix><from>" .. "<prefix><from + count - 1>". */
 static cx_code
 append(cx_shardwriter *w, const char *prefix, int from, int count, bool seal,
@@ -368,6 +384,55 @@ CX_TEST(sw_commit_times_increase_when_the_clock_steps_back)
 	cx_obj_close(s);
 }
 
+/* Issue 14: a commit time inherited from a clock that ran ahead is counted
+ * once it leads this clock by more than clock_ahead_warn_ms, with both
+ * times, and a later claim inherits it too. */
+CX_TEST(sw_commit_time_ahead_of_the_clock_is_reported)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shardwriter *w;
+	cx_sw_options o = opts();
+	const cx_sw_stats *st;
+	const int64_t t = 100000000;
+	int64_t		ahead_ts;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	CHECK(o.clock_ahead_warn_ms == 1000);
+	o.clock_us = stepped_clock;
+	test_clock = t;
+	REQUIRE_OK(cx_sw_open(s, "a", &o, &w, &err), &err);
+	st = cx_sw_get_stats(w);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	/* Half a second back: within the threshold. */
+	test_clock = t - 500000;
+	REQUIRE_OK(append(w, "r", 1, 1, false, &err), &err);
+	CHECK(st->clock_ahead_commits == 0 && st->clock_ahead_max_us == 0);
+	/* Five seconds back (the earlier times came from a clock that was
+	 * five seconds fast). */
+	test_clock = t - 5000000;
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(st->clock_ahead_commits == 1);
+	CHECK(st->clock_ahead_clock_us == t - 5000000);
+	CHECK(st->clock_ahead_commit_us > t && st->clock_ahead_commit_us < t + 10);
+	CHECK(st->clock_ahead_max_us ==
+		  (uint64_t) (st->clock_ahead_commit_us - st->clock_ahead_clock_us));
+	ahead_ts = st->clock_ahead_commit_us;
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	/* The next claim starts after the shard's last commit time: ahead too. */
+	REQUIRE_OK(cx_sw_open(s, "a", &o, &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 3, 1, true, &err), &err);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commits == 1);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commit_us > ahead_ts);
+	/* Real time catches up: no longer counted. */
+	test_clock = t + 10000000;
+	REQUIRE_OK(append(w, "r", 4, 1, true, &err), &err);
+	CHECK(cx_sw_get_stats(w)->clock_ahead_commits == 1);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	CHECK(exactly_once(s, "a", "r", 5));
+	cx_obj_close(s);
+}
+
 /* --------------------------------------------------------------------------
  * Fencing
  * -------------------------------------------------------------------------- */
@@ -541,6 +606,65 @@ CX_TEST(sw_fence_steps_over_a_straggler_at_the_tip)
 	cx_obj_close(&wb->base);
 }
 
+typedef struct overtake
+{
+	const char *shard;
+	bool		done;
+	cx_code		rc;
+	cx_objstore *store;
+	cx_shardwriter *newer;
+} overtake;
+
+/* Runs once, when the claimant writes the shard hint: right after its
+ * claim version landed, before it lists the WAL.  A newer claim opens (it
+ * has nothing to replay, so it commits nothing after its fence). */
+static void
+newer_claim_opens(void *arg, const char *key)
+{
+	overtake   *ot = arg;
+	cx_err		err;
+
+	if (ot->done || strstr(key, "_shards/") == NULL ||
+		strstr(key, "/_latest") == NULL)
+		return;
+	ot->done = true;
+	ot->rc = open_writer(ot->store, ot->shard, &ot->newer, &err);
+}
+
+/* Issue 12: a claimant overtaken between its claim and its WAL listing
+ * finds the newer claim's fence in its listing and fails; it must not open
+ * (with nothing to replay it commits nothing) and fence the newer writer
+ * with its own later fence. */
+CX_TEST(sw_claim_overtaken_before_listing_the_wal_fails)
+{
+	sw_wrap    *wn = sw_wrap_open("/st");
+	overtake	ot = {.shard = "x", .store = sw_store("/st")};
+	cx_shardwriter *n = NULL;
+	cx_shardwriter *old;
+	cx_err		err;
+
+	REQUIRE(wn != NULL && ot.store != NULL);
+	/* Nothing to replay for anyone: the old writer sealed and left. */
+	REQUIRE_OK(open_writer(ot.store, "x", &old, &err), &err);
+	REQUIRE_OK(append(old, "o", 0, 1, true, &err), &err);
+	REQUIRE_OK(cx_sw_close(old, true, &err), &err);
+
+	wn->before_put = newer_claim_opens;
+	wn->arg = &ot;
+	CHECK_CODE(open_writer(&wn->base, "x", &n, &err), CX_ERR_FENCED);
+	CHECK(strstr(err.msg, "claimed concurrently") != NULL);
+	REQUIRE(ot.done && ot.rc == CX_OK);
+	/* The newer writer's first append is not fenced by the overtaken one. */
+	REQUIRE_OK(append(ot.newer, "n", 0, 1, false, &err), &err);
+	REQUIRE_OK(cx_sw_seal(ot.newer, &err), &err);
+	CHECK(exactly_once(ot.store, "x", "n", 1));
+	CHECK(exactly_once(ot.store, "x", "o", 1));
+	cx_sw_close(n, false, &err);
+	REQUIRE_OK(cx_sw_close(ot.newer, true, &err), &err);
+	cx_obj_close(&wn->base);
+	cx_obj_close(ot.store);
+}
+
 /* --------------------------------------------------------------------------
  * Recovery
  * -------------------------------------------------------------------------- */
@@ -621,13 +745,12 @@ CX_TEST(sw_replay_that_crashes_before_its_commit_duplicates_nothing)
 
 CX_TEST(sw_unknown_seal_outcome_is_settled_before_the_next_write)
 {
-	sw_wrap    *s = sw_wrap_open("/st");
 	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
 	uint64_t	version;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
-	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
 	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
 	s->match = "_shards/a/_versions/";
 
@@ -642,26 +765,26 @@ CX_TEST(sw_unknown_seal_outcome_is_settled_before_the_next_write)
 	CHECK(cx_sw_manifest(w)->version == version + 2);
 	CHECK(cx_sw_memtable_rows(w) == 0);
 
-	/* The seal did not land, and nobody could tell. */
+	/* The seal did not land, and nobody could tell: the next write puts
+	 * the same version again (a late landing of the first put would then
+	 * be harmless), so the unacknowledged rows land once. */
 	s->fault = SW_FAULT_IO_GET_FAILS;
 	s->faults = 1;
 	CHECK_CODE(append(w, "r", 3, 1, true, &err), CX_ERR_IO);
 	REQUIRE_OK(append(w, "r", 4, 1, true, &err), &err);
-	CHECK(exactly_once(&s->base, "a", "r", 3));
-	CHECK(occurrences(&s->base, "a", "r", 3) == 0);
-	CHECK(occurrences(&s->base, "a", "r", 4) == 1);
+	CHECK(cx_sw_manifest(w)->version == version + 4);
+	CHECK(exactly_once(&s->base, "a", "r", 5));
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	cx_obj_close(&s->base);
 }
 
 CX_TEST(sw_unknown_wal_outcome_keeps_the_rows_at_most_once)
 {
-	sw_wrap    *s = sw_wrap_open("/st");
 	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
 	cx_err		err;
 
 	REQUIRE(s != NULL);
-	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
 	REQUIRE_OK(append(w, "r", 0, 1, false, &err), &err);
 	s->match = "/wal/";
 	/* Landed, unacknowledged; then not landed, unacknowledged. */
@@ -680,6 +803,91 @@ CX_TEST(sw_unknown_wal_outcome_keeps_the_rows_at_most_once)
 	CHECK(exactly_once(&s->base, "a", "r", 3));
 	CHECK(occurrences(&s->base, "a", "x", 0) <= 1);
 	CHECK(occurrences(&s->base, "a", "x", 1) <= 1);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
+/* Issue 11: a WAL entry of unknown outcome is settled before the writer
+ * writes past it, so a claim's fence cannot take the gap it would leave. */
+CX_TEST(sw_unknown_wal_entry_is_settled_before_writing_past_it)
+{
+	sw_wrap    *so = sw_wrap_open("/st");
+	cx_objstore *sn = sw_store("/st");
+	cx_shardwriter *o;
+	cx_shardwriter *n;
+	cx_err		err;
+
+	REQUIRE(so != NULL && sn != NULL);
+	REQUIRE_OK(open_writer(&so->base, "x", &o, &err), &err);
+	REQUIRE_OK(append(o, "o", 0, 1, false, &err), &err);
+	/* O's entry s does not land, and nobody can tell. */
+	sw_wrap_arm(so, "/wal/", SW_FAULT_IO_GET_FAILS, 1);
+	CHECK_CODE(append(o, "u", 0, 1, false, &err), CX_ERR_IO);
+	/* N claims, sees the tip at s - 1 and puts its fence at s. */
+	REQUIRE_OK(open_writer(sn, "x", &n, &err), &err);
+	/* O must not acknowledge an entry at s + 1, above N's fence. */
+	CHECK_CODE(append(o, "o", 1, 1, false, &err), CX_ERR_FENCED);
+	CHECK(strstr(err.msg, "newer claim") != NULL);
+	/* N, the rightful writer, is not fenced by O. */
+	REQUIRE_OK(append(n, "n", 0, 1, false, &err), &err);
+	REQUIRE_OK(cx_sw_seal(n, &err), &err);
+	CHECK(exactly_once(sn, "x", "o", 1));
+	CHECK(occurrences(sn, "x", "o", 1) == 0);
+	CHECK(exactly_once(sn, "x", "n", 1));
+	cx_sw_close(o, false, &err);
+	REQUIRE_OK(cx_sw_close(n, true, &err), &err);
+	cx_obj_close(&so->base);
+	cx_obj_close(sn);
+}
+
+/* Issue 13: every try of a put timed out and read back as absent, and the
+ * put is applied later.  The writer settles it and does not meet its own
+ * late object as someone else's. */
+CX_TEST(sw_put_applied_after_its_tries_does_not_fence_the_writer)
+{
+	static const char *const paths[] = {"/wal/", "/_versions/"};
+
+	for (int i = 0; i < 2; i++)
+	{
+		const char *shard = i == 0 ? "s0" : "s1";
+		cx_shardwriter *w;
+		sw_wrap    *s = faulty_writer(shard, &w);
+		bool		sealed = i == 1;
+		cx_err		err;
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(append(w, "r", 0, 1, sealed, &err), &err);
+		sw_wrap_arm(s, paths[i], SW_FAULT_IO_LANDS_LATE, 1000);
+		CHECK_CODE(append(w, "r", 1, 1, sealed, &err), CX_ERR_TIMEOUT);
+		CHECK(strstr(err.msg, "outcome unknown") != NULL);
+		s->faults = 0;
+		REQUIRE_OK(append(w, "r", 2, 1, sealed, &err), &err);
+		REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+		REQUIRE_OK(open_writer(&s->base, shard, &w, &err), &err);
+		CHECK(exactly_once(&s->base, shard, "r", 3));
+		REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+		cx_obj_close(&s->base);
+	}
+}
+
+/* Issue 16: the first upload of a generation fragment lands, its answer is
+ * lost, the retry hears "exists": the object is ours and the seal commits. */
+CX_TEST(sw_fragment_upload_whose_retry_hears_exists_is_ours)
+{
+	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	sw_wrap_arm(s, "data/", SW_FAULT_LAND_THEN_EXISTS, 1);
+	REQUIRE_OK(append(w, "r", 0, 2, true, &err), &err);
+	CHECK(s->faults == 0);
+	/* And an I/O error after landing, on the seal of unsealed rows. */
+	REQUIRE_OK(append(w, "r", 2, 1, false, &err), &err);
+	sw_wrap_arm(s, "data/", SW_FAULT_LAND_THEN_IO, 1);
+	REQUIRE_OK(cx_sw_seal(w, &err), &err);
+	CHECK(s->faults == 0);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	cx_obj_close(&s->base);
 }

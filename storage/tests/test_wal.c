@@ -115,7 +115,7 @@ CX_TEST(wal_put_and_read_back)
 	rows_entry r;
 	rows_entry other;
 	cx_wal_entry d;
-	uint64_t	taken;
+	cx_wal_taken taken;
 	bool		unknown;
 	cx_buf		bytes;
 	cx_err		err;
@@ -129,13 +129,13 @@ CX_TEST(wal_put_and_read_back)
 	w->fault = SW_FAULT_LAND_THEN_IO;
 	w->faults = 1;
 	REQUIRE_OK(cx_wal_put(&w->base, "s1", &r.e, &taken, &unknown, &err), &err);
-	CHECK(taken == 0);
+	CHECK(taken.epoch == 0);
 	/* Another epoch's entry at the same seq: taken, by epoch 1. */
 	REQUIRE_OK(cx_wal_put(&w->base, "s1", &other.e, &taken, &unknown, &err), &err);
-	CHECK(taken == 1);
+	CHECK(taken.epoch == 1 && taken.kind == CX_WAL_ROWS);
 	/* Our own retry of the very same entry: ours. */
 	REQUIRE_OK(cx_wal_put(&w->base, "s1", &r.e, &taken, &unknown, &err), &err);
-	CHECK(taken == 0);
+	CHECK(taken.epoch == 0);
 	REQUIRE_OK(cx_wal_read(&w->base, "s1", 1, &bytes, &d, &err), &err);
 	CHECK(d.epoch == 1 && d.nrows == 3);
 	cx_wal_entry_clear(&d);
