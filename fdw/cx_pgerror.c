@@ -65,6 +65,8 @@ hint_for(cx_code code)
 {
 	switch (code)
 	{
+		case CX_ERR_NOT_FOUND:
+			return "If the detail names an object a version lists, the store lacks it: \"ctxstore-inspect URI verify\" lists every such object; restore it, or read an older version through a foreign table with the option version.";
 		case CX_ERR_CORRUPT:
 			return "The object named in the detail is damaged; \"ctxstore-inspect URI verify\" checks a whole store.";
 		case CX_ERR_CONFLICT:
