@@ -45,6 +45,13 @@ cx_pg_errcode(cx_code code)
 			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		case CX_ERR_LIMIT:
 			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case CX_ERR_PERMISSION:
+			return ERRCODE_INSUFFICIENT_PRIVILEGE;
+		case CX_ERR_NOSPACE:
+			return ERRCODE_DISK_FULL;
+		case CX_ERR_IO_PERMANENT:
+			/* As CX_ERR_IO; the engine just does not retry it. */
+			return ERRCODE_IO_ERROR;
 		case CX_OK:
 			break;
 	}
@@ -58,6 +65,8 @@ hint_for(cx_code code)
 {
 	switch (code)
 	{
+		case CX_ERR_NOT_FOUND:
+			return "If the detail names an object a version lists, the store lacks it: \"ctxstore-inspect URI verify\" lists every such object; restore it, or read an older version through a foreign table with the option version.";
 		case CX_ERR_CORRUPT:
 			return "The object named in the detail is damaged; \"ctxstore-inspect URI verify\" checks a whole store.";
 		case CX_ERR_CONFLICT:
@@ -66,6 +75,10 @@ hint_for(cx_code code)
 			return "Check the credentials in the user mapping for this server.";
 		case CX_ERR_FENCED:
 			return "Another writer took over the store's shard; check that no two clusters share a ctxstore.shard_id.";
+		case CX_ERR_PERMISSION:
+			return "The store refused access to the object named in the detail: for a file:// store, let the server's operating-system user write the store's directory; for s3:// or az://, grant the credentials in the user mapping write access.";
+		case CX_ERR_NOSPACE:
+			return "The disk or quota holding the store is full; free space, then retry.";
 		default:
 			return NULL;
 	}

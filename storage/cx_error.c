@@ -75,6 +75,12 @@ cx_code_name(cx_code code)
 			return "fenced";
 		case CX_ERR_LIMIT:
 			return "limit";
+		case CX_ERR_PERMISSION:
+			return "permission";
+		case CX_ERR_NOSPACE:
+			return "nospace";
+		case CX_ERR_IO_PERMANENT:
+			return "io_permanent";
 	}
 	return "unknown";
 }

@@ -26,7 +26,17 @@ typedef enum cx_code
 	CX_ERR_TIMEOUT,			/* a bounded wait ran out */
 	CX_ERR_AUTH,			/* object store refused the credentials */
 	CX_ERR_FENCED,			/* a newer writer claimed the shard */
-	CX_ERR_LIMIT			/* a configured limit was exceeded */
+	CX_ERR_LIMIT,			/* a configured limit was exceeded */
+	/*
+	 * Refusals that retrying cannot change, so no retry loop repeats them
+	 * (CX_ERR_IO, by contrast, may be a passing transport failure or an
+	 * ambiguous write): */
+	CX_ERR_PERMISSION,		/* file permissions, or the object store
+							 * refused a write the credentials may not do */
+	CX_ERR_NOSPACE,			/* the disk or a quota is full */
+	CX_ERR_IO_PERMANENT		/* any other: a read-only file system, a write
+							 * the object store rejected as malformed or
+							 * aimed at a missing bucket or container */
 } cx_code;
 
 #define CX_ERR_MSG_LEN 512

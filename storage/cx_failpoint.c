@@ -10,6 +10,7 @@
 #include "cx_failpoint.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,13 +25,30 @@
 typedef enum fp_action
 {
 	FP_CRASH,
-	FP_ERROR
+	FP_ERROR,
+	FP_ERRNO
 } fp_action;
+
+/* The errnos an action may name: those whose handling tests must reach
+ * without the conditions (a full disk, a read-only mount, a permission
+ * root does not feel) that produce them. */
+static const struct
+{
+	const char *name;
+	int			errnum;
+}			errno_actions[] =
+{
+	{"eacces", EACCES},
+	{"eperm", EPERM},
+	{"enospc", ENOSPC},
+	{"erofs", EROFS}
+};
 
 typedef struct failpoint
 {
 	char		name[NAME_MAX_LEN + 1];
 	fp_action	action;
+	int			errnum;			/* FP_ERRNO: what it injects */
 	uint64_t	nth;			/* fire on this hit only; 0 = on every hit */
 	uint64_t	hits;
 } failpoint;
@@ -82,47 +100,59 @@ valid_name(const char *name)
 	return true;
 }
 
-/* "crash", "error", optionally "@N" with N >= 1. */
+/* An errno action's errno, or 0. */
+static int
+errno_action(const char *text, size_t len)
+{
+	for (size_t i = 0; i < sizeof(errno_actions) / sizeof(errno_actions[0]); i++)
+		if (strlen(errno_actions[i].name) == len &&
+			strncmp(text, errno_actions[i].name, len) == 0)
+			return errno_actions[i].errnum;
+	return 0;
+}
+
+/* "crash", "error" or an errno action, optionally "@N" with N >= 1. */
 static bool
-parse_action(const char *text, fp_action *action, uint64_t *nth)
+parse_action(const char *text, failpoint *fp)
 {
 	const char *at = strchr(text, '@');
 	size_t		len = at != NULL ? (size_t) (at - text) : strlen(text);
 	char	   *end;
 
+	fp->errnum = errno_action(text, len);
 	if (len == 5 && strncmp(text, "crash", 5) == 0)
-		*action = FP_CRASH;
+		fp->action = FP_CRASH;
 	else if (len == 5 && strncmp(text, "error", 5) == 0)
-		*action = FP_ERROR;
+		fp->action = FP_ERROR;
+	else if (fp->errnum != 0)
+		fp->action = FP_ERRNO;
 	else
 		return false;
-	*nth = 0;
+	fp->nth = 0;
 	if (at == NULL)
 		return true;
 	if (!isdigit((unsigned char) at[1]))
 		return false;
-	*nth = strtoull(at + 1, &end, 10);
-	return *end == '\0' && *nth >= 1;
+	fp->nth = strtoull(at + 1, &end, 10);
+	return *end == '\0' && fp->nth >= 1;
 }
 
-/* Adds or replaces name's entry in set. */
+/* Adds or replaces the entry of parsed->name in set. */
 static bool
-set_put(fp_set *set, const char *name, fp_action action, uint64_t nth)
+set_put(fp_set *set, const failpoint *parsed)
 {
 	failpoint  *fp = NULL;
 
 	for (int i = 0; i < set->n; i++)
-		if (strcmp(set->fp[i].name, name) == 0)
+		if (strcmp(set->fp[i].name, parsed->name) == 0)
 			fp = &set->fp[i];
 	if (fp == NULL)
 	{
 		if (set->n == MAX_ARMED)
 			return false;
 		fp = &set->fp[set->n++];
-		strcpy(fp->name, name);
 	}
-	fp->action = action;
-	fp->nth = nth;
+	*fp = *parsed;
 	fp->hits = 0;
 	return true;
 }
@@ -148,8 +178,7 @@ parse_spec(const char *spec, fp_set *set, cx_err *err)
 		char		item[NAME_MAX_LEN + 32];
 		char		name[NAME_MAX_LEN + 2];
 		char		action_text[32];
-		fp_action	action;
-		uint64_t	nth;
+		failpoint	parsed;
 
 		trimmed(p, end, item, sizeof(item));
 		p = comma != NULL ? comma + 1 : end;
@@ -165,11 +194,12 @@ parse_spec(const char *spec, fp_set *set, cx_err *err)
 			return cx_err_set(err, CX_ERR_INVALID,
 							  "failpoint \"%s\": the name must be 1-%d characters of [a-z0-9_.]",
 							  item, NAME_MAX_LEN);
-		if (!parse_action(action_text, &action, &nth))
+		if (!parse_action(action_text, &parsed))
 			return cx_err_set(err, CX_ERR_INVALID,
-							  "failpoint \"%s\": the action must be crash or error, optionally followed by @N (N >= 1)",
+							  "failpoint \"%s\": the action must be crash, error or one of eacces, eperm, enospc, erofs, optionally followed by @N (N >= 1)",
 							  item);
-		if (!set_put(set, name, action, nth))
+		strcpy(parsed.name, name);
+		if (!set_put(set, &parsed))
 			return cx_err_set(err, CX_ERR_INVALID,
 							  "failpoint spec arms more than %d failpoints", MAX_ARMED);
 	}
@@ -209,11 +239,15 @@ cx_failpoint_set(const char *spec, cx_err *err)
 	return CX_OK;
 }
 
-cx_code
-cx_failpoint_hit(const char *name, cx_err *err)
+/*
+ * Counts a hit of name and says whether it fires (then *fired gets a copy of
+ * its entry and err the error it injects); crashes right here.  A malformed
+ * environment fires every failpoint as FP_ERROR with CX_ERR_INVALID.
+ */
+static bool
+reach(const char *name, failpoint *fired, cx_err *err)
 {
 	bool		fire = false;
-	fp_action	action = FP_ERROR;
 
 	pthread_mutex_lock(&fp_lock);
 	if (!env_read)
@@ -222,7 +256,8 @@ cx_failpoint_hit(const char *name, cx_err *err)
 	{
 		cx_err_set(err, CX_ERR_INVALID, "%s", env_error);
 		pthread_mutex_unlock(&fp_lock);
-		return CX_ERR_INVALID;
+		fired->action = FP_ERROR;
+		return true;
 	}
 	for (int i = 0; i < armed.n; i++)
 	{
@@ -232,14 +267,33 @@ cx_failpoint_hit(const char *name, cx_err *err)
 			continue;
 		fp->hits++;
 		fire = fp->nth == 0 || fp->hits == fp->nth;
-		action = fp->action;
+		*fired = *fp;
 	}
 	pthread_mutex_unlock(&fp_lock);
-	if (!fire)
-		return CX_OK;
-	if (action == FP_CRASH)
+	if (fire && fired->action == FP_CRASH)
 		raise(SIGKILL);			/* as kill -9: no cleanup, no flush */
-	return cx_err_set(err, CX_ERR_IO, "failpoint %s", name);
+	if (fire)
+		cx_err_set(err, CX_ERR_IO, "failpoint %s", name);
+	return fire;
+}
+
+cx_code
+cx_failpoint_hit(const char *name, cx_err *err)
+{
+	failpoint	fp;
+
+	return reach(name, &fp, err) ? err->code : CX_OK;
+}
+
+int
+cx_failpoint_errno_hit(const char *name)
+{
+	failpoint	fp;
+	cx_err		ignored;
+
+	if (!reach(name, &fp, &ignored))
+		return 0;
+	return fp.action == FP_ERRNO ? fp.errnum : EIO;
 }
 
 uint64_t

@@ -16,6 +16,9 @@
  * A spec is a comma-separated list of "name=action" with action one of
  *   crash      raise(SIGKILL): the process dies at once, nothing is flushed
  *   error      the step fails with CX_ERR_IO "failpoint <name>"
+ *   eacces, eperm, enospc, erofs
+ *              at an errno failpoint (CX_FAILPOINT_ERRNO), the system call
+ *              it stands before fails with that errno; elsewhere as error
  * optionally followed by "@N": fire only on the Nth time the failpoint is
  * reached (counting from when it was armed), e.g. "seal.after_fragment=crash@3".
  * Spaces around items are ignored; an empty spec disarms everything; a name
@@ -51,6 +54,12 @@
  *
  * Merge failpoints (merge.*) are documented in cx_merge.h.
  *
+ * Errno failpoints (the local backend, cx_objstore_local.c):
+ *
+ *   local.open_upload        an upload's file is about to be created: the
+ *                            open() fails with the armed errno ("error":
+ *                            EIO)
+ *
  * Thread-safety: arming and firing are safe from any thread.
  */
 #ifndef CX_FAILPOINT_H
@@ -75,6 +84,18 @@ cx_code		cx_failpoint_hit(const char *name, cx_err *err);
 #define CX_FAILPOINT(name, err) \
 	(__builtin_expect(__atomic_load_n(&cx_failpoint_active, __ATOMIC_RELAXED) != 0, 0) ? \
 	 cx_failpoint_hit((name), (err)) : CX_OK)
+
+/* Slow path of CX_FAILPOINT_ERRNO. */
+int			cx_failpoint_errno_hit(const char *name);
+
+/*
+ * For a step that fails with an errno: evaluates to 0, or to the errno the
+ * failpoint injects (EIO for "error"), or does not return (crash).  Use:
+ * if ((e = CX_FAILPOINT_ERRNO("x.y")) != 0) { errno = e; fd = -1; } else ...
+ */
+#define CX_FAILPOINT_ERRNO(name) \
+	(__builtin_expect(__atomic_load_n(&cx_failpoint_active, __ATOMIC_RELAXED) != 0, 0) ? \
+	 cx_failpoint_errno_hit(name) : 0)
 
 /* Replaces the armed set with spec (NULL or "" disarms all).  CX_ERR_INVALID
  * on a malformed spec, naming the bad item; the armed set is then unchanged. */

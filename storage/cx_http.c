@@ -264,6 +264,28 @@ cx_http_status_code(long status)
 	}
 }
 
+/* Error codes by which S3 and Azure say the caller was recognised and may
+ * not do this.  Not Azure's AuthorizationFailure: Azurite answers a wrong
+ * account key with it, so it may mean credentials. */
+static bool
+denies_permission(const char *service_code)
+{
+	return service_code != NULL &&
+		(strcmp(service_code, "AccessDenied") == 0 ||
+		 strcmp(service_code, "AuthorizationPermissionMismatch") == 0);
+}
+
+cx_code
+cx_http_write_status_code(long status, const char *service_code)
+{
+	if (status == 403 && denies_permission(service_code))
+		return CX_ERR_PERMISSION;
+	if (status == 401 || status == 403 || status == 412)
+		return cx_http_status_code(status);
+	return status >= 400 && status < 500 ? CX_ERR_IO_PERMANENT :
+		cx_http_status_code(status);
+}
+
 void
 cx_http_redact_url(const char *url, char *buf, size_t size)
 {

@@ -180,6 +180,16 @@ cx_code		cx_http_fail(const cx_http_request *req,
  */
 cx_code		cx_http_status_code(long status);
 
+/*
+ * The same for the final status of a write (a PUT, a multipart step), given
+ * the service's error code (NULL if none): 401 and 403 stay AUTH, except a
+ * 403 saying the caller may not write here (AccessDenied,
+ * AuthorizationPermissionMismatch), which is PERMISSION; 412 stays EXISTS; 400, 404 (no such bucket or container) and
+ * every other 4xx are IO_PERMANENT.  The same request would be refused
+ * again, so nobody retries any of them.
+ */
+cx_code		cx_http_write_status_code(long status, const char *service_code);
+
 /* The <Code> of an S3 or Azure XML error body (malloc'd; caller frees), or
  * NULL if there is none. */
 char	   *cx_http_error_code(const cx_http_response *resp);

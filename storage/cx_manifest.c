@@ -668,6 +668,14 @@ cx_manifest_load(cx_objstore *s, uint64_t version, cx_manifest **out,
 }
 
 cx_code
+cx_manifest_fragment_failed(const cx_manifest *m, const char *path,
+							cx_err *err)
+{
+	return cx_err_prefix(err, "fragment %s listed by base version %llu", path,
+						 (unsigned long long) m->version);
+}
+
+cx_code
 cx_manifest_put(cx_objstore *s, uint64_t version, const cx_buf *bytes,
 				bool *ours, cx_err *err)
 {

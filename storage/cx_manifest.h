@@ -137,6 +137,15 @@ uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
  * "..", so that it is one safe key segment. */
 bool		cx_manifest_shard_id_ok(const char *shard_id);
 
+/*
+ * Prefixes the error a read of fragment `path` (listed by m) failed with by
+ * the fragment and the version listing it ("fragment data/... listed by base
+ * version 7: ..."), so that a missing or damaged object can be traced to
+ * what needs it; returns err->code.
+ */
+cx_code		cx_manifest_fragment_failed(const cx_manifest *m, const char *path,
+										cx_err *err);
+
 /* Serialisation.  name is used in error messages ("_versions/...manifest"). */
 cx_code		cx_manifest_encode(const cx_manifest *m, cx_buf *out, cx_err *err);
 cx_code		cx_manifest_decode(const uint8_t *data, size_t len,

@@ -60,7 +60,7 @@ cx_merge_build_keymap(merge_state *ms, cx_err *err)
 
 		if (cx_keyscan(ms->s, &ms->gens[i].fragment, ms->table, ms->key_col,
 					   NULL, add_merged_key, &gk, err) != CX_OK)
-			return err->code;
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
 	}
 	return CX_OK;
 }
@@ -112,7 +112,7 @@ cx_merge_find_replaced(merge_state *ms, cx_err *err)
 		if (cx_keyscan(ms->s, fi, ms->table, ms->key_col,
 					   base->dvs != NULL ? &base->dvs[f] : NULL,
 					   check_base_row, &bk, err) != CX_OK)
-			return err->code;
+			return cx_manifest_fragment_failed(base, fi->path, err);
 	}
 	return CX_OK;
 }
@@ -193,7 +193,7 @@ cx_merge_compare_new(merge_state *ms, const cx_manifest *base, cx_err *err)
 		if (may_hold_merged_key(ms, fi) &&
 			cx_keyscan(ms->s, fi, ms->table, ms->key_col, NULL, check_new_row,
 					   &bk, err) != CX_OK)
-			return err->code;
+			return cx_manifest_fragment_failed(base, fi->path, err);
 		if (remember_scanned(ms, fi->path, err) != CX_OK)
 			return err->code;
 	}

@@ -154,7 +154,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	cx_code		rc;
 
 	if (cx_fragr_open(wr->ms->s, fi->path, fi->size, &r, err) != CX_OK)
-		return err->code;
+		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
+										  err);
 	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,
 						 err);
 	if (rc == CX_OK && layout.ts_col < 0)

@@ -201,18 +201,23 @@ is_exists(const cx_http_response *resp)
 	return exists;
 }
 
-/* Maps the final status of a write.  A missing container is a setup
+/* Maps the final status of a write.  A missing container (404) is a setup
  * mistake, not a missing object. */
 static cx_code
 write_outcome(az_req *r, cx_err *err)
 {
 	long		st = r->resp.status;
+	char	   *code;
+	cx_code		rc;
 
 	if (st >= 200 && st < 300)
 		return CX_OK;
 	if (is_exists(&r->resp))
 		return req_fail(r, CX_ERR_EXISTS, err);
-	return req_fail(r, st == 404 ? CX_ERR_INVALID : cx_http_status_code(st), err);
+	code = error_code(&r->resp);
+	rc = cx_http_write_status_code(st, code);
+	free(code);
+	return req_fail(r, rc, err);
 }
 
 static cx_code az_head(cx_objstore *base, const char *key, uint64_t *size,

@@ -113,6 +113,14 @@ errno_code(int e)
 	{
 		case ENOMEM:
 			return CX_ERR_NOMEM;
+		case EACCES:
+		case EPERM:
+			return CX_ERR_PERMISSION;
+		case ENOSPC:
+		case EDQUOT:
+			return CX_ERR_NOSPACE;
+		case EROFS:
+			return CX_ERR_IO_PERMANENT;
 		case ENAMETOOLONG:
 		case ENOTDIR:
 		case EISDIR:
@@ -394,7 +402,11 @@ open_upload_file(local_store *ls, local_upload *up, cx_err *err)
 {
 	bool		unsupported = false;
 	cx_err		injected;
+	int			injected_errno = CX_FAILPOINT_ERRNO("local.open_upload");
 
+	if (injected_errno != 0)
+		return sys_fail(err, injected_errno, "create the file for %s",
+						up->base.key);
 	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
 	{
 		if (CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)

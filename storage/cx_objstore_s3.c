@@ -230,13 +230,25 @@ condition_failed(const s3_call *c)
 		(c->resp.status == 304 && cx_http_headers_get(&c->headers, "If-None-Match") != NULL);
 }
 
+/* The cx_code of a final status we do not accept, given the error code S3
+ * answered with: PUTs and POSTs (the multipart steps) write. */
+static cx_code
+status_code(const s3_call *c, const char *service_code)
+{
+	bool		writes = strcmp(c->req.method, "PUT") == 0 ||
+		strcmp(c->req.method, "POST") == 0;
+
+	return writes ? cx_http_write_status_code(c->resp.status, service_code) :
+		cx_http_status_code(c->resp.status);
+}
+
 /* The uniform error for a status we do not accept. */
 static cx_code
 call_fail(s3_call *c, cx_err *err)
 {
 	char	   *code = cx_http_error_code(&c->resp);
-	cx_code		rc = cx_http_fail(&c->req, &c->resp,
-								  cx_http_status_code(c->resp.status), code, err);
+	cx_code		rc = cx_http_fail(&c->req, &c->resp, status_code(c, code), code,
+								  err);
 
 	free(code);
 	return rc;
@@ -809,7 +821,7 @@ completion_outcome(s3_upload *up, s3_call *c, cx_err *err)
 		rc = settle_lost_completion(up, c, err);
 	else if (!call_ok(c) || error_code != NULL)
 		rc = cx_http_fail(&c->req, &c->resp,
-						  call_ok(c) ? CX_ERR_IO : cx_http_status_code(c->resp.status),
+						  call_ok(c) ? CX_ERR_IO : status_code(c, error_code),
 						  error_code, err);
 	free(error_code);
 	return rc;

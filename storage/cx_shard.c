@@ -96,6 +96,15 @@ cx_shard_manifest_key(const char *shard_id, uint64_t version, char *key,
  * Building
  * -------------------------------------------------------------------------- */
 
+cx_code
+cx_shard_generation_failed(const cx_shard_manifest *m, const cx_generation *g,
+						   cx_err *err)
+{
+	return cx_err_prefix(err, "generation %llu (%s) listed by shard %s version %llu",
+						 (unsigned long long) g->gen, g->fragment.path,
+						 m->shard_id, (unsigned long long) m->version);
+}
+
 cx_shard_manifest *
 cx_shard_manifest_new(const char *shard_id)
 {

@@ -76,6 +76,11 @@ cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
 cx_code		cx_shard_generation_schema(const cx_schema *table,
 									   cx_schema **out, cx_err *err);
 
+/* The same as cx_manifest_fragment_failed for a generation g of m
+ * ("generation 3 (data/...) listed by shard s1 version 12: ..."). */
+cx_code		cx_shard_generation_failed(const cx_shard_manifest *m,
+									   const cx_generation *g, cx_err *err);
+
 cx_shard_manifest *cx_shard_manifest_new(const char *shard_id);
 void		cx_shard_manifest_free(cx_shard_manifest *m);
 cx_shard_manifest *cx_shard_manifest_clone(const cx_shard_manifest *m);

@@ -164,6 +164,27 @@ gen_key_ahead(void *arg, const uint8_t *key, size_t len)
 	cx_keymap_prefetch(((gen_keys *) arg)->scan->map, key, len);
 }
 
+/* The error reading generation g of the snapshot failed with, naming the
+ * shard version that lists it. */
+static cx_code
+snapgen_failed(const cx_snapshot *snap, const cx_snapgen *g, cx_err *err)
+{
+	return cx_shard_generation_failed(snap->shards[g->shard], g->gen, err);
+}
+
+/* The same for the scan's current source, a base fragment or generation. */
+static cx_code
+source_failed(const cx_tablescan *scan, cx_err *err)
+{
+	const cx_snapshot *snap = scan->snap;
+
+	if (scan->phase == PHASE_BASE)
+		return cx_manifest_fragment_failed(snap->base,
+										   snap->base->fragments[scan->source].path,
+										   err);
+	return snapgen_failed(snap, &snap->gens[scan->source], err);
+}
+
 static cx_code
 build_keymap(cx_tablescan *scan, cx_err *err)
 {
@@ -192,7 +213,7 @@ build_keymap(cx_tablescan *scan, cx_err *err)
 		if (cx_keyscan_ahead(snap->store, &snap->gens[i].gen->fragment,
 							 scan->table, scan->key_col, NULL, add_gen_key,
 							 gen_key_ahead, &gk, err) != CX_OK)
-			return err->code;
+			return snapgen_failed(snap, &snap->gens[i], err);
 	}
 	scan->stats.keymap_keys = cx_keymap_count(scan->map);
 	scan->stats.keymap_bytes = cx_keymap_memory(scan->map);
@@ -274,7 +295,7 @@ open_next(cx_tablescan *scan, cx_err *err)
 	else
 		fi = &snap->gens[scan->source].gen->fragment;
 	if (cx_fragr_open(snap->store, fi->path, fi->size, &scan->r, err) != CX_OK)
-		return err->code;
+		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
 	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,
 						&scan->layout, err) != CX_OK)

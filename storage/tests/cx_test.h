@@ -19,6 +19,8 @@ typedef void (*cx_test_fn) (void);
 
 void		cx_test_register(const char *name, cx_test_fn fn);
 void		cx_test_fail(const char *file, int line, const char *what);
+/* Failures of the running test so far (a forked child reports them so). */
+int			cx_test_failures(void);
 /* Marks the running test skipped (printed with the reason and counted
  * apart, never as a pass) unless it also failed. */
 void		cx_test_skip(const char *why);

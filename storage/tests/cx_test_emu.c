@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 
+#include "cx_manifest.h"
 #include "cx_test.h"
 
 const char *
@@ -124,4 +125,39 @@ cx_test_collect(void *arg, const char *key, uint64_t size)
 	}
 	l->n++;
 	return l->stop_after == 0 || l->n < l->stop_after;
+}
+
+void
+cx_test_refused_commit(cx_objstore *s, const char *ctl,
+					   const char *write_fault, cx_code expected)
+{
+	cx_manifest *m = cx_manifest_new();
+	uint64_t	puts_before = s->stats.puts;
+	char		rule[512];
+	char		key[CX_KEY_MAX + 1];
+	cx_buf		bytes;
+	cx_err		err;
+	bool		ours;
+
+	REQUIRE(m != NULL);
+	m->version = 1;
+	cx_buf_init(&bytes);
+	REQUIRE_OK(cx_manifest_encode(m, &bytes, &err), &err);
+	cx_manifest_free(m);
+	if (ctl != NULL)
+	{
+		cx_test_proxy_reset(ctl);
+		snprintf(rule, sizeof(rule),
+				 "{\"action\":\"status\",\"method\":\"PUT\",\"count\":10,%s}",
+				 write_fault);
+		REQUIRE(cx_test_proxy_inject(ctl, rule));
+	}
+	CHECK_CODE(cx_manifest_put(s, 1, &bytes, &ours, &err), expected);
+	cx_manifest_key(1, key, sizeof(key));
+	CHECK(strstr(err.msg, key) != NULL);
+	CHECK(s->stats.puts - puts_before == 1);
+	CHECK(ctl == NULL || cx_test_proxy_stat(ctl, "fired") == 1);
+	if (ctl != NULL)
+		cx_test_proxy_reset(ctl);
+	cx_buf_free(&bytes);
 }

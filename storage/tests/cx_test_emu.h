@@ -45,6 +45,17 @@ long		cx_test_proxy_stat(const char *ctl, const char *name);
 bool		cx_test_holds(cx_objstore *s, const char *key, const void *data,
 						  size_t len);
 
+/*
+ * Writes base version 1 of s through the commit protocol's put while s
+ * refuses writes the way write_fault (JSON fields "status", "code", ...) at
+ * the fault proxy ctl makes it, or as the environment already does when
+ * write_fault is NULL; checks that the put fails with expected, naming the
+ * version's key, after exactly one PUT (neither the HTTP client nor the
+ * commit protocol repeats a write that cannot succeed).
+ */
+void		cx_test_refused_commit(cx_objstore *s, const char *ctl,
+								   const char *write_fault, cx_code expected);
+
 #define CX_TEST_LIST_MAX 64
 
 /* What a listing passed to cx_test_collect(): the first CX_TEST_LIST_MAX

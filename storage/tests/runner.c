@@ -45,6 +45,12 @@ cx_test_fail(const char *file, int line, const char *what)
 	fflush(stdout);
 }
 
+int
+cx_test_failures(void)
+{
+	return current_failures;
+}
+
 void
 cx_test_skip(const char *why)
 {

@@ -797,6 +797,27 @@ CX_TEST(azure_fault_retried)
 	cx_obj_close(s);
 }
 
+/* Writes Azure refuses for good fail at once with their own code: 403
+ * AuthorizationPermissionMismatch is a permission, 400 and 404 (no such
+ * container) permanent. */
+CX_TEST(azure_refused_writes_are_not_retried)
+{
+	cx_objstore *s;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	REQUIRE_OK(open_proxied("refused-writes", NULL, 0, &s, &err), &err);
+	cx_test_refused_commit(s, PROXY_CTL,
+						   "\"status\":403,\"code\":\"AuthorizationPermissionMismatch\"",
+						   CX_ERR_PERMISSION);
+	cx_test_refused_commit(s, PROXY_CTL, "\"status\":400,\"code\":\"InvalidHeaderValue\"",
+						   CX_ERR_IO_PERMANENT);
+	cx_test_refused_commit(s, PROXY_CTL, "\"status\":404,\"code\":\"ContainerNotFound\"",
+						   CX_ERR_IO_PERMANENT);
+	CHECK(s->stats.retries == 0);
+	cx_obj_close(s);
+}
+
 /* A fault that persists ends in bounded time with a clear error: the
  * operation, the object, the status and Azure's code, and no credential. */
 CX_TEST(azure_fault_bounded_failure)

@@ -1,12 +1,14 @@
 /*
- * test_inspect.c — the ctxstore-inspect CLI against a store built here:
- * versions, manifest, fragment, rows, and verify on an intact and on a
- * damaged store.  The Makefile passes the binary's path in CX_INSPECT.
+ * test_inspect.c — the ctxstore-inspect CLI against stores built here:
+ * every command on appended fragments, on merged fragments (with the hidden
+ * columns and deletion vectors) and on unmerged generations, and verify on
+ * intact, damaged and incomplete stores and where there is no store.  The Makefile passes the binary's path in CX_INSPECT.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
 
 #include "cx_commit.h"
+#include "cx_merge.h"
 #include "cx_test.h"
 #include "mw_util.h"
 
@@ -230,6 +232,128 @@ CX_TEST(inspect_cli_reads_a_memwal_store)
 		CHECK(out && strstr(out, "BAD") && strstr(out, wal));
 		free(out);
 	}
+
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Runs "URI <command>" and returns the exit status; the output in *out. */
+static int
+inspect_cmd(const char *uri, const char *command, char **out)
+{
+	char		args[8192];
+
+	snprintf(args, sizeof(args), "%s %s", uri, command);
+	return run_inspect(args, out);
+}
+
+/* Deletes key, keeping its bytes in saved, so that it can be put back. */
+static cx_code
+take_away(cx_objstore *s, const char *key, cx_buf *saved, cx_err *err)
+{
+	if (cx_obj_get(s, key, saved, err) != CX_OK)
+		return err->code;
+	return cx_obj_delete(s, key, err);
+}
+
+static cx_code
+put_back(cx_objstore *s, const char *key, const cx_buf *saved, cx_err *err)
+{
+	return cx_obj_put(s, key, saved->data, saved->len, CX_PUT_OVERWRITE, err);
+}
+
+/*
+ * A store whose base fragments come from merges (they carry the hidden
+ * columns), one with a deletion vector (k1 was rewritten and merged again),
+ * and an unmerged generation (k3): every command reads it, and verify finds
+ * a deleted base fragment, a deleted generation and a damaged object, each
+ * naming the object and the version that lists it.
+ */
+CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
+{
+	cx_objstore *s;
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_manifest *m;
+	cx_shard_manifest *sm;
+	cx_err		err;
+	char		first[CX_KEY_MAX + 1];
+	char		gen[CX_KEY_MAX + 1];
+	char		cmd[CX_KEY_MAX + 32];
+	cx_buf		saved;
+	char	   *out;
+	const char *uri = cx_test_uri("/merged");
+
+	REQUIRE(getenv("CX_INSPECT") != NULL);
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	REQUIRE_OK(mw_writer(s, "s1", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 1, 2, 1, true, &err), &err);	/* k1, k2 = 1 */
+	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
+	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 1, 1, 2, true, &err), &err);	/* k1 = 2 */
+	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 3, 1, 3, true, &err), &err);	/* k3, unmerged */
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 2 && cx_manifest_deleted_count(m, 0) == 1);
+	snprintf(first, sizeof(first), "%s", m->fragments[0].path);
+	cx_manifest_free(m);
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "s1", 0, &sm, &err), &err);
+	REQUIRE(sm != NULL && sm->ngens >= 1);
+	snprintf(gen, sizeof(gen), "%s", sm->gens[sm->ngens - 1].fragment.path);
+	cx_shard_manifest_free(sm);
+
+	CHECK(inspect_cmd(uri, "versions", &out) == 0);
+	CHECK(out && strstr(out, "merge"));
+	free(out);
+	/* Merged fragments have more statistics than the table has columns. */
+	CHECK(inspect_cmd(uri, "manifest", &out) == 0);
+	CHECK(out && strstr(out, first) && strstr(out, "1 deleted") &&
+		  strstr(out, CX_COL_TOMBSTONE) && strstr(out, "merged through generation 2"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "fragment %s", first);
+	CHECK(inspect_cmd(uri, cmd, &out) == 0);
+	CHECK(out && strstr(out, "2 rows in 1 row groups") && strstr(out, CX_COL_COMMIT_TS));
+	free(out);
+	CHECK(inspect_cmd(uri, "shard s1", &out) == 0);
+	CHECK(out && strstr(out, "gen 3 ") && strstr(out, gen));
+	free(out);
+	CHECK(inspect_cmd(uri, "rows", &out) == 0);
+	CHECK(out && strstr(out, "\"k1\" | 2 |") && !strstr(out, "\"k1\" | 1 |") &&
+		  strstr(out, "\"k2\" | 1 |") && strstr(out, "\"k3\" | 3 |"));
+	free(out);
+	CHECK(inspect_cmd(uri, "verify", &out) == 0);
+	CHECK(out && strstr(out, " 0 bad"));
+	free(out);
+
+	cx_buf_init(&saved);
+	/* A base fragment gone: every version listing it is named, once. */
+	REQUIRE_OK(take_away(s, first, &saved, &err), &err);
+	CHECK(inspect_cmd(uri, "verify", &out) == 3);
+	CHECK(out && strstr(out, first) && strstr(out, "is missing; base version") &&
+		  strstr(out, "more versions") && strstr(out, " 1 bad"));
+	free(out);
+	REQUIRE_OK(put_back(s, first, &saved, &err), &err);
+
+	/* A generation gone: the shard version listing it is named. */
+	REQUIRE_OK(take_away(s, gen, &saved, &err), &err);
+	CHECK(inspect_cmd(uri, "verify", &out) == 3);
+	CHECK(out && strstr(out, gen) && strstr(out, "is missing; shard s1 version") &&
+		  strstr(out, "(generation 3)") && strstr(out, " 1 bad"));
+	free(out);
+	REQUIRE_OK(put_back(s, gen, &saved, &err), &err);
+
+	/* A damaged generation. */
+	saved.data[saved.len / 2] ^= 0x10;
+	REQUIRE_OK(put_back(s, gen, &saved, &err), &err);
+	CHECK(inspect_cmd(uri, "verify", &out) == 3);
+	CHECK(out && strstr(out, "BAD") && strstr(out, gen) && strstr(out, " 1 bad"));
+	free(out);
+	cx_buf_free(&saved);
+
+	/* Nothing at all there: said, and not "0 bad". */
+	CHECK(inspect_cmd(cx_test_uri("/nothing-here"), "verify", &out) == 1);
+	CHECK(out && strstr(out, "no store at URI") && !strstr(out, "0 bad"));
+	free(out);
 
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);

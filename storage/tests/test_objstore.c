@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,8 +16,10 @@
 #include <unistd.h>
 
 #include "cx_failpoint.h"
+#include "cx_manifest.h"
 #include "cx_objstore.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 
 #define MAX_LISTED 32
 
@@ -889,5 +892,77 @@ CX_TEST(objstore_racing_processes_one_put_if_absent_wins)
 	snprintf(val, sizeof(val), "process %d", winner);
 	CHECK(holds(s, "proc/_versions/1", val));
 	CHECK(temp_files_left() == 0);
+	cx_obj_close(s);
+}
+
+/*
+ * The commit put into a store directory nobody may write, done as an
+ * unprivileged user: root is not refused by file modes, so when the tests
+ * run as root a child drops to "nobody" first.  Exits 0 if the put failed
+ * at once as CX_ERR_PERMISSION, naming its key.
+ */
+static int
+refused_by_file_mode(const char *uri)
+{
+	cx_objstore *s;
+	cx_err		err;
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid == 0)
+	{
+		if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(2);
+		if (cx_objstore_open(uri, NULL, 0, &s, &err) != CX_OK)
+			_exit(3);
+		cx_test_refused_commit(s, NULL, NULL, CX_ERR_PERMISSION);
+		cx_obj_close(s);
+		_exit(cx_test_failures() == 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * Local errors retrying cannot fix fail at once with their own code and the
+ * key, after one put: a read-only directory (file modes), and, injected
+ * where a file system cannot be made to produce them, EACCES, EPERM, ENOSPC
+ * and EROFS.  Before, each was CX_ERR_IO and the commit put tried 4 times.
+ */
+CX_TEST(local_refused_writes_fail_at_once)
+{
+	static const struct
+	{
+		const char *action;
+		cx_code		expected;
+	}			injected[] =
+	{
+		{"eacces", CX_ERR_PERMISSION},
+		{"eperm", CX_ERR_PERMISSION},
+		{"enospc", CX_ERR_NOSPACE},
+		{"erofs", CX_ERR_IO_PERMANENT}
+	};
+	char		dir[PATH_MAX];
+	char		spec[64];
+	cx_objstore *s;
+	cx_err		err;
+	const char *uri = cx_test_uri("/ro");
+
+	snprintf(dir, sizeof(dir), "%s/ro", cx_test_tmpdir());
+	REQUIRE(mkdir(dir, 0555) == 0 && chmod(dir, 0555) == 0);
+	REQUIRE(chmod(cx_test_tmpdir(), 0711) == 0);
+	CHECK(refused_by_file_mode(uri) == 0);
+	REQUIRE(chmod(dir, 0755) == 0);
+
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	for (size_t i = 0; i < sizeof(injected) / sizeof(injected[0]); i++)
+	{
+		snprintf(spec, sizeof(spec), "local.open_upload=%s", injected[i].action);
+		REQUIRE_OK(cx_failpoint_set(spec, &err), &err);
+		cx_test_refused_commit(s, NULL, NULL, injected[i].expected);
+		CHECK(cx_failpoint_hits("local.open_upload") == 1);
+	}
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
 	cx_obj_close(s);
 }

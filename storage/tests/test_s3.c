@@ -509,9 +509,30 @@ CX_TEST(s3_retries_exhausted_name_op_key_status_not_secret)
 
 	/* A final refusal is not retried, and says so just as clearly. */
 	REQUIRE(cx_test_proxy_inject(ctl(), "{\"action\":\"status\",\"status\":403,\"code\":\"AccessDenied\"}"));
-	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
+	CHECK_CODE(put_str(s, "victim/key", "v", CX_PUT_OVERWRITE, &err), CX_ERR_PERMISSION);
 	CHECK(strstr(err.msg, "HTTP 403 (AccessDenied)") != NULL);
 	CHECK(s->stats.retries == 2);
+	cx_obj_close(s);
+}
+
+/* Writes S3 refuses for good fail at once with their own code: 403
+ * AccessDenied is a permission, 400 and 404 (no such bucket) permanent. */
+CX_TEST(s3_refused_writes_are_not_retried)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_err		err;
+
+	if (!proxy_env(&e))
+		return;
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	cx_test_refused_commit(s, ctl(), "\"status\":403,\"code\":\"AccessDenied\"",
+						   CX_ERR_PERMISSION);
+	cx_test_refused_commit(s, ctl(), "\"status\":400,\"code\":\"InvalidRequest\"",
+						   CX_ERR_IO_PERMANENT);
+	cx_test_refused_commit(s, ctl(), "\"status\":404,\"code\":\"NoSuchBucket\"",
+						   CX_ERR_IO_PERMANENT);
+	CHECK(s->stats.retries == 0);
 	cx_obj_close(s);
 }
 

@@ -11,9 +11,12 @@
  *                                              one row per key; VERSION: that
  *                                              base version only)
  *   ctxstore-inspect URI verify                check every checksum in the store
+ *                                              and that every object a
+ *                                              version lists is there
  *
- * Exit status: 0 on success, 1 on an engine error (message on stderr),
- * 2 on bad usage, 3 when verify found corrupt objects.
+ * Exit status: 0 on success, 1 on an engine error or when verify finds no
+ * store at URI (message on stderr), 2 on bad usage, 3 when verify found
+ * corrupt or missing objects.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -353,14 +356,58 @@ print_stats(const cx_colstats *st, const cx_column *col)
 	}
 }
 
+/*
+ * The columns a fragment's statistics describe: a base fragment written by
+ * an append holds the table's columns, one written by a merge also the
+ * hidden ones (cx_shard.h).  NULL if neither fits.
+ */
+static const cx_schema *
+stats_columns(const cx_fragment_info *f, const cx_schema *table,
+			  const cx_schema *with_hidden)
+{
+	if (table != NULL && f->ncolumns == table->ncolumns)
+		return table;
+	if (with_hidden != NULL && f->ncolumns == with_hidden->ncolumns)
+		return with_hidden;
+	return NULL;
+}
+
+static void
+print_fragment_entry(const cx_manifest *m, uint32_t i,
+					 const cx_schema *with_hidden)
+{
+	const cx_fragment_info *f = &m->fragments[i];
+	const cx_schema *cols = stats_columns(f, m->schema, with_hidden);
+
+	printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "\n",
+		   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),
+		   f->footer_offset, f->footer_len);
+	if (cols == NULL && f->ncolumns > 0)
+		printf("    statistics of %" PRIu32 " columns match no schema of the table\n",
+			   f->ncolumns);
+	for (uint32_t c = 0; cols != NULL && c < f->ncolumns; c++)
+	{
+		printf("    %-22s ", cols->columns[c].name);
+		print_stats(&f->stats[c], &cols->columns[c]);
+		putchar('\n');
+	}
+}
+
 static int
 cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 {
 	cx_manifest *m;
+	cx_schema  *with_hidden = NULL;
 	int			rc = load_version(s, arg, &m, err);
 
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;
+	if (m->schema != NULL &&
+		cx_shard_generation_schema(m->schema, &with_hidden, err) != CX_OK)
+	{
+		cx_manifest_free(m);
+		return fail(err);
+	}
 	printf("version      %" PRIu64 "\ncommit id    ", m->version);
 	print_commit_id(m->commit_id);
 	printf("\ncommitted at ");
@@ -377,22 +424,11 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 			   m->shards[i].shard_id, m->shards[i].merged_gen);
 	printf("fragments    %" PRIu32 "\n", m->nfragments);
 	for (uint32_t i = 0; i < m->nfragments; i++)
-	{
-		const cx_fragment_info *f = &m->fragments[i];
-
-		printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "\n",
-			   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),
-			   f->footer_offset, f->footer_len);
-		for (uint32_t c = 0; c < f->ncolumns && m->schema; c++)
-		{
-			printf("    %-22s ", m->schema->columns[c].name);
-			print_stats(&f->stats[c], &m->schema->columns[c]);
-			putchar('\n');
-		}
-	}
+		print_fragment_entry(m, i, with_hidden);
 	for (uint32_t i = 0; i < m->nexts; i++)
 		printf("extension    tag %" PRIu32 ", %" PRIu32 " bytes\n",
 			   m->exts[i].tag, m->exts[i].len);
+	cx_schema_free(with_hidden);
 	cx_manifest_free(m);
 	return 0;
 }
@@ -522,13 +558,101 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 	return 0;
 }
 
-/* verify: every manifest decodes; every fragment's footer and chunks check. */
+/*
+ * verify: every object listed is checked (manifests decode, fragments'
+ * footers and chunks pass their checksums), and every object a version
+ * lists (a base version's fragments, a shard version's generations) must be
+ * among them.  Every version present counts as retained: GC removes only
+ * objects no retained version lists (docs/DESIGN.md, "What GC must
+ * respect").
+ */
+typedef struct listed_ref
+{
+	char	   *key;			/* the object a version lists */
+	char	   *by;				/* "base version 3", for the report */
+} listed_ref;
+
 typedef struct verify_ctx
 {
 	cx_objstore *store;
+	char	  **keys;			/* every key listed, ascending */
+	size_t		nkeys;
+	listed_ref *refs;
+	size_t		nrefs;
+	bool		oom;
 	uint64_t	objects;
 	uint64_t	bad;
 } verify_ctx;
+
+static bool
+grow(void **array, size_t n, size_t elem)
+{
+	void	   *bigger;
+
+	if ((n & (n - 1)) != 0)		/* capacity doubles at powers of two */
+		return true;
+	bigger = realloc(*array, (n ? 2 * n : 1) * elem);
+	if (bigger == NULL)
+		return false;
+	*array = bigger;
+	return true;
+}
+
+static bool
+collect_key(void *arg, const char *key, uint64_t size)
+{
+	verify_ctx *ctx = arg;
+	char	   *copy;
+
+	(void) size;
+	if (!grow((void **) &ctx->keys, ctx->nkeys, sizeof(char *)) ||
+		(copy = strdup(key)) == NULL)
+	{
+		ctx->oom = true;
+		return false;
+	}
+	ctx->keys[ctx->nkeys++] = copy;
+	return true;
+}
+
+static void
+add_ref(verify_ctx *ctx, const char *key, const char *by)
+{
+	listed_ref r = {strdup(key), strdup(by)};
+
+	if (r.key == NULL || r.by == NULL ||
+		!grow((void **) &ctx->refs, ctx->nrefs, sizeof(listed_ref)))
+	{
+		free(r.key);
+		free(r.by);
+		ctx->oom = true;
+		return;
+	}
+	ctx->refs[ctx->nrefs++] = r;
+}
+
+static void
+add_base_refs(verify_ctx *ctx, const cx_manifest *m)
+{
+	char		by[64];
+
+	snprintf(by, sizeof(by), "base version %" PRIu64, m->version);
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		add_ref(ctx, m->fragments[i].path, by);
+}
+
+static void
+add_shard_refs(verify_ctx *ctx, const cx_shard_manifest *m)
+{
+	char		by[CX_SHARD_ID_MAX + 96];
+
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		snprintf(by, sizeof(by), "shard %s version %" PRIu64 " (generation %" PRIu64 ")",
+				 m->shard_id, m->version, m->gens[i].gen);
+		add_ref(ctx, m->gens[i].fragment.path, by);
+	}
+}
 
 static void
 verify_failed(verify_ctx *ctx, const cx_err *err)
@@ -569,39 +693,48 @@ typedef enum small_object
 	WAL_ENTRY
 } small_object;
 
-/* Reads a whole manifest, shard manifest or WAL entry and decodes it, which
- * checks its frame checksum and structure. */
+/* Decodes a small object, which checks its frame checksum and structure,
+ * and notes what a manifest lists. */
+static cx_code
+decode_small_object(verify_ctx *ctx, const cx_buf *b, const char *key,
+					small_object kind, cx_err *err)
+{
+	cx_manifest *m;
+	cx_shard_manifest *sm;
+	cx_wal_entry e;
+
+	switch (kind)
+	{
+		case BASE_MANIFEST:
+			if (cx_manifest_decode(b->data, b->len, key, &m, err) != CX_OK)
+				return err->code;
+			add_base_refs(ctx, m);
+			cx_manifest_free(m);
+			break;
+		case SHARD_MANIFEST:
+			if (cx_shard_manifest_decode(b->data, b->len, key, &sm, err) != CX_OK)
+				return err->code;
+			add_shard_refs(ctx, sm);
+			cx_shard_manifest_free(sm);
+			break;
+		case WAL_ENTRY:
+			if (cx_wal_decode(b->data, b->len, key, &e, err) != CX_OK)
+				return err->code;
+			cx_wal_entry_clear(&e);
+			break;
+	}
+	return CX_OK;
+}
+
 static void
 verify_small_object(verify_ctx *ctx, const char *key, small_object kind)
 {
 	cx_err		err;
 	cx_buf		b;
-	cx_code		rc;
 
 	cx_buf_init(&b);
-	rc = cx_obj_get(ctx->store, key, &b, &err);
-	if (rc == CX_OK && kind == BASE_MANIFEST)
-	{
-		cx_manifest *m;
-
-		if ((rc = cx_manifest_decode(b.data, b.len, key, &m, &err)) == CX_OK)
-			cx_manifest_free(m);
-	}
-	else if (rc == CX_OK && kind == SHARD_MANIFEST)
-	{
-		cx_shard_manifest *m;
-
-		if ((rc = cx_shard_manifest_decode(b.data, b.len, key, &m, &err)) == CX_OK)
-			cx_shard_manifest_free(m);
-	}
-	else if (rc == CX_OK)
-	{
-		cx_wal_entry e;
-
-		if ((rc = cx_wal_decode(b.data, b.len, key, &e, &err)) == CX_OK)
-			cx_wal_entry_clear(&e);
-	}
-	if (rc != CX_OK)
+	if (cx_obj_get(ctx->store, key, &b, &err) != CX_OK ||
+		decode_small_object(ctx, &b, key, kind, &err) != CX_OK)
 		verify_failed(ctx, &err);
 	cx_buf_free(&b);
 }
@@ -615,12 +748,9 @@ has_suffix(const char *key, const char *suffix)
 	return n > m && strcmp(key + n - m, suffix) == 0;
 }
 
-static bool
-verify_object(void *arg, const char *key, uint64_t size)
+static void
+verify_object(verify_ctx *ctx, const char *key)
 {
-	verify_ctx *ctx = arg;
-
-	(void) size;
 	if (has_suffix(key, ".cxf"))
 		verify_fragment(ctx, key);
 	else if (has_suffix(key, ".manifest"))
@@ -630,20 +760,103 @@ verify_object(void *arg, const char *key, uint64_t size)
 	else if (has_suffix(key, ".wal"))
 		verify_small_object(ctx, key, WAL_ENTRY);
 	else
-		return true;
+		return;
 	ctx->objects++;
-	return true;
+}
+
+static int
+compare_key(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int
+compare_ref(const void *a, const void *b)
+{
+	return strcmp(((const listed_ref *) a)->key, ((const listed_ref *) b)->key);
+}
+
+static bool
+is_listed(const verify_ctx *ctx, const char *key)
+{
+	return bsearch(&key, ctx->keys, ctx->nkeys, sizeof(char *), compare_key) != NULL;
+}
+
+/* Reports each listed object that is missing once, with who lists it. */
+static void
+verify_refs(verify_ctx *ctx)
+{
+	qsort(ctx->refs, ctx->nrefs, sizeof(listed_ref), compare_ref);
+	for (size_t i = 0, next; i < ctx->nrefs; i = next)
+	{
+		next = i + 1;
+		while (next < ctx->nrefs &&
+			   strcmp(ctx->refs[next].key, ctx->refs[i].key) == 0)
+			next++;
+		if (is_listed(ctx, ctx->refs[i].key))
+			continue;
+		ctx->bad++;
+		printf("BAD  %s is missing; %s lists it", ctx->refs[i].key,
+			   ctx->refs[i].by);
+		if (next - i > 1)
+			printf(" (and %zu more versions)", next - i - 1);
+		printf(" (not_found)\n");
+	}
+}
+
+/* Whether the listing holds a base or shard version: a store's mark. */
+static bool
+holds_a_store(const verify_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nkeys; i++)
+		if (strncmp(ctx->keys[i], CX_VERSIONS_PREFIX, strlen(CX_VERSIONS_PREFIX)) == 0 ||
+			strncmp(ctx->keys[i], CX_SHARDS_PREFIX, strlen(CX_SHARDS_PREFIX)) == 0)
+			return true;
+	return false;
+}
+
+static void
+verify_ctx_free(verify_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nkeys; i++)
+		free(ctx->keys[i]);
+	for (size_t i = 0; i < ctx->nrefs; i++)
+	{
+		free(ctx->refs[i].key);
+		free(ctx->refs[i].by);
+	}
+	free(ctx->keys);
+	free(ctx->refs);
 }
 
 static int
 cmd_verify(cx_objstore *s, cx_err *err)
 {
-	verify_ctx	ctx = {s, 0, 0};
+	verify_ctx	ctx = {.store = s};
+	int			rc;
 
-	if (cx_obj_list(s, "", verify_object, &ctx, err) != CX_OK)
-		return fail(err);
-	printf("%" PRIu64 " objects checked, %" PRIu64 " bad\n", ctx.objects, ctx.bad);
-	return ctx.bad ? 3 : 0;
+	if (cx_obj_list(s, "", collect_key, &ctx, err) != CX_OK)
+		rc = fail(err);
+	else if (!ctx.oom && !holds_a_store(&ctx))
+	{
+		fprintf(stderr, "ctxstore-inspect: no store at URI %s\n", s->uri);
+		rc = 1;
+	}
+	else
+	{
+		for (size_t i = 0; i < ctx.nkeys; i++)
+			verify_object(&ctx, ctx.keys[i]);
+		verify_refs(&ctx);
+		printf("%" PRIu64 " objects checked, %" PRIu64 " bad\n", ctx.objects, ctx.bad);
+		rc = ctx.bad ? 3 : 0;
+	}
+	if (ctx.oom)
+	{
+		fprintf(stderr, "ctxstore-inspect: out of memory\n");
+		rc = 1;
+	}
+	verify_ctx_free(&ctx);
+	return rc;
 }
 
 int
