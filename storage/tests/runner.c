@@ -3,6 +3,7 @@
  * the first argument, and ends with "N passed, N failed".
  */
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +61,17 @@ cx_test_skip(const char *why)
 	fflush(stdout);
 }
 
+/*
+ * Made on first use, under a lock: tests start threads that each open the
+ * test's store, and two threads that both found no directory yet would make
+ * two (one thread writing where the test never looks).
+ */
 const char *
 cx_test_tmpdir(void)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&lock);
 	if (current_tmpdir[0] == '\0')
 	{
 		const char *base = getenv("TMPDIR");
@@ -75,13 +84,15 @@ cx_test_tmpdir(void)
 			exit(2);
 		}
 	}
+	pthread_mutex_unlock(&lock);
 	return current_tmpdir;
 }
 
 const char *
 cx_test_uri(const char *suffix)
 {
-	static char uri[4200];
+	/* Per thread: threads of one test build their URIs at the same time. */
+	static __thread char uri[4200];
 
 	snprintf(uri, sizeof(uri), "file://%s%s", cx_test_tmpdir(), suffix);
 	return uri;
