@@ -341,6 +341,7 @@ typedef struct CxResident
 	TimestampTz seal_retry_at;	/* a timed seal failed: not before this */
 	TimestampTz next_cleanup;
 	TimestampTz last_warned;
+	TimestampTz clock_warned_at;	/* last commit-time-ahead warning */
 	uint64		merge_until;	/* merge wanted through this generation;
 								 * 0 = no merge wanted */
 	TimestampTz merge_wanted_at;

@@ -164,6 +164,9 @@ typedef struct CxWriterStoreStats
 	uint64		claims;			/* shard claims (opens and re-claims) */
 	uint64		replayed_entries;	/* WAL entries replayed by claims */
 	uint64		fenced;			/* times the writer found itself fenced */
+	uint64		clock_ahead_commits;	/* commit times ahead of the clock by
+										 * more than a second */
+	uint64		clock_ahead_max_us; /* the largest lead */
 	/* the shard as the writer last saw it */
 	uint64		epoch;
 	uint64		shard_version;

@@ -324,6 +324,40 @@ warn_pending(CxResident *r, uint32 pending)
 					r->settings.pending_generations_max));
 }
 
+static const char *
+unix_us_to_str(int64 us)
+{
+	return timestamptz_to_str((TimestampTz) us -
+							  (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+}
+
+/*
+ * The append's commit time ran ahead of this server's clock (a clock that
+ * jumped forward, here or on the cluster that wrote the shard before, is
+ * inherited: commit times only increase).  Across clusters the later commit
+ * time wins a key, so this shard would win every conflict until real time
+ * catches up: a WARNING with both times, at most once a minute per store.
+ */
+static void
+warn_clock_ahead(CxResident *r)
+{
+	const cx_sw_stats *sw = cx_sw_get_stats(r->w);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (sw->clock_ahead_commits == r->published_sw.clock_ahead_commits ||
+		!TimestampDifferenceExceeds(r->clock_warned_at, now, WARN_EVERY_MS))
+		return;
+	r->clock_warned_at = now;
+	ereport(WARNING,
+			errmsg("ctxstore writer: commit time of shard %s of store \"%s\" is %.3f s ahead of this server's clock",
+				   cx_shard_id(), r->os->uri,
+				   (double) (sw->clock_ahead_commit_us - sw->clock_ahead_clock_us) / 1e6),
+			errdetail("Commit time %s, clock %s.",
+					  unix_us_to_str(sw->clock_ahead_commit_us),
+					  unix_us_to_str(sw->clock_ahead_clock_us)),
+			errhint("A clock stepped forward, here or on the cluster that wrote this shard before; until real time catches up this shard wins every key written by two clusters. Keep the clocks of clusters that share a store synchronised (NTP)."));
+}
+
 /* After a seal: the warning, and the count-triggered merge. */
 static void
 after_seal(CxResident *r)
@@ -365,6 +399,7 @@ cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
 		return rc;
 	}
 	r->new_appends++;
+	warn_clock_ahead(r);
 	res->visible = seal;
 	if (seal)
 		after_seal(r);
@@ -449,6 +484,8 @@ publish_shard(CxWriterStoreStats *st, CxResident *r)
 	st->seals += sw->seals - r->published_sw.seals;
 	st->drains += sw->drains - r->published_sw.drains;
 	st->replayed_entries += sw->replayed_entries - r->published_sw.replayed_entries;
+	st->clock_ahead_commits += sw->clock_ahead_commits - r->published_sw.clock_ahead_commits;
+	st->clock_ahead_max_us = Max(st->clock_ahead_max_us, sw->clock_ahead_max_us);
 	r->published_sw = *sw;
 	st->epoch = cx_sw_epoch(r->w);
 	st->shard_version = cx_sw_manifest(r->w)->version;

@@ -267,6 +267,8 @@ writer_object(StringInfo buf, const CxWriterStoreStats *ws)
 	json_uint(buf, "memtable_rows", ws->memtable_rows);
 	json_uint(buf, "claims", ws->claims);
 	json_uint(buf, "fenced", ws->fenced);
+	json_uint(buf, "clock_ahead_commits", ws->clock_ahead_commits);
+	json_uint(buf, "clock_ahead_max_us", ws->clock_ahead_max_us);
 	json_uint(buf, "wal_entries", ws->wal_entries);
 	json_uint(buf, "seals", ws->seals);
 	json_uint(buf, "drains", ws->drains);
