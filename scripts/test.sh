@@ -70,9 +70,14 @@ rm -f "$build_log"
 # A scratch directory the postgres user owns, holding copies of the test
 # inputs with @store_root@ replaced by a directory unique to this run, so
 # concurrent runs never share a store and expected output stays exact.
+# Everything the servers and test scripts (user postgres) read comes from
+# here or from the installation, never from the checkout: a checkout in a
+# mode-700 directory is not readable by them (.ci/run tests from one).
 work=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$work/stores"
+regress_conf="$work/regress.conf"
+cp "$repo/scripts/regress.conf" "$regress_conf"
 for d in sql expected specs t; do
   [ -d "$repo/$d" ] || continue
   mkdir -p "$work/$d"
@@ -142,7 +147,7 @@ for suite in $suites; do
     if [ -n "$tests" ]; then
       mkdir -p "$work/regress" && chown postgres: "$work/regress"
       run_pg_regress regress "$pgxs_test/regress/pg_regress" \
-        --temp-instance="$work/regress/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --temp-instance="$work/regress/tmp_check" --temp-config="$regress_conf" \
         --inputdir="$work" --outputdir="$work/regress" --bindir="$pgbin" $tests
     fi
     tests=$(regress_tests 0)
@@ -159,7 +164,7 @@ for suite in $suites; do
       log "isolation specs"
       mkdir -p "$work/isolation" && chown postgres: "$work/isolation"
       run_pg_regress isolation "$pgxs_test/isolation/pg_isolation_regress" \
-        --temp-instance="$work/isolation/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --temp-instance="$work/isolation/tmp_check" --temp-config="$regress_conf" \
         --inputdir="$work" --outputdir="$work/isolation" --bindir="$pgbin" $specs
     fi ;;
   tap)
