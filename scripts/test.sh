@@ -57,15 +57,13 @@ stop_emulators() {
 trap stop_emulators EXIT
 
 log "build and install the extension"
-build_log=$(mktemp /tmp/ctxstore-build.XXXXXX)
-if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >"$build_log" 2>&1 \
-   || grep -q 'warning:' "$build_log"; then
-  cat "$build_log"
+build_out=$(make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install 2>&1)
+if [ $? -ne 0 ] || grep -q 'warning:' <<<"$build_out"; then
+  echo "$build_out"
   echo "build failed or produced warnings"
   echo "0 passed, 1 failed"
   exit 1
 fi
-rm -f "$build_log"
 
 # A scratch directory the postgres user owns, holding copies of the test
 # inputs with @store_root@ replaced by a directory unique to this run, so
