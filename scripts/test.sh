@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every ctxstore test suite: storage unit tests (plain and under
-# ASan/UBSan), pg_regress, isolation specs and TAP tests.  Installs what it
+# ASan/UBSan), pg_regress, isolation specs, TAP tests and scripts/demo.sh.  Installs what it
 # needs first.  Run as root on Debian 12 (servers run as the postgres user,
 # since initdb refuses root).  Ends with one line "N passed, N failed".
 #
 #   scripts/test.sh                 everything
-#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap)
+#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
 #   CTXSTORE_PGBIN=/opt/pg/usr/lib/postgresql/15/bin scripts/test.sh
@@ -14,7 +14,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"unit sanitize regress isolation tap"}
+suites=${SUITES:-"unit sanitize regress isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 pgxs_test=$(dirname "$("$pgbin/pg_config" --pgxs)")/../test
 export PATH="$pgbin:$PATH"
@@ -131,6 +131,42 @@ regress_tests() {  # $1 = 1 for tests that need the preload, 0 for the others
   done
 }
 
+# One check of the demo suite: passes when the command does.
+check() {
+  local what=$1; shift
+  if "$@"; then echo "ok - $what"; count 1 0; else echo "not ok - $what"; count 0 1; fi
+}
+
+# What the demo's closing message $2 prints after "$1:".
+printed() { sed -n "s/^$1: *//p" <<<"$2"; }
+
+# The README's first command, scripts/demo.sh, in a directory of this run:
+# the statements its closing message suggests run through the connect
+# command it prints, every table's sample rows have an order, and the stop
+# and clean commands it prints work as printed.  Printed commands run from /,
+# so that none depends on the directory the demo was started from.
+run_demo() {
+  local dir="$work/demo" out rc
+  out=$(CTXSTORE_DEMO_DIR="$dir" CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/demo.sh" 2>&1); rc=$?
+  echo "$out"
+  check "demo starts" test "$rc" -eq 0
+  if [ "$rc" -eq 0 ]; then
+    local connect ordered="SELECT count(*) > 1 AND count(DISTINCT created_at) = count(*) FROM"
+    connect="$(printed Connect "$out") -X -v ON_ERROR_STOP=1"
+    check "demo says what it builds" grep -q '^demo: building' <<<"$out"
+    check "demo sample rows have distinct created_at" grep -qx 't t t' <<<"$( (cd / && eval "$connect -At") \
+      <<<"$ordered context; $ordered rollouts; $ordered synthetic_qa;" | paste -sd' ')"
+    check "demo's suggested statements run" eval "(cd / && $connect)" \
+      <<<"$(sed -n '/^Try:/,/^Stop:/s/^  //p' <<<"$out")"
+    check "demo's printed stop command stops it" \
+      eval "(cd / && $(printed Stop "$out") && ! as_pg pg_ctl -D '$dir/data' status >/dev/null)"
+    check "demo's printed clean command removes it" \
+      eval "(cd / && $(printed 'Delete everything' "$out") && [ ! -e '$dir' ])"
+  fi
+  # Whatever failed above, no demo cluster outlives the run.
+  (cd / && CTXSTORE_DEMO_DIR="$dir" CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/demo.sh" clean >/dev/null)
+}
+
 for suite in $suites; do
   case "$suite" in
   unit)
@@ -181,6 +217,9 @@ for suite in $suites; do
         count $((ttotal - tfail)) "$tfail"
       fi
     fi ;;
+  demo)
+    log "scripts/demo.sh"
+    run_demo ;;
   *) echo "unknown suite $suite"; count 0 1 ;;
   esac
 done
