@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every ctxstore test suite: storage unit tests (plain and under
-# ASan/UBSan), pg_regress, isolation specs and TAP tests.  Installs what it
+# ASan/UBSan), pg_regress, isolation specs, TAP tests and scripts/demo.sh.  Installs what it
 # needs first.  Run as root on Debian 12 (servers run as the postgres user,
 # since initdb refuses root).  Ends with one line "N passed, N failed".
 #
 #   scripts/test.sh                 everything
-#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap)
+#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
 #   CTXSTORE_PGBIN=/opt/pg/usr/lib/postgresql/15/bin scripts/test.sh
@@ -14,7 +14,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"unit sanitize regress isolation tap"}
+suites=${SUITES:-"unit sanitize regress isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 pgxs_test=$(dirname "$("$pgbin/pg_config" --pgxs)")/../test
 export PATH="$pgbin:$PATH"
@@ -57,22 +57,25 @@ stop_emulators() {
 trap stop_emulators EXIT
 
 log "build and install the extension"
-build_log=$(mktemp /tmp/ctxstore-build.XXXXXX)
-if ! make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >"$build_log" 2>&1 \
-   || grep -q 'warning:' "$build_log"; then
-  cat "$build_log"
+build_out=$(make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install 2>&1)
+if [ $? -ne 0 ] || grep -q 'warning:' <<<"$build_out"; then
+  echo "$build_out"
   echo "build failed or produced warnings"
   echo "0 passed, 1 failed"
   exit 1
 fi
-rm -f "$build_log"
 
 # A scratch directory the postgres user owns, holding copies of the test
 # inputs with @store_root@ replaced by a directory unique to this run, so
 # concurrent runs never share a store and expected output stays exact.
+# Everything the servers and test scripts (user postgres) read comes from
+# here or from the installation, never from the checkout: a checkout in a
+# mode-700 directory is not readable by them (.ci/run tests from one).
 work=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$work/stores"
+regress_conf="$work/regress.conf"
+cp "$repo/scripts/regress.conf" "$regress_conf"
 for d in sql expected specs t; do
   [ -d "$repo/$d" ] || continue
   mkdir -p "$work/$d"
@@ -128,6 +131,42 @@ regress_tests() {  # $1 = 1 for tests that need the preload, 0 for the others
   done
 }
 
+# One check of the demo suite: passes when the command does.
+check() {
+  local what=$1; shift
+  if "$@"; then echo "ok - $what"; count 1 0; else echo "not ok - $what"; count 0 1; fi
+}
+
+# What the demo's closing message $2 prints after "$1:".
+printed() { sed -n "s/^$1: *//p" <<<"$2"; }
+
+# The README's first command, scripts/demo.sh, in a directory of this run:
+# the statements its closing message suggests run through the connect
+# command it prints, every table's sample rows have an order, and the stop
+# and clean commands it prints work as printed.  Printed commands run from /,
+# so that none depends on the directory the demo was started from.
+run_demo() {
+  local dir="$work/demo" out rc
+  out=$(CTXSTORE_DEMO_DIR="$dir" CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/demo.sh" 2>&1); rc=$?
+  echo "$out"
+  check "demo starts" test "$rc" -eq 0
+  if [ "$rc" -eq 0 ]; then
+    local connect ordered="SELECT count(*) > 1 AND count(DISTINCT created_at) = count(*) FROM"
+    connect="$(printed Connect "$out") -X -v ON_ERROR_STOP=1"
+    check "demo says what it builds" grep -q '^demo: building' <<<"$out"
+    check "demo sample rows have distinct created_at" grep -qx 't t t' <<<"$( (cd / && eval "$connect -At") \
+      <<<"$ordered context; $ordered rollouts; $ordered synthetic_qa;" | paste -sd' ')"
+    check "demo's suggested statements run" eval "(cd / && $connect)" \
+      <<<"$(sed -n '/^Try:/,/^Stop:/s/^  //p' <<<"$out")"
+    check "demo's printed stop command stops it" \
+      eval "(cd / && $(printed Stop "$out") && ! as_pg pg_ctl -D '$dir/data' status >/dev/null)"
+    check "demo's printed clean command removes it" \
+      eval "(cd / && $(printed 'Delete everything' "$out") && [ ! -e '$dir' ])"
+  fi
+  # Whatever failed above, no demo cluster outlives the run.
+  (cd / && CTXSTORE_DEMO_DIR="$dir" CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/demo.sh" clean >/dev/null)
+}
+
 for suite in $suites; do
   case "$suite" in
   unit)
@@ -142,7 +181,7 @@ for suite in $suites; do
     if [ -n "$tests" ]; then
       mkdir -p "$work/regress" && chown postgres: "$work/regress"
       run_pg_regress regress "$pgxs_test/regress/pg_regress" \
-        --temp-instance="$work/regress/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --temp-instance="$work/regress/tmp_check" --temp-config="$regress_conf" \
         --inputdir="$work" --outputdir="$work/regress" --bindir="$pgbin" $tests
     fi
     tests=$(regress_tests 0)
@@ -159,7 +198,7 @@ for suite in $suites; do
       log "isolation specs"
       mkdir -p "$work/isolation" && chown postgres: "$work/isolation"
       run_pg_regress isolation "$pgxs_test/isolation/pg_isolation_regress" \
-        --temp-instance="$work/isolation/tmp_check" --temp-config="$repo/scripts/regress.conf" \
+        --temp-instance="$work/isolation/tmp_check" --temp-config="$regress_conf" \
         --inputdir="$work" --outputdir="$work/isolation" --bindir="$pgbin" $specs
     fi ;;
   tap)
@@ -178,6 +217,9 @@ for suite in $suites; do
         count $((ttotal - tfail)) "$tfail"
       fi
     fi ;;
+  demo)
+    log "scripts/demo.sh"
+    run_demo ;;
   *) echo "unknown suite $suite"; count 0 1 ;;
   esac
 done
