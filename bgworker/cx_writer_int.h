@@ -317,6 +317,15 @@ extern int	cx_stores_max(void);
 extern CxOpenStore *cx_stores_at(int i);
 extern void cx_stores_close_all(void);
 
+/* ---- rows a crash left unsealed (cx_unsealed.c) ---- */
+
+/* Records, durably, that store os holds unsealed rows of table's request. */
+extern void cx_unsealed_record(const CxOpenStore *os, const CxTableRef *table);
+/* The store's memtable is empty again: its record goes. */
+extern void cx_unsealed_forget(const CxOpenStore *os);
+/* At writer start: a recovery worker per database that records name. */
+extern void cx_unsealed_recover(void);
+
 /* ---- the writer worker (cx_writer_*.c) ---- */
 
 /* A backend control request the writer answers later (merge, cleanup). */
@@ -337,6 +346,9 @@ typedef struct CxResident
 	CxTableRef	owners[CX_SETTINGS_MAX];	/* who set each store setting */
 	cx_shardwriter *w;	/* NULL: not claimed (yet, or any more) */
 	bool		reclaim;		/* the previous writer was fenced */
+	bool		unsealed_recorded;	/* cx_unsealed_record() holds it */
+	uint64		claim_rows;		/* rows the claim's replay made visible,
+								 * not reported by a seal yet */
 	TimestampTz unsealed_since; /* 0: memtable empty */
 	TimestampTz seal_retry_at;	/* a timed seal failed: not before this */
 	TimestampTz next_cleanup;

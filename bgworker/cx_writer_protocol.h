@@ -149,6 +149,13 @@ void		cx_writer_submit(const CxWriteRequest *requests, int nrequests,
 void		cx_writer_control(CxControlKind kind, const CxWriteRequest *request,
 							  CxWriteResult *result);
 
+/* Flushes the store uri through foreign table relid as role userid (the
+ * recovery of rows a crash left unsealed, cx_unsealed.c); raises an ERROR
+ * if the table is gone or names another store (fdw/cx_maintenance.c). */
+extern void cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
+								 CxWriteResult *res);
+
+
 /* What the workers did for one store since the server started (shared
  * memory).  Never holds an option value. */
 typedef struct CxWriterStoreStats

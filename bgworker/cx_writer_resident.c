@@ -107,6 +107,24 @@ track_unsealed(CxResident *r)
 		r->unsealed_since = 0;
 	else if (r->unsealed_since == 0)
 		r->unsealed_since = GetCurrentTimestamp();
+	/* A writer dropped with rows (fenced, failed) leaves them in the WAL,
+	 * sealed by the next claim: the record stays until one has sealed. */
+	if (r->unsealed_recorded && r->w != NULL && cx_sw_memtable_rows(r->w) == 0)
+	{
+		cx_unsealed_forget(r->os);
+		r->unsealed_recorded = false;
+	}
+}
+
+/* Before the first unsealed append to an empty memtable: the record that
+ * lets a restarted writer seal these rows without a client's help. */
+static void
+record_unsealed(CxResident *r)
+{
+	if (r->unsealed_recorded)
+		return;
+	cx_unsealed_record(r->os, &r->settings.source);
+	r->unsealed_recorded = true;
 }
 
 /* Frees the shard writer (without sealing), publishing its last counters
@@ -179,6 +197,10 @@ writer_open(CxResident *r, CxFailure *fail)
 		return err.code;
 	}
 	r->new_claims++;
+	r->claim_rows = cx_sw_get_stats(r->w)->replayed_rows;
+	/* A previous writer may have left a record of this store: the claim
+	 * sealed what it stood for, so it goes once the memtable is empty. */
+	r->unsealed_recorded = true;
 	track_unsealed(r);
 	ereport(LOG,
 			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
@@ -390,6 +412,9 @@ cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
 	cx_err		err;
 	cx_code		rc;
 
+	r->claim_rows = 0;
+	if (!seal)
+		record_unsealed(r);
 	rc = cx_sw_append(r->w, schema, rows, len, nrows, seal, &res->commit_ts, &err);
 	if (rc != CX_OK)
 	{
@@ -415,13 +440,15 @@ cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 	cx_err		err;
 	cx_code		rc;
 
-	*sealed_rows = 0;
+	/* Rows a claim just replayed were sealed by it: reported once. */
+	*sealed_rows = r->claim_rows;
+	r->claim_rows = 0;
 	if (r->w == NULL || cx_sw_memtable_rows(r->w) == 0)
 	{
 		track_unsealed(r);
 		return CX_OK;
 	}
-	*sealed_rows = cx_sw_memtable_rows(r->w);
+	*sealed_rows += cx_sw_memtable_rows(r->w);
 	rc = cx_sw_seal(r->w, &err);
 	if (rc != CX_OK)
 	{

@@ -147,6 +147,7 @@ cx_writer_main(Datum main_arg)
 	cx_resident_init();
 	generation = claim_writer_role();
 	cx_merge_job_adopt();
+	cx_unsealed_recover();
 	elog(LOG, "ctxstore writer started (generation " UINT64_FORMAT ", shard %s)",
 		 generation, cx_shard_id());
 

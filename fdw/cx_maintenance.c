@@ -28,12 +28,11 @@
 #include "cx_functions.h"
 #include "cx_writer_protocol.h"
 
-/* Hands kind for the table's store to the writer and waits. */
+/* Hands kind for the store of ri (table rel) to the writer and waits. */
 static void
-control(CxControlKind kind, const char *fname, Oid relid, CxWriteResult *res)
+control_table(CxControlKind kind, const char *fname, CxRelInfo *ri,
+			  CxWriteResult *res)
 {
-	Relation	rel = cxfdw_function_table(relid, CX_CHECK_OWNER);
-	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
 	CxWriteRequest req = {0};
 	CxStore    *st;
 
@@ -55,6 +54,36 @@ control(CxControlKind kind, const char *fname, Oid relid, CxWriteResult *res)
 	cxfdw_table_settings(ri, &req.settings);
 	cxfdw_check_table_key(ri, &req.settings, cxfdw_store_manifest(st, 0));
 	cx_writer_control(kind, &req, res);
+}
+
+/* The SQL functions: the caller must own the table. */
+static void
+control(CxControlKind kind, const char *fname, Oid relid, CxWriteResult *res)
+{
+	Relation	rel = cxfdw_function_table(relid, CX_CHECK_OWNER);
+
+	control_table(kind, fname, cxfdw_rel_info(rel, GetUserId()), res);
+	relation_close(rel, AccessShareLock);
+}
+
+/*
+ * The recovery worker (bgworker/cx_unsealed.c), a superuser process: flushes
+ * the store uri through table relid with the user mapping and privileges of
+ * userid, the role whose rows a crash left unsealed.
+ */
+void
+cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
+					 CxWriteResult *res)
+{
+	Relation	rel = cxfdw_function_table(relid, CX_CHECK_OWNER);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, userid);
+
+	if (strcmp(ri->uri, uri) != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("foreign table \"%s\" now names store %s, not %s",
+					   ri->relname, ri->uri, uri));
+	control_table(CX_CONTROL_FLUSH, "ctxstore recovery", ri, res);
 	relation_close(rel, AccessShareLock);
 }
 

@@ -159,6 +159,8 @@ typedef struct cx_sw_stats
 	uint64_t	seals;
 	uint64_t	drains;
 	uint64_t	replayed_entries;
+	uint64_t	replayed_rows;	/* rows of those entries: made visible by
+								 * the claim's replay generation */
 	uint64_t	clock_ahead_commits;
 	uint64_t	clock_ahead_max_us; /* the largest lead seen */
 	int64_t		clock_ahead_commit_us;	/* the newest such commit time */

@@ -271,6 +271,7 @@ replay_entry(cx_shardwriter *w, const cx_wal_entry *e, cx_genw **g,
 	if (e->commit_ts > w->last_ts)
 		w->last_ts = e->commit_ts;
 	w->stats.replayed_entries++;
+	w->stats.replayed_rows += e->nrows;
 	return CX_OK;
 }
 

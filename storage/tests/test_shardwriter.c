@@ -686,6 +686,7 @@ CX_TEST(sw_crash_before_seal_replays_exactly_once)
 
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
 	CHECK(cx_sw_get_stats(w)->replayed_entries == 3);
+	CHECK(cx_sw_get_stats(w)->replayed_rows == 15);
 	CHECK(cx_sw_manifest(w)->ngens == 1);
 	CHECK(cx_sw_manifest(w)->gens[0].fragment.rows == 15);
 	CHECK(cx_sw_memtable_rows(w) == 0);
@@ -695,6 +696,7 @@ CX_TEST(sw_crash_before_seal_replays_exactly_once)
 	/* Nothing is replayed twice. */
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
 	CHECK(cx_sw_get_stats(w)->replayed_entries == 0);
+	CHECK(cx_sw_get_stats(w)->replayed_rows == 0);
 	CHECK(cx_sw_manifest(w)->ngens == 1);
 	CHECK(exactly_once(s, "a", "r", 15));
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
