@@ -47,7 +47,7 @@
 /* After a failed timed seal, the next try comes no sooner than this. */
 #define SEAL_RETRY_MS 5000
 /* A catch-up merge call takes this many times merge_max_generations... */
-#define CATCHUP_FACTOR 16
+#define CATCHUP_FACTOR 64
 /* ...but never more generations than this. */
 #define CATCHUP_MAX_GENERATIONS 1024
 /* How often a store's merges-behind warning may repeat. */

@@ -105,33 +105,33 @@ is(sql('SELECT count(*), count(DISTINCT id) FROM backlog'), '40|40',
 
 # ---- still behind: stats and the log say so ----
 
-# Catch-up calls take 16 x merge_max_generations = 32.  The first job (one
-# generation) is held up 12 s while 40 more are sealed, so it leaves more
-# than 32 pending: behind.  The second job's first call is held up after
+# Catch-up calls take 64 x merge_max_generations = 128.  The first job (one
+# generation) is held up 12 s while 150 more are sealed, so it leaves more
+# than 128 pending: behind.  The second job's first call is held up after
 # its commit, while the stats still show the first job's verdict.
 file_table($node, 'lagging', merge_after_generations => 1, cleanup_interval => 0,
 	merge_max_generations => 2);
 arm('merge.after_upload=delay:12000@1, merge.after_commit=delay:8000@2');
 my $log_offset = -s $node->logfile;
 insert_rows('lagging', 'first', 1);
-insert_rows('lagging', 'l', 40);
+insert_rows('lagging', 'l', 150);
 is(stats_of('lagging', 'merge,merges'), '0',
-	'the 40 commits came in while the first merge was held up');
+	'the 150 commits came in while the first merge was held up');
 wait_for(q{SELECT s #>> '{merge,merges_behind}' = 'true'
-                  AND s #>> '{merge,target_generations}' = '32'
+                  AND s #>> '{merge,target_generations}' = '128'
              FROM ctxstore.stats('lagging') s},
 	'ctxstore.stats shows the merges behind, with their target');
 ok( $node->log_contains(
-		qr/WARNING:  ctxstore writer: merges of shard \S+ of store "[^"]+lagging" are behind: \d+ generations are still unmerged after a merge, more than one merge call takes \(32\)/,
+		qr/WARNING:  ctxstore writer: merges of shard \S+ of store "[^"]+lagging" are behind: \d+ generations are still unmerged after a merge, more than one merge call takes \(128\)/,
 		$log_offset),
 	'and the log says so');
 wait_for(q{SELECT s #>> '{merge,merges_behind}' = 'false'
-                  AND s #>> '{merge,generations}' = '41'
+                  AND s #>> '{merge,generations}' = '151'
              FROM ctxstore.stats('lagging') s},
 	'catch-up merges clear the backlog and the flag');
 cmp_ok(stats_of('lagging', 'merge,merges'), '<=', 4,
-	'in calls of more than merge_max_generations (41 generations)');
-is(sql('SELECT count(*), count(DISTINCT id) FROM lagging'), '41|41',
+	'in calls of more than merge_max_generations (151 generations)');
+is(sql('SELECT count(*), count(DISTINCT id) FROM lagging'), '151|151',
 	'every row once');
 
 sql('ALTER SYSTEM RESET ctxstore.failpoints');
