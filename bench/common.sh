@@ -2,7 +2,7 @@
 # cluster with ctxstore preloaded, run as the postgres OS user.
 # Source it; call bench_start, then psql_b / pgbench_b, then bench_stop.
 
-pgbin=/usr/lib/postgresql/15/bin
+pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}  # a relocated copy: CTXSTORE_PGBIN
 bench_dir=${CTXSTORE_BENCH_DIR:-/var/tmp/ctxstore-bench}
 bench_port=${CTXSTORE_BENCH_PORT:-5498}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

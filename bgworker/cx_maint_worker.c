@@ -9,8 +9,9 @@
  * credentials included) and the table's settings.  This worker merges the
  * shard ctxstore.shard_id of that store with cx_merge_shard() until the
  * merge watermark reaches the generation the job names (each call merges
- * at most merge_max_generations / merge_max_bytes, oldest first, and always
- * makes progress), then reports and wakes the writer, which drains.
+ * at most the job's step of generations, merge_max_generations or more when
+ * the store is behind, and merge_max_bytes, oldest first, and always makes
+ * progress), then reports and wakes the writer, which drains.
  *
  * A job is bounded: each call merges at least one generation and the target
  * is fixed when the job is posted.  SIGTERM stops it between two calls
@@ -46,6 +47,7 @@ typedef struct MaintJob
 	uint64		id;
 	dsm_handle	handle;
 	uint64		until_gen;
+	uint32		step_generations;
 	char		uri[CX_STATS_URI_MAX];
 	/* outcome */
 	bool		ok;
@@ -57,11 +59,14 @@ typedef struct MaintJob
 	CxOpenStore *store;
 } MaintJob;
 
+/* The job's merge options: its step of generations, the store's other
+ * settings. */
 static void
-merge_options_from(const CxStoreSettings *s, cx_merge_options *o)
+merge_options_from(const CxStoreSettings *s, uint32 step_generations,
+				   cx_merge_options *o)
 {
 	cx_merge_options_default(o);
-	o->max_generations = (uint32_t) s->merge_max_generations;
+	o->max_generations = step_generations;
 	o->max_bytes = (uint64_t) s->merge_max_bytes;
 	o->target_rows_per_fragment = (uint64_t) s->target_rows_per_fragment;
 	o->fragment.compression_level = s->compression_level;
@@ -108,6 +113,7 @@ take_job(uint64 generation, MaintJob *job)
 		job->id = shared->id;
 		job->handle = shared->handle;
 		job->until_gen = shared->until_gen;
+		job->step_generations = shared->step_generations;
 		strlcpy(job->uri, shared->uri, sizeof(job->uri));
 		taken = true;
 	}
@@ -174,7 +180,7 @@ run_job(MaintJob *job)
 		else
 		{
 			set_maint_open(job->uri, true);
-			merge_options_from(view.settings, &opt);
+			merge_options_from(view.settings, job->step_generations, &opt);
 			merge_until(job, &opt);
 		}
 		pfree(view.options);

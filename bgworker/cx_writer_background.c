@@ -21,6 +21,17 @@
  * maintenance worker merges in steps of merge_max_generations /
  * merge_max_bytes until it has.  One merge job is out at a time; stores
  * wanting one are served oldest request first.
+ *
+ * Catching up: a merge call costs about the same for one small generation
+ * as for many (manifest reads, the base key check, one base commit, and one
+ * new base fragment per call), so a store whose seals outpace steps of
+ * merge_max_generations would only fall further behind.  A job posted when
+ * pending is at least twice merge_max_generations takes its whole backlog
+ * per call, up to CATCHUP_FACTOR times merge_max_generations and at most
+ * CATCHUP_MAX_GENERATIONS (merge_max_bytes still applies), so one call
+ * stays bounded.  A job that still leaves more pending than that step
+ * marks the store's merges as behind (stats) and says so in the log, at
+ * most once a minute.
  */
 #include "postgres.h"
 
@@ -35,6 +46,12 @@
 #define MEMTABLE_SEAL_BYTES ((uint64) 64 * 1024 * 1024)
 /* After a failed timed seal, the next try comes no sooner than this. */
 #define SEAL_RETRY_MS 5000
+/* A catch-up merge call takes this many times merge_max_generations... */
+#define CATCHUP_FACTOR 64
+/* ...but never more generations than this. */
+#define CATCHUP_MAX_GENERATIONS 1024
+/* How often a store's merges-behind warning may repeat. */
+#define BEHIND_WARN_INTERVAL_MS 60000
 
 /* The merge job this writer handed out (NULL: none, or a predecessor's). */
 static dsm_segment *job_seg = NULL;
@@ -129,6 +146,27 @@ cx_merge_want(CxResident *r, uint64 until_gen)
 	r->merge_until = until_gen;
 }
 
+/* The most generations one merge call takes when the store is behind:
+ * its backlog one call clears (never fewer than merge_max_generations). */
+static uint32
+catch_up_generations(const CxStoreSettings *s)
+{
+	uint64		most = (uint64) s->merge_max_generations * CATCHUP_FACTOR;
+
+	return Max((uint32) s->merge_max_generations,
+			   (uint32) Min(most, CATCHUP_MAX_GENERATIONS));
+}
+
+/* The generations each merge call of a job takes, pending generations
+ * unmerged when it is posted. */
+static uint32
+merge_step_generations(const CxStoreSettings *s, uint32 pending)
+{
+	if (pending < 2 * (uint64) s->merge_max_generations)
+		return (uint32) s->merge_max_generations;
+	return Min(pending, catch_up_generations(s));
+}
+
 /* The store whose merge has waited longest, among those not merging. */
 static CxResident *
 next_merge(void)
@@ -198,6 +236,8 @@ job_dispatch(void)
 	strlcpy(CxWriter->job.uri, r->os->uri, sizeof(CxWriter->job.uri));
 	CxWriter->job.handle = dsm_segment_handle(seg);
 	CxWriter->job.until_gen = r->merge_until;
+	CxWriter->job.step_generations =
+		merge_step_generations(&r->settings, cx_resident_pending(r));
 	LWLockRelease(CxWriter->lock);
 
 	job_seg = seg;
@@ -205,6 +245,37 @@ job_dispatch(void)
 	if (pg_atomic_read_u32(&CxWriter->maint.pid) != 0)
 		cx_set_latch(pg_atomic_read_u32(&CxWriter->maint.procno));
 	return true;
+}
+
+/* After a job and its drain: whether the store has more generations
+ * pending than one catch-up call takes (the stats say so; the log at most
+ * once a minute). */
+static void
+note_merges_behind(CxResident *r)
+{
+	uint32		pending = cx_resident_pending(r);
+	uint32		target = catch_up_generations(&r->settings);
+	bool		behind = pending > target;
+	TimestampTz now = GetCurrentTimestamp();
+	CxStoreStatsEntry *e;
+
+	if (behind &&
+		TimestampDifferenceExceeds(r->behind_warned_at, now, BEHIND_WARN_INTERVAL_MS))
+	{
+		r->behind_warned_at = now;
+		ereport(WARNING,
+				errmsg("ctxstore writer: merges of shard %s of store \"%s\" are behind: %u generations are still unmerged after a merge, more than one merge call takes (%u)",
+					   cx_shard_id(), r->os->uri, pending, target),
+				errhint("Seals outpace merges.  Raise the store's merge_max_generations or merge_max_bytes, or batch more rows per transaction."));
+	}
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	e = cx_stats_entry(r->os->uri, true);
+	if (e != NULL)
+	{
+		e->stats.merges_behind = behind;
+		e->stats.merge_target_generations = target;
+	}
+	LWLockRelease(CxWriter->lock);
 }
 
 /* The store's side of a finished job: drain, answer waiters, and keep the
@@ -226,6 +297,7 @@ merge_finished(CxResident *r, const CxMergeJob *job)
 	if (job->generations == 0 || job->merged_through >= r->merge_until)
 		r->merge_until = 0;
 	waiters_advance(r, job->generations, job->merged_through);
+	note_merges_behind(r);
 	cx_resident_publish(r);
 }
 

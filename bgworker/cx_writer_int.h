@@ -4,20 +4,22 @@
  * layout of a submitted batch in dynamic shared memory, and the pieces the
  * backend side and the workers share.
  *
- * Slot life cycle (one slot per backend, indexed by MyBackendId - 1; all
- * transitions under CxWriter->lock):
+ * Slot life cycle (two slots per backend, one per lane, cx_slot_index();
+ * all transitions under CxWriter->lock):
  *
  *   FREE --backend posts--> QUEUED --worker takes--> TAKEN --> DONE | FAILED
  *   QUEUED --backend gives up--> FREE             (withdrawn: never done)
  *   TAKEN  --backend gives up--> ABANDONED --worker finishes--> FREE
  *   DONE | FAILED --backend reads the outcome--> FREE
  *
- * A backend only posts into a FREE slot, so a slot its previous transaction
- * abandoned makes the next commit wait (boundedly) until the worker is done
- * with it.  A worker that starts fails every TAKEN slot (its predecessor's
- * work, outcome unknown) and frees every ABANDONED one.  A control request
- * (flush, merge, cleanup) may stay TAKEN across rounds while the writer
- * waits for the maintenance worker.
+ * A backend only posts into a FREE slot, so a slot its previous request of
+ * the same lane abandoned makes the next one wait (boundedly) until the
+ * worker is done with it.  A control request (flush, merge, cleanup) may
+ * stay TAKEN across rounds while the writer waits for the maintenance
+ * worker, so control requests have a lane of their own: an abandoned
+ * merge_wal delays only the backend's next control request, never its
+ * next commit.  A worker that starts fails every TAKEN slot (its
+ * predecessor's work, outcome unknown) and frees every ABANDONED one.
  *
  * Merge job (one at a time; under the same lock):
  *
@@ -48,6 +50,17 @@
 /* Longest URI the shared tables record. */
 #define CX_STATS_URI_MAX 1024
 #define CX_STATS_ENTRIES 128
+
+/* Which of a backend's two slots a request goes through. */
+typedef enum CxSlotLane
+{
+	CX_LANE_COMMIT = 0,			/* rows at PRE_COMMIT */
+	CX_LANE_CONTROL,			/* flush, merge_wal, cleanup_wal */
+	CX_LANES
+} CxSlotLane;
+
+/* The slot of backend backend_id (1-based) in lane. */
+#define cx_slot_index(backend_id, lane) (((backend_id) - 1) * CX_LANES + (lane))
 
 typedef enum CxSlotState
 {
@@ -123,6 +136,8 @@ typedef struct CxMergeJob
 	char		uri[CX_STATS_URI_MAX];
 	dsm_handle	handle;			/* one-request batch: options, settings */
 	uint64		until_gen;		/* merge until the watermark reaches it */
+	uint32		step_generations;	/* most generations one merge call
+									 * takes (cx_merge_step_generations) */
 	uint64		taken_generation;	/* maintenance generation running it */
 	/* DONE */
 	bool		ok;
@@ -358,6 +373,7 @@ typedef struct CxResident
 								 * 0 = no merge wanted */
 	TimestampTz merge_wanted_at;
 	bool		merge_running;	/* the maintenance worker has its job */
+	TimestampTz behind_warned_at;	/* last merges-behind warning */
 	dlist_head	waiters;		/* CxWaiter */
 	/* counters not yet published */
 	uint64		new_appends;

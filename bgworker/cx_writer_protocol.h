@@ -10,8 +10,9 @@
  * result.  The worker group-commits: every request queued while a store commit
  * is in flight goes into the next commit of that store, through the store's
  * resident shard writer (storage/cx_shardwriter.h).  The SQL maintenance
- * functions (ctxstore.flush, merge_wal, cleanup_wal) go through the same slot
- * and the same wait (cx_writer_control()).
+ * functions (ctxstore.flush, merge_wal, cleanup_wal) go through the same wait
+ * (cx_writer_control()) on a second slot of the backend's, so that one left
+ * waiting for a merge never holds up the backend's next commit.
  *
  * The wait is bounded and interruptible: statement_timeout and cancel are
  * honoured (CHECK_FOR_INTERRUPTS), worker death is detected (the slot's worker
@@ -188,6 +189,10 @@ typedef struct CxWriterStoreStats
 	uint64		merged_rows;
 	TimestampTz last_merge_at;	/* 0 = never */
 	char		last_merge_error[256];	/* "" = the last merge succeeded */
+	bool		merges_behind;	/* the last merge job left more pending than
+								 * one catch-up step takes */
+	uint32		merge_target_generations;	/* that step: the backlog one
+											 * merge call clears */
 	/* object-store requests of the workers' own handles */
 	cx_objstats writer_requests;
 	cx_objstats maintenance_requests;

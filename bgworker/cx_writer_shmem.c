@@ -1,7 +1,7 @@
 /*
- * cx_writer_shmem.c — the workers' shared state: the request array (one slot
- * per backend), the status of each worker, the merge job and the per-store
- * counters.
+ * cx_writer_shmem.c — the workers' shared state: the request array (two
+ * slots per backend, cx_writer_int.h), the status of each worker, the merge
+ * job and the per-store counters.
  *
  * All of it exists only when ctxstore is in shared_preload_libraries; without
  * it cx_writer_available() is false and the FDW refuses writes with a hint.
@@ -25,7 +25,8 @@ static Size
 writer_shmem_size(void)
 {
 	return add_size(offsetof(CxWriterShared, slots),
-					mul_size(MaxBackends, sizeof(CxWriterSlot)));
+					mul_size(mul_size(MaxBackends, CX_LANES),
+							 sizeof(CxWriterSlot)));
 }
 
 static void
@@ -61,7 +62,7 @@ writer_shmem_startup(void)
 		CxWriter->lock = &(GetNamedLWLockTranche(CX_WRITER_TRANCHE))->lock;
 		worker_info_init(&CxWriter->writer);
 		worker_info_init(&CxWriter->maint);
-		CxWriter->nslots = MaxBackends;
+		CxWriter->nslots = MaxBackends * CX_LANES;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -51,8 +51,9 @@ typedef enum GiveUp
 	GIVEUP_FAILED				/* the worker had finished with an error */
 } GiveUp;
 
-/* Whether this backend's slot holds a request of ours. */
-static bool request_posted = false;
+/* The slot holding a request of ours (NULL: none).  A backend waits for
+ * one request at a time, so at most one of its two slots is posted. */
+static CxWriterSlot *posted_slot = NULL;
 static bool exit_callback_registered = false;
 
 typedef struct WaitDeadline
@@ -61,12 +62,17 @@ typedef struct WaitDeadline
 	bool		by_statement;	/* statement_timeout, not commit_timeout */
 } WaitDeadline;
 
+/* This backend's slot for a call of kind: commits and control requests
+ * each have their own (cx_writer_int.h). */
 static CxWriterSlot *
-my_slot(void)
+my_slot(int kind)
 {
-	if (MyBackendId == InvalidBackendId || MyBackendId > CxWriter->nslots)
+	CxSlotLane	lane = kind == CX_BATCH_WRITE ? CX_LANE_COMMIT : CX_LANE_CONTROL;
+
+	if (MyBackendId == InvalidBackendId ||
+		cx_slot_index(MyBackendId, lane) >= CxWriter->nslots)
 		elog(ERROR, "ctxstore: this process cannot hand rows to the writer");
-	return &CxWriter->slots[MyBackendId - 1];
+	return &CxWriter->slots[cx_slot_index(MyBackendId, lane)];
 }
 
 /* Releases the slot whatever state it is in (caller holds the lock). */
@@ -75,9 +81,9 @@ give_up_locked(CxWriterSlot *slot)
 {
 	GiveUp		result = GIVEUP_NONE;
 
-	if (!request_posted)
+	if (posted_slot != slot)
 		return GIVEUP_NONE;
-	request_posted = false;
+	posted_slot = NULL;
 	switch (slot->state)
 	{
 		case CX_SLOT_QUEUED:
@@ -140,8 +146,8 @@ give_up_detail(const CxCall *call, GiveUp g)
 static void
 backend_exit(int code, Datum arg)
 {
-	if (request_posted)
-		(void) give_up(my_slot());
+	if (posted_slot != NULL)
+		(void) give_up(posted_slot);
 }
 
 static WaitDeadline
@@ -224,8 +230,8 @@ deadline_passed(const WaitDeadline *d)
 
 /*
  * Posts the batch.  The slot may still be ABANDONED by this backend's
- * previous transaction (or a previous backend with this slot); then wait,
- * boundedly, for the worker to finish with it.
+ * previous request of the same lane (or a previous backend with this slot);
+ * then wait, boundedly, for the worker to finish with it.
  */
 static void
 post_request(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
@@ -248,14 +254,14 @@ post_request(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
 			slot->nfailed = 0;
 			slot->outcome_unknown = false;
 			memset(&slot->failure, 0, sizeof(slot->failure));
-			request_posted = true;
+			posted_slot = slot;
 		}
 		LWLockRelease(CxWriter->lock);
 		if (state == CX_SLOT_FREE)
 			break;
 		if (state != CX_SLOT_ABANDONED)
 			elog(ERROR, "ctxstore writer slot %d is unexpectedly in state %d",
-				 MyBackendId, (int) state);
+				 (int) (slot - CxWriter->slots), (int) state);
 		if (deadline_passed(d))
 			report_timeout(call, d, GIVEUP_WITHDRAWN);
 		nap(d);
@@ -406,7 +412,7 @@ call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
 		before_shmem_exit(backend_exit, (Datum) 0);
 		exit_callback_registered = true;
 	}
-	slot = my_slot();
+	slot = my_slot(call->kind);
 	seg = cx_batch_create(call->kind, requests, nrequests);
 	d = wait_deadline();
 

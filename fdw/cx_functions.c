@@ -294,6 +294,9 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
 		escape_json(buf, timestamptz_to_str(ws->last_merge_at));
 	json_str(buf, "last_error",
 			 ws->last_merge_error[0] != '\0' ? ws->last_merge_error : NULL);
+	json_key(buf, "merges_behind");
+	appendStringInfoString(buf, ws->merges_behind ? "true" : "false");
+	json_uint(buf, "target_generations", ws->merge_target_generations);
 	request_stats(buf, "requests", &ws->maintenance_requests);
 	appendStringInfoChar(buf, '}');
 }

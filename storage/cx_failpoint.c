@@ -17,16 +17,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ARMED 32
 #define NAME_MAX_LEN 63
 #define SPEC_MAX_LEN 4096
+/* Longest delay an action may ask for: a slowed step stays bounded. */
+#define DELAY_MAX_MS 60000
 
 typedef enum fp_action
 {
 	FP_CRASH,
 	FP_ERROR,
-	FP_ERRNO
+	FP_ERRNO,
+	FP_DELAY
 } fp_action;
 
 /* The errnos an action may name: those whose handling tests must reach
@@ -49,6 +53,7 @@ typedef struct failpoint
 	char		name[NAME_MAX_LEN + 1];
 	fp_action	action;
 	int			errnum;			/* FP_ERRNO: what it injects */
+	long		delay_ms;		/* FP_DELAY: how long the step sleeps */
 	uint64_t	nth;			/* fire on this hit only; 0 = on every hit */
 	uint64_t	hits;
 } failpoint;
@@ -111,7 +116,21 @@ errno_action(const char *text, size_t len)
 	return 0;
 }
 
-/* "crash", "error" or an errno action, optionally "@N" with N >= 1. */
+/* "delay:MS" (text is len bytes long) with 1 <= MS <= DELAY_MAX_MS. */
+static bool
+parse_delay(const char *text, size_t len, failpoint *fp)
+{
+	char	   *end;
+
+	if (len < 7 || strncmp(text, "delay:", 6) != 0 ||
+		!isdigit((unsigned char) text[6]))
+		return false;
+	fp->delay_ms = strtol(text + 6, &end, 10);
+	return end == text + len && fp->delay_ms >= 1 && fp->delay_ms <= DELAY_MAX_MS;
+}
+
+/* "crash", "error", an errno action or "delay:MS", optionally "@N" with
+ * N >= 1. */
 static bool
 parse_action(const char *text, failpoint *fp)
 {
@@ -126,6 +145,8 @@ parse_action(const char *text, failpoint *fp)
 		fp->action = FP_ERROR;
 	else if (fp->errnum != 0)
 		fp->action = FP_ERRNO;
+	else if (parse_delay(text, len, fp))
+		fp->action = FP_DELAY;
 	else
 		return false;
 	fp->nth = 0;
@@ -196,8 +217,8 @@ parse_spec(const char *spec, fp_set *set, cx_err *err)
 							  item, NAME_MAX_LEN);
 		if (!parse_action(action_text, &parsed))
 			return cx_err_set(err, CX_ERR_INVALID,
-							  "failpoint \"%s\": the action must be crash, error or one of eacces, eperm, enospc, erofs, optionally followed by @N (N >= 1)",
-							  item);
+							  "failpoint \"%s\": the action must be crash, error, one of eacces, eperm, enospc, erofs, or delay:MS (1-%d), optionally followed by @N (N >= 1)",
+							  item, DELAY_MAX_MS);
 		strcpy(parsed.name, name);
 		if (!set_put(set, &parsed))
 			return cx_err_set(err, CX_ERR_INVALID,
@@ -239,9 +260,23 @@ cx_failpoint_set(const char *spec, cx_err *err)
 	return CX_OK;
 }
 
+/* Sleeps ms milliseconds, through signals (which interrupt nanosleep),
+ * leaving errno as it was. */
+static void
+sleep_ms(long ms)
+{
+	struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+	int			saved_errno = errno;
+
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		continue;
+	errno = saved_errno;
+}
+
 /*
  * Counts a hit of name and says whether it fires (then *fired gets a copy of
- * its entry and err the error it injects); crashes right here.  A malformed
+ * its entry and err the error it injects); crashes or sleeps right here (a
+ * delay then lets the step go on: it does not fire).  A malformed
  * environment fires every failpoint as FP_ERROR with CX_ERR_INVALID.
  */
 static bool
@@ -272,6 +307,11 @@ reach(const char *name, failpoint *fired, cx_err *err)
 	pthread_mutex_unlock(&fp_lock);
 	if (fire && fired->action == FP_CRASH)
 		raise(SIGKILL);			/* as kill -9: no cleanup, no flush */
+	if (fire && fired->action == FP_DELAY)
+	{
+		sleep_ms(fired->delay_ms);
+		return false;
+	}
 	if (fire)
 		cx_err_set(err, CX_ERR_IO, "failpoint %s", name);
 	return fire;

@@ -19,6 +19,9 @@
  *   eacces, eperm, enospc, erofs
  *              at an errno failpoint (CX_FAILPOINT_ERRNO), the system call
  *              it stands before fails with that errno; elsewhere as error
+ *   delay:MS   the process sleeps MS milliseconds (1-60000), then the step
+ *              goes on as if nothing was armed: a slow step, for tests of
+ *              what waits on it
  * optionally followed by "@N": fire only on the Nth time the failpoint is
  * reached (counting from when it was armed), e.g. "seal.after_fragment=crash@3".
  * Spaces around items are ignored; an empty spec disarms everything; a name

@@ -28,17 +28,6 @@ $node->start;
 
 sub sql { return $node->safe_psql('postgres', @_); }
 
-# A table on a new file:// store; %opt are table options.
-sub table
-{
-	my ($name, %opt) = @_;
-	my $uri = store_uri('file', $name);
-	my $opts = join('', map { ", $_ '$opt{$_}'" } sort keys %opt);
-	sql("CREATE FOREIGN TABLE $name (id text NOT NULL, n int) SERVER lake
-	     OPTIONS (uri '$uri'$opts)");
-	return $uri;
-}
-
 # A value of ctxstore.stats($table), by JSON path ('writer,requests,puts').
 sub stats_of
 {
@@ -74,8 +63,8 @@ is( sql(q{SELECT string_agg(w.kind || ':' || (w.pid = a.pid) || ':' || (w.shard_
 
 # ---- object-store writes per group commit ----
 
-table('sealed', merge_after_generations => 0, cleanup_interval => 0);
-table('deferred', seal_on_insert => 'false', flush_interval => '1h',
+file_table($node, 'sealed', merge_after_generations => 0, cleanup_interval => 0);
+file_table($node, 'deferred', seal_on_insert => 'false', flush_interval => '1h',
 	merge_after_generations => 0, cleanup_interval => 0);
 sql("INSERT INTO sealed VALUES ('warm', 0); INSERT INTO deferred VALUES ('warm', 0)");
 sql("SELECT ctxstore.flush('deferred')");
@@ -171,7 +160,7 @@ like(($node->psql('postgres', "SELECT ctxstore.stats('sealed') ->> 'uri'",
 
 # ---- merges: by count, by call, by cleanup ----
 
-table('counted', merge_after_generations => 3, merge_max_generations => 2,
+file_table($node, 'counted', merge_after_generations => 3, merge_max_generations => 2,
 	cleanup_interval => 0);
 sql("INSERT INTO counted VALUES ('c$_', $_)") for 1 .. 3;
 wait_for(q{SELECT ctxstore.pending_wal_generations('counted') = 0},
@@ -182,7 +171,7 @@ is( sql(q{SELECT s #>> '{merge,merges}', s #>> '{merge,generations}', s ->> 'row
 is(sql('SELECT count(*), count(DISTINCT id) FROM counted'), '3|3',
 	'the table reads every row once after the merge');
 
-table('called', merge_after_generations => 0, cleanup_interval => 0,
+file_table($node, 'called', merge_after_generations => 0, cleanup_interval => 0,
 	cleanup_min_generations => 3);
 sql("INSERT INTO called VALUES ('m$_', $_)") for 1 .. 2;
 is(sql(q{SELECT ctxstore.cleanup_wal('called')}), '0',
@@ -195,14 +184,14 @@ is(sql(q{SELECT ctxstore.cleanup_wal('called')}), '3',
 is(sql(q{SELECT ctxstore.pending_wal_generations('called')}), '0',
 	'nothing pending afterwards');
 
-table('deferred_merge', seal_on_insert => 'false', flush_interval => '1h',
+file_table($node, 'deferred_merge', seal_on_insert => 'false', flush_interval => '1h',
 	merge_after_generations => 0, cleanup_interval => 0);
 sql("INSERT INTO deferred_merge VALUES ('d$_', $_)") for 1 .. 2;
 is(sql(q{SELECT ctxstore.merge_wal('deferred_merge')}), '1',
 	'merge_wal seals the memtable and merges it');
 is(sql('SELECT count(*) FROM deferred_merge'), '2', 'its rows are visible');
 
-table('timed', seal_on_insert => 'false', flush_interval => '1h',
+file_table($node, 'timed', seal_on_insert => 'false', flush_interval => '1h',
 	merge_after_generations => 0, cleanup_interval => '1s');
 sql("INSERT INTO timed VALUES ('t$_', $_)") for 1 .. 2;
 wait_for(q{SELECT count(*) = 2 AND ctxstore.pending_wal_generations('timed') = 0 FROM timed},
@@ -210,7 +199,7 @@ wait_for(q{SELECT count(*) = 2 AND ctxstore.pending_wal_generations('timed') = 0
 
 # ---- the pending-generations warning and limit ----
 
-table('limited', merge_after_generations => 0, cleanup_interval => 0,
+file_table($node, 'limited', merge_after_generations => 0, cleanup_interval => 0,
 	pending_generations_warn => 1, pending_generations_max => 3);
 my $log_offset = -s $node->logfile;
 sql("INSERT INTO limited VALUES ('l$_', $_)") for 1 .. 3;
@@ -267,7 +256,7 @@ like(sql(q{SELECT last_error FROM ctxstore.workers WHERE kind = 'writer'}),
 
 # ---- the seal at worker shutdown ----
 
-table('shutdown', seal_on_insert => 'false', flush_interval => '1h',
+file_table($node, 'shutdown', seal_on_insert => 'false', flush_interval => '1h',
 	merge_after_generations => 0, cleanup_interval => 0);
 sql("INSERT INTO shutdown VALUES ('s$_', $_)") for 1 .. 3;
 is(sql('SELECT count(*) FROM shutdown'), '0', 'unsealed rows are not visible');

@@ -22,7 +22,7 @@ use JSON::PP;
 use MIME::Base64;
 use POSIX qw(strftime);
 
-our @EXPORT = qw(emu store_uri server_sql proxy_fault proxy_clear proxy_stat
+our @EXPORT = qw(emu store_uri file_table server_sql proxy_fault proxy_clear proxy_stat
   proxy_endpoint az_account_sas);
 
 # Per test file, so that files sharing the emulators never share a store.
@@ -102,6 +102,19 @@ sub store_uri
 		az_create_container($container);
 	}
 	return "az://$container/$name";
+}
+
+# A foreign table (id text NOT NULL, n int) of server lake on a new file://
+# store of $node; %opt are table options.  Returns the store's URI.
+sub file_table
+{
+	my ($node, $name, %opt) = @_;
+	my $uri = store_uri('file', $name);
+	my $opts = join('', map { ", $_ '$opt{$_}'" } sort keys %opt);
+	$node->safe_psql('postgres',
+		"CREATE FOREIGN TABLE $name (id text NOT NULL, n int) SERVER lake
+		 OPTIONS (uri '$uri'$opts)");
+	return $uri;
 }
 
 sub options_sql

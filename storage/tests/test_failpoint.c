@@ -1,8 +1,10 @@
 /*
- * test_failpoint.c — arming failpoints: spec parsing, error mode, @N, hit
- * counts, disarming.  (Crash mode is exercised by test_shardwriter.c, in a
+ * test_failpoint.c — arming failpoints: spec parsing, error mode, delays,
+ * @N, hit counts, disarming.  (Crash mode is exercised by test_shardwriter.c, in a
  * child process armed through CTXSTORE_FAILPOINTS.)
  */
+#include <time.h>
+
 #include "cx_failpoint.h"
 #include "cx_test.h"
 
@@ -67,5 +69,34 @@ CX_TEST(failpoint_rejects_malformed_specs)
 	}
 	/* A rejected spec leaves the armed set as it was. */
 	CHECK_CODE(reach("t.keep"), CX_ERR_IO);
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+CX_TEST(failpoint_delay_sleeps_then_lets_the_step_go_on)
+{
+	static const char *const bad[] = {
+		"t.a=delay", "t.a=delay:", "t.a=delay:0", "t.a=delay:60001",
+		"t.a=delay:5x", "t.a=delay:-5", "t.a=delay5",
+	};
+	cx_err		err;
+	double		start;
+
+	REQUIRE_OK(cx_failpoint_set("t.d=delay:50@2", &err), &err);
+	CHECK_CODE(reach("t.d"), CX_OK);
+	start = now_ms();
+	CHECK_CODE(reach("t.d"), CX_OK);
+	CHECK(now_ms() - start >= 50);
+	CHECK(cx_failpoint_hits("t.d") == 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_CODE(cx_failpoint_set(bad[i], &err), CX_ERR_INVALID);
 	REQUIRE_OK(cx_failpoint_set("", &err), &err);
 }
