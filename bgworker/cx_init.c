@@ -130,7 +130,7 @@ define_gucs(void)
 							   process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							   0, check_shard_id, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
-							   "Failpoints to arm, for tests only (name=crash|error[@N], ...).",
+							   "Failpoints to arm, for tests only (name=crash|error|delay:MS|eacces|...[@N], ...).",
 							   "Replaces the set armed from CTXSTORE_FAILPOINTS.",
 							   &failpoints_guc,
 							   "",
