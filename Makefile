@@ -8,7 +8,9 @@ EXTENSION  = ctxstore
 DATA       = ctxstore--0.1.sql
 PGFILEDESC = "ctxstore - versioned agent-context store on object storage"
 
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard storage/cx_*.c fdw/*.c bgworker/*.c)))
+STORAGE_LAYERS = util objstore format table memwal merge scan
+OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(STORAGE_LAYERS),$(wildcard storage/$(d)/cx_*.c)) \
+	$(wildcard fdw/*.c bgworker/*.c)))
 
 PG_CPPFLAGS = -Istorage -Ifdw -Ibgworker
 # -Wextra on top of PostgreSQL's own warning set.  PostgreSQL's headers and
@@ -36,7 +38,7 @@ INSPECT = storage/build/ctxstore-inspect
 
 all: $(INSPECT)
 
-$(INSPECT): $(wildcard storage/*.c storage/*.h storage/tools/*.c)
+$(INSPECT): $(wildcard storage/*/*.c storage/*/*.h)
 	$(MAKE) -C storage build/ctxstore-inspect
 
 install: install-inspect

@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cx_objstore.h"
-#include "cx_rowcodec.h"
-#include "cx_schema.h"
-#include "cx_shardwriter.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_row_codec.h"
+#include "format/cx_schema.h"
+#include "memwal/cx_shard_writer.h"
 
 typedef struct bench_result
 {

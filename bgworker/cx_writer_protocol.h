@@ -9,7 +9,7 @@
  * shared request array, wakes the writer worker and waits on its latch for the
  * result.  The worker group-commits: every request queued while a store commit
  * is in flight goes into the next commit of that store, through the store's
- * resident shard writer (storage/cx_shardwriter.h).  The SQL maintenance
+ * resident shard writer (storage/memwal/cx_shard_writer.h).  The SQL maintenance
  * functions (ctxstore.flush, merge_wal, cleanup_wal) go through the same wait
  * (cx_writer_control()) on a second slot of the backend's, so that one left
  * waiting for a merge never holds up the backend's next commit.
@@ -28,8 +28,8 @@
 
 #include "datatype/timestamp.h"
 
-#include "cx_objstore.h"
-#include "cx_schema.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
 
 /* The foreign table a request comes from. */
 typedef struct CxTableRef

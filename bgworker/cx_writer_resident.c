@@ -1,7 +1,7 @@
 /*
  * cx_writer_resident.c — the writer worker's resident stores: for each store
  * it writes, one handle (cx_stores.c) and one shard writer
- * (storage/cx_shardwriter.h) claiming this cluster's shard
+ * (storage/memwal/cx_shard_writer.h) claiming this cluster's shard
  * (ctxstore.shard_id), kept across rounds.
  *
  * The shard is claimed once, when the first request for the store arrives,
@@ -26,7 +26,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "cx_shardwriter.h"
+#include "memwal/cx_shard_writer.h"
 #include "cx_writer_int.h"
 
 /* Most stores the writer keeps open. */
@@ -71,10 +71,44 @@ writer_info(void)
 	return info;
 }
 
+/*
+ * For tests of cross-cluster commit order: CTXSTORE_TEST_CLOCK_OFFSET_MS in
+ * the server's environment (like CTXSTORE_FAILPOINTS, never set in
+ * production) shifts the clock the shard writers take commit times from,
+ * as a clock that stepped forward would.  (libfaketime cannot do it:
+ * PostgreSQL 15 forks background workers from a signal handler, where
+ * libfaketime answers with the real time.)
+ */
+static int64
+clock_offset_us(void)
+{
+	static bool read = false;
+	static int64 offset = 0;
+
+	if (!read)
+	{
+		const char *v = getenv("CTXSTORE_TEST_CLOCK_OFFSET_MS");
+
+		offset = v != NULL ? strtoll(v, NULL, 10) * 1000 : 0;
+		read = true;
+	}
+	return offset;
+}
+
+static int64_t
+offset_clock_us(void)
+{
+	return (int64_t) (GetCurrentTimestamp() +
+					  (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY +
+					  clock_offset_us());
+}
+
 static void
 sw_options(const CxStoreSettings *s, cx_sw_options *o)
 {
 	cx_sw_options_default(o);
+	if (clock_offset_us() != 0)
+		o->clock_us = offset_clock_us;
 	o->writer_info = writer_info();
 	o->key_column = s->key_column;
 	o->unique_key = s->unique_key;

@@ -24,7 +24,7 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
-#include "cx_rowcodec.h"
+#include "format/cx_row_codec.h"
 #include "cx_writer_int.h"
 
 /* Most bytes of rows one append carries: a bigger group is split (a single

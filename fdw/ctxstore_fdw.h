@@ -24,9 +24,9 @@
 #include "foreign/fdwapi.h"
 #include "utils/relcache.h"
 
-#include "cx_manifest.h"
-#include "cx_objstore.h"
-#include "cx_schema.h"
+#include "table/cx_manifest.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
 
 /* ---- GUCs (ctxstore.c) ---- */
 

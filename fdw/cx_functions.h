@@ -10,8 +10,8 @@
 
 #include "utils/relcache.h"
 
-#include "cx_manifest.h"
-#include "cx_objstore.h"
+#include "table/cx_manifest.h"
+#include "objstore/cx_objstore.h"
 
 /* What a function requires of its caller on the table. */
 typedef enum CxTableCheck

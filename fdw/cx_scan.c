@@ -38,8 +38,8 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
-#include "cx_rowcodec.h"
-#include "cx_tablescan.h"
+#include "format/cx_row_codec.h"
+#include "scan/cx_table_scan.h"
 
 /* Planner cost of opening the store (manifests and fragment footers). */
 #define STORE_STARTUP_COST 100.0

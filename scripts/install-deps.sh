@@ -8,7 +8,6 @@ packages=(
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron
   libcurl4-openssl-dev libssl-dev libzstd-dev
   libipc-run-perl
-  faketime
 )
 
 missing=()

@@ -5,7 +5,7 @@
 # since initdb refuses root).  Ends with one line "N passed, N failed".
 #
 #   scripts/test.sh                 everything
-#   SUITES="unit regress" scripts/test.sh   a subset (unit sanitize regress isolation tap demo)
+#   SUITES="unit regress" scripts/test.sh   a subset (layers unit sanitize regress isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
 #   CTXSTORE_PGBIN=/opt/pg/usr/lib/postgresql/15/bin scripts/test.sh
@@ -14,7 +14,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"unit sanitize regress isolation tap demo"}
+suites=${SUITES:-"layers unit sanitize regress isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 pgxs_test=$(dirname "$("$pgbin/pg_config" --pgxs)")/../test
 export PATH="$pgbin:$PATH"
@@ -169,6 +169,15 @@ run_demo() {
 
 for suite in $suites; do
   case "$suite" in
+  layers)
+    log "engine layering (scripts/check-layers.sh)"
+    out=$(CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/check-layers.sh" 2>&1)
+    echo "$out" | grep -v ' passed, '
+    line=$(echo "$out" | tail -1)
+    if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+      count "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    else count 0 1
+    fi ;;
   unit)
     log "storage unit tests"
     run_unit check ;;

@@ -3,7 +3,7 @@
 # own); and what a store whose seals outpace its merges gets: catch-up merge
 # calls that take more than merge_max_generations, and, while even those
 # fall short, "merges_behind" in ctxstore.stats and a warning in the log.
-# The merges are slowed with delay failpoints (storage/cx_failpoint.h).
+# The merges are slowed with delay failpoints (storage/util/cx_failpoint.h).
 use strict;
 use warnings;
 

@@ -9,7 +9,7 @@
 
 #include <curl/curl.h>
 
-#include "cx_manifest.h"
+#include "table/cx_manifest.h"
 #include "cx_test.h"
 
 const char *

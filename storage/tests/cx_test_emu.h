@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cx_buf.h"
-#include "cx_objstore.h"
+#include "util/cx_buf.h"
+#include "objstore/cx_objstore.h"
 
 /*
  * The variable's value, or NULL if it is unset: the running test has then

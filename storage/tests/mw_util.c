@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cx_commit.h"
-#include "cx_rowcodec.h"
+#include "table/cx_commit.h"
+#include "format/cx_row_codec.h"
 #include "mw_util.h"
 
 cx_schema *

@@ -10,10 +10,10 @@
 #ifndef MW_UTIL_H
 #define MW_UTIL_H
 
-#include "cx_manifest.h"
-#include "cx_shard.h"
-#include "cx_shardwriter.h"
-#include "cx_tablescan.h"
+#include "table/cx_manifest.h"
+#include "memwal/cx_shard_manifest.h"
+#include "memwal/cx_shard_writer.h"
+#include "scan/cx_table_scan.h"
 
 cx_schema  *mw_schema(void);	/* static; do not free */
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cx_fragment.h"
-#include "cx_rowcodec.h"
+#include "format/cx_fragment.h"
+#include "format/cx_row_codec.h"
 #include "cx_test.h"
 #include "swtest.h"
 

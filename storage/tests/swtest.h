@@ -7,9 +7,9 @@
 #ifndef SWTEST_H
 #define SWTEST_H
 
-#include "cx_objstore.h"
-#include "cx_schema.h"
-#include "cx_shard.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
+#include "memwal/cx_shard_manifest.h"
 
 /* A store at cx_test_uri(suffix); NULL (and a test failure) on error. */
 cx_objstore *sw_store(const char *suffix);

@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cx_azure_auth.h"
-#include "cx_commit.h"
-#include "cx_crypto.h"
-#include "cx_http.h"
-#include "cx_objstore.h"
+#include "objstore/cx_azure_auth.h"
+#include "table/cx_commit.h"
+#include "util/cx_crypto.h"
+#include "objstore/cx_http.h"
+#include "objstore/cx_objstore.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
 

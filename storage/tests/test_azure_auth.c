@@ -14,7 +14,7 @@
  */
 #include <stdlib.h>
 
-#include "cx_azure_auth.h"
+#include "objstore/cx_azure_auth.h"
 #include "cx_test.h"
 
 #define DEV_ACCOUNT "devstoreaccount1"

@@ -3,8 +3,8 @@
  */
 #include <stdlib.h>
 
-#include "cx_buf.h"
-#include "cx_crc32c.h"
+#include "util/cx_buf.h"
+#include "util/cx_crc32c.h"
 #include "cx_test.h"
 
 CX_TEST(crc32c_known_vectors)

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "cx_commit.h"
+#include "table/cx_commit.h"
 #include "cx_test.h"
 
 /* --------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  */
 #include <time.h>
 
-#include "cx_failpoint.h"
+#include "util/cx_failpoint.h"
 #include "cx_test.h"
 
 static cx_code

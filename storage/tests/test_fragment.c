@@ -7,10 +7,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "cx_encoding.h"
-#include "cx_fragment.h"
-#include "cx_objstore.h"
-#include "cx_schema.h"
+#include "format/cx_encoding.h"
+#include "format/cx_fragment.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
 #include "cx_test.h"
 
 /* ---------------------------------------------------------------------

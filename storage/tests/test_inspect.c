@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "cx_commit.h"
-#include "cx_merge.h"
+#include "table/cx_commit.h"
+#include "merge/cx_merge.h"
 #include "cx_test.h"
 #include "mw_util.h"
 

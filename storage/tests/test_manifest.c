@@ -4,8 +4,8 @@
  */
 #include <stdlib.h>
 
-#include "cx_crc32c.h"
-#include "cx_manifest.h"
+#include "util/cx_crc32c.h"
+#include "table/cx_manifest.h"
 #include "cx_test.h"
 
 #define HEADER_LEN 12

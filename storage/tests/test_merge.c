@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cx_commit.h"
-#include "cx_failpoint.h"
-#include "cx_merge.h"
+#include "table/cx_commit.h"
+#include "util/cx_failpoint.h"
+#include "merge/cx_merge.h"
 #include "cx_test.h"
 #include "mw_util.h"
 

@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cx_failpoint.h"
-#include "cx_manifest.h"
-#include "cx_objstore.h"
+#include "util/cx_failpoint.h"
+#include "table/cx_manifest.h"
+#include "objstore/cx_objstore.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "cx_rowcodec.h"
+#include "format/cx_row_codec.h"
 #include "cx_test.h"
 
 /* One column of every scalar type, then a list of each, in type order. */

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cx_commit.h"
-#include "cx_crypto.h"
-#include "cx_objstore.h"
+#include "table/cx_commit.h"
+#include "util/cx_crypto.h"
+#include "objstore/cx_objstore.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
 

@@ -5,8 +5,8 @@
  */
 #include <stdlib.h>
 
-#include "cx_crc32c.h"
-#include "cx_shard.h"
+#include "util/cx_crc32c.h"
+#include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
 #include "swtest.h"
 

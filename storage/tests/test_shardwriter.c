@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cx_commit.h"
-#include "cx_failpoint.h"
-#include "cx_shardwriter.h"
+#include "table/cx_commit.h"
+#include "util/cx_failpoint.h"
+#include "memwal/cx_shard_writer.h"
 #include "cx_test.h"
 #include "swtest.h"
 

@@ -5,11 +5,11 @@
  */
 #include <stdlib.h>
 
-#include "cx_crypto.h"
-#include "cx_http.h"
-#include "cx_sigv4.h"
+#include "util/cx_crypto.h"
+#include "objstore/cx_http.h"
+#include "objstore/cx_sigv4.h"
 #include "cx_test.h"
-#include "cx_xml.h"
+#include "objstore/cx_xml.h"
 
 #define EXAMPLE_HOST "https://examplebucket.s3.amazonaws.com"
 

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cx_commit.h"
-#include "cx_merge.h"
-#include "cx_rowkey.h"
+#include "table/cx_commit.h"
+#include "merge/cx_merge.h"
+#include "memwal/cx_row_key.h"
 #include "cx_test.h"
 #include "mw_util.h"
 

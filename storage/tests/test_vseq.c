@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cx_test.h"
-#include "cx_vseq.h"
+#include "objstore/cx_versioned.h"
 #include "swtest.h"
 
 CX_TEST(vseq_latest_stops_at_the_top_of_the_number_space)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "cx_test.h"
-#include "cx_wal.h"
+#include "memwal/cx_wal.h"
 #include "swtest.h"
 
 typedef struct rows_entry

@@ -25,13 +25,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "cx_commit.h"
-#include "cx_fragment.h"
-#include "cx_manifest.h"
-#include "cx_objstore.h"
-#include "cx_shard.h"
-#include "cx_tablescan.h"
-#include "cx_wal.h"
+#include "table/cx_commit.h"
+#include "format/cx_fragment.h"
+#include "table/cx_manifest.h"
+#include "objstore/cx_objstore.h"
+#include "memwal/cx_shard_manifest.h"
+#include "scan/cx_table_scan.h"
+#include "memwal/cx_wal.h"
 
 /* PostgreSQL's epoch (2000-01-01) in days and seconds after the Unix epoch. */
 #define PG_EPOCH_DAYS 10957

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Checks the engine's shape (docs/ARCHITECTURE.md):
+#   - storage/ has one folder per subsystem, in a strictly downward order:
+#       util < objstore < format < table < memwal < merge < scan
+#     a file includes headers of its own folder and of folders before it
+#     only; tests/ and tools/ may include any of them;
+#   - no include climbs with "../";
+#   - storage/ includes no PostgreSQL header;
+#   - no file of ours can be found under a name PostgreSQL's headers use
+#     (PGXS puts the repository root on the include path, so storage/x.h
+#     would shadow PostgreSQL's own storage/x.h).
+# Prints each violation and ends with "N passed, N failed" like the other
+# suites (one check per file).
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
+pg_include=$("$pgbin/pg_config" --includedir-server)
+layers=(util objstore format table memwal merge scan)
+
+rank() {  # position of a storage folder in the order; 99 for tests/tools
+  local i
+  for i in "${!layers[@]}"; do
+    [ "${layers[$i]}" = "$1" ] && { echo "$i"; return; }
+  done
+  echo 99
+}
+
+# PostgreSQL's header folders and top-level headers: what storage/ must not
+# include.
+pg_names=$(cd "$pg_include" && ls)
+
+passed=0
+failed=0
+fail() { echo "layers: $*"; bad=1; }
+
+check_file() {  # $1 = path relative to storage/
+  local f=$1 own inc dir
+  own=$(rank "${f%%/*}")
+  while read -r kind inc; do
+    case "$inc" in
+      *../*) fail "storage/$f includes \"$inc\", which climbs out of its folder" ;;
+    esac
+    dir=${inc%%/*}
+    if [ "$dir" != "$inc" ] && [ -d "$repo/storage/$dir" ] && [ "$dir" != tests ]; then
+      [ "$(rank "$dir")" -le "$own" ] ||
+        fail "storage/$f includes \"$inc\": ${f%%/*}/ comes before $dir/ and may not use it"
+    elif [ "$kind" = q ] && [ "$dir" = "$inc" ] &&
+         [ ! -e "$repo/storage/${f%/*}/$inc" ] && [ "${f%%/*}" != tests ]; then
+      fail "storage/$f includes \"$inc\", which is no file of its folder (name the folder: \"util/cx_buf.h\")"
+    fi
+    if echo "$pg_names" | grep -qxF "$dir"; then
+      fail "storage/$f includes \"$inc\", a PostgreSQL header"
+    fi
+  done < <(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/q \1/p' \
+                  -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/a \1/p' "$repo/storage/$f")
+  # Reachable through -I<repo root> as storage/<f>, or through -Istorage as <f>.
+  if [ -e "$pg_include/storage/$f" ] || [ -e "$pg_include/$f" ]; then
+    fail "storage/$f has the name of a PostgreSQL header"
+  fi
+}
+
+cd "$repo/storage" || exit 1
+for f in $(find . -name '*.[ch]' -not -path './build*' | sed 's|^\./||' | sort); do
+  case "$f" in
+    */*) ;;
+    *) echo "layers: storage/$f is outside every subsystem folder"; failed=$((failed + 1)); continue ;;
+  esac
+  bad=0
+  check_file "$f"
+  if [ "$bad" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+for f in "$repo"/fdw/*.[ch] "$repo"/bgworker/*.[ch]; do
+  bad=0
+  if grep -q '#include "\.\./' "$f"; then fail "${f#$repo/} includes a path that climbs with ../"; fi
+  if [ "$bad" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,167 @@
+/*
+ * cx_fragment.h — the columnar fragment format (version 1): writer and reader.
+ *
+ * A fragment is one immutable object holding rows of one schema, split into
+ * row groups; each row group holds one column chunk per column.  A chunk is
+ * encoded by type (null bitmap, fixed-width values or offsets + bytes, lists
+ * as offsets + an element chunk), compressed with zstd and checksummed.  The
+ * footer at the end carries the schema, the row-group directory and per-chunk
+ * statistics; readers fetch the footer first, then only the chunks of the
+ * columns they need, one row group at a time.  docs/FORMAT.md is the byte-level
+ * specification.
+ */
+#ifndef CX_FRAGMENT_H
+#define CX_FRAGMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
+
+#define CX_FRAGMENT_MAGIC "CXF1"
+#define CX_STATS_MAX_BYTES 64	/* longest min/max kept for var-width types */
+
+/* Statistics of one column over a chunk (or a whole fragment). */
+typedef struct cx_colstats
+{
+	uint64_t	null_count;
+	uint64_t	value_count;	/* non-null values */
+	bool		has_min;
+	bool		has_max;
+	/* Encoded as the value's on-disk bytes: little-endian fixed width, or
+	 * the (possibly truncated) bytes of a variable-width value.  A truncated
+	 * min is a prefix (still a lower bound); a max is never truncated: if the
+	 * largest value is longer than CX_STATS_MAX_BYTES has_max is false. */
+	uint8_t		min_len;
+	uint8_t		max_len;
+	uint8_t		min[CX_STATS_MAX_BYTES];
+	uint8_t		max[CX_STATS_MAX_BYTES];
+} cx_colstats;
+
+/* Merge b into a (the union of the two value sets). */
+void		cx_colstats_merge(cx_colstats *a, const cx_colstats *b, cx_type type);
+void		cx_colstats_encode(const cx_colstats *st, cx_buf *out);
+void		cx_colstats_decode(cx_rd *r, cx_colstats *st);
+
+/* --------------------------------------------------------------------------
+ * Writer
+ * -------------------------------------------------------------------------- */
+
+typedef struct cx_fragw_options
+{
+	uint32_t	rows_per_group;		/* default 65536 */
+	uint64_t	max_group_bytes;	/* raw bytes before a row group is cut;
+									 * default 32 MiB */
+	int			compression_level;	/* zstd level, default 3 */
+} cx_fragw_options;
+
+void		cx_fragw_options_default(cx_fragw_options *o);
+
+/* What a finished fragment looks like, for the manifest. */
+typedef struct cx_fragment_info
+{
+	char	   *path;			/* key relative to the store root, malloc'd */
+	uint64_t	size;			/* bytes */
+	uint64_t	rows;
+	uint64_t	footer_offset;	/* where the footer starts */
+	uint32_t	footer_len;		/* footer bytes, including its trailer */
+	uint32_t	ncolumns;
+	cx_colstats *stats;			/* ncolumns entries, malloc'd */
+} cx_fragment_info;
+
+void		cx_fragment_info_free(cx_fragment_info *fi);	/* frees members */
+cx_code		cx_fragment_info_copy(cx_fragment_info *dst,
+								  const cx_fragment_info *src, cx_err *err);
+
+typedef struct cx_fragw cx_fragw;
+
+/* Starts a fragment under key (e.g. from cx_fragment_new_key()); the object
+ * is streamed with put-if-absent and published by cx_fragw_finish(). */
+cx_code		cx_fragw_open(cx_objstore *s, const char *key,
+						  const cx_schema *schema, const cx_fragw_options *opt,
+						  cx_fragw **out, cx_err *err);
+/* values has schema->ncolumns entries, in schema order. */
+cx_code		cx_fragw_append(cx_fragw *w, const cx_datum *values, cx_err *err);
+uint64_t	cx_fragw_rows(const cx_fragw *w);
+/* Raw bytes of the row group buffered in memory (not yet uploaded); bounded
+ * by about one row group (rows_per_group / max_group_bytes). */
+uint64_t	cx_fragw_buffered_bytes(const cx_fragw *w);
+/* Writes the footer and publishes the object; info receives its description
+ * (caller frees with cx_fragment_info_free).  Frees w in every case. */
+cx_code		cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err);
+/* Discards an unfinished fragment; frees w. */
+void		cx_fragw_abort(cx_fragw *w);
+
+/* A fresh random key "data/<32 hex digits>.cxf". */
+cx_code		cx_fragment_new_key(char *key, size_t keysize, cx_err *err);
+
+/* --------------------------------------------------------------------------
+ * Reader
+ * -------------------------------------------------------------------------- */
+
+/*
+ * A decoded column chunk.  Memory belongs to the row group it came from.
+ *   nulls:   bitmap, bit (i % 8) of byte (i / 8) set = row i is NULL;
+ *            NULL pointer when the chunk has no NULLs.
+ *   fixed:   nrows * width bytes (NULL rows hold zeroes) for fixed types.
+ *   offsets: nrows + 1 entries for variable-width types (into bytes) and for
+ *            lists (into the elements of child).
+ */
+struct cx_colvec
+{
+	uint8_t		type;
+	uint8_t		width;
+	uint32_t	nrows;
+	const uint8_t *nulls;
+	const uint8_t *fixed;
+	const uint32_t *offsets;
+	const uint8_t *bytes;
+	cx_colvec  *child;
+};
+
+static inline bool
+cx_colvec_isnull(const cx_colvec *v, uint32_t i)
+{
+	return v->nulls != NULL && (v->nulls[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Value of row i (i < nrows) in the cx_datum member matching v->type. */
+void		cx_colvec_get(const cx_colvec *v, uint32_t i, cx_datum *out);
+
+typedef struct cx_chunk_meta
+{
+	uint64_t	offset;			/* in the fragment object */
+	uint32_t	stored_len;		/* compressed bytes, checksum included */
+	uint32_t	raw_len;		/* bytes after decompression */
+	uint8_t		codec;			/* 0 = none, 1 = zstd */
+	cx_colstats stats;
+} cx_chunk_meta;
+
+typedef struct cx_fragr cx_fragr;
+typedef struct cx_rowgroup cx_rowgroup;
+
+/* Opens a fragment: one ranged read of the tail for the footer (two if the
+ * footer is larger than the first guess).  size is the object size when known
+ * (from the manifest), or 0 to ask the store. */
+cx_code		cx_fragr_open(cx_objstore *s, const char *key, uint64_t size,
+						  cx_fragr **out, cx_err *err);
+void		cx_fragr_close(cx_fragr *r);
+const cx_schema *cx_fragr_schema(const cx_fragr *r);
+uint64_t	cx_fragr_rows(const cx_fragr *r);
+uint32_t	cx_fragr_num_groups(const cx_fragr *r);
+uint32_t	cx_fragr_group_rows(const cx_fragr *r, uint32_t group);
+const cx_chunk_meta *cx_fragr_chunk(const cx_fragr *r, uint32_t group,
+									uint32_t column);
+
+/* Reads row group `group`, fetching and decoding only the columns whose
+ * want[] entry is true (want == NULL: all).  Adjacent wanted chunks are read
+ * with one ranged GET.  Columns not wanted come back NULL from
+ * cx_rowgroup_column(). */
+cx_code		cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
+								cx_rowgroup **out, cx_err *err);
+uint32_t	cx_rowgroup_rows(const cx_rowgroup *g);
+const cx_colvec *cx_rowgroup_column(const cx_rowgroup *g, uint32_t column);
+void		cx_rowgroup_free(cx_rowgroup *g);
+
+#endif							/* CX_FRAGMENT_H */

@@ -1,0 +1,161 @@
+/*
+ * cx_swint.h — the shard writer's private parts, shared by its files:
+ *
+ *   cx_shardwriter.c  appends, seals, drains, commits of shard manifests
+ *   cx_swclaim.c      cx_sw_open: claim, fence marker, WAL replay
+ *   cx_swbase.c       the writer's base-manifest commits (registration,
+ *                     the store's first schema) and the merge watermark
+ *   cx_memtable.c     the memtable: encoded row batches since the last seal
+ *   cx_genwriter.c    writing rows out as a generation fragment
+ */
+#ifndef CX_SWINT_H
+#define CX_SWINT_H
+
+#include "memwal/cx_shard_writer.h"
+
+/* --------------------------------------------------------------------------
+ * Memtable: the row batches appended since the last seal, in cx_row_encode()
+ * form, each with its commit time.  Held in memory until sealed; its size is
+ * bounded by the caller's flush policy (seal_on_insert, flush_interval,
+ * explicit flushes; cx_sw_memtable_bytes() tells the caller how big it is).
+ * -------------------------------------------------------------------------- */
+
+typedef struct cx_mt_batch
+{
+	size_t		offset;			/* into cx_memtable.bytes */
+	size_t		len;
+	uint64_t	nrows;
+	int64_t		commit_ts;
+} cx_mt_batch;
+
+typedef struct cx_memtable
+{
+	cx_buf		bytes;
+	cx_mt_batch *batches;
+	uint32_t	nbatches;
+	uint32_t	cap;
+	uint64_t	rows;
+} cx_memtable;
+
+void		cx_memtable_init(cx_memtable *mt);
+void		cx_memtable_free(cx_memtable *mt);
+cx_code		cx_memtable_add(cx_memtable *mt, const uint8_t *rows, size_t len,
+							uint64_t nrows, int64_t commit_ts, cx_err *err);
+/* Drops the newest batch (a sealed append whose seal failed). */
+void		cx_memtable_pop(cx_memtable *mt);
+void		cx_memtable_clear(cx_memtable *mt);
+
+/* --------------------------------------------------------------------------
+ * Generation writer: one generation fragment, the table's columns followed
+ * by the hidden commit-time and tombstone columns, streamed to the store.
+ * -------------------------------------------------------------------------- */
+
+typedef struct cx_genw cx_genw;
+
+cx_code		cx_genw_open(cx_objstore *s, const cx_schema *table,
+						 const cx_fragw_options *opt, cx_genw **out,
+						 cx_err *err);
+/* Adds nrows rows in cx_row_encode() form of the table schema, all with
+ * commit time ts; CX_ERR_CORRUPT (naming what) unless the bytes hold exactly
+ * nrows rows. */
+cx_code		cx_genw_add(cx_genw *g, const uint8_t *rows, size_t len,
+						uint64_t nrows, int64_t ts, const char *what,
+						cx_err *err);
+/* Publishes the fragment as generation `gen` into *out (caller frees
+ * out->fragment); frees g in every case. */
+cx_code		cx_genw_finish(cx_genw *g, uint64_t gen, cx_generation *out,
+						   cx_err *err);
+void		cx_genw_abort(cx_genw *g);
+
+/* --------------------------------------------------------------------------
+ * The writer
+ * -------------------------------------------------------------------------- */
+
+struct cx_shardwriter
+{
+	cx_objstore *s;				/* borrowed */
+	char	   *shard_id;
+	char	   *writer_info;	/* owned copies of the option strings */
+	char	   *key_column;
+	cx_sw_options opt;			/* its strings point at the copies above */
+	cx_shard_manifest *m;		/* newest version, written by us */
+	uint64_t	merged_gen;		/* watermark last read from the base */
+	cx_schema  *schema;			/* the store's columns; NULL until known */
+	uint64_t	next_seq;		/* where the next WAL entry goes */
+	uint64_t	wal_covered;	/* WAL entries <= this are in the memtable
+								 * or sealed: a seal's replay_seq */
+	int64_t		last_ts;		/* newest commit time handed out */
+	uint64_t	hint_version;	/* version the shard hint last got */
+	int64_t		current_at;		/* monotonic us when a put last proved this
+								 * writer current (see revalidate) */
+	cx_memtable mt;
+
+	/*
+	 * Puts whose outcome is unknown (the put failed and reading it back
+	 * failed, or found nothing although a timed-out request may still land).
+	 * Each holds its place until the same bytes are put there again and
+	 * land, or another writer's object is found there (fenced):
+	 *   unsettled  a shard-manifest commit; nothing else is written until it
+	 *              is settled (the next commit would go to the same version);
+	 *   wal_unsettled, wal_bytes  a WAL entry at that seq (0: none) and its
+	 *              bytes; no WAL entry is written past it until it is
+	 *              settled (a claim's fence could take the gap).
+	 */
+	cx_shard_manifest *unsettled;
+	uint64_t	wal_unsettled;
+	cx_buf		wal_bytes;
+
+	bool		fenced;			/* sticky: every call returns fence_err */
+	cx_err		fence_err;
+	cx_sw_stats stats;
+};
+
+/* Commit time for new rows: now, but always after the last one handed out. */
+int64_t		cx_sw_next_ts(cx_shardwriter *w);
+int64_t		cx_sw_now(const cx_shardwriter *w);
+
+/* A put of ours just landed: nobody had claimed the shard before it. */
+void		cx_sw_proved_current(cx_shardwriter *w);
+
+/* Makes w fenced for good and returns CX_ERR_FENCED with the message. */
+cx_code		cx_sw_fence(cx_shardwriter *w, cx_err *err, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/*
+ * The next shard-manifest version on top of w->m: a copy with version + 1, a
+ * fresh commit id and commit time, and without the generations the known
+ * watermark covers (draining is free when a commit happens anyway).
+ */
+cx_code		cx_sw_next_manifest(cx_shardwriter *w, cx_shard_manifest **out,
+								cx_err *err);
+/*
+ * Writes next (from cx_sw_next_manifest, edited) at its version.  Landed:
+ * w->m becomes next (ownership passes).  Taken by anyone: w is fenced.
+ * Outcome unknown: w->unsettled takes next.  Failed: next is freed.
+ */
+cx_code		cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next,
+						 cx_err *err);
+
+/* Adds gen as m's newest generation (its fragment moves into m; gen is
+ * zeroed) and moves next_gen past it. */
+cx_code		cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen,
+								 cx_err *err);
+
+/* Best effort: the shard hint, if it is 16 or more versions behind. */
+void		cx_sw_maybe_hint(cx_shardwriter *w);
+
+/* cx_swbase.c */
+/* Registers the shard (and the table key) in the base manifest unless it is
+ * already there, and reads the store schema and this shard's watermark. */
+cx_code		cx_sw_register(cx_shardwriter *w, cx_err *err);
+/* The first append to a store without a schema records it (a base commit);
+ * later ones compare.  CX_ERR_SCHEMA on a mismatch. */
+cx_code		cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema,
+							   cx_err *err);
+/* Refreshes w->merged_gen from the newest base manifest. */
+cx_code		cx_sw_read_watermark(cx_shardwriter *w, cx_err *err);
+
+/* cx_swclaim.c */
+cx_code		cx_sw_claim(cx_shardwriter *w, cx_err *err);
+
+#endif							/* CX_SWINT_H */

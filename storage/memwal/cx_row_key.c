@@ -1,0 +1,283 @@
+/*
+ * cx_rowkey.c — hidden-column layout, key bytes, key ranges and the
+ * projected key pass over a fragment (cx_rowkey.h).
+ */
+#include "memwal/cx_row_key.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/cx_encoding.h"
+#include "memwal/cx_shard_manifest.h"
+
+/* --------------------------------------------------------------------------
+ * Layout
+ * -------------------------------------------------------------------------- */
+
+static bool
+is_hidden(const cx_column *c, const char *name, cx_type type)
+{
+	return strcmp(c->name, name) == 0 && c->type == type;
+}
+
+cx_code
+cx_layout_check(const cx_schema *table, const cx_schema *frag,
+				const char *path, cx_layout *out, cx_err *err)
+{
+	uint32_t	n = table->ncolumns;
+
+	out->ncolumns = n;
+	out->ts_col = -1;
+	out->tomb_col = -1;
+	if (frag->ncolumns != n && frag->ncolumns != n + 2)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "fragment %s has %u columns; the table has %u (plus 2 hidden ones in merged fragments)",
+						  path, frag->ncolumns, n);
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(table->columns[i].name, frag->columns[i].name) != 0 ||
+			!cx_column_same_type(&table->columns[i], &frag->columns[i]))
+			return cx_err_set(err, CX_ERR_SCHEMA,
+							  "fragment %s: column %u is \"%s\", not the table's \"%s\" of the same type",
+							  path, i + 1, frag->columns[i].name,
+							  table->columns[i].name);
+	if (frag->ncolumns == n)
+		return CX_OK;
+	if (!is_hidden(&frag->columns[n], CX_COL_COMMIT_TS, CX_T_INT64) ||
+		!is_hidden(&frag->columns[n + 1], CX_COL_TOMBSTONE, CX_T_BOOL))
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "fragment %s: columns %u and %u are not the hidden %s int64 and %s bool",
+						  path, n + 1, n + 2, CX_COL_COMMIT_TS, CX_COL_TOMBSTONE);
+	out->ts_col = (int32_t) n;
+	out->tomb_col = (int32_t) n + 1;
+	return CX_OK;
+}
+
+bool
+cx_layout_may_have_tombstones(const cx_fragment_info *fi,
+							  const cx_layout *layout)
+{
+	const cx_colstats *st;
+
+	if (layout->tomb_col < 0)
+		return false;
+	if ((uint32_t) layout->tomb_col >= fi->ncolumns)
+		return true;
+	st = &fi->stats[layout->tomb_col];
+	if (st->value_count == 0)
+		return false;
+	/* A bool's max is one byte, 0 or 1. */
+	return !(st->has_max && st->max_len == 1 && st->max[0] == 0);
+}
+
+/* --------------------------------------------------------------------------
+ * Keys
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_key_column(const cx_schema *table, const char *key_column, uint32_t *index,
+			  cx_err *err)
+{
+	int			i = cx_schema_find(table, key_column);
+
+	if (i < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "key column \"%.64s\" is not a column of the table",
+						  key_column);
+	if (table->columns[i].type == CX_T_LIST)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "key column \"%.64s\" is an array; keys must be scalar",
+						  key_column);
+	*index = (uint32_t) i;
+	return CX_OK;
+}
+
+bool
+cx_key_bytes(const cx_colvec *v, uint32_t i, const uint8_t **p, size_t *len)
+{
+	if (cx_colvec_isnull(v, i))
+		return false;
+	if (v->width > 0)
+	{
+		*p = v->fixed + (size_t) i * v->width;
+		*len = v->width;
+	}
+	else
+	{
+		*p = v->bytes + v->offsets[i];
+		*len = v->offsets[i + 1] - v->offsets[i];
+	}
+	return true;
+}
+
+void
+cx_keyrange_init(cx_keyrange *r, cx_type type)
+{
+	r->type = type;
+	r->empty = true;
+	cx_buf_init(&r->min);
+	cx_buf_init(&r->max);
+}
+
+void
+cx_keyrange_free(cx_keyrange *r)
+{
+	cx_buf_free(&r->min);
+	cx_buf_free(&r->max);
+}
+
+static void
+set_bound(cx_buf *b, const uint8_t *key, size_t len)
+{
+	cx_buf_reset(b);
+	cx_buf_put(b, key, len);
+}
+
+cx_code
+cx_keyrange_add(cx_keyrange *r, const uint8_t *key, size_t len, cx_err *err)
+{
+	if (r->empty || cx_stats_cmp(r->type, key, len, r->min.data, r->min.len) < 0)
+		set_bound(&r->min, key, len);
+	if (r->empty || cx_stats_cmp(r->type, key, len, r->max.data, r->max.len) > 0)
+		set_bound(&r->max, key, len);
+	r->empty = false;
+	if (!cx_buf_ok(&r->min) || !cx_buf_ok(&r->max))
+		return cx_err_set(err, CX_ERR_NOMEM, "key range: out of memory");
+	return CX_OK;
+}
+
+bool
+cx_keyrange_may_overlap(const cx_keyrange *r, const cx_colstats *st)
+{
+	if (r->empty)
+		return false;
+	if (st == NULL || !cx_type_has_stats(r->type) ||
+		r->type == CX_T_FLOAT32 || r->type == CX_T_FLOAT64)
+		return true;
+	if (st->value_count == 0)
+		return false;			/* every key of the fragment is NULL */
+	/* A stored min may be a prefix of the true min: still a lower bound.  A
+	 * max is never truncated (it is absent instead). */
+	if (st->has_max &&
+		cx_stats_cmp(r->type, st->max, st->max_len, r->min.data, r->min.len) < 0)
+		return false;
+	if (st->has_min &&
+		cx_stats_cmp(r->type, st->min, st->min_len, r->max.data, r->max.len) > 0)
+		return false;
+	return true;
+}
+
+/* --------------------------------------------------------------------------
+ * Rows
+ * -------------------------------------------------------------------------- */
+
+int64_t
+cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
+{
+	const cx_colvec *v;
+	cx_datum	d;
+
+	if (layout->ts_col < 0)
+		return CX_TS_NONE;
+	v = cx_rowgroup_column(g, (uint32_t) layout->ts_col);
+	cx_colvec_get(v, i, &d);
+	return d.isnull ? CX_TS_NONE : d.v.i64;
+}
+
+bool
+cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
+{
+	const cx_colvec *v;
+	cx_datum	d;
+
+	if (layout->tomb_col < 0)
+		return false;
+	v = cx_rowgroup_column(g, (uint32_t) layout->tomb_col);
+	cx_colvec_get(v, i, &d);
+	return !d.isnull && d.v.b;
+}
+
+/* How many rows ahead cx_keyscan_ahead() announces keys. */
+#define KEY_AHEAD 8
+
+/* Calls fn for the live, non-NULL-key rows of one row group. */
+static cx_code
+keyscan_group(const cx_rowgroup *g, const cx_layout *layout, uint32_t key_col,
+			  uint64_t first_row, cx_dvcursor *dvc, cx_keyrow_fn fn,
+			  cx_keyahead_fn ahead, void *arg, cx_err *err)
+{
+	const cx_colvec *kv = cx_rowgroup_column(g, key_col);
+	uint32_t	n = cx_rowgroup_rows(g);
+	const uint8_t *key;
+	size_t		len;
+
+	for (uint32_t i = 0; ahead != NULL && i < KEY_AHEAD && i < n; i++)
+		if (cx_key_bytes(kv, i, &key, &len))
+			ahead(arg, key, len);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		cx_keyrow	kr;
+
+		if (ahead != NULL && i + KEY_AHEAD < n &&
+			cx_key_bytes(kv, i + KEY_AHEAD, &key, &len))
+			ahead(arg, key, len);
+		kr.row = first_row + i;
+		if (cx_dvcursor_deleted(dvc, kr.row) ||
+			!cx_key_bytes(kv, i, &kr.key, &kr.len))
+			continue;
+		kr.ts = cx_row_ts(g, layout, i);
+		kr.tombstone = cx_row_tombstone(g, layout, i);
+		if (fn(arg, &kr, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
+cx_code
+cx_keyscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
+		   uint32_t key_col, const cx_deletion_vector *dv, cx_keyrow_fn fn,
+		   void *arg, cx_err *err)
+{
+	return cx_keyscan_ahead(s, fi, table, key_col, dv, fn, NULL, arg, err);
+}
+
+cx_code
+cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+				 const cx_schema *table, uint32_t key_col,
+				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+				 cx_keyahead_fn ahead, void *arg, cx_err *err)
+{
+	cx_fragr   *r;
+	cx_layout	layout;
+	bool	   *want = NULL;
+	uint64_t	first_row = 0;
+	cx_dvcursor dvc = {dv, 0};
+	cx_code		rc;
+
+	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
+		return err->code;
+	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
+	if (rc == CX_OK &&
+		(want = calloc(cx_fragr_schema(r)->ncolumns, sizeof(bool))) == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory reading %s", fi->path);
+	if (rc == CX_OK)
+	{
+		want[key_col] = true;
+		if (layout.ts_col >= 0)
+			want[layout.ts_col] = want[layout.tomb_col] = true;
+	}
+	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
+	{
+		cx_rowgroup *g;
+
+		rc = cx_fragr_read_group(r, grp, want, &g, err);
+		if (rc != CX_OK)
+			break;
+		rc = keyscan_group(g, &layout, key_col, first_row, &dvc, fn, ahead,
+						   arg, err);
+		first_row += cx_rowgroup_rows(g);
+		cx_rowgroup_free(g);
+	}
+	free(want);
+	cx_fragr_close(r);
+	return rc;
+}

@@ -1,0 +1,136 @@
+/*
+ * cx_rowkey.h — a row's identity across fragments: where a fragment keeps
+ * the hidden commit-time and tombstone columns, a row's key bytes, and a
+ * projected pass over the key-related columns of one fragment.
+ *
+ * Merges (cx_merge.c) and de-duplicating scans (cx_tablescan.c) both decide
+ * which version of a key wins; this is the part of that they share.
+ *
+ * Fragments have the table's columns in order, then optionally the hidden
+ * columns CX_COL_COMMIT_TS (int64) and CX_COL_TOMBSTONE (bool), in that
+ * order: generations and merged base fragments have them, fragments of the
+ * old direct append path do not.  A row without a commit time counts as older
+ * than every row that has one (CX_TS_NONE).
+ *
+ * Keys: the key column's value as stored (little-endian fixed-width bytes, or
+ * the bytes of a variable-width value), compared bytewise.  A NULL key never
+ * equals another key (as in a SQL unique constraint): such rows are neither
+ * de-duplicated nor replaced.  List columns cannot be keys.
+ */
+#ifndef CX_ROWKEY_H
+#define CX_ROWKEY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format/cx_fragment.h"
+#include "table/cx_manifest.h"
+#include "format/cx_schema.h"
+
+/* The commit time of a row written without one: older than any real one. */
+#define CX_TS_NONE INT64_MIN
+
+typedef struct cx_layout
+{
+	uint32_t	ncolumns;		/* table columns */
+	int32_t		ts_col;			/* fragment column of the commit time, or -1 */
+	int32_t		tomb_col;		/* fragment column of the tombstone, or -1 */
+} cx_layout;
+
+/* Checks that a fragment's schema is the table's, optionally followed by
+ * the hidden columns, and says where they are.  CX_ERR_SCHEMA naming the
+ * fragment (path) otherwise. */
+cx_code		cx_layout_check(const cx_schema *table, const cx_schema *frag,
+							const char *path, cx_layout *out, cx_err *err);
+
+/* Whether a listed fragment may hold tombstone rows (by its statistics):
+ * scans read the tombstone column only of fragments that may. */
+bool		cx_layout_may_have_tombstones(const cx_fragment_info *fi,
+										  const cx_layout *layout);
+
+/* Index of the key column, checking it exists and is not a list. */
+cx_code		cx_key_column(const cx_schema *table, const char *key_column,
+						  uint32_t *index, cx_err *err);
+/* Row i's key bytes; false when the key is NULL. */
+bool		cx_key_bytes(const cx_colvec *v, uint32_t i, const uint8_t **p,
+						 size_t *len);
+
+/*
+ * The smallest and largest of a set of keys, ordered as column statistics
+ * order values, so that fragments whose key statistics lie outside it can be
+ * skipped: they cannot hold any key of the set.
+ */
+typedef struct cx_keyrange
+{
+	cx_type		type;
+	bool		empty;
+	cx_buf		min;
+	cx_buf		max;
+} cx_keyrange;
+
+void		cx_keyrange_init(cx_keyrange *r, cx_type type);
+void		cx_keyrange_free(cx_keyrange *r);
+cx_code		cx_keyrange_add(cx_keyrange *r, const uint8_t *key, size_t len,
+							cx_err *err);
+/* Whether a fragment whose key column has statistics st (NULL: unknown) may
+ * hold a key of the range.  Types whose statistics cannot bound a bytewise
+ * key (no statistics; floats, with their NaN rules) always may. */
+bool		cx_keyrange_may_overlap(const cx_keyrange *r, const cx_colstats *st);
+
+/* One live row, as cx_keyscan() reports it. */
+typedef struct cx_keyrow
+{
+	const uint8_t *key;			/* valid during the callback */
+	size_t		len;
+	int64_t		ts;				/* CX_TS_NONE if the fragment has none */
+	bool		tombstone;
+	uint64_t	row;			/* index within the fragment */
+} cx_keyrow;
+
+typedef cx_code (*cx_keyrow_fn) (void *arg, const cx_keyrow *kr, cx_err *err);
+
+/*
+ * Reads only the key, commit-time and tombstone columns of fragment fi (a
+ * fragment of table), one row group at a time, and calls fn for every row
+ * with a non-NULL key that dv (may be NULL) does not delete, in row order.
+ */
+cx_code		cx_keyscan(cx_objstore *s, const cx_fragment_info *fi,
+					   const cx_schema *table, uint32_t key_col,
+					   const cx_deletion_vector *dv, cx_keyrow_fn fn, void *arg,
+					   cx_err *err);
+/*
+ * The same, calling ahead(arg, key, len), when not NULL, with the key of a
+ * row a few rows before fn sees it (NULL keys and deleted rows included), so
+ * that a hash map can prefetch where the key will go.  Only a hint: ahead may
+ * not be called for every row, and must not fail.
+ */
+typedef void (*cx_keyahead_fn) (void *arg, const uint8_t *key, size_t len);
+cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+							 const cx_schema *table, uint32_t key_col,
+							 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+							 cx_keyahead_fn ahead, void *arg, cx_err *err);
+
+/* Commit time and tombstone flag of row i of a group read with the hidden
+ * columns wanted (CX_TS_NONE / false when the layout has none). */
+int64_t		cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i);
+bool		cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout,
+							 uint32_t i);
+
+/* A cursor over a deletion vector for rows visited in ascending order. */
+typedef struct cx_dvcursor
+{
+	const cx_deletion_vector *dv;	/* NULL: nothing deleted */
+	uint32_t	next;
+} cx_dvcursor;
+
+static inline bool
+cx_dvcursor_deleted(cx_dvcursor *c, uint64_t row)
+{
+	if (c->dv == NULL)
+		return false;
+	while (c->next < c->dv->n && c->dv->rows[c->next] < row)
+		c->next++;
+	return c->next < c->dv->n && c->dv->rows[c->next] == row;
+}
+
+#endif							/* CX_ROWKEY_H */

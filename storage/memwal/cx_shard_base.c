@@ -1,0 +1,173 @@
+/*
+ * cx_swbase.c — what the shard writer reads from and writes to the base
+ * manifest (cx_swint.h):
+ *
+ *   registration  once per shard lifetime, at its first claim: readers find
+ *                 every shard through the base manifest alone, and the
+ *                 table key is recorded with the first writer's options;
+ *   first schema  the first append to a store without a schema records it;
+ *   watermark     how far a merge has taken this shard's generations.
+ *
+ * Registration and the first schema are ordinary optimistic base commits
+ * (cx_commit): two first writers of an empty store race for version 1, the
+ * loser rebases onto the winner's version, and both succeed (invariant 11).
+ * Each rebase checks rather than overwrites what another writer recorded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "table/cx_commit.h"
+#include "memwal/cx_memwal_int.h"
+
+/* Adopts what the writer needs from a base version. */
+static cx_code
+adopt_base(cx_shardwriter *w, const cx_manifest *base, cx_err *err)
+{
+	uint64_t	merged = cx_manifest_merged_gen(base, w->shard_id);
+
+	if (merged > w->merged_gen)
+		w->merged_gen = merged;
+	if (w->schema == NULL && base->schema != NULL)
+	{
+		w->schema = cx_schema_clone(base->schema);
+		if (w->schema == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "copying the store schema: out of memory");
+	}
+	return CX_OK;
+}
+
+static cx_code
+register_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+				cx_err *err)
+{
+	cx_shardwriter *w = arg;
+
+	(void) base;
+	if (cx_manifest_register_shard(next, w->shard_id, err) != CX_OK)
+		return err->code;
+	if (w->key_column != NULL &&
+		cx_manifest_set_key(next, w->key_column, w->opt.unique_key, err) != CX_OK)
+		return err->code;
+	/* Every attempt builds on the newest base; the last one is what lands. */
+	return adopt_base(w, next, err);
+}
+
+/* Whether base already records everything registration would. */
+static cx_code
+registered(const cx_shardwriter *w, const cx_manifest *base, bool *done,
+		   cx_err *err)
+{
+	*done = false;
+	if (base == NULL || cx_manifest_shard(base, w->shard_id) == NULL)
+		return CX_OK;
+	if (w->key_column == NULL || base->key_column == NULL)
+	{
+		*done = w->key_column == NULL;
+		return CX_OK;
+	}
+	if (strcmp(base->key_column, w->key_column) != 0 ||
+		base->unique_key != w->opt.unique_key)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "the store's key is \"%.64s\" (%s) but the table declares \"%.64s\" (%s); the key cannot change once rows were written",
+						  base->key_column, base->unique_key ? "unique" : "not unique",
+						  w->key_column, w->opt.unique_key ? "unique" : "not unique");
+	*done = true;
+	return CX_OK;
+}
+
+cx_code
+cx_sw_register(cx_shardwriter *w, cx_err *err)
+{
+	cx_manifest *base;
+	bool		done;
+	uint64_t	version;
+	cx_code		rc;
+
+	if (cx_manifest_load_latest(w->s, &base, err) != CX_OK)
+		return err->code;
+	rc = registered(w, base, &done, err);
+	if (rc == CX_OK && done)
+		rc = adopt_base(w, base, err);
+	else if (rc == CX_OK)
+		rc = cx_commit(w->s, "register shard", register_rebase, w, NULL,
+					   &version, err);
+	cx_manifest_free(base);
+	if (rc != CX_OK)
+		return cx_err_prefix(err, "registering shard %s in %s", w->shard_id,
+							 w->s->uri);
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * The store schema
+ * -------------------------------------------------------------------------- */
+
+/* A table schema the store can take: no column in the hidden namespace,
+ * the key among the columns. */
+static cx_code
+check_table_schema(const cx_schema *schema, const char *key_column,
+				   cx_err *err)
+{
+	cx_schema  *gen;
+
+	if (cx_shard_generation_schema(schema, &gen, err) != CX_OK)
+		return err->code;
+	cx_schema_free(gen);
+	if (key_column != NULL && cx_schema_find(schema, key_column) < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "key column \"%.64s\" is not a column of the table",
+						  key_column);
+	return CX_OK;
+}
+
+static cx_code
+schema_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			  cx_err *err)
+{
+	const cx_schema *schema = arg;
+
+	(void) base;
+	if (next->schema != NULL)
+		return cx_commit_check_schema(next->schema, schema, err);
+	if (check_table_schema(schema, next->key_column, err) != CX_OK)
+		return err->code;
+	return cx_manifest_set_schema(next, schema, err);
+}
+
+cx_code
+cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema, cx_err *err)
+{
+	uint64_t	version;
+
+	if (schema == NULL)
+		return cx_err_set(err, CX_ERR_INVALID, "append to shard %s without a schema",
+						  w->shard_id);
+	if (w->schema != NULL)
+		return cx_commit_check_schema(w->schema, schema, err);
+	/* Another writer may have recorded it since we looked. */
+	if (cx_sw_read_watermark(w, err) != CX_OK)
+		return err->code;
+	if (w->schema != NULL)
+		return cx_commit_check_schema(w->schema, schema, err);
+	if (cx_commit(w->s, "create", schema_rebase, (void *) schema, NULL,
+				  &version, err) != CX_OK)
+		return err->code;
+	w->schema = cx_schema_clone(schema);
+	if (w->schema == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "copying the store schema: out of memory");
+	return CX_OK;
+}
+
+cx_code
+cx_sw_read_watermark(cx_shardwriter *w, cx_err *err)
+{
+	cx_manifest *base;
+	cx_code		rc = CX_OK;
+
+	if (cx_manifest_load_latest(w->s, &base, err) != CX_OK)
+		return err->code;
+	if (base != NULL)
+		rc = adopt_base(w, base, err);
+	cx_manifest_free(base);
+	return rc;
+}

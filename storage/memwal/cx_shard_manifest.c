@@ -1,0 +1,490 @@
+/*
+ * cx_shard.c — shard manifests: building, (de)serialising, loading, finding
+ * the newest version, and the writer's put-if-absent commit (cx_shard.h).
+ *
+ * The byte layout is specified in docs/FORMAT.md "Shards".  The object is
+ * framed like a base manifest (cx_frame.h) and its generation fragments are
+ * listed in the base manifest's fragment-entry form (cx_fragentry.h).
+ * Decoding trusts nothing: frame first, every field bounds-checked, counts
+ * checked against the bytes left before anything is allocated.
+ */
+#include "memwal/cx_shard_manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "table/cx_fragment_entry.h"
+#include "util/cx_frame.h"
+#include "table/cx_manifest.h"
+#include "objstore/cx_versioned.h"
+
+#define COMMIT_ID_LEN 16
+#define VERSIONS_DIR "_versions/"
+#define VERSION_SUFFIX ".shard"
+#define HINT_NAME "_latest"
+
+/* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry. */
+#define MIN_GEN_LEN (8 + 8 + 8 + CX_FRAGENTRY_MIN_LEN)
+
+/* The version sequence of a shard; prefix must hold CX_KEY_MAX + 1 bytes. */
+static void
+version_seq(const char *shard_id, char *prefix, cx_vseq *q)
+{
+	cx_shard_key(shard_id, VERSIONS_DIR, prefix);
+	q->prefix = prefix;
+	q->suffix = VERSION_SUFFIX;
+}
+
+/* The rule itself lives with the base manifest's shard list. */
+cx_code
+cx_shard_id_validate(const char *shard_id, cx_err *err)
+{
+	if (!cx_manifest_shard_id_ok(shard_id))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "invalid shard id \"%.140s\": use 1 to %d of A-Z a-z 0-9 . _ - (not \".\" or \"..\")",
+						  shard_id != NULL ? shard_id : "", CX_SHARD_ID_MAX);
+	return CX_OK;
+}
+
+cx_code
+cx_shard_generation_schema(const cx_schema *table, cx_schema **out,
+						   cx_err *err)
+{
+	size_t		plen = strlen(CX_HIDDEN_PREFIX);
+	cx_schema  *g;
+
+	*out = NULL;
+	for (uint32_t i = 0; i < table->ncolumns; i++)
+		if (strncmp(table->columns[i].name, CX_HIDDEN_PREFIX, plen) == 0)
+			return cx_err_set(err, CX_ERR_SCHEMA,
+							  "column \"%.64s\": names starting with \"%s\" are reserved for ctxstore",
+							  table->columns[i].name, CX_HIDDEN_PREFIX);
+	g = cx_schema_clone(table);
+	if (g == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "generation schema: out of memory");
+	if (cx_schema_add(g, CX_COL_COMMIT_TS, CX_T_INT64, 0, NULL, err) != CX_OK ||
+		cx_schema_add(g, CX_COL_TOMBSTONE, CX_T_BOOL, 0, NULL, err) != CX_OK)
+	{
+		cx_schema_free(g);
+		return err->code;
+	}
+	*out = g;
+	return CX_OK;
+}
+
+void
+cx_shard_key(const char *shard_id, const char *rest, char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, "%s%s/%s", CX_SHARDS_PREFIX, shard_id, rest);
+}
+
+void
+cx_shard_manifest_key(const char *shard_id, uint64_t version, char *key,
+					  size_t keysize)
+{
+	char		prefix[CX_KEY_MAX + 1];
+	char		full[CX_KEY_MAX + 1];
+	cx_vseq		q;
+
+	version_seq(shard_id, prefix, &q);
+	cx_vseq_key(&q, version, full);
+	snprintf(key, keysize, "%s", full);
+}
+
+/* --------------------------------------------------------------------------
+ * Building
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_shard_generation_failed(const cx_shard_manifest *m, const cx_generation *g,
+						   cx_err *err)
+{
+	return cx_err_prefix(err, "generation %llu (%s) listed by shard %s version %llu",
+						 (unsigned long long) g->gen, g->fragment.path,
+						 m->shard_id, (unsigned long long) m->version);
+}
+
+cx_shard_manifest *
+cx_shard_manifest_new(const char *shard_id)
+{
+	cx_shard_manifest *m = calloc(1, sizeof(cx_shard_manifest));
+
+	if (m == NULL)
+		return NULL;
+	m->shard_id = cx_strdup(shard_id);
+	m->next_gen = 1;
+	if (m->shard_id == NULL)
+	{
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void
+cx_shard_manifest_free(cx_shard_manifest *m)
+{
+	if (m == NULL)
+		return;
+	free(m->shard_id);
+	free(m->writer);
+	for (uint32_t i = 0; i < m->ngens; i++)
+		cx_fragment_info_free(&m->gens[i].fragment);
+	free(m->gens);
+	free(m);
+}
+
+cx_shard_manifest *
+cx_shard_manifest_clone(const cx_shard_manifest *m)
+{
+	cx_shard_manifest *c = cx_shard_manifest_new(m->shard_id);
+	cx_err		ignored;
+
+	if (c == NULL)
+		return NULL;
+	c->version = m->version;
+	c->epoch = m->epoch;
+	memcpy(c->commit_id, m->commit_id, COMMIT_ID_LEN);
+	c->committed_at_us = m->committed_at_us;
+	c->replay_seq = m->replay_seq;
+	c->next_gen = m->next_gen;
+	if (m->writer != NULL && (c->writer = cx_strdup(m->writer)) == NULL)
+		goto oom;
+	if (m->ngens > 0)
+	{
+		c->gens = calloc(m->ngens, sizeof(cx_generation));
+		if (c->gens == NULL)
+			goto oom;
+		for (uint32_t i = 0; i < m->ngens; i++)
+		{
+			c->gens[i] = m->gens[i];
+			memset(&c->gens[i].fragment, 0, sizeof(cx_fragment_info));
+			c->ngens = i + 1;
+			if (cx_fragment_info_copy(&c->gens[i].fragment,
+									  &m->gens[i].fragment, &ignored) != CX_OK)
+				goto oom;
+		}
+	}
+	return c;
+oom:
+	cx_shard_manifest_free(c);
+	return NULL;
+}
+
+/* --------------------------------------------------------------------------
+ * Encoding
+ * -------------------------------------------------------------------------- */
+
+/* The rules a reader enforces on the generation list (besides the entries'
+ * own): numbers strictly increasing, below next_gen, ranges ordered. */
+static bool
+gens_ordered(const cx_shard_manifest *m)
+{
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		const cx_generation *g = &m->gens[i];
+
+		if (g->gen == 0 || g->gen >= m->next_gen || g->min_ts > g->max_ts ||
+			(i > 0 && g->gen <= m->gens[i - 1].gen))
+			return false;
+	}
+	return true;
+}
+
+/* Refuses what a reader would reject, so a writer never publishes a version
+ * nobody can load. */
+static cx_code
+check_encodable(const cx_shard_manifest *m, cx_err *err)
+{
+	if (cx_shard_id_validate(m->shard_id, err) != CX_OK)
+		return err->code;
+	if (m->version == 0 || m->epoch == 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: manifest version and epoch must be >= 1",
+						  m->shard_id);
+	if (m->writer != NULL && strlen(m->writer) > UINT16_MAX)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: writer description longer than %u bytes",
+						  m->shard_id, UINT16_MAX);
+	if (!gens_ordered(m))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: generations out of order, numbered 0 or beyond next_gen %llu, or with an inverted time range",
+						  m->shard_id, (unsigned long long) m->next_gen);
+	for (uint32_t i = 0; i < m->ngens; i++)
+		if (cx_fragentry_check(&m->gens[i].fragment, err) != CX_OK)
+			return cx_err_prefix(err, "shard %s: generation %llu", m->shard_id,
+								 (unsigned long long) m->gens[i].gen);
+	return CX_OK;
+}
+
+static void
+encode_body(const cx_shard_manifest *m, cx_buf *out)
+{
+	cx_buf_put_u64(out, m->version);
+	cx_buf_put_str16(out, m->shard_id);
+	cx_buf_put_u64(out, m->epoch);
+	cx_buf_put(out, m->commit_id, COMMIT_ID_LEN);
+	cx_buf_put_i64(out, m->committed_at_us);
+	cx_buf_put_str16(out, m->writer != NULL ? m->writer : "");
+	cx_buf_put_u64(out, m->replay_seq);
+	cx_buf_put_u64(out, m->next_gen);
+	cx_buf_put_u32(out, m->ngens);
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		cx_buf_put_u64(out, m->gens[i].gen);
+		cx_buf_put_i64(out, m->gens[i].min_ts);
+		cx_buf_put_i64(out, m->gens[i].max_ts);
+		cx_fragentry_encode(&m->gens[i].fragment, out);
+	}
+}
+
+cx_code
+cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
+{
+	char		what[64 + CX_SHARD_ID_MAX];
+	size_t		start;
+
+	if (check_encodable(m, err) != CX_OK)
+		return err->code;
+	snprintf(what, sizeof(what), "shard %s manifest version %llu",
+			 m->shard_id, (unsigned long long) m->version);
+	start = cx_frame_begin(out, CX_SHARD_MAGIC, CX_SHARD_FORMAT);
+	encode_body(m, out);
+	return cx_frame_end(out, start, what, err);
+}
+
+/* --------------------------------------------------------------------------
+ * Decoding
+ * -------------------------------------------------------------------------- */
+
+static bool
+decode_gens(cx_rd *r, cx_shard_manifest *m)
+{
+	uint32_t	n = cx_rd_u32(r);
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r) / MIN_GEN_LEN)
+	{
+		r->bad = true;
+		return true;
+	}
+	m->gens = calloc(n, sizeof(cx_generation));
+	if (m->gens == NULL)
+		return false;
+	for (uint32_t i = 0; i < n && cx_rd_ok(r); i++)
+	{
+		cx_generation *g = &m->gens[i];
+
+		/* Counted first so a half-decoded entry is freed too. */
+		m->ngens = i + 1;
+		g->gen = cx_rd_u64(r);
+		g->min_ts = cx_rd_i64(r);
+		g->max_ts = cx_rd_i64(r);
+		if (!cx_fragentry_decode(r, &g->fragment))
+			return false;
+	}
+	return true;
+}
+
+static cx_code
+decode_body(const uint8_t *body, size_t len, const char *name,
+			cx_shard_manifest *m, cx_err *err)
+{
+	cx_rd		r;
+	const uint8_t *id;
+	cx_err		ignored;
+
+	cx_rd_init(&r, body, len);
+	m->version = cx_rd_u64(&r);
+	m->shard_id = cx_rd_str16(&r);
+	m->epoch = cx_rd_u64(&r);
+	id = cx_rd_take(&r, COMMIT_ID_LEN);
+	if (id != NULL)
+		memcpy(m->commit_id, id, COMMIT_ID_LEN);
+	m->committed_at_us = cx_rd_i64(&r);
+	m->writer = cx_rd_str16(&r);
+	m->replay_seq = cx_rd_u64(&r);
+	m->next_gen = cx_rd_u64(&r);
+	if (!decode_gens(&r, m))
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "shard manifest %s: out of memory while decoding", name);
+	if (!cx_rd_ok(&r))
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: malformed body (bad field at byte %zu)",
+						  name, CX_FRAME_HEADER_LEN + r.pos);
+	if (cx_rd_left(&r) != 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: %zu unexpected bytes at the end of the body",
+						  name, cx_rd_left(&r));
+	if (m->version == 0 || m->epoch == 0 ||
+		cx_shard_id_validate(m->shard_id, &ignored) != CX_OK)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: version 0, epoch 0 or an invalid shard id",
+						  name);
+	if (!gens_ordered(m))
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: generation list out of order",
+						  name);
+	return CX_OK;
+}
+
+cx_code
+cx_shard_manifest_decode(const uint8_t *data, size_t len, const char *name,
+						 cx_shard_manifest **out, cx_err *err)
+{
+	const uint8_t *body;
+	uint32_t	body_len;
+	cx_shard_manifest *m;
+
+	*out = NULL;
+	if (cx_frame_check(data, len, CX_SHARD_MAGIC, CX_SHARD_FORMAT,
+					   "shard manifest", name, &body, &body_len, err) != CX_OK)
+		return err->code;
+	m = calloc(1, sizeof(cx_shard_manifest));
+	if (m == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM,
+						  "shard manifest %s: out of memory while decoding", name);
+	if (decode_body(body, body_len, name, m, err) != CX_OK)
+	{
+		cx_shard_manifest_free(m);
+		return err->code;
+	}
+	*out = m;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Loading
+ * -------------------------------------------------------------------------- */
+
+/* Decodes the bytes of version `version` of shard_id read from s, and checks
+ * they belong there (an object copied to the wrong key is corrupt). */
+static cx_code
+decode_at(cx_objstore *s, const char *shard_id, uint64_t version,
+		  const cx_buf *bytes, cx_shard_manifest **out, cx_err *err)
+{
+	char		key[CX_KEY_MAX + 1];
+	char		name[2 * CX_KEY_MAX];
+
+	cx_shard_manifest_key(shard_id, version, key, sizeof(key));
+	snprintf(name, sizeof(name), "%.900s/%s", s->uri, key);
+	if (cx_shard_manifest_decode(bytes->data, bytes->len, name, out, err) != CX_OK)
+		return err->code;
+	if ((*out)->version != version || strcmp((*out)->shard_id, shard_id) != 0)
+	{
+		cx_shard_manifest_free(*out);
+		*out = NULL;
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: holds another shard or version than its key names",
+						  name);
+	}
+	return CX_OK;
+}
+
+cx_code
+cx_shard_manifest_load(cx_objstore *s, const char *shard_id, uint64_t version,
+					   cx_shard_manifest **out, cx_err *err)
+{
+	char		key[CX_KEY_MAX + 1];
+	cx_buf		b;
+	cx_code		rc;
+
+	*out = NULL;
+	if (cx_shard_id_validate(shard_id, err) != CX_OK)
+		return err->code;
+	if (version == 0)
+		return cx_err_set(err, CX_ERR_NOT_FOUND,
+						  "shard %s: version 0 is the empty shard and has no manifest",
+						  shard_id);
+	cx_shard_manifest_key(shard_id, version, key, sizeof(key));
+	cx_buf_init(&b);
+	rc = cx_obj_get(s, key, &b, err);
+	if (rc == CX_OK)
+		rc = decode_at(s, shard_id, version, &b, out, err);
+	cx_buf_free(&b);
+	return rc;
+}
+
+static cx_code
+latest_from(cx_objstore *s, const char *shard_id, uint64_t known,
+			cx_shard_manifest **out, cx_err *err)
+{
+	char		prefix[CX_KEY_MAX + 1];
+	char		hint[CX_KEY_MAX + 1];
+	cx_vseq		q;
+	uint64_t	latest;
+
+	version_seq(shard_id, prefix, &q);
+	cx_shard_key(shard_id, HINT_NAME, hint);
+	if (cx_vseq_latest(s, &q, hint, known, &latest, err) != CX_OK)
+		return err->code;
+	if (latest == 0)
+		return CX_OK;
+	return cx_shard_manifest_load(s, shard_id, latest, out, err);
+}
+
+/* A known version GC has since removed (the caller cached it too long) is
+ * no starting point: start cold instead. */
+cx_code
+cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
+							  uint64_t known, cx_shard_manifest **out,
+							  cx_err *err)
+{
+	cx_code		rc;
+
+	*out = NULL;
+	if (cx_shard_id_validate(shard_id, err) != CX_OK)
+		return err->code;
+	rc = latest_from(s, shard_id, known, out, err);
+	if (rc == CX_ERR_NOT_FOUND && known > 0)
+		rc = latest_from(s, shard_id, 0, out, err);
+	return rc;
+}
+
+/* --------------------------------------------------------------------------
+ * Writing
+ * -------------------------------------------------------------------------- */
+
+cx_code
+cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
+					  cx_shard_manifest **winner, bool *unknown, cx_err *err)
+{
+	char		prefix[CX_KEY_MAX + 1];
+	cx_vseq		q;
+	cx_buf		bytes;
+	cx_buf		taken;
+	cx_vseq_outcome outcome = CX_VSEQ_FAILED;
+	cx_code		rc;
+
+	*winner = NULL;
+	*unknown = false;
+	version_seq(m->shard_id, prefix, &q);
+	cx_buf_init(&bytes);
+	cx_buf_init(&taken);
+	rc = cx_shard_manifest_encode(m, &bytes, err);
+	if (rc == CX_OK)
+		rc = cx_vseq_put(s, &q, m->version, &bytes, &taken, &outcome, err);
+	if (rc == CX_OK && outcome == CX_VSEQ_TAKEN)
+		rc = decode_at(s, m->shard_id, m->version, &taken, winner, err);
+	else if (rc != CX_OK)
+	{
+		*unknown = outcome == CX_VSEQ_UNKNOWN;
+		cx_err_prefix(err, "committing shard %s manifest version %llu",
+					  m->shard_id, (unsigned long long) m->version);
+	}
+	cx_buf_free(&bytes);
+	cx_buf_free(&taken);
+	return rc;
+}
+
+cx_code
+cx_shard_hint_write(cx_objstore *s, const char *shard_id, uint64_t version,
+					cx_err *err)
+{
+	char		key[CX_KEY_MAX + 1];
+
+	cx_shard_key(shard_id, HINT_NAME, key);
+	return cx_hint_write(s, key, version, err);
+}

@@ -1,0 +1,132 @@
+/*
+ * cx_shard.h — shard manifests: the per-writer half of a store (MemWAL).
+ *
+ * A store is written by one writer per shard; a shard is named by the writing
+ * cluster's identity (ctxstore.shard_id), so two clusters never contend for
+ * one shard.  A shard's state is a gap-free sequence of immutable shard
+ * manifest versions "_shards/<shard_id>/_versions/<20 digits>.shard", written
+ * with put-if-absent at exactly previous+1, like base versions.
+ *
+ * Each shard manifest version carries:
+ *   - the writer epoch: a claim writes the next version with epoch + 1, so any
+ *     older writer's next shard-manifest put collides and it learns it was
+ *     fenced;
+ *   - the replay position: every WAL entry with seq <= replay_seq is sealed
+ *     into a listed (or already merged) generation;
+ *   - the unmerged generations, oldest first, each a fragment (same format as
+ *     base fragments) plus its number and commit-time range.
+ *
+ * Generations whose number is <= the shard's merged watermark in the base
+ * manifest are already merged: readers skip them; the owner drains them.
+ *
+ * Generation fragments carry the table's columns followed by the hidden
+ * columns CX_COL_COMMIT_TS (int64, Unix microseconds, the commit time of the
+ * row; per writer strictly increasing) and CX_COL_TOMBSTONE (bool, true =
+ * the key is deleted).  Base fragments written by merges carry them too.
+ */
+#ifndef CX_SHARD_H
+#define CX_SHARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format/cx_fragment.h"
+#include "objstore/cx_objstore.h"
+#include "format/cx_schema.h"
+
+#define CX_SHARD_MAGIC "CXS1"
+#define CX_SHARD_FORMAT 1
+#define CX_SHARDS_PREFIX "_shards/"
+#define CX_SHARD_ID_MAX 128		/* [A-Za-z0-9._-]{1,128} */
+
+/* Hidden columns; user columns may not start with "_cx_". */
+#define CX_HIDDEN_PREFIX "_cx_"
+#define CX_COL_COMMIT_TS "_cx_commit_ts"
+#define CX_COL_TOMBSTONE "_cx_tombstone"
+
+typedef struct cx_generation
+{
+	uint64_t	gen;			/* per shard, strictly increasing from 1 */
+	int64_t		min_ts;			/* commit-time range of its rows */
+	int64_t		max_ts;
+	cx_fragment_info fragment;
+} cx_generation;
+
+typedef struct cx_shard_manifest
+{
+	uint64_t	version;
+	char	   *shard_id;
+	uint64_t	epoch;
+	uint8_t		commit_id[16];
+	int64_t		committed_at_us;
+	char	   *writer;			/* who holds the epoch: "host pid ..." for
+								 * messages and the workers view */
+	uint64_t	replay_seq;		/* WAL entries <= this are sealed */
+	uint64_t	next_gen;		/* number the next generation gets */
+	uint32_t	ngens;
+	cx_generation *gens;		/* unmerged (or merged, not yet drained),
+								 * oldest first */
+} cx_shard_manifest;
+
+cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
+
+/* The columns of a generation fragment: the table's, then CX_COL_COMMIT_TS
+ * and CX_COL_TOMBSTONE.  CX_ERR_SCHEMA if a table column name starts with
+ * CX_HIDDEN_PREFIX. */
+cx_code		cx_shard_generation_schema(const cx_schema *table,
+									   cx_schema **out, cx_err *err);
+
+/* The same as cx_manifest_fragment_failed for a generation g of m
+ * ("generation 3 (data/...) listed by shard s1 version 12: ..."). */
+cx_code		cx_shard_generation_failed(const cx_shard_manifest *m,
+									   const cx_generation *g, cx_err *err);
+
+cx_shard_manifest *cx_shard_manifest_new(const char *shard_id);
+void		cx_shard_manifest_free(cx_shard_manifest *m);
+cx_shard_manifest *cx_shard_manifest_clone(const cx_shard_manifest *m);
+cx_code		cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out,
+									 cx_err *err);
+cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
+									 const char *name,
+									 cx_shard_manifest **out, cx_err *err);
+void		cx_shard_manifest_key(const char *shard_id, uint64_t version,
+								  char *key, size_t keysize);
+
+/* "_shards/<shard_id>/<rest>" into key (CX_KEY_MAX + 1 bytes); shard_id
+ * must be valid. */
+void		cx_shard_key(const char *shard_id, const char *rest, char *key);
+
+/* Loads a version; CX_ERR_NOT_FOUND if absent. */
+cx_code		cx_shard_manifest_load(cx_objstore *s, const char *shard_id,
+								   uint64_t version, cx_shard_manifest **out,
+								   cx_err *err);
+/*
+ * Newest version of a shard (*out = NULL if the shard has none).  known is a
+ * version the caller already saw (0 if none): probing starts there, so a
+ * reader that caches it pays one HEAD when nothing changed.
+ */
+cx_code		cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
+										  uint64_t known,
+										  cx_shard_manifest **out, cx_err *err);
+
+/*
+ * Writes m at m->version with put-if-absent (the writer's commit: version is
+ * the previous one + 1).  On CX_OK, *winner is NULL if m holds the version,
+ * else the manifest that does (decoded; the caller frees it and decides: a
+ * newer epoch means fenced).  An ambiguous put is settled by reading the
+ * version back; when even that fails, *unknown is set and the error says the
+ * outcome is unknown (the caller must find out later whether m landed).
+ */
+cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
+								  cx_shard_manifest **winner, bool *unknown,
+								  cx_err *err);
+
+/*
+ * Overwrites the shard hint "_shards/<shard_id>/_latest" (same 16-byte form
+ * as the base "_latest" hint) with version: best effort, written on claims
+ * and periodically (cx_shardwriter.c), so that cold readers probe little.
+ */
+cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
+								uint64_t version, cx_err *err);
+
+#endif							/* CX_SHARD_H */

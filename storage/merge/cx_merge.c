@@ -1,0 +1,243 @@
+/*
+ * cx_merge.c — merging a shard's oldest unmerged generations into the base
+ * table in one atomic base commit (cx_merge.h; protocol and crash cases in
+ * docs/DESIGN.md section 7).
+ *
+ * The long part (reading the generations and the base keys, writing the new
+ * fragments) touches no manifest, so the shard's appends and other shards'
+ * merges go on meanwhile.  Only the last step is a commit, and its rebase
+ * callback re-does the cheap part on whatever base version is newest: checks
+ * that nobody merged these generations, compares our rows with fragments
+ * committed since we started, adds fragments, deletion vectors and the
+ * watermark together.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "table/cx_commit.h"
+#include "util/cx_failpoint.h"
+#include "merge/cx_merge_int.h"
+
+#define DEFAULT_MAX_GENERATIONS 8
+#define DEFAULT_MAX_BYTES ((uint64_t) 1 << 30)
+#define DEFAULT_TARGET_ROWS 1048576
+
+void
+cx_merge_options_default(cx_merge_options *o)
+{
+	o->max_generations = DEFAULT_MAX_GENERATIONS;
+	o->max_bytes = DEFAULT_MAX_BYTES;
+	o->target_rows_per_fragment = DEFAULT_TARGET_ROWS;
+	cx_fragw_options_default(&o->fragment);
+}
+
+static void
+merge_state_free(merge_state *ms)
+{
+	cx_manifest_free(ms->start);
+	cx_shard_manifest_free(ms->sm);
+	if (ms->table != NULL)
+		cx_schema_free(ms->table);
+	if (ms->written_schema != NULL)
+		cx_schema_free(ms->written_schema);
+	cx_keymap_free(ms->map);
+	cx_keyrange_free(&ms->range);
+	cx_dvset_free(&ms->replaced);
+	cx_dvset_free(&ms->rebased);
+	for (uint32_t i = 0; i < ms->nscanned; i++)
+		free(ms->scanned[i]);
+	free(ms->scanned);
+	for (uint32_t i = 0; i < ms->nout; i++)
+		cx_fragment_info_free(&ms->out[i]);
+	free(ms->out);
+}
+
+/*
+ * The oldest generations above the watermark: at most max_generations and
+ * max_bytes of fragments, but always at least one (a generation larger than
+ * max_bytes must still be merged, or the shard would never make progress),
+ * and never part of one.
+ */
+static cx_code
+choose_generations(merge_state *ms, cx_err *err)
+{
+	const cx_shard_manifest *sm = ms->sm;
+	uint64_t	merged = cx_manifest_merged_gen(ms->start, ms->shard_id);
+	uint64_t	bytes = 0;
+	uint32_t	first = 0;
+
+	while (first < sm->ngens && sm->gens[first].gen <= merged)
+		first++;
+	ms->gens = &sm->gens[first];
+	ms->ngens = 0;
+	for (uint32_t i = first; i < sm->ngens; i++)
+	{
+		uint64_t	size = sm->gens[i].fragment.size;
+
+		if (i > first && sm->gens[i].gen <= sm->gens[i - 1].gen)
+			return cx_err_set(err, CX_ERR_CORRUPT,
+							  "shard %s manifest version %llu: generations out of order",
+							  ms->shard_id, (unsigned long long) sm->version);
+		if (ms->ngens > 0 &&
+			(ms->ngens >= ms->opt.max_generations ||
+			 bytes >= ms->opt.max_bytes || size > ms->opt.max_bytes - bytes))
+			break;
+		bytes = size > UINT64_MAX - bytes ? UINT64_MAX : bytes + size;
+		ms->ngens++;
+	}
+	return CX_OK;
+}
+
+/* The table schema, what merged fragments hold, and the key.  Writers
+ * record the schema in the base before their first generation exists. */
+static cx_code
+fix_table(merge_state *ms, cx_err *err)
+{
+	if (ms->start->schema == NULL)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "base version %llu has no schema but shard %s lists generations",
+						  (unsigned long long) ms->start->version, ms->shard_id);
+	if ((ms->table = cx_schema_clone(ms->start->schema)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	if (cx_shard_generation_schema(ms->table, &ms->written_schema,
+								   err) != CX_OK)
+		return err->code;
+	ms->unique = ms->start->unique_key && ms->start->key_column != NULL;
+	if (ms->unique)
+		return cx_key_column(ms->table, ms->start->key_column, &ms->key_col,
+							 err);
+	return CX_OK;
+}
+
+static bool
+same_text(const char *a, const char *b)
+{
+	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
+/* Table properties that must not have changed since the merge started. */
+static cx_code
+check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
+{
+	if (!same_text(next->key_column, ms->start->key_column) ||
+		next->unique_key != ms->start->unique_key)
+		return cx_err_set(err, CX_ERR_CONFLICT,
+						  "merge of shard %s: the table key changed while merging",
+						  ms->shard_id);
+	if (next->schema == NULL)
+		return cx_err_set(err, CX_ERR_CONFLICT,
+						  "merge of shard %s: the base lost its schema while merging",
+						  ms->shard_id);
+	return cx_commit_check_schema(next->schema, ms->table, err);
+}
+
+/* Derives the committed version from the newest one (cx_rebase_fn). */
+static cx_code
+merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			 cx_err *err)
+{
+	merge_state *ms = arg;
+	uint64_t	first = ms->gens[0].gen;
+	uint64_t	last = ms->gens[ms->ngens - 1].gen;
+	uint64_t	merged = cx_manifest_merged_gen(next, ms->shard_id);
+	uint64_t	replaced = 0;
+
+	if (merged >= first)
+		return cx_err_set(err, CX_ERR_CONFLICT,
+						  "merge of shard %s generations %llu..%llu: another merge got there first (watermark now %llu); nothing committed",
+						  ms->shard_id, (unsigned long long) first,
+						  (unsigned long long) last,
+						  (unsigned long long) merged);
+	if (check_table(ms, next, err) != CX_OK)
+		return err->code;
+	if (ms->unique && base != NULL && base->version != ms->start->version &&
+		cx_merge_compare_new(ms, base, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < ms->nout; i++)
+		if (cx_manifest_add_fragment(next, &ms->out[i], err) != CX_OK)
+			return err->code;
+	if (cx_dvset_apply(&ms->replaced, next, &replaced, err) != CX_OK ||
+		cx_dvset_apply(&ms->rebased, next, &replaced, err) != CX_OK)
+		return err->code;
+	ms->rows_replaced = replaced;
+	return cx_manifest_set_merged_gen(next, ms->shard_id, last, err);
+}
+
+/* Reads the base and shard manifests and picks the generations. */
+static cx_code
+plan(merge_state *ms, cx_err *err)
+{
+	if (cx_shard_id_validate(ms->shard_id, err) != CX_OK ||
+		cx_manifest_load_latest(ms->s, &ms->start, err) != CX_OK)
+		return err->code;
+	if (ms->start == NULL && (ms->start = cx_manifest_new()) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	if (cx_shard_manifest_load_latest(ms->s, ms->shard_id, 0, &ms->sm,
+									  err) != CX_OK)
+		return err->code;
+	if (ms->sm == NULL)
+		return CX_OK;
+	return choose_generations(ms, err);
+}
+
+static cx_code
+check_options(const cx_merge_options *o, cx_err *err)
+{
+	if (o->target_rows_per_fragment == 0 ||
+		o->target_rows_per_fragment > UINT32_MAX)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "target_rows_per_fragment must be between 1 and %u",
+						  UINT32_MAX);
+	return CX_OK;
+}
+
+cx_code
+cx_merge_shard(cx_objstore *s, const char *shard_id,
+			   const cx_merge_options *opt, cx_merge_result *out, cx_err *err)
+{
+	merge_state ms;
+	uint64_t	version = 0;
+	cx_code		rc;
+
+	memset(out, 0, sizeof(*out));
+	memset(&ms, 0, sizeof(ms));
+	ms.s = s;
+	ms.shard_id = shard_id;
+	if (opt != NULL)
+		ms.opt = *opt;
+	else
+		cx_merge_options_default(&ms.opt);
+	rc = check_options(&ms.opt, err);
+	if (rc == CX_OK)
+		rc = plan(&ms, err);
+	if (rc != CX_OK || ms.ngens == 0)
+	{
+		merge_state_free(&ms);
+		return rc;
+	}
+	rc = fix_table(&ms, err);
+	if (rc == CX_OK && ms.unique)
+		rc = cx_merge_build_keymap(&ms, err);
+	if (rc == CX_OK && ms.unique)
+		rc = cx_merge_find_replaced(&ms, err);
+	if (rc == CX_OK)
+		rc = cx_merge_write(&ms, err);
+	if (rc == CX_OK)
+		rc = CX_FAILPOINT("merge.after_upload", err);
+	if (rc == CX_OK)
+		rc = cx_commit(s, "merge", merge_rebase, &ms, NULL, &version, err);
+	if (rc == CX_OK)
+		rc = CX_FAILPOINT("merge.after_commit", err);
+	if (rc == CX_OK)
+	{
+		out->generations = ms.ngens;
+		out->merged_through = ms.gens[ms.ngens - 1].gen;
+		out->rows_written = ms.rows_written;
+		out->rows_replaced = ms.rows_replaced;
+		out->base_version = version;
+	}
+	else
+		cx_err_prefix(err, "merging shard %s of %s", shard_id, s->uri);
+	merge_state_free(&ms);
+	return rc;
+}

@@ -1,0 +1,79 @@
+/*
+ * cx_merge.h — merging a shard's sealed generations into the base table.
+ *
+ * Only the shard's owner merges it (the writer worker, or a process acting
+ * for it), on its own cx_objstore handle, so appends never wait for the long
+ * part.  A merge:
+ *   1. reads the newest base manifest and the newest shard manifest;
+ *   2. picks the oldest unmerged generations (number > the shard's watermark
+ *      in the base manifest), at most max_generations and max_bytes, but
+ *      always at least one (progress), never splitting a generation;
+ *   3. keeps, per key, the newest row among them (commit order), and for
+ *      unique-key tables finds the live base rows those keys replace (older
+ *      commit time loses; across shards the later commit time wins);
+ *   4. writes the surviving rows as new base fragments (with the hidden
+ *      columns) and commits ONE base version that adds them, adds deletion
+ *      vectors for the replaced base rows, and raises the shard's watermark
+ *      to the newest merged generation — atomically;
+ *   5. on a lost race rebases: re-checks keys against fragments committed in
+ *      between (deletion vectors on whichever side is older) and aborts with
+ *      CX_ERR_CONFLICT if the watermark already covers these generations.
+ * The drain (cx_sw_drain) afterwards removes exactly the merged generations
+ * from the shard manifest; a crash in between duplicates nothing, because
+ * readers skip generations at or below the watermark.
+ *
+ * A winning tombstone is written to the base as a tombstone row (and the
+ * base row it deletes gets a deletion vector entry): another shard may hold
+ * an older unmerged version of the key that must stay hidden after this
+ * shard's generations are drained.  Compaction (a later module) drops
+ * tombstones once nothing older can surface.
+ *
+ * Costs: the merged generations' keys are held in memory (a cx_keymap; about
+ * 100 bytes per distinct key plus the key bytes); finding the base rows they
+ * replace reads the key and commit-time columns of every live base fragment
+ * whose key statistics overlap the merged keys: O(base keys) per merge until
+ * a key index exists.
+ *
+ * Failpoints (cx_failpoint.h), each reached after the step it names:
+ *   merge.after_upload   the new base fragments are uploaded, the base
+ *                        version listing them is not committed
+ *   merge.after_commit   the base version is committed (watermark raised),
+ *                        the shard is not drained
+ */
+#ifndef CX_MERGE_H
+#define CX_MERGE_H
+
+#include <stdint.h>
+
+#include "format/cx_fragment.h"
+#include "objstore/cx_objstore.h"
+
+typedef struct cx_merge_options
+{
+	uint32_t	max_generations;	/* merge_max_generations, default 8 */
+	uint64_t	max_bytes;		/* merge_max_bytes, default 1 GiB: the sum of
+								 * the chosen generation fragments' sizes */
+	uint64_t	target_rows_per_fragment;	/* default 1048576; at most
+											 * UINT32_MAX (deletion vectors
+											 * name rows with a u32) */
+	cx_fragw_options fragment;
+} cx_merge_options;
+
+void		cx_merge_options_default(cx_merge_options *o);
+
+typedef struct cx_merge_result
+{
+	uint32_t	generations;	/* merged; 0 when there was nothing to do */
+	uint64_t	merged_through; /* new watermark */
+	uint64_t	rows_written;
+	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
+	uint64_t	base_version;	/* committed base version (0 if none) */
+} cx_merge_result;
+
+/* opt may be NULL (defaults).  CX_ERR_CONFLICT when another merge merged
+ * (some of) the same generations first: nothing was committed. */
+cx_code		cx_merge_shard(cx_objstore *s, const char *shard_id,
+						   const cx_merge_options *opt, cx_merge_result *out,
+						   cx_err *err);
+
+#endif							/* CX_MERGE_H */

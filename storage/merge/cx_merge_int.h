@@ -1,0 +1,89 @@
+/*
+ * cx_merge_int.h — the merge's working state, shared by its parts:
+ *   cx_merge.c        choosing generations, the base commit and its rebase
+ *   cx_merge_keys.c   the key map of the merged rows, finding the base rows
+ *                     they replace (and, on rebase, the rows of fragments
+ *                     committed in between)
+ *   cx_merge_write.c  writing the surviving rows as base fragments
+ *   cx_merge_dvset.c  deletions gathered per fragment path
+ * Not a public interface.
+ */
+#ifndef CX_MERGE_INT_H
+#define CX_MERGE_INT_H
+
+#include "util/cx_key_map.h"
+#include "table/cx_manifest.h"
+#include "merge/cx_merge.h"
+#include "memwal/cx_row_key.h"
+#include "memwal/cx_shard_manifest.h"
+
+/*
+ * Rows to delete, gathered per fragment path: the merge finds them against
+ * one base version and applies them to another (the rebase target), where
+ * fragment positions may differ but paths do not.
+ */
+typedef struct cx_dvset_entry
+{
+	char	   *path;
+	uint32_t	n;
+	uint32_t	cap;
+	uint32_t   *rows;			/* any order, duplicates allowed */
+} cx_dvset_entry;
+
+typedef struct cx_dvset
+{
+	uint32_t	n;
+	uint32_t	cap;
+	cx_dvset_entry *e;
+} cx_dvset;
+
+void		cx_dvset_free(cx_dvset *d);
+cx_code		cx_dvset_add(cx_dvset *d, const char *path, uint64_t row,
+						 cx_err *err);
+/* Adds every row to the fragments of m with those paths; a path m no longer
+ * lists is CX_ERR_CONFLICT (the fragment was rewritten meanwhile).  Sorts
+ * the rows in place.  Adds to *count the rows that were not deleted yet. */
+cx_code		cx_dvset_apply(cx_dvset *d, cx_manifest *m, uint64_t *count,
+						   cx_err *err);
+
+typedef struct merge_state
+{
+	cx_objstore *s;
+	const char *shard_id;
+	cx_merge_options opt;
+	cx_manifest *start;			/* the base version the merge read */
+	cx_shard_manifest *sm;		/* the shard manifest it read */
+	const cx_generation *gens;	/* the chosen generations, oldest first */
+	uint32_t	ngens;
+	cx_schema  *table;			/* table schema */
+	cx_schema  *written_schema; /* table + hidden columns */
+
+	/* Unique-key tables only. */
+	bool		unique;
+	uint32_t	key_col;
+	cx_keymap  *map;			/* newest merged version of each key; source =
+								 * index in gens */
+	cx_keyrange range;			/* of the keys in map */
+	cx_dvset	replaced;		/* base rows of `start` our rows replace */
+	cx_dvset	rebased;		/* found on rebase: rows of fragments
+								 * committed after `start`, or of ours */
+	char	  **scanned;		/* fragments already compared on rebase */
+	uint32_t	nscanned;
+
+	/* What the merge wrote. */
+	cx_fragment_info *out;
+	uint32_t	nout;
+	uint64_t	rows_written;
+	uint64_t	rows_replaced;	/* set by the rebase that committed */
+} merge_state;
+
+/* cx_merge_keys.c */
+cx_code		cx_merge_build_keymap(merge_state *ms, cx_err *err);
+cx_code		cx_merge_find_replaced(merge_state *ms, cx_err *err);
+cx_code		cx_merge_compare_new(merge_state *ms, const cx_manifest *base,
+								 cx_err *err);
+
+/* cx_merge_write.c */
+cx_code		cx_merge_write(merge_state *ms, cx_err *err);
+
+#endif							/* CX_MERGE_INT_H */

@@ -1,0 +1,201 @@
+/*
+ * cx_merge_keys.c — which rows a merge keeps and which base rows it replaces
+ * (unique-key tables).
+ *
+ * The key map holds, per key, the newest version among the merged
+ * generations: they are one shard's, visited oldest first and rows in order,
+ * so the last version seen is the newest (commit order).
+ *
+ * Replaced base rows are found by reading only the key and commit-time
+ * columns of the live base fragments (projection) and looking each key up.
+ * That is O(base keys) per merge until a key index exists (a later issue);
+ * fragments whose key statistics cannot contain any merged key are skipped,
+ * which is what keeps the cost down when keys arrive roughly in order
+ * (time-ordered ids) or the base is compacted into key ranges.
+ *
+ * A base row newer than our version (merged from another shard that
+ * committed later) wins: our version is not written.  Otherwise the base row
+ * gets a deletion vector entry.  Rows of the old direct append path have no
+ * commit time and always lose.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge/cx_merge_int.h"
+
+typedef struct gen_keys
+{
+	merge_state *ms;
+	uint32_t	source;
+} gen_keys;
+
+static cx_code
+add_merged_key(void *arg, const cx_keyrow *kr, cx_err *err)
+{
+	gen_keys   *gk = arg;
+	cx_keyver  *v;
+	bool		found;
+
+	if (cx_keymap_upsert(gk->ms->map, kr->key, kr->len, &v, &found,
+						 err) != CX_OK)
+		return err->code;
+	v->ts = kr->ts;
+	v->source = gk->source;
+	v->row = kr->row;
+	v->tombstone = kr->tombstone;
+	return found ? CX_OK : cx_keyrange_add(&gk->ms->range, kr->key, kr->len,
+										   err);
+}
+
+cx_code
+cx_merge_build_keymap(merge_state *ms, cx_err *err)
+{
+	ms->map = cx_keymap_new();
+	if (ms->map == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	cx_keyrange_init(&ms->range, (cx_type) ms->table->columns[ms->key_col].type);
+	for (uint32_t i = 0; i < ms->ngens; i++)
+	{
+		gen_keys	gk = {ms, i};
+
+		if (cx_keyscan(ms->s, &ms->gens[i].fragment, ms->table, ms->key_col,
+					   NULL, add_merged_key, &gk, err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
+	}
+	return CX_OK;
+}
+
+/* Whether fragment fi may hold one of the merged keys (statistics). */
+static bool
+may_hold_merged_key(const merge_state *ms, const cx_fragment_info *fi)
+{
+	return cx_keyrange_may_overlap(&ms->range,
+								   ms->key_col < fi->ncolumns ?
+								   &fi->stats[ms->key_col] : NULL);
+}
+
+typedef struct base_keys
+{
+	merge_state *ms;
+	const char *path;
+} base_keys;
+
+static cx_code
+check_base_row(void *arg, const cx_keyrow *kr, cx_err *err)
+{
+	base_keys  *bk = arg;
+	cx_keyver  *v = cx_keymap_get(bk->ms->map, kr->key, kr->len);
+
+	if (v == NULL)
+		return CX_OK;
+	if (kr->ts > v->ts)
+	{
+		v->beaten = true;
+		return CX_OK;
+	}
+	return cx_dvset_add(&bk->ms->replaced, bk->path, kr->row, err);
+}
+
+cx_code
+cx_merge_find_replaced(merge_state *ms, cx_err *err)
+{
+	const cx_manifest *base = ms->start;
+
+	for (uint32_t f = 0; f < base->nfragments; f++)
+	{
+		const cx_fragment_info *fi = &base->fragments[f];
+		base_keys	bk = {ms, fi->path};
+
+		if (!may_hold_merged_key(ms, fi) ||
+			cx_manifest_deleted_count(base, f) == fi->rows)
+			continue;
+		if (cx_keyscan(ms->s, fi, ms->table, ms->key_col,
+					   base->dvs != NULL ? &base->dvs[f] : NULL,
+					   check_base_row, &bk, err) != CX_OK)
+			return cx_manifest_fragment_failed(base, fi->path, err);
+	}
+	return CX_OK;
+}
+
+/*
+ * A row of a fragment committed after `start` (by another shard's merge, or
+ * the direct append path) against the version we wrote: the older one gets
+ * the deletion; on a tie, theirs (to a reader before our commit, their row
+ * was in the base and ours unmerged, and an unmerged row wins a tie).
+ */
+static cx_code
+check_new_row(void *arg, const cx_keyrow *kr, cx_err *err)
+{
+	base_keys  *bk = arg;
+	merge_state *ms = bk->ms;
+	const cx_keyver *v = cx_keymap_get(ms->map, kr->key, kr->len);
+
+	if (v == NULL || !v->written)
+		return CX_OK;
+	if (kr->ts > v->ts)
+		return cx_dvset_add(&ms->rebased, ms->out[v->out_fragment].path,
+							v->out_row, err);
+	return cx_dvset_add(&ms->rebased, bk->path, kr->row, err);
+}
+
+/* Whether `start` lists fragment f of a later version.  Versions append
+ * fragments, so the same position is checked first. */
+static bool
+in_start(const merge_state *ms, uint32_t f, const char *path)
+{
+	const cx_manifest *start = ms->start;
+
+	if (f < start->nfragments && strcmp(start->fragments[f].path, path) == 0)
+		return true;
+	return cx_manifest_find_fragment(start, path) >= 0;
+}
+
+static bool
+already_scanned(const merge_state *ms, const char *path)
+{
+	for (uint32_t i = 0; i < ms->nscanned; i++)
+		if (strcmp(ms->scanned[i], path) == 0)
+			return true;
+	return false;
+}
+
+static cx_code
+remember_scanned(merge_state *ms, const char *path, cx_err *err)
+{
+	char	  **grown = realloc(ms->scanned, (ms->nscanned + 1) * sizeof(char *));
+
+	if (grown == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	ms->scanned = grown;
+	if ((ms->scanned[ms->nscanned] = cx_strdup(path)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	ms->nscanned++;
+	return CX_OK;
+}
+
+/*
+ * Compares our written rows with the fragments base lists that `start` did
+ * not.  Results accumulate in ms->rebased across rebase attempts, and each
+ * fragment is read once however many attempts there are: a deleted row of
+ * theirs may be compared too, which is harmless (whatever deleted it is
+ * newer still, and deleting a deleted row changes nothing).
+ */
+cx_code
+cx_merge_compare_new(merge_state *ms, const cx_manifest *base, cx_err *err)
+{
+	for (uint32_t f = 0; f < base->nfragments; f++)
+	{
+		const cx_fragment_info *fi = &base->fragments[f];
+		base_keys	bk = {ms, fi->path};
+
+		if (in_start(ms, f, fi->path) || already_scanned(ms, fi->path))
+			continue;
+		if (may_hold_merged_key(ms, fi) &&
+			cx_keyscan(ms->s, fi, ms->table, ms->key_col, NULL, check_new_row,
+					   &bk, err) != CX_OK)
+			return cx_manifest_fragment_failed(base, fi->path, err);
+		if (remember_scanned(ms, fi->path, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}

@@ -1,0 +1,202 @@
+/*
+ * cx_merge_write.c — streaming the surviving rows of the merged generations
+ * into new base fragments.
+ *
+ * One generation row group is decoded at a time and each surviving row is
+ * appended to a cx_fragw, which uploads a row group as soon as it is cut, so
+ * memory stays at about one row group in and one out.  A new fragment is
+ * started every target_rows_per_fragment rows.
+ *
+ * Survivors: in unique-key tables, each key's newest merged version unless
+ * a newer base row beat it — including winning tombstones, which are written
+ * as tombstone rows: another shard may still hold an older, unmerged version
+ * of the key, and only a tombstone in the base keeps that version hidden
+ * once this merge's generations are drained (docs/DESIGN.md section 7).  Rows
+ * with a NULL key are never de-duplicated.  Without a unique key every row
+ * survives except tombstones, which have nothing to hide there.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge/cx_merge_int.h"
+
+typedef struct writer
+{
+	merge_state *ms;
+	cx_fragw   *w;				/* the fragment being written, or NULL */
+	cx_datum   *values;			/* one row of written_schema */
+	cx_buf		items;			/* list elements of that row */
+} writer;
+
+/*
+ * Copies row i of g into wr->values.  Lists come out of a row group as
+ * slices of their element vector but go into a writer as arrays of items,
+ * so their elements are gathered into wr->items (sized once per row, so the
+ * pointers into it stay valid).
+ */
+static cx_code
+copy_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_err *err)
+{
+	const cx_schema *schema = wr->ms->written_schema;
+	size_t		nitems = 0;
+	cx_datum   *items;
+
+	for (uint32_t c = 0; c < schema->ncolumns; c++)
+	{
+		cx_colvec_get(cx_rowgroup_column(g, c), i, &wr->values[c]);
+		if (schema->columns[c].type == CX_T_LIST && !wr->values[c].isnull)
+			nitems += wr->values[c].v.slice.n;
+	}
+	cx_buf_reset(&wr->items);
+	items = (cx_datum *) cx_buf_grow(&wr->items, nitems * sizeof(cx_datum) + 1);
+	if (items == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	for (uint32_t c = 0; c < schema->ncolumns; c++)
+	{
+		cx_datum   *d = &wr->values[c];
+		const cx_colvec *elems;
+		uint32_t	start;
+		uint32_t	n;
+
+		if (schema->columns[c].type != CX_T_LIST || d->isnull)
+			continue;
+		elems = d->v.slice.elems;
+		start = d->v.slice.start;
+		n = d->v.slice.n;
+		for (uint32_t k = 0; k < n; k++)
+			cx_colvec_get(elems, start + k, &items[k]);
+		d->v.list.items = items;
+		d->v.list.n = n;
+		items += n;
+	}
+	return CX_OK;
+}
+
+static cx_code
+finish_fragment(writer *wr, cx_err *err)
+{
+	merge_state *ms = wr->ms;
+	cx_fragment_info *grown;
+	cx_fragw   *w = wr->w;
+
+	wr->w = NULL;
+	grown = realloc(ms->out, (ms->nout + 1) * sizeof(cx_fragment_info));
+	if (grown == NULL)
+	{
+		cx_fragw_abort(w);
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	}
+	ms->out = grown;
+	memset(&ms->out[ms->nout], 0, sizeof(cx_fragment_info));
+	if (cx_fragw_finish(w, &ms->out[ms->nout], err) != CX_OK)
+		return err->code;
+	ms->nout++;
+	return CX_OK;
+}
+
+/* Appends row i of g; v (NULL for rows outside the key map) records where. */
+static cx_code
+emit_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_keyver *v,
+		 cx_err *err)
+{
+	merge_state *ms = wr->ms;
+
+	if (wr->w == NULL)
+	{
+		char		key[64];
+
+		if (cx_fragment_new_key(key, sizeof(key), err) != CX_OK ||
+			cx_fragw_open(ms->s, key, ms->written_schema, &ms->opt.fragment,
+						  &wr->w, err) != CX_OK)
+			return err->code;
+	}
+	if (v != NULL)
+	{
+		v->written = true;
+		v->out_fragment = ms->nout;
+		v->out_row = (uint32_t) cx_fragw_rows(wr->w);
+	}
+	if (copy_row(wr, g, i, err) != CX_OK ||
+		cx_fragw_append(wr->w, wr->values, err) != CX_OK)
+		return err->code;
+	ms->rows_written++;
+	if (cx_fragw_rows(wr->w) >= ms->opt.target_rows_per_fragment)
+		return finish_fragment(wr, err);
+	return CX_OK;
+}
+
+/* Whether row `row` (row i of g) of generation `source` survives; *v is its
+ * key's map entry when it has one. */
+static bool
+survives(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
+		 uint32_t i, uint32_t source, uint64_t row, cx_keyver **v)
+{
+	const uint8_t *key;
+	size_t		len;
+	bool		tomb = cx_row_tombstone(g, layout, i);
+
+	*v = NULL;
+	if (!ms->unique ||
+		!cx_key_bytes(cx_rowgroup_column(g, ms->key_col), i, &key, &len))
+		return !tomb;
+	*v = cx_keymap_get(ms->map, key, len);
+	return *v != NULL && (*v)->source == source && (*v)->row == row &&
+		!(*v)->beaten;
+}
+
+static cx_code
+write_generation(writer *wr, uint32_t source, cx_err *err)
+{
+	const cx_fragment_info *fi = &wr->ms->gens[source].fragment;
+	cx_fragr   *r;
+	cx_layout	layout;
+	uint64_t	row = 0;
+	cx_code		rc;
+
+	if (cx_fragr_open(wr->ms->s, fi->path, fi->size, &r, err) != CX_OK)
+		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
+										  err);
+	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,
+						 err);
+	if (rc == CX_OK && layout.ts_col < 0)
+		rc = cx_err_set(err, CX_ERR_SCHEMA,
+						"generation fragment %s lacks the hidden columns",
+						fi->path);
+	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
+	{
+		cx_rowgroup *g;
+
+		rc = cx_fragr_read_group(r, grp, NULL, &g, err);
+		for (uint32_t i = 0; rc == CX_OK && i < cx_rowgroup_rows(g); i++, row++)
+		{
+			cx_keyver  *v;
+
+			if (survives(wr->ms, g, &layout, i, source, row, &v))
+				rc = emit_row(wr, g, i, v, err);
+		}
+		cx_rowgroup_free(g);
+	}
+	cx_fragr_close(r);
+	return rc;
+}
+
+cx_code
+cx_merge_write(merge_state *ms, cx_err *err)
+{
+	writer		wr = {ms, NULL, NULL, {0}};
+	cx_code		rc = CX_OK;
+
+	cx_buf_init(&wr.items);
+	wr.values = calloc(ms->written_schema->ncolumns, sizeof(cx_datum));
+	if (wr.values == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
+		rc = write_generation(&wr, i, err);
+	if (rc == CX_OK && wr.w != NULL)
+		rc = finish_fragment(&wr, err);
+	if (wr.w != NULL)
+		cx_fragw_abort(wr.w);
+	free(wr.values);
+	cx_buf_free(&wr.items);
+	return rc;
+}

@@ -1,0 +1,964 @@
+/*
+ * cx_objstore_local.c — the local-filesystem object-store backend.
+ *
+ * The object for key K is the file <root>/K.  Publishing is atomic and
+ * durable: the bytes go to a file with no name yet, which is fsynced, then
+ * given the final name, and finally the directory is fsynced.  So a name
+ * never points at bytes that are not on disk, and the object is acknowledged
+ * only once its directory entry is durable too.
+ *
+ *   put-if-absent  the bytes go to an unnamed inode (O_TMPFILE in the target
+ *                  directory), which linkat() names through /proc/self/fd
+ *                  (AT_SYMLINK_FOLLOW: AT_EMPTY_PATH would need
+ *                  CAP_DAC_READ_SEARCH).  linkat() refuses an existing name
+ *                  and changes nothing.  No temporary name is created or
+ *                  removed, and a crash leaves nothing behind.  Where
+ *                  O_TMPFILE is unsupported (the filesystem or kernel says
+ *                  EOPNOTSUPP, EISDIR or EINVAL) or /proc/self/fd is not
+ *                  there, the store falls back for good to the temporary-name
+ *                  protocol below (link() also refuses an existing name);
+ *   overwrite      a temporary name is written and fsynced, then renamed over
+ *                  the final name (rename() cannot take an unnamed inode).
+ *
+ * Temporary names are ".<base>.tmp.<16 hex digits>"; listings skip them and
+ * keys whose last segment has that shape are refused.  A crash can leave a
+ * temporary file behind, never a partial object.  A failure after the name is
+ * published (the directory fsync) leaves the object in place: like a timeout
+ * from a remote store, that outcome is ambiguous and the commit protocol
+ * resolves it by reading the object back.
+ *
+ * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
+ * fragment written column chunk by column chunk costs a few write() calls,
+ * not one per chunk; what is buffered is written before the fsync.
+ *
+ * The failpoint "local.no_tmpfile" (action error) makes the next put-if-
+ * absent behave as if O_TMPFILE were unsupported, so tests cover the
+ * fallback.
+ *
+ * Error messages are bare reasons; cx_objstore.c adds "<op> <uri>/<key>".
+ */
+#include "objstore/cx_objstore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/cx_failpoint.h"
+
+#define TMP_TAG ".tmp."
+#define TMP_TAG_LEN 5
+#define TMP_HEX_LEN 16
+
+/* Room for "/" + key + the temporary-name decoration in a PATH_MAX buffer. */
+#define ROOT_MAX (PATH_MAX - CX_KEY_MAX - 64)
+
+#define WBUF_SIZE 65536			/* an upload's write buffer */
+
+typedef struct local_store
+{
+	cx_objstore base;
+	char	   *root;			/* absolute, no trailing '/' ("" for "/") */
+	bool		tmpfile;		/* put-if-absent may use O_TMPFILE */
+} local_store;
+
+typedef struct local_upload
+{
+	cx_upload	base;
+	int			fd;				/* the file being written, -1 once closed */
+	bool		anon;			/* fd is an unnamed (O_TMPFILE) inode */
+	char		path[PATH_MAX]; /* final name */
+	char		tmp[PATH_MAX];	/* temporary name, "" once gone or if anon */
+	size_t		wlen;			/* bytes waiting in wbuf */
+	uint8_t		wbuf[WBUF_SIZE];
+} local_upload;
+
+/* One listed object. */
+typedef struct list_item
+{
+	char	   *key;
+	uint64_t	size;
+} list_item;
+
+typedef struct list_items
+{
+	list_item  *items;
+	size_t		n;
+	size_t		cap;
+} list_items;
+
+/* Directories still to scan, as key prefixes ending in '/' (or ""). */
+typedef struct dir_queue
+{
+	char	  **dirs;
+	size_t		head;
+	size_t		n;
+	size_t		cap;
+} dir_queue;
+
+static cx_code sys_fail(cx_err *err, int e, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+static cx_code
+errno_code(int e)
+{
+	switch (e)
+	{
+		case ENOMEM:
+			return CX_ERR_NOMEM;
+		case EACCES:
+		case EPERM:
+			return CX_ERR_PERMISSION;
+		case ENOSPC:
+		case EDQUOT:
+			return CX_ERR_NOSPACE;
+		case EROFS:
+			return CX_ERR_IO_PERMANENT;
+		case ENAMETOOLONG:
+		case ENOTDIR:
+		case EISDIR:
+			/* The key collides with the directory layout of other keys. */
+			return CX_ERR_INVALID;
+		default:
+			return CX_ERR_IO;
+	}
+}
+
+/* "<what>: <strerror>", with the code errno suggests. */
+static cx_code
+sys_fail(cx_err *err, int e, const char *fmt,...)
+{
+	char		what[CX_ERR_MSG_LEN];
+	char		buf[128];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return cx_err_set(err, errno_code(e), "%s: %s", what,
+					  strerror_r(e, buf, sizeof(buf)));
+}
+
+/* ENOTDIR means a prefix of the key is an object: the key is absent too. */
+static bool
+is_missing(int e)
+{
+	return e == ENOENT || e == ENOTDIR;
+}
+
+static cx_code
+not_found(cx_err *err)
+{
+	char		buf[128];
+
+	return cx_err_set(err, CX_ERR_NOT_FOUND, "%s",
+					  strerror_r(ENOENT, buf, sizeof(buf)));
+}
+
+static bool
+is_hex_digit(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Does this file name have the shape of our temporary names? */
+static bool
+is_temp_name(const char *name)
+{
+	size_t		len = strlen(name);
+	const char *tag;
+
+	if (name[0] != '.' || len < 2 + TMP_TAG_LEN + TMP_HEX_LEN)
+		return false;
+	tag = name + len - TMP_HEX_LEN - TMP_TAG_LEN;
+	if (memcmp(tag, TMP_TAG, TMP_TAG_LEN) != 0)
+		return false;
+	for (const char *p = tag + TMP_TAG_LEN; *p; p++)
+		if (!is_hex_digit(*p))
+			return false;
+	return true;
+}
+
+static const char *
+base_name(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+
+	return slash ? slash + 1 : key;
+}
+
+/* Keys that look like temporary files would vanish from listings. */
+static cx_code
+check_not_reserved(const char *key, cx_err *err)
+{
+	if (is_temp_name(base_name(key)))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "names of the form .<name>.tmp.<16 hex digits> are reserved for temporary files");
+	return CX_OK;
+}
+
+/* ROOT_MAX and CX_KEY_MAX guarantee the result fits. */
+static void
+key_path(const local_store *ls, const char *key, char *path)
+{
+	snprintf(path, PATH_MAX, "%s/%s", ls->root, key);
+}
+
+/* The directory part of an absolute path with no trailing '/'. */
+static void
+parent_dir(const char *path, char *parent)
+{
+	const char *slash = strrchr(path, '/');
+	size_t		len = slash > path ? (size_t) (slash - path) : 1;
+
+	memcpy(parent, path, len);
+	parent[len] = '\0';
+}
+
+static cx_code
+fsync_dir(const char *dir, cx_err *err)
+{
+	int			fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int			rc;
+	int			e;
+
+	if (fd < 0)
+		return sys_fail(err, errno, "open directory %s", dir);
+	rc = fsync(fd);
+	e = errno;
+	close(fd);
+	/* As in PostgreSQL: some filesystems cannot fsync a directory at all. */
+	if (rc != 0 && e != EINVAL && e != EBADF)
+		return sys_fail(err, e, "fsync directory %s", dir);
+	return CX_OK;
+}
+
+/* mkdir() that reports errno, or 0 if the directory was created. */
+static int
+make_one_dir(const char *dir)
+{
+	return mkdir(dir, 0777) == 0 ? 0 : errno;
+}
+
+/*
+ * mkdir -p: climb to the deepest ancestor that exists, then create each level
+ * on the way back down (in place, so deep keys cost no stack).  Every level
+ * has its parent fsynced: one we created needs its entry made durable, and one
+ * that turned up meanwhile may come from a concurrent creator that has not
+ * fsynced it yet.
+ */
+static cx_code
+make_dirs(const char *dir, cx_err *err)
+{
+	char		path[PATH_MAX];
+	char		parent[PATH_MAX];
+	size_t		len = strlen(dir);
+	struct stat st;
+	int			e;
+
+	memcpy(path, dir, len + 1);
+	while ((e = make_one_dir(path)) == ENOENT)
+	{
+		char	   *cut = strrchr(path, '/');
+
+		if (cut == NULL || cut == path)
+			break;
+		*cut = '\0';
+	}
+	for (;;)
+	{
+		if (e == EEXIST && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "%s exists and is not a directory (is a key a prefix of another?)",
+							  path);
+		if (e != 0 && e != EEXIST)
+			return sys_fail(err, e, "create directory %s", path);
+		parent_dir(path, parent);
+		if (fsync_dir(parent, err) != CX_OK)
+			return err->code;
+		if (strlen(path) == len)
+			return CX_OK;
+		path[strlen(path)] = '/';	/* put back the next level's separator */
+		e = make_one_dir(path);
+	}
+}
+
+/* "<dir>/<base>" -> "<dir>/.<base>.tmp.<hex>"; ROOT_MAX leaves room for it. */
+static void
+temp_path(const char *path, const char *hex, char *tmp)
+{
+	const char *base = base_name(path);
+	size_t		dlen = (size_t) (base - path);
+	size_t		blen = strlen(base);
+	char	   *p = tmp;
+
+	memcpy(p, path, dlen);
+	p += dlen;
+	*p++ = '.';
+	memcpy(p, base, blen);
+	p += blen;
+	memcpy(p, TMP_TAG, TMP_TAG_LEN);
+	p += TMP_TAG_LEN;
+	memcpy(p, hex, TMP_HEX_LEN + 1);
+}
+
+/* Creates the upload's temporary file, and its directory if need be. */
+static cx_code
+open_temp(local_upload *up, cx_err *err)
+{
+	uint8_t		rnd[TMP_HEX_LEN / 2];
+	char		hex[TMP_HEX_LEN + 1];
+	char		dir[PATH_MAX];
+	int			flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+
+	if (cx_random_bytes(rnd, sizeof(rnd), err) != CX_OK)
+		return err->code;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	temp_path(up->path, hex, up->tmp);
+
+	up->fd = open(up->tmp, flags, 0666);
+	if (up->fd < 0 && errno == ENOENT)
+	{
+		parent_dir(up->path, dir);
+		if (make_dirs(dir, err) != CX_OK)
+		{
+			up->tmp[0] = '\0';
+			return err->code;
+		}
+		up->fd = open(up->tmp, flags, 0666);
+	}
+	if (up->fd < 0 && errno == ENOTDIR)
+	{
+		up->tmp[0] = '\0';
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "a parent of this key is an object (is a key a prefix of another?)");
+	}
+	if (up->fd < 0)
+	{
+		sys_fail(err, errno, "create temporary file %s", up->tmp);
+		up->tmp[0] = '\0';		/* not ours to remove */
+		return err->code;
+	}
+	return CX_OK;
+}
+
+/* Does this errno from open(O_TMPFILE) mean "not supported here"? */
+static bool
+tmpfile_unsupported(int e)
+{
+	/* Kernels before 3.11 see O_TMPFILE as O_DIRECTORY: EISDIR. */
+	return e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
+}
+
+/*
+ * Opens an unnamed inode in the directory of the upload's final name, creating
+ * the directory if need be.  *unsupported says O_TMPFILE cannot be used here
+ * (then nothing was opened and no error is set).
+ */
+static cx_code
+open_anon(local_upload *up, bool *unsupported, cx_err *err)
+{
+	char		dir[PATH_MAX];
+	int			flags = O_TMPFILE | O_WRONLY | O_CLOEXEC;
+	int			e;
+
+	*unsupported = false;
+	parent_dir(up->path, dir);
+	up->fd = open(dir, flags, 0666);
+	if (up->fd < 0 && errno == ENOENT)
+	{
+		if (make_dirs(dir, err) != CX_OK)
+			return err->code;
+		up->fd = open(dir, flags, 0666);
+	}
+	if (up->fd >= 0)
+	{
+		up->anon = true;
+		return CX_OK;
+	}
+	e = errno;
+	if (tmpfile_unsupported(e))
+	{
+		*unsupported = true;
+		return CX_OK;
+	}
+	if (e == ENOTDIR)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "a parent of this key is an object (is a key a prefix of another?)");
+	return sys_fail(err, e, "create unnamed file in %s", dir);
+}
+
+/* Opens the file an upload writes: unnamed where possible, else temporary. */
+static cx_code
+open_upload_file(local_store *ls, local_upload *up, cx_err *err)
+{
+	bool		unsupported = false;
+	cx_err		injected;
+	int			injected_errno = CX_FAILPOINT_ERRNO("local.open_upload");
+
+	if (injected_errno != 0)
+		return sys_fail(err, injected_errno, "create the file for %s",
+						up->base.key);
+	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
+	{
+		if (CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)
+			unsupported = true;
+		else if (open_anon(up, &unsupported, err) != CX_OK)
+			return err->code;
+		if (!unsupported)
+			return CX_OK;
+		/* For good: a filesystem does not learn O_TMPFILE later. */
+		ls->tmpfile = false;
+	}
+	return open_temp(up, err);
+}
+
+/* Closes and removes whatever the upload still holds, then frees it. */
+static void
+local_upload_abort(cx_upload *base)
+{
+	local_upload *up = (local_upload *) base;
+
+	if (up->fd >= 0)
+		close(up->fd);
+	if (up->tmp[0] != '\0')
+		unlink(up->tmp);
+	free(up);
+}
+
+static cx_code
+local_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
+				   cx_upload **out, cx_err *err)
+{
+	local_store *ls = (local_store *) s;
+	local_upload *up;
+
+	if (check_not_reserved(key, err) != CX_OK)
+		return err->code;
+	/* Not calloc: the write buffer needs no zeroing. */
+	up = malloc(sizeof(*up));
+	if (up == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	memset(up, 0, offsetof(local_upload, wbuf));
+	up->base.store = s;
+	snprintf(up->base.key, sizeof(up->base.key), "%s", key);
+	up->base.mode = mode;
+	up->base.written = 0;
+	up->fd = -1;
+	key_path(ls, key, up->path);
+	if (open_upload_file(ls, up, err) != CX_OK)
+	{
+		local_upload_abort(&up->base);
+		return err->code;
+	}
+	*out = &up->base;
+	return CX_OK;
+}
+
+/* The name to put in messages about the file being written. */
+static const char *
+file_name(const local_upload *up)
+{
+	return up->anon ? "unnamed file" : up->tmp;
+}
+
+static cx_code
+write_all(local_upload *up, const uint8_t *p, size_t len, cx_err *err)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(up->fd, p, len);
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return sys_fail(err, errno, "write %s for %s", file_name(up),
+							up->base.key);
+		}
+		p += n;
+		len -= (size_t) n;
+	}
+	return CX_OK;
+}
+
+/* Writes out what the buffer holds. */
+static cx_code
+flush_wbuf(local_upload *up, cx_err *err)
+{
+	size_t		len = up->wlen;
+
+	up->wlen = 0;
+	return write_all(up, up->wbuf, len, err);
+}
+
+static cx_code
+local_upload_write(cx_upload *base, const void *data, size_t len, cx_err *err)
+{
+	local_upload *up = (local_upload *) base;
+	const uint8_t *p = data;
+
+	if (len > WBUF_SIZE - up->wlen)
+	{
+		if (flush_wbuf(up, err) != CX_OK)
+			return err->code;
+		if (len >= WBUF_SIZE)
+		{
+			/* Large writes go straight through. */
+			if (write_all(up, p, len, err) != CX_OK)
+				return err->code;
+			up->base.written += len;
+			return CX_OK;
+		}
+	}
+	memcpy(up->wbuf + up->wlen, p, len);
+	up->wlen += len;
+	up->base.written += len;
+	return CX_OK;
+}
+
+/* link() failed with EEXIST: an object, or a directory of other keys? */
+static cx_code
+exists_fail(const char *path, cx_err *err)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "a directory has this name (is the key a prefix of another?)");
+	return cx_err_set(err, CX_ERR_EXISTS, "object already exists");
+}
+
+/*
+ * Names the unnamed inode: linkat() through /proc/self/fd.  The fd stays open
+ * until the name exists (the /proc link needs it).
+ */
+static cx_code
+publish_anon(local_upload *up, cx_err *err)
+{
+	char		proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", up->fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, up->path, AT_SYMLINK_FOLLOW) != 0)
+	{
+		if (errno == EEXIST)
+			return exists_fail(up->path, err);
+		return sys_fail(err, errno, "link unnamed file to %s", up->path);
+	}
+
+	/*
+	 * The name is published and the bytes were fsynced before it: a failing
+	 * close() cannot undo either, so it is not an error of the put.
+	 */
+	(void) close(up->fd);
+	up->fd = -1;
+	return CX_OK;
+}
+
+/* Makes the written file the object; the caller then frees the upload. */
+static cx_code
+publish(local_upload *up, cx_err *err)
+{
+	char		dir[PATH_MAX];
+	int			rc;
+
+	if (up->wlen > 0 && flush_wbuf(up, err) != CX_OK)
+		return err->code;
+	/* The bytes must be on disk before the name can point at them. */
+	if (fsync(up->fd) != 0)
+		return sys_fail(err, errno, "fsync %s for %s", file_name(up),
+						up->base.key);
+	if (up->anon)
+	{
+		if (publish_anon(up, err) != CX_OK)
+			return err->code;
+		/* Like the link below, durable only once the directory is. */
+		parent_dir(up->path, dir);
+		return fsync_dir(dir, err);
+	}
+	rc = close(up->fd);
+	up->fd = -1;
+	if (rc != 0)
+		return sys_fail(err, errno, "close %s", up->tmp);
+
+	if (up->base.mode == CX_PUT_IF_ABSENT)
+	{
+		if (link(up->tmp, up->path) != 0)
+		{
+			if (errno == EEXIST)
+				return exists_fail(up->path, err);
+			return sys_fail(err, errno, "link %s", up->tmp);
+		}
+		if (unlink(up->tmp) != 0)
+			return sys_fail(err, errno, "remove %s", up->tmp);
+	}
+	else if (rename(up->tmp, up->path) != 0)
+		return sys_fail(err, errno, "rename %s", up->tmp);
+	up->tmp[0] = '\0';
+
+	parent_dir(up->path, dir);
+	return fsync_dir(dir, err);
+}
+
+static cx_code
+local_upload_finish(cx_upload *base, cx_err *err)
+{
+	local_upload *up = (local_upload *) base;
+	cx_code		rc = publish(up, err);
+
+	local_upload_abort(base);
+	return rc;
+}
+
+static cx_code
+local_put(cx_objstore *s, const char *key, const void *data, size_t len,
+		  cx_put_mode mode, cx_err *err)
+{
+	cx_upload  *up;
+
+	if (local_upload_begin(s, key, mode, &up, err) != CX_OK)
+		return err->code;
+	if (local_upload_write(up, data, len, err) != CX_OK)
+	{
+		local_upload_abort(up);
+		return err->code;
+	}
+	return local_upload_finish(up, err);
+}
+
+/* Appends up to len bytes from offset; stops early at the end of the file. */
+static cx_code
+read_range(int fd, uint64_t offset, size_t len, cx_buf *out, cx_err *err)
+{
+	struct stat st;
+	uint64_t	size;
+	size_t		want;
+	size_t		got = 0;
+
+	if (fstat(fd, &st) != 0)
+		return sys_fail(err, errno, "fstat");
+	if (S_ISDIR(st.st_mode))
+		return not_found(err);
+	size = (uint64_t) st.st_size;
+	if (offset >= size)
+		return CX_OK;
+	want = size - offset < len ? (size_t) (size - offset) : len;
+	if (!cx_buf_reserve(out, want))
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory reading %zu bytes",
+						  want);
+	while (got < want)
+	{
+		ssize_t		n = pread(fd, out->data + out->len, want - got,
+							  (off_t) (offset + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sys_fail(err, errno, "read");
+		if (n == 0)
+			break;				/* shrank under us; return what there was */
+		got += (size_t) n;
+		out->len += (size_t) n;
+	}
+	return CX_OK;
+}
+
+static cx_code
+local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+		  cx_buf *out, cx_err *err)
+{
+	char		path[PATH_MAX];
+	int			fd;
+	cx_code		rc;
+
+	if (check_not_reserved(key, err) != CX_OK)
+		return err->code;
+	key_path((local_store *) s, key, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "open");
+	rc = read_range(fd, offset, len, out, err);
+	close(fd);
+	return rc;
+}
+
+static cx_code
+local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+{
+	char		path[PATH_MAX];
+	struct stat st;
+
+	if (check_not_reserved(key, err) != CX_OK)
+		return err->code;
+	key_path((local_store *) s, key, path);
+	if (stat(path, &st) != 0)
+		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "stat");
+	if (S_ISDIR(st.st_mode))
+		return not_found(err);
+	*size = (uint64_t) st.st_size;
+	return CX_OK;
+}
+
+/*
+ * The directory entry is fsynced so that a delete, once returned, is not
+ * undone by a crash: callers delete only objects nothing references, but a
+ * resurrected object would still surprise the next listing.
+ */
+static cx_code
+local_del(cx_objstore *s, const char *key, cx_err *err)
+{
+	char		path[PATH_MAX];
+	char		dir[PATH_MAX];
+
+	if (check_not_reserved(key, err) != CX_OK)
+		return err->code;
+	key_path((local_store *) s, key, path);
+	if (unlink(path) != 0)
+	{
+		/* Linux reports a directory as EISDIR: no object has that name. */
+		if (is_missing(errno) || errno == EISDIR)
+			return CX_OK;
+		return sys_fail(err, errno, "remove");
+	}
+	parent_dir(path, dir);
+	return fsync_dir(dir, err);
+}
+
+/* Makes room for one more element; returns the (moved) array or NULL. */
+static void *
+grow_array(void *items, size_t *cap, size_t n, size_t size)
+{
+	size_t		newcap;
+	void	   *p;
+
+	if (n < *cap)
+		return items;
+	newcap = *cap ? *cap * 2 : 64;
+	p = realloc(items, newcap * size);
+	if (p != NULL)
+		*cap = newcap;
+	return p;
+}
+
+static cx_code
+add_item(list_items *l, const char *key, uint64_t size, cx_err *err)
+{
+	list_item  *items = grow_array(l->items, &l->cap, l->n, sizeof(list_item));
+	char	   *copy;
+
+	if (items == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory listing");
+	l->items = items;
+	copy = cx_strdup(key);
+	if (copy == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory listing");
+	l->items[l->n].key = copy;
+	l->items[l->n].size = size;
+	l->n++;
+	return CX_OK;
+}
+
+static cx_code
+queue_dir(dir_queue *q, const char *dir, cx_err *err)
+{
+	char	  **dirs = grow_array(q->dirs, &q->cap, q->n, sizeof(char *));
+	char	   *copy;
+
+	if (dirs == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory listing");
+	q->dirs = dirs;
+	copy = cx_strdup(dir);
+	if (copy == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory listing");
+	q->dirs[q->n++] = copy;
+	return CX_OK;
+}
+
+/*
+ * Looks at one directory entry: a regular file whose name is a valid key is
+ * listed, a directory is queued for scanning, anything else (temporary files,
+ * symlinks, files no key could name) is none of ours.
+ */
+static cx_code
+scan_entry(int dfd, const char *dir, const char *name, list_items *l,
+		   dir_queue *q, cx_err *err)
+{
+	char		key[PATH_MAX];
+	struct stat st;
+	cx_err		scratch;
+
+	/* dir is a valid key plus '/', name at most NAME_MAX: key has room.
+	 * Validation also drops "." and "..". */
+	snprintf(key, sizeof(key), "%s%s", dir, name);
+	if (cx_key_validate(key, &scratch) != CX_OK)
+		return CX_OK;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return is_missing(errno) ? CX_OK : sys_fail(err, errno, "stat %s", key);
+	if (S_ISDIR(st.st_mode))
+	{
+		strcat(key, "/");
+		return queue_dir(q, key, err);
+	}
+	if (S_ISREG(st.st_mode) && !is_temp_name(name))
+		return add_item(l, key, (uint64_t) st.st_size, err);
+	return CX_OK;
+}
+
+/* Scans one directory (a key prefix ending in '/', or "" for the root),
+ * keeping entries whose names start with name_prefix. */
+static cx_code
+scan_dir(const local_store *ls, const char *dir, const char *name_prefix,
+		 list_items *l, dir_queue *q, cx_err *err)
+{
+	char		path[PATH_MAX];
+	size_t		plen = strlen(name_prefix);
+	int			fd;
+	DIR		   *d;
+	struct dirent *de;
+	cx_code		rc = CX_OK;
+
+	snprintf(path, sizeof(path), "%s/%s", ls->root, dir);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return is_missing(errno) ? CX_OK : sys_fail(err, errno, "open directory %s", path);
+	d = fdopendir(fd);
+	if (d == NULL)
+	{
+		int			e = errno;
+
+		close(fd);
+		return sys_fail(err, e, "open directory %s", path);
+	}
+	for (;;)
+	{
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL)
+		{
+			if (errno != 0)
+				rc = sys_fail(err, errno, "read directory %s", path);
+			break;
+		}
+		if (strncmp(de->d_name, name_prefix, plen) != 0)
+			continue;
+		rc = scan_entry(fd, dir, de->d_name, l, q, err);
+		if (rc != CX_OK)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+item_cmp(const void *a, const void *b)
+{
+	return strcmp(((const list_item *) a)->key, ((const list_item *) b)->key);
+}
+
+/*
+ * The prefix splits into the directory that holds every match ("a/b/") and
+ * a name prefix within it ("c").  That directory's matching subdirectories,
+ * and everything under them, are scanned breadth-first through a queue so
+ * that deep trees cost heap, not stack.  Keys are collected, sorted and only
+ * then passed to fn.
+ */
+static cx_code
+local_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+		   cx_err *err)
+{
+	local_store *ls = (local_store *) s;
+	const char *name = base_name(prefix);
+	char		dir[CX_KEY_MAX + 2];
+	list_items	l = {0};
+	dir_queue	q = {0};
+	cx_code		rc;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int) (name - prefix), prefix);
+	rc = scan_dir(ls, dir, name, &l, &q, err);
+	for (; rc == CX_OK && q.head < q.n; q.head++)
+		rc = scan_dir(ls, q.dirs[q.head], "", &l, &q, err);
+
+	if (rc == CX_OK && l.n > 0)
+	{
+		/* qsort's array may not be NULL, even with no elements. */
+		qsort(l.items, l.n, sizeof(list_item), item_cmp);
+		for (size_t i = 0; i < l.n; i++)
+			if (!fn(arg, l.items[i].key, l.items[i].size))
+				break;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.items[i].key);
+	free(l.items);
+	for (size_t i = 0; i < q.n; i++)
+		free(q.dirs[i]);
+	free(q.dirs);
+	return rc;
+}
+
+static void
+local_close(cx_objstore *s)
+{
+	local_store *ls = (local_store *) s;
+
+	free(ls->root);
+	free(ls->base.uri);
+	free(ls);
+}
+
+static const cx_objstore_ops local_ops = {
+	.put = local_put,
+	.get = local_get,
+	.head = local_head,
+	.list = local_list,
+	.del = local_del,
+	.upload_begin = local_upload_begin,
+	.upload_write = local_upload_write,
+	.upload_finish = local_upload_finish,
+	.upload_abort = local_upload_abort,
+	.close = local_close,
+};
+
+cx_code
+cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
+{
+	local_store *ls;
+	size_t		len;
+
+	*out = NULL;
+	if (root == NULL || root[0] != '/')
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "store root \"%s\" is not an absolute path",
+						  root ? root : "");
+	len = strlen(root);
+	while (len > 0 && root[len - 1] == '/')
+		len--;
+	if (len > ROOT_MAX)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "store root is %zu bytes long, more than %d",
+						  len, ROOT_MAX);
+
+	ls = calloc(1, sizeof(*ls));
+	if (ls == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	ls->root = strndup(root, len);
+	ls->base.uri = malloc(len + sizeof("file:///"));
+	if (ls->root == NULL || ls->base.uri == NULL)
+	{
+		local_close(&ls->base);
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	}
+	sprintf(ls->base.uri, "file://%s", len > 0 ? ls->root : "/");
+	ls->base.ops = &local_ops;
+	/* Without /proc, an unnamed file could not be given its name. */
+	ls->tmpfile = access("/proc/self/fd", X_OK) == 0;
+	*out = &ls->base;
+	return CX_OK;
+}

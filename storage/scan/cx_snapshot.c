@@ -1,0 +1,276 @@
+/*
+ * cx_snapshot.c — fixing what a scan reads: one base version and, for each
+ * shard it registers, one shard-manifest version (cx_tablescan.h).
+ *
+ * Order matters.  A merge commits base version N+1 (fragments + watermark)
+ * and only then drains the merged generations from the shard manifest.  A
+ * reader that paired base N with a shard manifest read after the drain would
+ * miss those rows: they are in neither.  So the base version a snapshot uses
+ * is always read AFTER every shard manifest it uses: any generation missing
+ * from a shard manifest was drained after a base commit that the later base
+ * read sees, with its watermark.  Shard manifests newer than the base are
+ * harmless: their extra generations are above the base's watermark (a
+ * watermark is committed atomically with the merged rows), so they are
+ * simply unmerged, visible rows.
+ *
+ * Concretely: read the base, read the shard manifests of its shards, then
+ * check the newest base version (one hint GET and one HEAD when nothing
+ * moved); if it moved, read it, and if it registers shards not read yet,
+ * read those and check again.  The loop ends when a base read follows every
+ * shard read; new shards are rare (one per writer, ever), so it is bounded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scan/cx_scan_int.h"
+
+/* Rounds of "a newer base registers another shard" before giving up. */
+#define MAX_ROUNDS 16
+
+/* Shard manifests read so far, by shard id (the base's shard list can grow
+ * while the snapshot is being fixed, so indexes are assigned at the end). */
+typedef struct loaded
+{
+	uint32_t	n;
+	uint32_t	cap;
+	cx_shard_manifest **m;		/* m[i] NULL: the shard has no manifest */
+	char	  **ids;
+} loaded;
+
+static void
+loaded_free(loaded *l)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+	{
+		cx_shard_manifest_free(l->m[i]);
+		free(l->ids[i]);
+	}
+	free(l->m);
+	free(l->ids);
+}
+
+/* Index of shard_id among the loaded, or -1. */
+static int64_t
+loaded_find(const loaded *l, const char *shard_id)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (strcmp(l->ids[i], shard_id) == 0)
+			return i;
+	return -1;
+}
+
+/* Reads the newest manifest of each shard of base not read yet; *added
+ * says whether there was any. */
+static cx_code
+load_new_shards(cx_objstore *s, const cx_manifest *base, loaded *l,
+				bool *added, cx_err *err)
+{
+	*added = false;
+	for (uint32_t i = 0; i < base->nshards; i++)
+	{
+		const char *id = base->shards[i].shard_id;
+
+		if (loaded_find(l, id) >= 0)
+			continue;
+		if (l->n == l->cap)
+		{
+			uint32_t	cap = l->cap ? l->cap * 2 : 8;
+			cx_shard_manifest **m = realloc(l->m, cap * sizeof(*m));
+			char	  **ids;
+
+			if (m == NULL)
+				return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+			l->m = m;
+			ids = realloc(l->ids, cap * sizeof(*ids));
+			if (ids == NULL)
+				return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+			l->ids = ids;
+			l->cap = cap;
+		}
+		if ((l->ids[l->n] = cx_strdup(id)) == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+		l->m[l->n] = NULL;
+		l->n++;
+		if (cx_shard_manifest_load_latest(s, id, 0, &l->m[l->n - 1], err) != CX_OK)
+			return cx_err_prefix(err, "snapshot of %s: shard %s", s->uri, id);
+		*added = true;
+	}
+	return CX_OK;
+}
+
+/* Fixes the newest base version and the shard manifests (see above). */
+static cx_code
+fix_newest(cx_objstore *s, cx_manifest **base, loaded *l, cx_err *err)
+{
+	*base = NULL;
+	if (cx_manifest_load_latest(s, base, err) != CX_OK)
+		return err->code;
+	for (int round = 0; *base != NULL && round < MAX_ROUNDS; round++)
+	{
+		uint64_t	newest;
+		bool		added;
+
+		if (load_new_shards(s, *base, l, &added, err) != CX_OK)
+			return err->code;
+		if (!added && round > 0)
+			return CX_OK;		/* this base was read after every shard */
+		if (cx_manifest_latest_version(s, &newest, err) != CX_OK)
+			return err->code;
+		if (newest == (*base)->version)
+			return CX_OK;
+		cx_manifest_free(*base);
+		*base = NULL;
+		if (cx_manifest_load(s, newest, base, err) != CX_OK)
+			return err->code;
+	}
+	if (*base == NULL)
+		return CX_OK;			/* empty store */
+	return cx_err_set(err, CX_ERR_CONFLICT,
+					  "snapshot of %s: new shards kept being registered over %d rounds",
+					  s->uri, MAX_ROUNDS);
+}
+
+/* Lists the unmerged generations, by shard then generation number. */
+static cx_code
+collect_gens(cx_snapshot *snap, cx_err *err)
+{
+	uint32_t	n = 0;
+
+	for (uint32_t i = 0; i < snap->nshards; i++)
+		if (snap->shards[i] != NULL)
+			n += snap->shards[i]->ngens;
+	if (n == 0)
+		return CX_OK;
+	snap->gens = calloc(n, sizeof(cx_snapgen));
+	if (snap->gens == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	for (uint32_t i = 0; i < snap->nshards; i++)
+	{
+		const cx_shard_manifest *sm = snap->shards[i];
+		uint64_t	merged = snap->base->shards[i].merged_gen;
+
+		for (uint32_t j = 0; sm != NULL && j < sm->ngens; j++)
+		{
+			if (sm->gens[j].gen <= merged)
+				continue;
+			snap->gens[snap->ngens].gen = &sm->gens[j];
+			snap->gens[snap->ngens].shard = i;
+			snap->ngens++;
+		}
+	}
+	return CX_OK;
+}
+
+/* Generations exist only after their writer recorded the table schema in
+ * the base (cx_shardwriter.h), so a base without one cannot have them. */
+static cx_code
+check_schema(const cx_snapshot *snap, cx_err *err)
+{
+	if (snap->ngens > 0 && snap->base->schema == NULL)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "snapshot of %s: base version %llu has no schema but shards list generations",
+						  snap->store->uri,
+						  (unsigned long long) snap->base->version);
+	return CX_OK;
+}
+
+/* Moves the loaded shard manifests into base order. */
+static cx_code
+adopt_shards(cx_snapshot *snap, loaded *l, cx_err *err)
+{
+	snap->nshards = snap->base->nshards;
+	if (snap->nshards == 0)
+		return CX_OK;
+	snap->shards = calloc(snap->nshards, sizeof(cx_shard_manifest *));
+	if (snap->shards == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	for (uint32_t i = 0; i < snap->nshards; i++)
+	{
+		int64_t		j = loaded_find(l, snap->base->shards[i].shard_id);
+
+		if (j >= 0)
+		{
+			snap->shards[i] = l->m[j];
+			l->m[j] = NULL;
+		}
+	}
+	return CX_OK;
+}
+
+cx_code
+cx_snapshot_open(cx_objstore *s, uint64_t version, cx_snapshot **out,
+				 cx_err *err)
+{
+	cx_snapshot *snap = calloc(1, sizeof(cx_snapshot));
+	loaded		l = {0};
+	cx_code		rc;
+
+	*out = NULL;
+	if (snap == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	snap->store = s;
+	/* A pinned version reads its base fragments only: generations are not
+	 * versioned with the base. */
+	if (version != 0)
+		rc = cx_manifest_load(s, version, &snap->base, err);
+	else
+		rc = fix_newest(s, &snap->base, &l, err);
+	if (rc == CX_OK && snap->base == NULL &&
+		(snap->base = cx_manifest_new()) == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	if (rc == CX_OK && version == 0)
+		rc = adopt_shards(snap, &l, err);
+	if (rc == CX_OK)
+		rc = collect_gens(snap, err);
+	if (rc == CX_OK)
+		rc = check_schema(snap, err);
+	loaded_free(&l);
+	if (rc != CX_OK)
+	{
+		cx_snapshot_close(snap);
+		return rc;
+	}
+	*out = snap;
+	return CX_OK;
+}
+
+void
+cx_snapshot_close(cx_snapshot *snap)
+{
+	if (snap == NULL)
+		return;
+	for (uint32_t i = 0; i < snap->nshards; i++)
+		cx_shard_manifest_free(snap->shards[i]);
+	free(snap->shards);
+	free(snap->gens);
+	cx_manifest_free(snap->base);
+	free(snap);
+}
+
+const cx_manifest *
+cx_snapshot_base(const cx_snapshot *snap)
+{
+	return snap->base;
+}
+
+uint64_t
+cx_snapshot_version(const cx_snapshot *snap)
+{
+	return snap->base->version;
+}
+
+uint64_t
+cx_snapshot_row_estimate(const cx_snapshot *snap)
+{
+	uint64_t	rows = cx_manifest_rows(snap->base);
+
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		rows += snap->gens[i].gen->fragment.rows;
+	return rows;
+}
+
+uint32_t
+cx_snapshot_pending_generations(const cx_snapshot *snap)
+{
+	return snap->ngens;
+}

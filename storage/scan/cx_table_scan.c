@@ -1,0 +1,493 @@
+/*
+ * cx_tablescan.c — scanning a snapshot: base fragments minus deletion
+ * vectors, unioned with the unmerged generations, at most one row per key
+ * (cx_tablescan.h; the ordering rule is in docs/DESIGN.md section 7).
+ *
+ * Which version of a key wins:
+ *   - among unmerged generations: of one shard, the later one in commit
+ *     order (generation number, then row order); of two shards, the later
+ *     commit time, and on an exact tie the shard whose id sorts last;
+ *   - a base row against an unmerged one: the base row only if its commit
+ *     time is strictly later (a row merged from another shard that committed
+ *     after this one); rows of the old direct append path have no commit
+ *     time and always lose;
+ *   - a winning tombstone hides the key.
+ *
+ * Plan (unique-key tables with unmerged generations):
+ *   1. begin: read only the key, commit-time and tombstone columns of every
+ *      unmerged generation into a key map (the winner per key).  Memory is
+ *      bounded by the unmerged layers, never by the base.  Every generation
+ *      row that stops being (or never is) its key's winner is marked in a
+ *      per-generation bitmap of losers;
+ *   2. stream the base fragments a row group at a time; a live base row
+ *      whose key is in the map is kept only if it is newer than the map's
+ *      winner (which is then marked beaten: a loser);
+ *   3. stream the generations, keeping the rows not marked losers (and not
+ *      tombstones): no key is looked up again, and the key column is read
+ *      only if the caller wants it.
+ * Otherwise (no generations, or no unique key) no map is built: base rows
+ * are filtered by their deletion vectors alone (and their tombstone column,
+ * read only for fragments whose statistics say they hold tombstones), and
+ * generation rows by their tombstone column.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/cx_key_map.h"
+#include "memwal/cx_row_key.h"
+#include "scan/cx_scan_int.h"
+
+/* A growable bitmap of row indices. */
+typedef struct cx_bits
+{
+	uint64_t   *words;
+	uint64_t	nwords;
+} cx_bits;
+
+static bool
+bits_set(cx_bits *b, uint64_t i)
+{
+	uint64_t	w = i / 64;
+
+	if (w >= b->nwords)
+	{
+		uint64_t	n = b->nwords ? b->nwords : 16;
+		uint64_t   *grown;
+
+		while (n <= w)
+			n *= 2;
+		grown = realloc(b->words, n * sizeof(uint64_t));
+		if (grown == NULL)
+			return false;
+		memset(grown + b->nwords, 0, (n - b->nwords) * sizeof(uint64_t));
+		b->words = grown;
+		b->nwords = n;
+	}
+	b->words[w] |= (uint64_t) 1 << (i % 64);
+	return true;
+}
+
+static bool
+bits_test(const cx_bits *b, uint64_t i)
+{
+	return i / 64 < b->nwords && (b->words[i / 64] >> (i % 64) & 1) != 0;
+}
+
+typedef enum scan_phase
+{
+	PHASE_BASE,
+	PHASE_GENS,
+	PHASE_DONE
+} scan_phase;
+
+struct cx_tablescan
+{
+	cx_snapshot *snap;			/* borrowed */
+	const cx_schema *table;		/* snap->base->schema */
+	bool	   *want_user;		/* table->ncolumns entries */
+	bool	   *want;			/* per fragment: table->ncolumns + 2 */
+	bool		dedup;			/* unique key and unmerged generations */
+	uint32_t	key_col;
+	cx_keymap  *map;			/* dedup only */
+	cx_bits    *losers;			/* dedup only: per generation, the rows that
+								 * are not their key's winner */
+	cx_keyrange range;			/* of the keys in map */
+	scan_phase	phase;
+	uint32_t	next_source;	/* next base fragment / generation to open */
+	/* The open fragment. */
+	cx_fragr   *r;
+	uint32_t	source;
+	cx_layout	layout;
+	bool		read_tomb;
+	bool		check_keys;		/* compare rows with the map */
+	cx_dvcursor dvc;
+	uint32_t	group;
+	uint64_t	first_row;
+	/* The batch handed out last. */
+	cx_rowgroup *g;
+	uint32_t   *rows;
+	uint32_t	rows_cap;
+	cx_tablescan_stats stats;
+};
+
+/* --------------------------------------------------------------------------
+ * Step 1: the key map of the unmerged generations
+ * -------------------------------------------------------------------------- */
+
+typedef struct gen_keys
+{
+	cx_tablescan *scan;
+	uint32_t	source;			/* index in snap->gens */
+} gen_keys;
+
+/*
+ * Generations are visited by shard, then generation number, rows in order:
+ * a later row of the same shard is newer whatever its time says (commit
+ * order), and a row of a later-sorting shard wins ties on commit time.
+ */
+static cx_code
+lose(cx_tablescan *scan, uint32_t source, uint64_t row, cx_err *err)
+{
+	if (!bits_set(&scan->losers[source], row))
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	return CX_OK;
+}
+
+static cx_code
+add_gen_key(void *arg, const cx_keyrow *kr, cx_err *err)
+{
+	gen_keys   *gk = arg;
+	const cx_snapgen *gens = gk->scan->snap->gens;
+	cx_keyver  *v;
+	bool		found;
+
+	if (cx_keymap_upsert(gk->scan->map, kr->key, kr->len, &v, &found,
+						 err) != CX_OK ||
+		(!found && cx_keyrange_add(&gk->scan->range, kr->key, kr->len,
+								   err) != CX_OK))
+		return err->code;
+	if (found && gens[v->source].shard != gens[gk->source].shard &&
+		kr->ts < v->ts)
+		return lose(gk->scan, gk->source, kr->row, err);
+	if (found && lose(gk->scan, v->source, v->row, err) != CX_OK)
+		return err->code;
+	v->ts = kr->ts;
+	v->source = gk->source;
+	v->row = kr->row;
+	v->tombstone = kr->tombstone;
+	return CX_OK;
+}
+
+static void
+gen_key_ahead(void *arg, const uint8_t *key, size_t len)
+{
+	cx_keymap_prefetch(((gen_keys *) arg)->scan->map, key, len);
+}
+
+/* The error reading generation g of the snapshot failed with, naming the
+ * shard version that lists it. */
+static cx_code
+snapgen_failed(const cx_snapshot *snap, const cx_snapgen *g, cx_err *err)
+{
+	return cx_shard_generation_failed(snap->shards[g->shard], g->gen, err);
+}
+
+/* The same for the scan's current source, a base fragment or generation. */
+static cx_code
+source_failed(const cx_tablescan *scan, cx_err *err)
+{
+	const cx_snapshot *snap = scan->snap;
+
+	if (scan->phase == PHASE_BASE)
+		return cx_manifest_fragment_failed(snap->base,
+										   snap->base->fragments[scan->source].path,
+										   err);
+	return snapgen_failed(snap, &snap->gens[scan->source], err);
+}
+
+static cx_code
+build_keymap(cx_tablescan *scan, cx_err *err)
+{
+	const cx_snapshot *snap = scan->snap;
+
+	uint64_t	rows = 0;
+
+	scan->map = cx_keymap_new();
+	scan->losers = calloc(snap->ngens, sizeof(cx_bits));
+	if (scan->map == NULL || scan->losers == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	/* Size the map for the generations' rows (as their manifests count
+	 * them) at once rather than rehashing it as it fills: only a hint,
+	 * capped so that a wrong count cannot claim much more. */
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		rows += snap->gens[i].gen->fragment.rows;
+	(void) cx_keymap_reserve(scan->map, rows < ((uint64_t) 1 << 24) ? rows :
+							 (uint64_t) 1 << 24);
+	cx_keyrange_init(&scan->range,
+					 (cx_type) scan->table->columns[scan->key_col].type);
+	for (uint32_t i = 0; i < snap->ngens; i++)
+	{
+		gen_keys	gk = {scan, i};
+
+		scan->stats.fragments_opened++;
+		if (cx_keyscan_ahead(snap->store, &snap->gens[i].gen->fragment,
+							 scan->table, scan->key_col, NULL, add_gen_key,
+							 gen_key_ahead, &gk, err) != CX_OK)
+			return snapgen_failed(snap, &snap->gens[i], err);
+	}
+	scan->stats.keymap_keys = cx_keymap_count(scan->map);
+	scan->stats.keymap_bytes = cx_keymap_memory(scan->map);
+	return CX_OK;
+}
+
+cx_code
+cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
+				   cx_err *err)
+{
+	cx_tablescan *scan = calloc(1, sizeof(cx_tablescan));
+	const cx_manifest *base = snap->base;
+	uint32_t	n;
+
+	*out = NULL;
+	if (scan == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	scan->snap = snap;
+	scan->table = snap->base->schema;
+	scan->phase = PHASE_BASE;
+	if (scan->table == NULL)
+	{
+		scan->phase = PHASE_DONE;	/* no data at all */
+		*out = scan;
+		return CX_OK;
+	}
+	n = scan->table->ncolumns;
+	scan->want_user = malloc(n * sizeof(bool) + 1);
+	scan->want = malloc((n + 2) * sizeof(bool));
+	if (scan->want_user == NULL || scan->want == NULL)
+	{
+		cx_tablescan_end(scan);
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	}
+	for (uint32_t c = 0; c < n; c++)
+		scan->want_user[c] = want == NULL || want[c];
+	scan->dedup = base->unique_key && base->key_column != NULL &&
+		snap->ngens > 0;
+	if (scan->dedup &&
+		(cx_key_column(scan->table, base->key_column, &scan->key_col,
+					   err) != CX_OK ||
+		 build_keymap(scan, err) != CX_OK))
+	{
+		cx_tablescan_end(scan);
+		return err->code;
+	}
+	*out = scan;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
+ * Steps 2 and 3: streaming
+ * -------------------------------------------------------------------------- */
+
+/* Opens the next base fragment or generation, or moves to PHASE_DONE. */
+static cx_code
+open_next(cx_tablescan *scan, cx_err *err)
+{
+	const cx_snapshot *snap = scan->snap;
+	const cx_fragment_info *fi = NULL;
+	const cx_deletion_vector *dv = NULL;
+	uint32_t	n = scan->table->ncolumns;
+
+	if (scan->phase == PHASE_BASE && scan->next_source == snap->base->nfragments)
+	{
+		scan->phase = PHASE_GENS;
+		scan->next_source = 0;
+	}
+	if (scan->phase == PHASE_GENS && scan->next_source == snap->ngens)
+		scan->phase = PHASE_DONE;
+	if (scan->phase == PHASE_DONE)
+		return CX_OK;
+	scan->source = scan->next_source++;
+	if (scan->phase == PHASE_BASE)
+	{
+		fi = &snap->base->fragments[scan->source];
+		dv = snap->base->dvs != NULL ? &snap->base->dvs[scan->source] : NULL;
+	}
+	else
+		fi = &snap->gens[scan->source].gen->fragment;
+	if (cx_fragr_open(snap->store, fi->path, fi->size, &scan->r, err) != CX_OK)
+		return source_failed(scan, err);
+	scan->stats.fragments_opened++;
+	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,
+						&scan->layout, err) != CX_OK)
+		return err->code;
+	if (scan->phase == PHASE_GENS && scan->layout.tomb_col < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "generation fragment %s lacks the hidden columns",
+						  fi->path);
+	/* Generations may always hold tombstones; base fragments only if their
+	 * statistics say so.  Base rows are compared with the unmerged keys only
+	 * in fragments whose key statistics overlap them. */
+	scan->read_tomb = scan->phase == PHASE_GENS ||
+		cx_layout_may_have_tombstones(fi, &scan->layout);
+	scan->check_keys = scan->dedup &&
+		(scan->phase == PHASE_GENS ||
+		 cx_keyrange_may_overlap(&scan->range, scan->key_col < fi->ncolumns ?
+								 &fi->stats[scan->key_col] : NULL));
+	memcpy(scan->want, scan->want_user, n * sizeof(bool));
+	scan->want[n] = scan->want[n + 1] = false;
+	if (scan->read_tomb)
+		scan->want[scan->layout.tomb_col] = true;
+	/* Generation rows are checked against the loser bitmaps, by row
+	 * number: only base rows need their key (and commit time). */
+	if (scan->check_keys && scan->phase == PHASE_BASE)
+	{
+		scan->want[scan->key_col] = true;
+		if (scan->layout.ts_col >= 0)
+			scan->want[scan->layout.ts_col] = true;
+	}
+	scan->dvc.dv = dv;
+	scan->dvc.next = 0;
+	scan->group = 0;
+	scan->first_row = 0;
+	return CX_OK;
+}
+
+/* Whether base row i (live, of the current group) survives the unmerged
+ * versions of its key; when it does, marks the map's winner beaten and a
+ * loser (an error only if that runs out of memory). */
+static cx_code
+base_row_wins(cx_tablescan *scan, const cx_rowgroup *g, uint32_t i,
+			  bool *wins, cx_err *err)
+{
+	const uint8_t *key;
+	size_t		len;
+	cx_keyver  *v;
+	int64_t		ts;
+
+	*wins = true;
+	if (!cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len) ||
+		(v = cx_keymap_get(scan->map, key, len)) == NULL)
+		return CX_OK;
+	ts = cx_row_ts(g, &scan->layout, i);
+	if (ts <= v->ts)
+	{
+		*wins = false;
+		return CX_OK;
+	}
+	if (v->beaten)
+		return CX_OK;
+	v->beaten = true;
+	return lose(scan, v->source, v->row, err);
+}
+
+/* Whether generation row i is its key's winner: a row that is not was
+ * marked a loser when its key's map entry was built or beaten (NULL keys,
+ * never de-duplicated, never are). */
+static bool
+gen_row_wins(const cx_tablescan *scan, uint32_t i)
+{
+	return !bits_test(&scan->losers[scan->source], scan->first_row + i);
+}
+
+/* Fills scan->rows with the visible rows of group g (*nvisible of them). */
+static cx_code
+visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
+			 cx_err *err)
+{
+	uint32_t	n = cx_rowgroup_rows(g);
+	uint32_t	k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		bool		visible;
+		bool		tomb = scan->read_tomb &&
+			cx_row_tombstone(g, &scan->layout, i);
+
+		if (scan->phase == PHASE_BASE)
+		{
+			visible = !cx_dvcursor_deleted(&scan->dvc, scan->first_row + i);
+			if (visible && scan->check_keys &&
+				base_row_wins(scan, g, i, &visible, err) != CX_OK)
+				return err->code;
+			visible = visible && !tomb;
+		}
+		else
+			visible = !tomb && (!scan->check_keys || gen_row_wins(scan, i));
+		if (visible)
+			scan->rows[k++] = i;
+	}
+	scan->stats.rows_returned += k;
+	scan->stats.rows_hidden += n - k;
+	*nvisible = k;
+	return CX_OK;
+}
+
+static cx_code
+read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
+{
+	uint32_t	n;
+
+	if (cx_fragr_read_group(scan->r, scan->group, scan->want, &scan->g,
+							err) != CX_OK)
+		return err->code;
+	n = cx_rowgroup_rows(scan->g);
+	if (n > scan->rows_cap)
+	{
+		uint32_t   *grown = realloc(scan->rows, n * sizeof(uint32_t));
+
+		if (grown == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+		scan->rows = grown;
+		scan->rows_cap = n;
+	}
+	if (visible_rows(scan, scan->g, nvisible, err) != CX_OK)
+		return err->code;
+	scan->group++;
+	scan->first_row += n;
+	return CX_OK;
+}
+
+cx_code
+cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
+				  const uint32_t **rows, uint32_t *nrows, cx_err *err)
+{
+	*group = NULL;
+	*rows = NULL;
+	*nrows = 0;
+	/* Each pass either returns, opens the next source, or consumes one row
+	 * group of the open one, so the loop ends. */
+	for (;;)
+	{
+		uint32_t	nvisible = 0;
+
+		cx_rowgroup_free(scan->g);
+		scan->g = NULL;
+		if (scan->phase == PHASE_DONE)
+			return CX_OK;
+		if (scan->r == NULL)
+		{
+			if (open_next(scan, err) != CX_OK)
+				return err->code;
+			continue;
+		}
+		if (scan->group == cx_fragr_num_groups(scan->r))
+		{
+			cx_fragr_close(scan->r);
+			scan->r = NULL;
+			continue;
+		}
+		if (read_group(scan, &nvisible, err) != CX_OK)
+			return err->code;
+		if (nvisible > 0)
+		{
+			*group = scan->g;
+			*rows = scan->rows;
+			*nrows = nvisible;
+			return CX_OK;
+		}
+	}
+}
+
+void
+cx_tablescan_end(cx_tablescan *scan)
+{
+	if (scan == NULL)
+		return;
+	cx_rowgroup_free(scan->g);
+	cx_fragr_close(scan->r);
+	cx_keymap_free(scan->map);
+	for (uint32_t i = 0; scan->losers != NULL && i < scan->snap->ngens; i++)
+		free(scan->losers[i].words);
+	free(scan->losers);
+	cx_keyrange_free(&scan->range);
+	free(scan->rows);
+	free(scan->want);
+	free(scan->want_user);
+	free(scan);
+}
+
+const cx_tablescan_stats *
+cx_tablescan_get_stats(const cx_tablescan *scan)
+{
+	return &scan->stats;
+}

@@ -1,0 +1,35 @@
+/*
+ * cx_fragentry.h — the encoded description of one fragment, as manifests
+ * list it (docs/FORMAT.md, "Manifest object": fragment entry).
+ *
+ *   str16   path            key of the fragment object
+ *   u64     size            object size in bytes
+ *   u64     rows
+ *   u64     footer_offset
+ *   u32     footer_len      footer bytes, including its trailer
+ *   u32     ncolumns
+ *   ncolumns x column statistics (cx_colstats_encode)
+ *
+ * Shard manifests list generation fragments in exactly this form; base
+ * manifests follow each entry with the fragment's deletion vector.
+ */
+#ifndef CX_FRAGENTRY_H
+#define CX_FRAGENTRY_H
+
+#include <stdbool.h>
+
+#include "format/cx_fragment.h"
+
+/* Smallest encoded entry: empty path, no columns. */
+#define CX_FRAGENTRY_MIN_LEN (2 + 8 + 8 + 8 + 4 + 4)
+
+/* CX_ERR_INVALID unless a reader would accept the entry (valid key, footer
+ * inside the object, statistics present for every column). */
+cx_code		cx_fragentry_check(const cx_fragment_info *fi, cx_err *err);
+void		cx_fragentry_encode(const cx_fragment_info *fi, cx_buf *out);
+/* Decodes into *fi (zeroed by the caller; freed with cx_fragment_info_free
+ * even after a failure).  Malformed input marks r bad; returns false only when
+ * memory runs out, so the two can be reported differently. */
+bool		cx_fragentry_decode(cx_rd *r, cx_fragment_info *fi);
+
+#endif							/* CX_FRAGENTRY_H */
