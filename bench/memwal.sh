@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MemWAL benchmark (issue 4, BRIEF §8), one run, side by side:
+# MemWAL benchmark (targets in docs/BENCHMARKS.md), one run, side by side:
 #   1. read cost after COMMITS single-row commits (CLIENTS sessions) with
 #      merging on (the defaults), vs the same rows written in one batch, vs
 #      merging off: scan time (best of REPEAT) and fragments read;

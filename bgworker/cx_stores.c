@@ -19,9 +19,10 @@
  * CREDENTIAL_CHECK_SECONDS; a check that fails is not remembered.  So no
  * role's rows reach a store its own credentials could not write, and two
  * roles writing one store share one claim instead of re-claiming the shard
- * at every switch (docs/DESIGN.md 4.2 gives the argument).  If the handle's
- * own credentials stop working (CX_ERR_AUTH: rotated or revoked), the store
- * is reopened with the next request's (cx_stores_want_reopen).
+ * at every switch (docs/design/workers.md, "Resident stores", gives the
+ * argument).  If the handle's own credentials stop working (CX_ERR_AUTH:
+ * rotated or revoked), the store is reopened with the next request's
+ * (cx_stores_want_reopen).
  *
  * The owning worker hangs its own state on each store (CxOpenStore.state)
  * and is told before a store is closed (CxStoreHooks.closing).

@@ -10,7 +10,7 @@
  * runs the drain afterwards (one shard-manifest commit).  Between two rounds
  * the writer does at most one background step, and a step makes at most one
  * shard-manifest commit (a seal or a drain), so an append never waits on
- * background work longer than that (BRIEF invariant 8).
+ * background work longer than that (docs/INVARIANTS.md, invariant 8).
  *
  * Triggers, per store, from the newest table options seen for it:
  *   flush_interval       rows appended unsealed this long ago are sealed

@@ -1,5 +1,5 @@
 --
--- MemWAL visibility contracts (BRIEF §4.4, §4.5, §4.7): seal_on_insert on and
+-- MemWAL visibility contracts (docs/INVARIANTS.md, 4, 5 and 7): seal_on_insert on and
 -- off, flush, cleanup, count-triggered merges, merge_wal, and the key rule.
 -- Every table has a reader twin on the same store: what the twin sees after
 -- COMMIT is what any other session or cluster sees.  Timed flushes and

@@ -1,6 +1,7 @@
-# Acknowledged means durable (BRIEF §4.3, §4.5): kill -9 of the writer worker,
-# and of the whole cluster, while four sessions insert single-row
-# transactions, loses no acknowledged row and stores none twice, with
+# Acknowledged means durable, every row once (docs/INVARIANTS.md, invariants
+# 3 and 5): kill -9 of the writer worker, and of the whole cluster, while
+# four sessions insert single-row transactions, loses no acknowledged row
+# and stores none twice, with
 # seal_on_insert on (rows in a generation when COMMIT returns) and off (rows
 # in a WAL entry when COMMIT returns, replayed by the next claim).
 #
@@ -80,7 +81,7 @@ is( $node->safe_psql('postgres',
 	'1|1',
 	'both tables take new rows after the crashes');
 
-# A clean shutdown seals (BRIEF §4.4): rows written with seal_on_insert off
+# A clean shutdown seals (invariant 4): rows written with seal_on_insert off
 # and never flushed are visible after a restart, before anything writes the
 # store again.
 $node->safe_psql('postgres', qq{

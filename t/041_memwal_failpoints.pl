@@ -1,5 +1,5 @@
-# kill -9 at each step of the MemWAL protocol (storage/util/cx_failpoint.h,
-# docs/DESIGN.md section 6.5): the cluster is started with CTXSTORE_FAILPOINTS
+# kill -9 at each step of the MemWAL protocol (storage/util/cx_failpoint.h;
+# docs/design/memwal.md, "Crash cases"): the cluster is started with CTXSTORE_FAILPOINTS
 # so that a worker dies by SIGKILL right after that step, while four
 # sessions insert single-row transactions; then it is restarted without
 # failpoints.  Every acknowledged row is stored exactly once, and stays so

@@ -1,4 +1,4 @@
-# Fencing (BRIEF §4.2, issue 4 item 5): two clusters configured with the SAME
+# Fencing (docs/INVARIANTS.md, invariant 2): two clusters configured with the SAME
 # ctxstore.shard_id write one store.  The second one's claim fences the
 # first, whose next write fails promptly with a clear "fenced" error instead
 # of hanging or forking the shard; re-claiming is the next request's explicit,

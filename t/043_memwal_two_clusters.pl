@@ -1,5 +1,5 @@
 # Two clusters, each with its own shard (the default ctxstore.shard_id differs
-# by system identifier), write one store (BRIEF §4.11, issue 4 item 9):
+# by system identifier), write one store (docs/INVARIANTS.md, invariant 11):
 #   - the first INSERTs of both into a new, empty store at the same moment
 #     both succeed (a lost race for base version 1 rebases, never fails);
 #   - under sustained concurrent inserts, with both shards merging into the

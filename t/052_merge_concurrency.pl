@@ -1,6 +1,6 @@
-# Appends keep flowing while a merge runs (BRIEF invariant 8): the merge's
-# long part runs in the maintenance worker, and the writer only drains
-# afterwards (one shard-manifest commit).  A merge of a one-million-row
+# Appends keep flowing while a merge runs (invariant 8, docs/INVARIANTS.md):
+# the merge's long part runs in the maintenance worker, and the writer only
+# drains afterwards (one shard-manifest commit).  A merge of a one-million-row
 # generation runs in the background while two sessions commit single-row
 # transactions to the same store; the test counts the commits that completed
 # inside the merge's window and compares their latency with the same load on

@@ -6,7 +6,7 @@
  *   u32 n, u32 null_count, [null bitmap if null_count > 0], values
  * where values are n fixed-width little-endian values, or u32 offsets[n+1]
  * plus bytes, or for lists u32 element offsets[n+1] followed by a nested
- * chunk payload of the elements.  docs/FORMAT-fragment.md has the details.
+ * chunk payload of the elements.  docs/FORMAT.md ("Chunk payload") has the details.
  */
 #ifndef CX_ENCODING_H
 #define CX_ENCODING_H

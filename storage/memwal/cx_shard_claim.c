@@ -1,6 +1,6 @@
 /*
  * cx_swclaim.c — claiming a shard (cx_sw_open): epoch + 1, registration,
- * fence marker, WAL replay (docs/DESIGN.md section 6.2, "Claim").
+ * fence marker, WAL replay (docs/design/memwal.md, "Claim").
  *
  *   1. Register the shard in the base manifest (once per shard lifetime),
  *      checking the table key first: an open that is refused for its

@@ -1,7 +1,7 @@
 /*
  * cx_shardwriter.c — the resident writer of one shard: appends, seals,
  * drains and the shard-manifest commits they make (cx_shardwriter.h; the
- * protocol and the crash cases it survives are in docs/DESIGN.md section 6).
+ * protocol and the crash cases it survives are in docs/design/memwal.md).
  *
  * This writer is the only one that writes its epoch, so it never rebases:
  * it writes version + 1 of the manifest it wrote last, and whatever else

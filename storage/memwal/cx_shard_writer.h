@@ -48,7 +48,7 @@
  * versions (a prefix of them), possibly the claim version that fenced it, so
  * a writer idle for revalidate_after_ms first re-reads the newest version
  * (hint and HEADs, then the manifest) and is fenced if it is not its own.
- * GC's retention window must exceed that interval (docs/DESIGN.md section 6).
+ * GC's retention window must exceed that interval (docs/design/memwal.md).
  *
  * Not thread-safe: one thread drives a writer.
  */
@@ -108,7 +108,7 @@ cx_code		cx_sw_open(cx_objstore *s, const char *shard_id,
  * outcome is unknown (an unsealed append's WAL put failed and could not be
  * read back) leaves the rows in the memtable: they were not acknowledged,
  * but they may be durable, so they become visible with the next seal either
- * way (docs/DESIGN.md section 6).
+ * way (docs/design/memwal.md, "Ambiguous outcomes").
  */
 cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 						 const uint8_t *rows, size_t rows_len, uint64_t nrows,

@@ -1,7 +1,7 @@
 /*
  * cx_merge.c — merging a shard's oldest unmerged generations into the base
  * table in one atomic base commit (cx_merge.h; protocol and crash cases in
- * docs/DESIGN.md section 7).
+ * docs/design/merge.md).
  *
  * The long part (reading the generations and the base keys, writing the new
  * fragments) touches no manifest, so the shard's appends and other shards'

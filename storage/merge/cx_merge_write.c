@@ -11,7 +11,7 @@
  * a newer base row beat it — including winning tombstones, which are written
  * as tombstone rows: another shard may still hold an older, unmerged version
  * of the key, and only a tombstone in the base keeps that version hidden
- * once this merge's generations are drained (docs/DESIGN.md section 7).  Rows
+ * once this merge's generations are drained (docs/design/merge.md).  Rows
  * with a NULL key are never de-duplicated.  Without a unique key every row
  * survives except tombstones, which have nothing to hide there.
  */

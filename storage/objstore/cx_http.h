@@ -34,7 +34,7 @@
 #include "util/cx_error.h"
 #include "objstore/cx_objstore.h"
 
-/* Defaults of the timeout and retry options (docs/OPERATIONS-objectstores.md). */
+/* Defaults of the timeout and retry options (docs/OPERATIONS.md, section 4). */
 #define CX_HTTP_CONNECT_TIMEOUT_MS	10000
 #define CX_HTTP_REQUEST_TIMEOUT_MS	60000
 #define CX_HTTP_MAX_ATTEMPTS		5

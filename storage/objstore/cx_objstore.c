@@ -243,7 +243,7 @@ cx_put_may_have_landed(cx_code rc)
 	return rc == CX_ERR_EXISTS || rc == CX_ERR_IO || rc == CX_ERR_TIMEOUT;
 }
 
-/* Keep in step with docs/OPERATIONS-objectstores.md and the FDW validator. */
+/* Keep in step with docs/OPERATIONS.md (section 2) and the FDW validator. */
 const char *const cx_objstore_option_names[] = {
 	/* where and how to reach the service */
 	"endpoint", "region", "url_style", "conditional_put",

@@ -10,7 +10,7 @@
  * on (the default) the first put-if-absent of a process against an endpoint
  * and bucket probes it and refuses a server that silently overwrites.  With
  * conditional_put off, put-if-absent is HEAD then PUT: correct only while one
- * writer at a time writes the store (see docs/OPERATIONS-objectstores.md).
+ * writer at a time writes the store (see docs/OPERATIONS.md, section 3).
  *
  * A put whose acknowledgement was lost is retried; with If-None-Match the
  * retry then meets its own object and reports CX_ERR_EXISTS, which the

@@ -1,7 +1,7 @@
 /*
  * cx_tablescan.c — scanning a snapshot: base fragments minus deletion
  * vectors, unioned with the unmerged generations, at most one row per key
- * (cx_tablescan.h; the ordering rule is in docs/DESIGN.md section 7).
+ * (cx_table_scan.h; the ordering rule is in docs/design/merge.md).
  *
  * Which version of a key wins:
  *   - among unmerged generations: of one shard, the later one in commit

@@ -11,7 +11,7 @@
  *
  * De-duplication (unique-key tables): among all versions of a key the newest
  * wins — commit order within a shard (generation number, then row order),
- * commit time across shards (docs/DESIGN.md section 7, with the tie rule); a
+ * commit time across shards (docs/design/merge.md, with the tie rule); a
  * winning tombstone hides the key; NULL keys are never de-duplicated.  The
  * scan first reads the key, commit-time and tombstone columns of the
  * unmerged generations to build a map of their keys (memory bounded by the

@@ -1,6 +1,6 @@
 /*
  * cx_commit.c — optimistic, gap-free commits of base-table versions
- * (BRIEF.md §4, invariants 1 and 11).
+ * (docs/INVARIANTS.md, invariants 1 and 11).
  *
  * One attempt: derive version N+1 from the newest version N and write it with
  * put-if-absent.  Put-if-absent is the only arbiter: whoever creates N+1 owns

@@ -384,9 +384,9 @@ CX_TEST(sw_commit_times_increase_when_the_clock_steps_back)
 	cx_obj_close(s);
 }
 
-/* Issue 14: a commit time inherited from a clock that ran ahead is counted
- * once it leads this clock by more than clock_ahead_warn_ms, with both
- * times, and a later claim inherits it too. */
+/* Invariant 6: a commit time inherited from a clock that ran ahead is
+ * counted once it leads this clock by more than clock_ahead_warn_ms, with
+ * both times, and a later claim inherits it too. */
 CX_TEST(sw_commit_time_ahead_of_the_clock_is_reported)
 {
 	cx_objstore *s = sw_store("/st");
@@ -631,7 +631,7 @@ newer_claim_opens(void *arg, const char *key)
 	ot->rc = open_writer(ot->store, ot->shard, &ot->newer, &err);
 }
 
-/* Issue 12: a claimant overtaken between its claim and its WAL listing
+/* Invariant 2: a claimant overtaken between its claim and its WAL listing
  * finds the newer claim's fence in its listing and fails; it must not open
  * (with nothing to replay it commits nothing) and fence the newer writer
  * with its own later fence. */
@@ -809,7 +809,7 @@ CX_TEST(sw_unknown_wal_outcome_keeps_the_rows_at_most_once)
 	cx_obj_close(&s->base);
 }
 
-/* Issue 11: a WAL entry of unknown outcome is settled before the writer
+/* Invariant 3: a WAL entry of unknown outcome is settled before the writer
  * writes past it, so a claim's fence cannot take the gap it would leave. */
 CX_TEST(sw_unknown_wal_entry_is_settled_before_writing_past_it)
 {
@@ -842,7 +842,7 @@ CX_TEST(sw_unknown_wal_entry_is_settled_before_writing_past_it)
 	cx_obj_close(sn);
 }
 
-/* Issue 13: every try of a put timed out and read back as absent, and the
+/* Invariant 1: every try of a put timed out and read back as absent, and the
  * put is applied later.  The writer settles it and does not meet its own
  * late object as someone else's. */
 CX_TEST(sw_put_applied_after_its_tries_does_not_fence_the_writer)
@@ -872,8 +872,9 @@ CX_TEST(sw_put_applied_after_its_tries_does_not_fence_the_writer)
 	}
 }
 
-/* Issue 16: the first upload of a generation fragment lands, its answer is
- * lost, the retry hears "exists": the object is ours and the seal commits. */
+/* Invariant 1: the first upload of a generation fragment lands, its answer
+ * is lost, the retry hears "exists": the object is ours and the seal
+ * commits. */
 CX_TEST(sw_fragment_upload_whose_retry_hears_exists_is_ours)
 {
 	cx_shardwriter *w;

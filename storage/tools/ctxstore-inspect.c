@@ -563,8 +563,8 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
  * footers and chunks pass their checksums), and every object a version
  * lists (a base version's fragments, a shard version's generations) must be
  * among them.  Every version present counts as retained: GC removes only
- * objects no retained version lists (docs/DESIGN.md, "What GC must
- * respect").
+ * objects no retained version lists (docs/design/memwal.md, "What GC
+ * must respect").
  */
 typedef struct listed_ref
 {
