@@ -2,7 +2,7 @@
  * cx_scan.c — planning and executing scans of ctxstore foreign tables, and
  * what EXPLAIN shows of them.
  *
- * A scan reads one snapshot of the store (cx_tablescan.h): the base
+ * A scan reads one snapshot of the store (cx_table_scan.h): the base
  * fragments minus their deletion vectors, unioned with the unmerged
  * generations of every shard, at most one row per key, one row group at a
  * time, fetching only the columns the query references (its target list and

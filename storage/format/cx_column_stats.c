@@ -1,5 +1,5 @@
 /*
- * cx_colstats.c — column statistics (accumulation, merging, serialisation)
+ * cx_column_stats.c — column statistics (accumulation, merging, serialisation)
  * and the fragment descriptions manifests carry.
  *
  * Min/max exist so readers can skip chunks and fragments, so every rule here

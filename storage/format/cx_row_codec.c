@@ -1,5 +1,5 @@
 /*
- * cx_rowcodec.c — row-at-a-time encoding of cx_datum rows (cx_rowcodec.h).
+ * cx_row_codec.c — row-at-a-time encoding of cx_datum rows (cx_row_codec.h).
  *
  * The decoder is fed bytes that crossed a process boundary (dynamic shared
  * memory) and, later, bytes read back from a WAL object, so it trusts

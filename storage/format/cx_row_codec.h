@@ -1,5 +1,5 @@
 /*
- * cx_rowcodec.h — a compact row-at-a-time encoding of cx_datum rows.
+ * cx_row_codec.h — a compact row-at-a-time encoding of cx_datum rows.
  *
  * Rows travel in this form from a backend's transaction buffer to the writer
  * worker (through dynamic shared memory), and back out of the buffer when a

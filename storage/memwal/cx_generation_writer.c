@@ -1,9 +1,10 @@
 /*
- * cx_genwriter.c — writes rows out as one generation fragment (cx_swint.h):
- * the table's columns followed by the hidden commit-time and tombstone
- * columns (cx_shard.h), streamed through a fragment writer so that memory
- * stays at one row group whatever the generation's size.  Both the seal
- * (rows from the memtable) and the replay (rows from WAL entries) use it.
+ * cx_generation_writer.c — writes rows out as one generation fragment
+ * (cx_memwal_int.h): the table's columns followed by the hidden commit-time
+ * and tombstone columns (cx_shard_manifest.h), streamed through a fragment
+ * writer so that memory stays at one row group whatever the generation's
+ * size.  Both the seal (rows from the memtable) and the replay (rows from WAL
+ * entries) use it.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
- * cx_memtable.c — the shard writer's memtable (cx_swint.h): row batches in
- * their encoded form, laid end to end in one buffer, so that a small append
+ * cx_memtable.c — the shard writer's memtable (cx_memwal_int.h): row batches
+ * in their encoded form, laid end to end in one buffer, so that a small append
  * costs one copy and no per-row allocation.  Rows are decoded only when the
  * memtable is sealed into a generation.
  */

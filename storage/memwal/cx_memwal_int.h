@@ -1,12 +1,14 @@
 /*
- * cx_swint.h — the shard writer's private parts, shared by its files:
+ * cx_memwal_int.h — the shard writer's private parts, shared by its files:
  *
- *   cx_shardwriter.c  appends, seals, drains, commits of shard manifests
- *   cx_swclaim.c      cx_sw_open: claim, fence marker, WAL replay
- *   cx_swbase.c       the writer's base-manifest commits (registration,
- *                     the store's first schema) and the merge watermark
- *   cx_memtable.c     the memtable: encoded row batches since the last seal
- *   cx_genwriter.c    writing rows out as a generation fragment
+ *   cx_shard_writer.c       appends, seals, drains, commits of shard
+ *                           manifests
+ *   cx_shard_claim.c        cx_sw_open: claim, fence marker, WAL replay
+ *   cx_shard_base.c         the writer's base-manifest commits (registration,
+ *                           the store's first schema) and the merge watermark
+ *   cx_memtable.c           the memtable: encoded row batches since the last
+ *                           seal
+ *   cx_generation_writer.c  writing rows out as a generation fragment
  */
 #ifndef CX_SWINT_H
 #define CX_SWINT_H
@@ -144,7 +146,7 @@ cx_code		cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen,
 /* Best effort: the shard hint, if it is 16 or more versions behind. */
 void		cx_sw_maybe_hint(cx_shardwriter *w);
 
-/* cx_swbase.c */
+/* cx_shard_base.c */
 /* Registers the shard (and the table key) in the base manifest unless it is
  * already there, and reads the store schema and this shard's watermark. */
 cx_code		cx_sw_register(cx_shardwriter *w, cx_err *err);
@@ -155,7 +157,7 @@ cx_code		cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema,
 /* Refreshes w->merged_gen from the newest base manifest. */
 cx_code		cx_sw_read_watermark(cx_shardwriter *w, cx_err *err);
 
-/* cx_swclaim.c */
+/* cx_shard_claim.c */
 cx_code		cx_sw_claim(cx_shardwriter *w, cx_err *err);
 
 #endif							/* CX_SWINT_H */

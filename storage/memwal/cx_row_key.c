@@ -1,6 +1,6 @@
 /*
- * cx_rowkey.c — hidden-column layout, key bytes, key ranges and the
- * projected key pass over a fragment (cx_rowkey.h).
+ * cx_row_key.c — hidden-column layout, key bytes, key ranges and the
+ * projected key pass over a fragment (cx_row_key.h).
  */
 #include "memwal/cx_row_key.h"
 

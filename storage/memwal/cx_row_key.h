@@ -1,9 +1,9 @@
 /*
- * cx_rowkey.h — a row's identity across fragments: where a fragment keeps
+ * cx_row_key.h — a row's identity across fragments: where a fragment keeps
  * the hidden commit-time and tombstone columns, a row's key bytes, and a
  * projected pass over the key-related columns of one fragment.
  *
- * Merges (cx_merge.c) and de-duplicating scans (cx_tablescan.c) both decide
+ * Merges (cx_merge.c) and de-duplicating scans (cx_table_scan.c) both decide
  * which version of a key wins; this is the part of that they share.
  *
  * Fragments have the table's columns in order, then optionally the hidden

@@ -1,6 +1,6 @@
 /*
- * cx_swbase.c — what the shard writer reads from and writes to the base
- * manifest (cx_swint.h):
+ * cx_shard_base.c — what the shard writer reads from and writes to the base
+ * manifest (cx_memwal_int.h):
  *
  *   registration  once per shard lifetime, at its first claim: readers find
  *                 every shard through the base manifest alone, and the

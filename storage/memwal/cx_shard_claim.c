@@ -1,5 +1,5 @@
 /*
- * cx_swclaim.c — claiming a shard (cx_sw_open): epoch + 1, registration,
+ * cx_shard_claim.c — claiming a shard (cx_sw_open): epoch + 1, registration,
  * fence marker, WAL replay (docs/design/memwal.md, "Claim").
  *
  *   1. Register the shard in the base manifest (once per shard lifetime),

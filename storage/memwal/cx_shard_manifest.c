@@ -1,10 +1,11 @@
 /*
- * cx_shard.c — shard manifests: building, (de)serialising, loading, finding
- * the newest version, and the writer's put-if-absent commit (cx_shard.h).
+ * cx_shard_manifest.c — shard manifests: building, (de)serialising, loading,
+ * finding the newest version, and the writer's put-if-absent commit
+ * (cx_shard_manifest.h).
  *
  * The byte layout is specified in docs/FORMAT.md "Shards".  The object is
  * framed like a base manifest (cx_frame.h) and its generation fragments are
- * listed in the base manifest's fragment-entry form (cx_fragentry.h).
+ * listed in the base manifest's fragment-entry form (cx_fragment_entry.h).
  * Decoding trusts nothing: frame first, every field bounds-checked, counts
  * checked against the bytes left before anything is allocated.
  */

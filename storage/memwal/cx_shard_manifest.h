@@ -1,5 +1,6 @@
 /*
- * cx_shard.h — shard manifests: the per-writer half of a store (MemWAL).
+ * cx_shard_manifest.h — shard manifests: the per-writer half of a store
+ * (MemWAL).
  *
  * A store is written by one writer per shard; a shard is named by the writing
  * cluster's identity (ctxstore.shard_id), so two clusters never contend for
@@ -124,7 +125,7 @@ cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 /*
  * Overwrites the shard hint "_shards/<shard_id>/_latest" (same 16-byte form
  * as the base "_latest" hint) with version: best effort, written on claims
- * and periodically (cx_shardwriter.c), so that cold readers probe little.
+ * and periodically (cx_shard_writer.c), so that cold readers probe little.
  */
 cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
 								uint64_t version, cx_err *err);

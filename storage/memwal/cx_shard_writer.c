@@ -1,6 +1,6 @@
 /*
- * cx_shardwriter.c — the resident writer of one shard: appends, seals,
- * drains and the shard-manifest commits they make (cx_shardwriter.h; the
+ * cx_shard_writer.c — the resident writer of one shard: appends, seals,
+ * drains and the shard-manifest commits they make (cx_shard_writer.h; the
  * protocol and the crash cases it survives are in docs/design/memwal.md).
  *
  * This writer is the only one that writes its epoch, so it never rebases:
@@ -428,8 +428,8 @@ check_pending(cx_shardwriter *w, cx_err *err)
  * What a WAL seq found taken means.  An older epoch's fence marker was put
  * by a claim ours overtook (it landed its claim version before ours but
  * fenced after us): that claim finds our fence in its listing and fails
- * before acknowledging anything (cx_swclaim.c), and a marker holds no rows,
- * so the seq is simply skipped: CX_OK.  Anything else there means this
+ * before acknowledging anything (cx_shard_claim.c), and a marker holds no
+ * rows, so the seq is simply skipped: CX_OK.  Anything else there means this
  * writer is fenced.
  */
 static cx_code

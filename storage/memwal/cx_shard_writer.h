@@ -1,5 +1,5 @@
 /*
- * cx_shardwriter.h — the resident writer of one shard of one store (MemWAL).
+ * cx_shard_writer.h — the resident writer of one shard of one store (MemWAL).
  *
  * The writer worker keeps one cx_shardwriter per store, opened once: the
  * claim (epoch + 1), the fence marker and the WAL replay happen in

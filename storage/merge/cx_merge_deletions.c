@@ -1,5 +1,5 @@
 /*
- * cx_merge_dvset.c — deletions a merge gathers, per fragment path, until
+ * cx_merge_deletions.c — deletions a merge gathers, per fragment path, until
  * its rebase applies them to the version being committed.
  */
 #include <stdlib.h>

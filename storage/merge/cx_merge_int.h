@@ -1,11 +1,12 @@
 /*
  * cx_merge_int.h — the merge's working state, shared by its parts:
- *   cx_merge.c        choosing generations, the base commit and its rebase
- *   cx_merge_keys.c   the key map of the merged rows, finding the base rows
- *                     they replace (and, on rebase, the rows of fragments
- *                     committed in between)
- *   cx_merge_write.c  writing the surviving rows as base fragments
- *   cx_merge_dvset.c  deletions gathered per fragment path
+ *   cx_merge.c            choosing generations, the base commit and its
+ *                         rebase
+ *   cx_merge_keys.c       the key map of the merged rows, finding the base
+ *                         rows they replace (and, on rebase, the rows of
+ *                         fragments committed in between)
+ *   cx_merge_write.c      writing the surviving rows as base fragments
+ *   cx_merge_deletions.c  deletions gathered per fragment path
  * Not a public interface.
  */
 #ifndef CX_MERGE_INT_H

@@ -1,6 +1,6 @@
 /*
- * cx_vseq.c — numbered object sequences: keys, probing for the newest, hints
- * (cx_vseq.h).
+ * cx_versioned.c — numbered object sequences: keys, probing for the newest,
+ * hints (cx_versioned.h).
  */
 #include "objstore/cx_versioned.h"
 
@@ -240,7 +240,7 @@ cx_vseq_put(cx_objstore *s, const cx_vseq *q, uint64_t n,
 		/*
 		 * Not there now, but a request that timed out may still be applied
 		 * later: after the last try, only a put of these same bytes may go
-		 * to n (cx_vseq.h).
+		 * to n (cx_versioned.h).
 		 */
 		if (tries == MAX_PUT_TRIES)
 		{

@@ -1,5 +1,5 @@
 /*
- * cx_vseq.h — numbered object sequences and their hints.
+ * cx_versioned.h — numbered object sequences and their hints.
  *
  * Shard-manifest versions ("_shards/<id>/_versions/<20 digits>.shard") and WAL
  * entries ("_shards/<id>/wal/<20 digits>.wal") are sequences of immutable

@@ -1,6 +1,6 @@
 /*
- * cx_snapshot_int.h — the snapshot's insides, shared by cx_snapshot.c (which
- * builds it) and cx_tablescan.c (which reads it).  Not a public interface.
+ * cx_scan_int.h — the snapshot's insides, shared by cx_snapshot.c (which
+ * builds it) and cx_table_scan.c (which reads it).  Not a public interface.
  */
 #ifndef CX_SNAPSHOT_INT_H
 #define CX_SNAPSHOT_INT_H

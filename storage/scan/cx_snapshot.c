@@ -1,6 +1,6 @@
 /*
  * cx_snapshot.c — fixing what a scan reads: one base version and, for each
- * shard it registers, one shard-manifest version (cx_tablescan.h).
+ * shard it registers, one shard-manifest version (cx_table_scan.h).
  *
  * Order matters.  A merge commits base version N+1 (fragments + watermark)
  * and only then drains the merged generations from the shard manifest.  A
@@ -162,7 +162,7 @@ collect_gens(cx_snapshot *snap, cx_err *err)
 }
 
 /* Generations exist only after their writer recorded the table schema in
- * the base (cx_shardwriter.h), so a base without one cannot have them. */
+ * the base (cx_shard_writer.h), so a base without one cannot have them. */
 static cx_code
 check_schema(const cx_snapshot *snap, cx_err *err)
 {

@@ -1,5 +1,5 @@
 /*
- * cx_tablescan.c — scanning a snapshot: base fragments minus deletion
+ * cx_table_scan.c — scanning a snapshot: base fragments minus deletion
  * vectors, unioned with the unmerged generations, at most one row per key
  * (cx_table_scan.h; the ordering rule is in docs/design/merge.md).
  *

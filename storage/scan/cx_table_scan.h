@@ -1,5 +1,5 @@
 /*
- * cx_tablescan.h — reading a consistent snapshot of a table: the base
+ * cx_table_scan.h — reading a consistent snapshot of a table: the base
  * fragments (minus deletion vectors) unioned with the unmerged generations of
  * every shard, at most one row per key.
  *

@@ -1,6 +1,6 @@
 /*
- * cx_fragentry.c — encoding and decoding manifest fragment entries
- * (cx_fragentry.h).
+ * cx_fragment_entry.c — encoding and decoding manifest fragment entries
+ * (cx_fragment_entry.h).
  */
 #include "table/cx_fragment_entry.h"
 

@@ -1,5 +1,5 @@
 /*
- * cx_fragentry.h — the encoded description of one fragment, as manifests
+ * cx_fragment_entry.h — the encoded description of one fragment, as manifests
  * list it (docs/FORMAT.md, "Manifest object": fragment entry).
  *
  *   str16   path            key of the fragment object

@@ -7,10 +7,10 @@
  * checked before any field is read, every field read is bounds-checked, and
  * counts are checked against the bytes left before anything is allocated.
  *
- * The frame, the fragment-entry form and the version sequence (keys,
- * finding the newest, the hint) are shared with shard manifests: cx_frame.h,
- * cx_fragentry.h and cx_vseq.h.  Finding the newest version relies on one
- * property of the store: the versions present form a contiguous range
+ * The frame, the fragment-entry form and the version sequence (keys, finding
+ * the newest, the hint) are shared with shard manifests: cx_frame.h,
+ * cx_fragment_entry.h and cx_versioned.h.  Finding the newest version relies
+ * on one property of the store: the versions present form a contiguous range
  * [oldest, newest].  Committers only ever add newest + 1 (cx_commit.c) and GC
  * only removes a prefix of old versions, so the newest can be found by
  * probing forward from any existing version.
@@ -710,7 +710,7 @@ cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn, void *arg,
 	return cx_vseq_list(s, &versions, fn, arg, err);
 }
 
-/* The hint is trusted only once its version is seen to exist (cx_vseq.h);
+/* The hint is trusted only once its version is seen to exist (cx_versioned.h);
  * without a usable hint the listing decides. */
 cx_code
 cx_manifest_latest_version(cx_objstore *s, uint64_t *version, cx_err *err)

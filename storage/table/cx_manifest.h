@@ -37,11 +37,11 @@ typedef struct cx_manifest_ext
 } cx_manifest_ext;
 
 /*
- * A shard of the store (MemWAL, cx_shard.h) and how far it is merged: every
- * generation numbered <= merged_gen is already part of the base fragments,
- * so readers skip it and its owner may drain it.  A shard is registered
- * (merged_gen 0) by its writer's first claim, so that readers find every
- * shard by reading the base manifest alone.
+ * A shard of the store (MemWAL, cx_shard_manifest.h) and how far it is merged:
+ * every generation numbered <= merged_gen is already part of the base
+ * fragments, so readers skip it and its owner may drain it.  A shard is
+ * registered (merged_gen 0) by its writer's first claim, so that readers find
+ * every shard by reading the base manifest alone.
  */
 typedef struct cx_shard_mark
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHARD_ID_MAX 128		/* CX_SHARD_ID_MAX in cx_shard.h */
+#define SHARD_ID_MAX 128		/* CX_SHARD_ID_MAX in cx_shard_manifest.h */
 
 bool
 cx_manifest_shard_id_ok(const char *shard_id)

@@ -1,6 +1,6 @@
 /*
  * test_tablescan.c — snapshots and scans over base fragments, deletion
- * vectors and unmerged generations (cx_tablescan.h).
+ * vectors and unmerged generations (cx_table_scan.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

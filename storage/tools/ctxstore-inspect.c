@@ -359,7 +359,7 @@ print_stats(const cx_colstats *st, const cx_column *col)
 /*
  * The columns a fragment's statistics describe: a base fragment written by
  * an append holds the table's columns, one written by a merge also the
- * hidden ones (cx_shard.h).  NULL if neither fits.
+ * hidden ones (cx_shard_manifest.h).  NULL if neither fits.
  */
 static const cx_schema *
 stats_columns(const cx_fragment_info *f, const cx_schema *table,

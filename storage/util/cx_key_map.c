@@ -1,5 +1,5 @@
 /*
- * cx_keymap.c — open addressing with linear probing over a power-of-two slot
+ * cx_key_map.c — open addressing with linear probing over a power-of-two slot
  * array kept at most 3/4 full, so probe runs stay short.  Keys are copied
  * into an arena of large blocks, so the map makes a handful of allocations
  * however many keys it holds, and freeing it is cheap.

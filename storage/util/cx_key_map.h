@@ -1,5 +1,5 @@
 /*
- * cx_keymap.h — an open-addressing hash map from key bytes to the newest
+ * cx_key_map.h — an open-addressing hash map from key bytes to the newest
  * known version of that key (commit time, where the row is), with explicit
  * memory accounting.
  *
