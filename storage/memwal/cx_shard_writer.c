@@ -628,15 +628,6 @@ drain(cx_shardwriter *w, cx_err *err)
 }
 
 cx_code
-cx_sw_drain(cx_shardwriter *w, cx_err *err)
-{
-	if (begin_write(w, err) != CX_OK ||
-		cx_sw_read_watermark(w, err) != CX_OK)
-		return err->code;
-	return drain(w, err);
-}
-
-cx_code
 cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
 {
 	if (begin_write(w, err) != CX_OK)

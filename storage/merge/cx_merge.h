@@ -18,7 +18,7 @@
  *   5. on a lost race rebases: re-checks keys against fragments committed in
  *      between (deletion vectors on whichever side is older) and aborts with
  *      CX_ERR_CONFLICT if the watermark already covers these generations.
- * The drain (cx_sw_drain) afterwards removes exactly the merged generations
+ * The drain (cx_sw_drain_through) afterwards removes exactly the merged generations
  * from the shard manifest; a crash in between duplicates nothing, because
  * readers skip generations at or below the watermark.
  *
