@@ -64,6 +64,8 @@ typedef enum CxListForm
 } CxListForm;
 
 extern void cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti);
+/* The PostgreSQL type values of a native engine type are read as. */
+extern Oid	cxfdw_native_type_oid(cx_type type);
 extern char *cxfdw_type_describe(cx_type type, cx_type elem_type,
 								 const char *ext_type);
 /* Conversions allocate in CurrentMemoryContext; a cx_datum filled by
