@@ -23,6 +23,16 @@ CREATE FOREIGN DATA WRAPPER ctxstore
   HANDLER ctxstore.fdw_handler
   VALIDATOR ctxstore.fdw_validator;
 
+-- Every option the wrapper takes: its level (server, user mapping, foreign
+-- table, column), whom a foreign-table option governs (table or store) and
+-- the default a table that leaves it out gets (NULL: none, or for server
+-- options the object-store backend's own).
+CREATE FUNCTION ctxstore.options(
+  OUT name text, OUT level text, OUT scope text, OUT default_value text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ctxstore_options'
+LANGUAGE C STRICT IMMUTABLE ROWS 40;
+
 -- The store behind a foreign table: its version, fragments and rows, every
 -- shard's unmerged generations, the workers' counters for it (appends, WAL
 -- entries, seals, merges, object-store requests) and this backend's read

@@ -40,7 +40,8 @@ typedef struct CxTableRef
 	char		name[2 * NAMEDATALEN + 1];	/* "schema.table", for messages */
 } CxTableRef;
 
-/* Most numeric and boolean settings (cx_tableopts.c lists them). */
+/* Most numeric and boolean settings (the option table in cx_option.c
+ * lists them). */
 #define CX_SETTINGS_MAX 16
 
 /*
@@ -71,6 +72,25 @@ typedef struct CxStoreSettings
 	uint32		explicit_mask;	/* bit i: setting i was set by the table */
 	CxTableRef	source;
 } CxStoreSettings;
+
+/*
+ * The numeric and boolean settings, numbered 0 .. cxfdw_nsettings() - 1
+ * (explicit_mask and owners go by the numbers), read and written by the
+ * option table (cx_option.c).  seal_on_insert belongs to the table; "store
+ * level" settings to the store.
+ */
+extern int	cxfdw_nsettings(void);
+extern const char *cxfdw_setting_name(int i);
+extern bool cxfdw_setting_is_store_level(int i);
+extern int64 cxfdw_setting_get(const CxStoreSettings *s, int i);
+extern void cxfdw_setting_copy(CxStoreSettings *dst, const CxStoreSettings *src,
+							   int i);
+/* The settings of a table that sets none of them. */
+extern void cxfdw_settings_default(CxStoreSettings *s);
+/* Sets the setting of the table option name from value; returns its number,
+ * or -1 if the option is no such setting. */
+extern int	cxfdw_setting_set(CxStoreSettings *s, const char *name,
+							  const char *value);
 
 /*
  * Applies a request's settings to a store's, whose store-level settings i

@@ -64,6 +64,8 @@ typedef enum CxListForm
 } CxListForm;
 
 extern void cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti);
+/* The PostgreSQL type values of a native engine type are read as. */
+extern Oid	cxfdw_native_type_oid(cx_type type);
 extern char *cxfdw_type_describe(cx_type type, cx_type elem_type,
 								 const char *ext_type);
 /* Conversions allocate in CurrentMemoryContext; a cx_datum filled by
@@ -110,11 +112,8 @@ extern char *cxfdw_canonical_uri(const char *uri);
 /* Whether a statement mentions a user-mapping option whose value is a
  * secret (the server log then leaves the statement out). */
 extern bool cxfdw_mentions_secret(const char *sql);
-/* Whether a foreign-table option belongs to the store rather than to the
- * table (docs/OPERATIONS.md, "Store and table options"). */
-extern bool cxfdw_option_is_store_level(const char *name);
-/* A table option's value as the validator parses it (booleans 0 or 1). */
-extern int64 cxfdw_table_option_value(const char *name, const char *value);
+/* The default of a foreign-table option, as text. */
+extern const char *cxfdw_option_default(const char *name);
 
 /* While pushed, errors name the column being converted (att, or none if
  * att is -1) in their CONTEXT line (cx_types.c). */

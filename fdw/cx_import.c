@@ -125,54 +125,6 @@ load_newest(const CxRelInfo *ri)
 	return m;
 }
 
-/* The PostgreSQL type a native engine type is read as. */
-static Oid
-native_type_oid(cx_type type)
-{
-	switch (type)
-	{
-		case CX_T_BOOL:
-			return BOOLOID;
-		case CX_T_INT16:
-			return INT2OID;
-		case CX_T_INT32:
-			return INT4OID;
-		case CX_T_INT64:
-			return INT8OID;
-		case CX_T_FLOAT32:
-			return FLOAT4OID;
-		case CX_T_FLOAT64:
-			return FLOAT8OID;
-		case CX_T_DATE:
-			return DATEOID;
-		case CX_T_TIME:
-			return TIMEOID;
-		case CX_T_TIMESTAMP:
-			return TIMESTAMPOID;
-		case CX_T_TIMESTAMPTZ:
-			return TIMESTAMPTZOID;
-		case CX_T_UUID:
-			return UUIDOID;
-		case CX_T_INTERVAL:
-			return INTERVALOID;
-		case CX_T_STRING:
-			return TEXTOID;
-		case CX_T_BINARY:
-			return BYTEAOID;
-		case CX_T_JSON:
-			return JSONOID;
-		case CX_T_JSONB:
-			return JSONBOID;
-		case CX_T_NUMERIC:
-			return NUMERICOID;
-		case CX_T_EXTERNAL:
-		case CX_T_LIST:
-			break;
-	}
-	elog(ERROR, "engine type %d has no native PostgreSQL type", (int) type);
-	return InvalidOid;			/* keep the compiler quiet */
-}
-
 /*
  * The local type whose values were written as external values tagged name.
  * Parsing the tag (rather than pasting it into the command) refuses a tag
@@ -206,7 +158,7 @@ column_type(const cx_column *col)
 	if (type == CX_T_EXTERNAL)
 		name = external_type(col->ext_type);
 	else
-		name = format_type_be(native_type_oid(type));
+		name = format_type_be(cxfdw_native_type_oid(type));
 	return col->type == CX_T_LIST ? psprintf("%s[]", name) : name;
 }
 

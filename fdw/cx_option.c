@@ -5,8 +5,14 @@
  *
  * Every option is checked at the level it belongs to, and its value as far as
  * it can be without touching the store, so a typo fails at DDL time rather
- * than at the first write.  Options the engine does not act on yet are still
- * validated and stored (docs/SQL.md says which are in effect).
+ * than at the first write.  Options the engine does not act on yet are
+ * refused (0A000), rather than stored for nothing.
+ *
+ * The option table below is the one source of each option's level, scope,
+ * syntax and default: the write settings (cx_tableopts.c) take their fields
+ * and defaults from it, the engine's own defaults are the constants it
+ * names, and ctxstore.options() shows it, so that the regress test
+ * option_docs can hold docs/OPERATIONS.md to it.
  *
  * Credentials are accepted only in user mappings: pg_user_mappings shows them
  * to their user and to superusers, whereas server and table options are
@@ -25,6 +31,7 @@
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -34,6 +41,10 @@
 #include "utils/syscache.h"
 
 #include "ctxstore_fdw.h"
+#include "cx_writer_protocol.h"
+#include "format/cx_fragment.h"
+#include "memwal/cx_shard_writer.h"
+#include "merge/cx_merge.h"
 #include "objstore/cx_http.h"
 
 /* What an option's value must look like. */
@@ -51,7 +62,8 @@ typedef enum CxOptKind
 	 * what CREATE SERVER accepts is exactly what opening a store accepts. */
 	OPT_ENGINE_BOOL,			/* on/off, true/false, yes/no, 1/0 */
 	OPT_TRANSPORT,				/* timeouts, retries, TLS (cx_http.h) */
-	OPT_PATH					/* absolute file name */
+	OPT_PATH,					/* absolute file name */
+	OPT_NOT_YET					/* refused until the feature is built */
 } CxOptKind;
 
 /*
@@ -69,6 +81,14 @@ typedef enum CxOptScope
 	OF_STORE					/* the store, shared by its tables */
 } CxOptScope;
 
+/* Where a write setting goes in CxStoreSettings; size 0: the option is no
+ * write setting. */
+typedef struct CxSettingField
+{
+	uint16		offset;
+	uint16		size;			/* sizeof(bool), int or int64 */
+} CxSettingField;
+
 typedef struct CxOptDef
 {
 	const char *name;
@@ -77,12 +97,22 @@ typedef struct CxOptDef
 	CxOptKind	kind;
 	int64		min;
 	int64		max;
+	/* The value a table that leaves the option out gets, spelled as a value
+	 * of the option (parse_value reads it); NULL: none (server options: the
+	 * engine's backends decide, see docs/OPERATIONS.md). */
+	const char *dflt;
+	CxSettingField field;
 } CxOptDef;
 
 #define SERVER ForeignServerRelationId
 #define MAPPING UserMappingRelationId
 #define TABLE ForeignTableRelationId
 #define COLUMN AttributeRelationId
+
+/* A default that is an engine constant (an integer literal or true). */
+#define ENGINE_DEFAULT(constant) CppAsString2(constant)
+#define FIELD(f) \
+	{offsetof(CxStoreSettings, f), sizeof(((CxStoreSettings *) NULL)->f)}
 
 static const CxOptDef options[] =
 {
@@ -109,21 +139,37 @@ static const CxOptDef options[] =
 	{"sas_token", MAPPING, OF_OBJECT, OPT_STRING},
 
 	{"uri", TABLE, OF_TABLE, OPT_URI},
-	{"key", TABLE, OF_STORE, OPT_STRING},
-	{"seal_on_insert", TABLE, OF_TABLE, OPT_BOOL},
-	{"unique_key", TABLE, OF_STORE, OPT_BOOL},
-	{"upsert_key", TABLE, OF_STORE, OPT_BOOL},
-	{"flush_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX},
-	{"merge_after_generations", TABLE, OF_STORE, OPT_INT, 0, INT_MAX},
-	{"merge_max_generations", TABLE, OF_STORE, OPT_INT, 2, INT_MAX},
-	{"merge_max_bytes", TABLE, OF_STORE, OPT_BYTES, 1, PG_INT64_MAX / 2},
-	{"cleanup_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX},
-	{"cleanup_min_generations", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
-	{"pending_generations_warn", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
-	{"pending_generations_max", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
-	{"compact_min_fragments", TABLE, OF_STORE, OPT_INT, 2, INT_MAX},
-	{"target_rows_per_fragment", TABLE, OF_STORE, OPT_INT, 1, INT_MAX},
-	{"compression_level", TABLE, OF_STORE, OPT_INT, 1, 22},
+	{"key", TABLE, OF_STORE, OPT_STRING, 0, 0, CX_SW_DEFAULT_KEY_COLUMN},
+	{"seal_on_insert", TABLE, OF_TABLE, OPT_BOOL, 0, 0, "true",
+	FIELD(seal_on_insert)},
+	{"unique_key", TABLE, OF_STORE, OPT_BOOL, 0, 0,
+	ENGINE_DEFAULT(CX_SW_DEFAULT_UNIQUE_KEY), FIELD(unique_key)},
+	{"upsert_key", TABLE, OF_STORE, OPT_NOT_YET},
+	{"flush_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "30",
+	FIELD(flush_interval_s)},
+	{"merge_after_generations", TABLE, OF_STORE, OPT_INT, 0, INT_MAX, "8",
+	FIELD(merge_after_generations)},
+	{"merge_max_generations", TABLE, OF_STORE, OPT_INT, 2, INT_MAX,
+		ENGINE_DEFAULT(CX_MERGE_DEFAULT_MAX_GENERATIONS),
+	FIELD(merge_max_generations)},
+	{"merge_max_bytes", TABLE, OF_STORE, OPT_BYTES, 1, PG_INT64_MAX / 2,
+	ENGINE_DEFAULT(CX_MERGE_DEFAULT_MAX_BYTES), FIELD(merge_max_bytes)},
+	{"cleanup_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "60",
+	FIELD(cleanup_interval_s)},
+	{"cleanup_min_generations", TABLE, OF_STORE, OPT_INT, 1, INT_MAX, "1",
+	FIELD(cleanup_min_generations)},
+	{"pending_generations_warn", TABLE, OF_STORE, OPT_INT, 1, INT_MAX, "256",
+	FIELD(pending_generations_warn)},
+	{"pending_generations_max", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
+		ENGINE_DEFAULT(CX_SW_DEFAULT_PENDING_MAX),
+	FIELD(pending_generations_max)},
+	{"compact_min_fragments", TABLE, OF_STORE, OPT_NOT_YET},
+	{"target_rows_per_fragment", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
+		ENGINE_DEFAULT(CX_MERGE_DEFAULT_TARGET_ROWS),
+	FIELD(target_rows_per_fragment)},
+	{"compression_level", TABLE, OF_STORE, OPT_INT, 1, 22,
+		ENGINE_DEFAULT(CX_FRAGW_DEFAULT_COMPRESSION_LEVEL),
+	FIELD(compression_level)},
 	{"version", TABLE, OF_TABLE, OPT_INT, 1, PG_INT64_MAX},
 
 	{"column_name", COLUMN, OF_OBJECT, OPT_STRING},
@@ -144,15 +190,15 @@ level_name(Oid context)
 	switch (context)
 	{
 		case SERVER:
-			return "a server";
+			return "server";
 		case MAPPING:
-			return "a user mapping";
+			return "user mapping";
 		case TABLE:
-			return "a foreign table";
+			return "foreign table";
 		case COLUMN:
-			return "a column";
+			return "column";
 		default:
-			return "a foreign-data wrapper";
+			return "foreign-data wrapper";
 	}
 }
 
@@ -177,13 +223,13 @@ reject_unknown(const char *name, Oid context)
 
 	initStringInfo(&valid);
 	for (int i = 0; i < lengthof(options); i++)
-		if (options[i].context == context)
+		if (options[i].context == context && options[i].kind != OPT_NOT_YET)
 			appendStringInfo(&valid, "%s%s", valid.len > 0 ? ", " : "",
 							 options[i].name);
 
 	ereport(ERROR,
 			errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-			errmsg("invalid option \"%s\" for %s", name, level_name(context)),
+			errmsg("invalid option \"%s\" for a %s", name, level_name(context)),
 			errhidestmt(true),
 			valid.len > 0
 			? errhint("Valid options in this context are: %s", valid.data)
@@ -284,6 +330,20 @@ cxfdw_canonical_uri(const char *uri)
 	result = pstrdup(canonical);
 	free(canonical);
 	return result;
+}
+
+static void refuse_not_yet(const CxOptDef *def) pg_attribute_noreturn();
+
+/* An option kept for a feature not built yet: accepting it would promise a
+ * behaviour the store does not have. */
+static void
+refuse_not_yet(const CxOptDef *def)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg("option \"%s\" is not supported yet", def->name),
+			errhidestmt(true),
+			errhint("Leave the option out until the feature it governs is built (docs/OPERATIONS.md, section 2.3)."));
 }
 
 /* Integer from an integer option; min/max from the option's definition. */
@@ -414,6 +474,8 @@ parse_value(const CxOptDef *def, const char *value)
 		case OPT_BYTES:
 			n = parse_bytes(def, value);
 			break;
+		case OPT_NOT_YET:
+			refuse_not_yet(def);
 	}
 
 	if (n < def->min || n > def->max)
@@ -645,28 +707,187 @@ cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid)
 	}
 }
 
-/* Whether the table option name belongs to the store (OF_STORE). */
-bool
-cxfdw_option_is_store_level(const char *name)
+/*
+ * The write settings: the table options with a field in CxStoreSettings,
+ * numbered in the option table's order (explicit_mask and the owners of a
+ * store's settings go by these numbers).
+ */
+static const CxOptDef *
+setting_def(int i)
 {
-	const CxOptDef *def = find_option(name);
+	static const CxOptDef *settings[CX_SETTINGS_MAX];
+	static int	nsettings = 0;
 
-	return def != NULL && def->scope == OF_STORE;
+	if (nsettings == 0)
+		for (int o = 0; o < lengthof(options); o++)
+		{
+			if (options[o].field.size == 0)
+				continue;
+			if (nsettings == CX_SETTINGS_MAX)
+				elog(ERROR, "CX_SETTINGS_MAX is too small for the write settings");
+			settings[nsettings++] = &options[o];
+		}
+	return i < nsettings ? settings[i] : NULL;
+}
+
+int
+cxfdw_nsettings(void)
+{
+	int			n = 0;
+
+	while (setting_def(n) != NULL)
+		n++;
+	return n;
+}
+
+const char *
+cxfdw_setting_name(int i)
+{
+	return setting_def(i)->name;
+}
+
+bool
+cxfdw_setting_is_store_level(int i)
+{
+	return setting_def(i)->scope == OF_STORE;
+}
+
+int64
+cxfdw_setting_get(const CxStoreSettings *s, int i)
+{
+	CxSettingField f = setting_def(i)->field;
+	const char *p = (const char *) s + f.offset;
+
+	switch (f.size)
+	{
+		case sizeof(bool):
+			return *(const bool *) p;
+		case sizeof(int):
+			return *(const int *) p;
+	}
+	return *(const int64 *) p;
+}
+
+void
+cxfdw_setting_copy(CxStoreSettings *dst, const CxStoreSettings *src, int i)
+{
+	CxSettingField f = setting_def(i)->field;
+
+	memcpy((char *) dst + f.offset, (const char *) src + f.offset, f.size);
+}
+
+/* Stores v, parsed from the option's value, into its field: the options'
+ * ranges fit their fields. */
+static void
+setting_put(CxStoreSettings *s, const CxOptDef *def, int64 v)
+{
+	char	   *p = (char *) s + def->field.offset;
+
+	switch (def->field.size)
+	{
+		case sizeof(bool):
+			*(bool *) p = v != 0;
+			return;
+		case sizeof(int):
+			*(int *) p = (int) v;
+			return;
+	}
+	*(int64 *) p = v;
+}
+
+/* The write settings of a table that sets none of them. */
+void
+cxfdw_settings_default(CxStoreSettings *s)
+{
+	const CxOptDef *def;
+
+	memset(s, 0, sizeof(*s));
+	strlcpy(s->key_column, cxfdw_option_default("key"), sizeof(s->key_column));
+	for (int i = 0; (def = setting_def(i)) != NULL; i++)
+		setting_put(s, def, parse_value(def, def->dflt));
 }
 
 /*
- * The value of the table option name as parse_value reads it (booleans as 0
- * or 1): cx_tableopts.c takes the write settings through it, so each option
- * has one parser whether it is validated or used.
+ * Sets the write setting of table option name from value, read by the
+ * validator's own parser, and returns its number; -1 if the option is no
+ * write setting.
  */
-int64
-cxfdw_table_option_value(const char *name, const char *value)
+int
+cxfdw_setting_set(CxStoreSettings *s, const char *name, const char *value)
+{
+	const CxOptDef *def;
+
+	for (int i = 0; (def = setting_def(i)) != NULL; i++)
+		if (strcmp(def->name, name) == 0)
+		{
+			setting_put(s, def, parse_value(def, value));
+			return i;
+		}
+	return -1;
+}
+
+/* The default of the table option name, as text. */
+const char *
+cxfdw_option_default(const char *name)
 {
 	const CxOptDef *def = find_option(name);
 
-	if (def == NULL || def->context != TABLE)
-		reject_unknown(name, TABLE);
-	return parse_value(def, value);
+	Assert(def != NULL && def->context == TABLE && def->dflt != NULL);
+	return def->dflt;
+}
+
+/* A default as ctxstore.options() shows it: booleans spelled one way. */
+static const char *
+default_text(const CxOptDef *def)
+{
+	if (def->dflt != NULL && def->kind == OPT_BOOL)
+		return parse_value(def, def->dflt) != 0 ? "true" : "false";
+	return def->dflt;
+}
+
+static const char *
+scope_name(CxOptScope scope)
+{
+	switch (scope)
+	{
+		case OF_TABLE:
+			return "table";
+		case OF_STORE:
+			return "store";
+		case OF_OBJECT:
+			break;
+	}
+	return NULL;
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_options);
+
+/*
+ * ctxstore.options() returns setof (name, level, scope, default_value): the
+ * option table, for documentation and its check (regress test option_docs).
+ */
+Datum
+ctxstore_options(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < lengthof(options); i++)
+	{
+		const CxOptDef *def = &options[i];
+		const char *texts[4] = {def->name, level_name(def->context),
+		scope_name(def->scope), default_text(def)};
+		Datum		values[4];
+		bool		nulls[4];
+
+		for (int c = 0; c < 4; c++)
+		{
+			nulls[c] = texts[c] == NULL;
+			values[c] = nulls[c] ? (Datum) 0 : CStringGetTextDatum(texts[c]);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 static void

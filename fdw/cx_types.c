@@ -33,51 +33,56 @@
 
 #include "ctxstore_fdw.h"
 
+/*
+ * The PostgreSQL base types stored natively, and their engine types: the one
+ * map, read both ways.  Several types may share an engine type; the first of
+ * them is the type its values are read as (IMPORT FOREIGN SCHEMA).
+ */
+static const struct
+{
+	Oid			typid;
+	cx_type		type;
+}			native_types[] =
+{
+	{BOOLOID, CX_T_BOOL},
+	{INT2OID, CX_T_INT16},
+	{INT4OID, CX_T_INT32},
+	{INT8OID, CX_T_INT64},
+	{FLOAT4OID, CX_T_FLOAT32},
+	{FLOAT8OID, CX_T_FLOAT64},
+	{NUMERICOID, CX_T_NUMERIC},
+	{TEXTOID, CX_T_STRING},
+	{VARCHAROID, CX_T_STRING},
+	{BPCHAROID, CX_T_STRING},
+	{BYTEAOID, CX_T_BINARY},
+	{JSONOID, CX_T_JSON},
+	{JSONBOID, CX_T_JSONB},
+	{UUIDOID, CX_T_UUID},
+	{DATEOID, CX_T_DATE},
+	{TIMEOID, CX_T_TIME},
+	{TIMESTAMPOID, CX_T_TIMESTAMP},
+	{TIMESTAMPTZOID, CX_T_TIMESTAMPTZ},
+	{INTERVALOID, CX_T_INTERVAL},
+};
+
 /* The engine type a PostgreSQL base type maps to natively, or 0. */
 static cx_type
 native_type(Oid typid)
 {
-	switch (typid)
-	{
-		case BOOLOID:
-			return CX_T_BOOL;
-		case INT2OID:
-			return CX_T_INT16;
-		case INT4OID:
-			return CX_T_INT32;
-		case INT8OID:
-			return CX_T_INT64;
-		case FLOAT4OID:
-			return CX_T_FLOAT32;
-		case FLOAT8OID:
-			return CX_T_FLOAT64;
-		case NUMERICOID:
-			return CX_T_NUMERIC;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-			return CX_T_STRING;
-		case BYTEAOID:
-			return CX_T_BINARY;
-		case JSONOID:
-			return CX_T_JSON;
-		case JSONBOID:
-			return CX_T_JSONB;
-		case UUIDOID:
-			return CX_T_UUID;
-		case DATEOID:
-			return CX_T_DATE;
-		case TIMEOID:
-			return CX_T_TIME;
-		case TIMESTAMPOID:
-			return CX_T_TIMESTAMP;
-		case TIMESTAMPTZOID:
-			return CX_T_TIMESTAMPTZ;
-		case INTERVALOID:
-			return CX_T_INTERVAL;
-		default:
-			return 0;
-	}
+	for (int i = 0; i < lengthof(native_types); i++)
+		if (native_types[i].typid == typid)
+			return native_types[i].type;
+	return 0;
+}
+
+Oid
+cxfdw_native_type_oid(cx_type type)
+{
+	for (int i = 0; i < lengthof(native_types); i++)
+		if (native_types[i].type == type)
+			return native_types[i].typid;
+	elog(ERROR, "engine type %d has no native PostgreSQL type", (int) type);
+	return InvalidOid;			/* keep the compiler quiet */
 }
 
 /* A type's name as external values are tagged with: as format_type_be()

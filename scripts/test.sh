@@ -76,7 +76,7 @@ chmod 755 "$work"
 mkdir -p "$work/stores"
 regress_conf="$work/regress.conf"
 cp "$repo/scripts/regress.conf" "$regress_conf"
-for d in sql expected specs t; do
+for d in sql expected specs t docs; do
   [ -d "$repo/$d" ] || continue
   mkdir -p "$work/$d"
   for f in "$repo/$d"/*; do

@@ -53,8 +53,12 @@ typedef struct cx_fragw_options
 	uint32_t	rows_per_group;		/* default 65536 */
 	uint64_t	max_group_bytes;	/* raw bytes before a row group is cut;
 									 * default 32 MiB */
-	int			compression_level;	/* zstd level, default 3 */
+	int			compression_level;	/* zstd level */
 } cx_fragw_options;
+
+/* The zstd level fragments are written with unless the store sets another
+ * (the compression_level option's default). */
+#define CX_FRAGW_DEFAULT_COMPRESSION_LEVEL 3
 
 void		cx_fragw_options_default(cx_fragw_options *o);
 

@@ -57,7 +57,7 @@ cx_fragw_options_default(cx_fragw_options *o)
 {
 	o->rows_per_group = 65536;
 	o->max_group_bytes = (uint64_t) 32 << 20;
-	o->compression_level = 3;
+	o->compression_level = CX_FRAGW_DEFAULT_COMPRESSION_LEVEL;
 }
 
 static cx_code

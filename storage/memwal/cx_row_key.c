@@ -27,11 +27,11 @@ cx_layout_check(const cx_schema *table, const cx_schema *frag,
 	uint32_t	n = table->ncolumns;
 
 	out->ncolumns = n;
-	out->ts_col = -1;
-	out->tomb_col = -1;
-	if (frag->ncolumns != n && frag->ncolumns != n + 2)
+	out->ts_col = (int32_t) n;
+	out->tomb_col = (int32_t) n + 1;
+	if (frag->ncolumns != n + 2)
 		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "fragment %s has %u columns; the table has %u (plus 2 hidden ones in merged fragments)",
+						  "fragment %s has %u columns; the table has %u, plus 2 hidden ones",
 						  path, frag->ncolumns, n);
 	for (uint32_t i = 0; i < n; i++)
 		if (strcmp(table->columns[i].name, frag->columns[i].name) != 0 ||
@@ -40,15 +40,11 @@ cx_layout_check(const cx_schema *table, const cx_schema *frag,
 							  "fragment %s: column %u is \"%s\", not the table's \"%s\" of the same type",
 							  path, i + 1, frag->columns[i].name,
 							  table->columns[i].name);
-	if (frag->ncolumns == n)
-		return CX_OK;
 	if (!is_hidden(&frag->columns[n], CX_COL_COMMIT_TS, CX_T_INT64) ||
 		!is_hidden(&frag->columns[n + 1], CX_COL_TOMBSTONE, CX_T_BOOL))
 		return cx_err_set(err, CX_ERR_SCHEMA,
 						  "fragment %s: columns %u and %u are not the hidden %s int64 and %s bool",
 						  path, n + 1, n + 2, CX_COL_COMMIT_TS, CX_COL_TOMBSTONE);
-	out->ts_col = (int32_t) n;
-	out->tomb_col = (int32_t) n + 1;
 	return CX_OK;
 }
 
@@ -58,8 +54,6 @@ cx_layout_may_have_tombstones(const cx_fragment_info *fi,
 {
 	const cx_colstats *st;
 
-	if (layout->tomb_col < 0)
-		return false;
 	if ((uint32_t) layout->tomb_col >= fi->ncolumns)
 		return true;
 	st = &fi->stats[layout->tomb_col];
@@ -176,11 +170,10 @@ cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 	const cx_colvec *v;
 	cx_datum	d;
 
-	if (layout->ts_col < 0)
-		return CX_TS_NONE;
 	v = cx_rowgroup_column(g, (uint32_t) layout->ts_col);
 	cx_colvec_get(v, i, &d);
-	return d.isnull ? CX_TS_NONE : d.v.i64;
+	/* Writers never leave it NULL; a NULL reads as 0, like any bad value. */
+	return d.isnull ? 0 : d.v.i64;
 }
 
 bool
@@ -189,8 +182,6 @@ cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 	const cx_colvec *v;
 	cx_datum	d;
 
-	if (layout->tomb_col < 0)
-		return false;
 	v = cx_rowgroup_column(g, (uint32_t) layout->tomb_col);
 	cx_colvec_get(v, i, &d);
 	return !d.isnull && d.v.b;
@@ -262,8 +253,7 @@ cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 	if (rc == CX_OK)
 	{
 		want[key_col] = true;
-		if (layout.ts_col >= 0)
-			want[layout.ts_col] = want[layout.tomb_col] = true;
+		want[layout.ts_col] = want[layout.tomb_col] = true;
 	}
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
 	{

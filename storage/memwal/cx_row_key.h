@@ -6,11 +6,10 @@
  * Merges (cx_merge.c) and de-duplicating scans (cx_table_scan.c) both decide
  * which version of a key wins; this is the part of that they share.
  *
- * Fragments have the table's columns in order, then optionally the hidden
- * columns CX_COL_COMMIT_TS (int64) and CX_COL_TOMBSTONE (bool), in that
- * order: generations and merged base fragments have them, fragments of the
- * old direct append path do not.  A row without a commit time counts as older
- * than every row that has one (CX_TS_NONE).
+ * Fragments have the table's columns in order, then the hidden columns
+ * CX_COL_COMMIT_TS (int64) and CX_COL_TOMBSTONE (bool), in that order: every
+ * fragment is a generation or was written by a merge of generations, so
+ * every row has a commit time.
  *
  * Keys: the key column's value as stored (little-endian fixed-width bytes, or
  * the bytes of a variable-width value), compared bytewise.  A NULL key never
@@ -27,18 +26,15 @@
 #include "table/cx_manifest.h"
 #include "format/cx_schema.h"
 
-/* The commit time of a row written without one: older than any real one. */
-#define CX_TS_NONE INT64_MIN
-
 typedef struct cx_layout
 {
 	uint32_t	ncolumns;		/* table columns */
-	int32_t		ts_col;			/* fragment column of the commit time, or -1 */
-	int32_t		tomb_col;		/* fragment column of the tombstone, or -1 */
+	int32_t		ts_col;			/* fragment column of the commit time */
+	int32_t		tomb_col;		/* fragment column of the tombstone */
 } cx_layout;
 
-/* Checks that a fragment's schema is the table's, optionally followed by
- * the hidden columns, and says where they are.  CX_ERR_SCHEMA naming the
+/* Checks that a fragment's schema is the table's followed by the hidden
+ * columns, and says where they are.  CX_ERR_SCHEMA naming the
  * fragment (path) otherwise. */
 cx_code		cx_layout_check(const cx_schema *table, const cx_schema *frag,
 							const char *path, cx_layout *out, cx_err *err);
@@ -82,7 +78,7 @@ typedef struct cx_keyrow
 {
 	const uint8_t *key;			/* valid during the callback */
 	size_t		len;
-	int64_t		ts;				/* CX_TS_NONE if the fragment has none */
+	int64_t		ts;				/* commit time */
 	bool		tombstone;
 	uint64_t	row;			/* index within the fragment */
 } cx_keyrow;
@@ -111,7 +107,7 @@ cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 							 cx_keyahead_fn ahead, void *arg, cx_err *err);
 
 /* Commit time and tombstone flag of row i of a group read with the hidden
- * columns wanted (CX_TS_NONE / false when the layout has none). */
+ * columns wanted. */
 int64_t		cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i);
 bool		cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout,
 							 uint32_t i);

@@ -20,7 +20,6 @@
 #include "memwal/cx_memwal_int.h"
 #include "memwal/cx_wal.h"
 
-#define DEFAULT_PENDING_MAX 4096
 #define DEFAULT_REVALIDATE_MS 300000
 #define DEFAULT_CLOCK_AHEAD_WARN_MS 1000
 #define HINT_EVERY 16			/* shard-manifest versions between hints */
@@ -30,9 +29,9 @@ void
 cx_sw_options_default(cx_sw_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->key_column = "id";
-	o->unique_key = true;
-	o->pending_generations_max = DEFAULT_PENDING_MAX;
+	o->key_column = CX_SW_DEFAULT_KEY_COLUMN;
+	o->unique_key = CX_SW_DEFAULT_UNIQUE_KEY;
+	o->pending_generations_max = CX_SW_DEFAULT_PENDING_MAX;
 	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
 	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
 	cx_fragw_options_default(&o->fragment);
@@ -626,15 +625,6 @@ drain(cx_shardwriter *w, cx_err *err)
 		return err->code;
 	cx_sw_maybe_hint(w);
 	return CX_OK;
-}
-
-cx_code
-cx_sw_drain(cx_shardwriter *w, cx_err *err)
-{
-	if (begin_write(w, err) != CX_OK ||
-		cx_sw_read_watermark(w, err) != CX_OK)
-		return err->code;
-	return drain(w, err);
 }
 
 cx_code

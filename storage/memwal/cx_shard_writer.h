@@ -69,10 +69,10 @@ typedef struct cx_sw_options
 	const char *key_column;		/* table key; recorded in the base manifest
 								 * on registration if none yet */
 	bool		unique_key;
-	uint32_t	pending_generations_max;	/* 4096: appends are refused
-											 * once this many generations
-											 * are unmerged; warning about
-											 * the count is the caller's job */
+	uint32_t	pending_generations_max;	/* appends are refused once
+											 * this many generations are
+											 * unmerged; warning about the
+											 * count is the caller's job */
 	cx_fragw_options fragment;	/* row groups and zstd level */
 	uint32_t	revalidate_after_ms;	/* 300000: before writing after
 										 * this long without a successful
@@ -86,6 +86,13 @@ typedef struct cx_sw_options
 	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
 									 * real-time clock (tests step it) */
 } cx_sw_options;
+
+/* The defaults of the options above that are also the store's options
+ * (key, unique_key, pending_generations_max); the FDW's option table spells
+ * them as text. */
+#define CX_SW_DEFAULT_KEY_COLUMN "id"
+#define CX_SW_DEFAULT_UNIQUE_KEY true
+#define CX_SW_DEFAULT_PENDING_MAX 4096
 
 void		cx_sw_options_default(cx_sw_options *o);
 
@@ -117,13 +124,9 @@ cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 /* Seals the memtable (no-op when empty). */
 cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
 
-/* Removes from the shard manifest exactly the generations the base manifest
- * marks as merged (no-op if none). */
-cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
-
 /*
- * The same, with the watermark given instead of read from the newest base
- * manifest (no GET, no decode: the drain costs one shard-manifest commit).
+ * Removes from the shard manifest exactly the generations at or below
+ * merged_through (no-op if none; one shard-manifest commit).
  * merged_through must be a watermark a committed base version holds for this
  * shard, such as cx_merge_result.merged_through of a cx_merge_shard() that
  * returned CX_OK (the commit that raised it is what makes dropping the

@@ -18,16 +18,12 @@
 #include "util/cx_failpoint.h"
 #include "merge/cx_merge_int.h"
 
-#define DEFAULT_MAX_GENERATIONS 8
-#define DEFAULT_MAX_BYTES ((uint64_t) 1 << 30)
-#define DEFAULT_TARGET_ROWS 1048576
-
 void
 cx_merge_options_default(cx_merge_options *o)
 {
-	o->max_generations = DEFAULT_MAX_GENERATIONS;
-	o->max_bytes = DEFAULT_MAX_BYTES;
-	o->target_rows_per_fragment = DEFAULT_TARGET_ROWS;
+	o->max_generations = CX_MERGE_DEFAULT_MAX_GENERATIONS;
+	o->max_bytes = CX_MERGE_DEFAULT_MAX_BYTES;
+	o->target_rows_per_fragment = CX_MERGE_DEFAULT_TARGET_ROWS;
 	cx_fragw_options_default(&o->fragment);
 }
 

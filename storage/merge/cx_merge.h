@@ -18,7 +18,7 @@
  *   5. on a lost race rebases: re-checks keys against fragments committed in
  *      between (deletion vectors on whichever side is older) and aborts with
  *      CX_ERR_CONFLICT if the watermark already covers these generations.
- * The drain (cx_sw_drain) afterwards removes exactly the merged generations
+ * The drain (cx_sw_drain_through) afterwards removes exactly the merged generations
  * from the shard manifest; a crash in between duplicates nothing, because
  * readers skip generations at or below the watermark.
  *
@@ -50,14 +50,20 @@
 
 typedef struct cx_merge_options
 {
-	uint32_t	max_generations;	/* merge_max_generations, default 8 */
-	uint64_t	max_bytes;		/* merge_max_bytes, default 1 GiB: the sum of
-								 * the chosen generation fragments' sizes */
-	uint64_t	target_rows_per_fragment;	/* default 1048576; at most
-											 * UINT32_MAX (deletion vectors
-											 * name rows with a u32) */
+	uint32_t	max_generations;	/* merge_max_generations */
+	uint64_t	max_bytes;		/* merge_max_bytes: the sum of the chosen
+								 * generation fragments' sizes */
+	uint64_t	target_rows_per_fragment;	/* at most UINT32_MAX (deletion
+											 * vectors name rows with a
+											 * u32) */
 	cx_fragw_options fragment;
 } cx_merge_options;
+
+/* The defaults, which are also those of the options named above.  Plain
+ * integer literals: the FDW's option table spells them as text. */
+#define CX_MERGE_DEFAULT_MAX_GENERATIONS 8
+#define CX_MERGE_DEFAULT_MAX_BYTES 1073741824	/* 1 GiB */
+#define CX_MERGE_DEFAULT_TARGET_ROWS 1048576
 
 void		cx_merge_options_default(cx_merge_options *o);
 

@@ -15,8 +15,7 @@
  *
  * A base row newer than our version (merged from another shard that
  * committed later) wins: our version is not written.  Otherwise the base row
- * gets a deletion vector entry.  Rows of the old direct append path have no
- * commit time and always lose.
+ * gets a deletion vector entry.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +117,8 @@ cx_merge_find_replaced(merge_state *ms, cx_err *err)
 }
 
 /*
- * A row of a fragment committed after `start` (by another shard's merge, or
- * the direct append path) against the version we wrote: the older one gets
+ * A row of a fragment committed after `start` (by another shard's merge)
+ * against the version we wrote: the older one gets
  * the deletion; on a tie, theirs (to a reader before our commit, their row
  * was in the base and ours unmerged, and an unmerged row wins a tie).
  */

@@ -158,10 +158,6 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 										  err);
 	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,
 						 err);
-	if (rc == CX_OK && layout.ts_col < 0)
-		rc = cx_err_set(err, CX_ERR_SCHEMA,
-						"generation fragment %s lacks the hidden columns",
-						fi->path);
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
 	{
 		cx_rowgroup *g;

@@ -9,8 +9,7 @@
  *     commit time, and on an exact tie the shard whose id sorts last;
  *   - a base row against an unmerged one: the base row only if its commit
  *     time is strictly later (a row merged from another shard that committed
- *     after this one); rows of the old direct append path have no commit
- *     time and always lose;
+ *     after this one);
  *   - a winning tombstone hides the key.
  *
  * Plan (unique-key tables with unmerged generations):
@@ -300,10 +299,6 @@ open_next(cx_tablescan *scan, cx_err *err)
 	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,
 						&scan->layout, err) != CX_OK)
 		return err->code;
-	if (scan->phase == PHASE_GENS && scan->layout.tomb_col < 0)
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "generation fragment %s lacks the hidden columns",
-						  fi->path);
 	/* Generations may always hold tombstones; base fragments only if their
 	 * statistics say so.  Base rows are compared with the unmerged keys only
 	 * in fragments whose key statistics overlap them. */
@@ -322,8 +317,7 @@ open_next(cx_tablescan *scan, cx_err *err)
 	if (scan->check_keys && scan->phase == PHASE_BASE)
 	{
 		scan->want[scan->key_col] = true;
-		if (scan->layout.ts_col >= 0)
-			scan->want[scan->layout.ts_col] = true;
+		scan->want[scan->layout.ts_col] = true;
 	}
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;

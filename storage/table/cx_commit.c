@@ -171,15 +171,8 @@ cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 }
 
 /* --------------------------------------------------------------------------
- * Appending fragments
+ * Schema checks
  * -------------------------------------------------------------------------- */
-
-typedef struct append_args
-{
-	const cx_schema *schema;
-	const cx_fragment_info *fragments;
-	uint32_t	n;
-} append_args;
 
 /* "int64", "list of string", "external point", "list of external point". */
 static void
@@ -228,53 +221,4 @@ cx_commit_check_schema(const cx_schema *store, const cx_schema *data,
 		}
 	}
 	return CX_OK;
-}
-
-static cx_code
-append_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
-			  cx_err *err)
-{
-	const append_args *a = arg;
-
-	(void) base;
-	if (next->schema == NULL)
-	{
-		if (cx_manifest_set_schema(next, a->schema, err) != CX_OK)
-			return err->code;
-	}
-	else if (cx_commit_check_schema(next->schema, a->schema, err) != CX_OK)
-		return err->code;
-	for (uint32_t i = 0; i < a->n; i++)
-		if (cx_manifest_add_fragment(next, &a->fragments[i], err) != CX_OK)
-			return err->code;
-	return CX_OK;
-}
-
-/* Statistics are positional, one per schema column. */
-static cx_code
-check_fragments(const cx_schema *schema, const cx_fragment_info *fragments,
-				uint32_t n, cx_err *err)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (fragments[i].ncolumns != schema->ncolumns)
-			return cx_err_set(err, CX_ERR_INVALID,
-							  "fragment %s has statistics for %u columns but the schema has %u",
-							  fragments[i].path ? fragments[i].path : "(no path)",
-							  fragments[i].ncolumns, schema->ncolumns);
-	return CX_OK;
-}
-
-cx_code
-cx_commit_append(cx_objstore *s, const cx_schema *schema,
-				 const cx_fragment_info *fragments, uint32_t n,
-				 uint64_t *version, cx_err *err)
-{
-	append_args a = {schema, fragments, n};
-
-	if (schema == NULL)
-		return cx_err_set(err, CX_ERR_INVALID, "append to %s without a schema",
-						  s->uri);
-	if (check_fragments(schema, fragments, n, err) != CX_OK)
-		return err->code;
-	return cx_commit(s, "append", append_rebase, &a, NULL, version, err);
 }

@@ -37,13 +37,6 @@ cx_code		cx_commit(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
 					  void *arg, const cx_commit_options *opt,
 					  uint64_t *version, cx_err *err);
 
-/* Appends fragments written with `schema`: sets the store schema on the first
- * commit and refuses (CX_ERR_SCHEMA) fragments whose schema differs from the
- * store's. */
-cx_code		cx_commit_append(cx_objstore *s, const cx_schema *schema,
-							 const cx_fragment_info *fragments, uint32_t n,
-							 uint64_t *version, cx_err *err);
-
 /* CX_ERR_SCHEMA naming the first column (in order) where the data's schema
  * differs from the store's; appends of every kind check with it. */
 cx_code		cx_commit_check_schema(const cx_schema *store, const cx_schema *data,

@@ -128,9 +128,6 @@ cx_code		cx_manifest_set_merged_gen(cx_manifest *m, const char *shard_id,
 cx_code		cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
 									  const uint32_t *rows, uint32_t n,
 									  cx_err *err);
-/* Whether row `row` of fragment `fragment` is deleted (binary search). */
-bool		cx_manifest_is_deleted(const cx_manifest *m, uint32_t fragment,
-								   uint64_t row);
 /* Deleted rows of one fragment (0 if none). */
 uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
 /* Whether s is a well-formed shard id: [A-Za-z0-9._-]{1,128}, not "." or

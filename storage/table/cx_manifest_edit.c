@@ -189,31 +189,6 @@ cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment)
 	return m->dvs != NULL && fragment < m->nfragments ? m->dvs[fragment].n : 0;
 }
 
-bool
-cx_manifest_is_deleted(const cx_manifest *m, uint32_t fragment, uint64_t row)
-{
-	const cx_deletion_vector *dv;
-	uint32_t	lo = 0;
-	uint32_t	hi;
-
-	if (m->dvs == NULL || fragment >= m->nfragments || row > UINT32_MAX)
-		return false;
-	dv = &m->dvs[fragment];
-	hi = dv->n;
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (dv->rows[mid] == row)
-			return true;
-		if (dv->rows[mid] < row)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /* Merges two ascending lists into out (room for na + nb), dropping
  * duplicates; returns the length. */
 static uint32_t

@@ -166,6 +166,43 @@ commit_shard(cx_objstore *s, cx_shard_manifest *next, cx_err *err)
 	return CX_OK;
 }
 
+typedef struct fragments_args
+{
+	const cx_schema *schema;
+	const cx_fragment_info *fragments;
+	uint32_t	n;
+} fragments_args;
+
+static cx_code
+add_fragments(void *arg, const cx_manifest *base, cx_manifest *next,
+			  cx_err *err)
+{
+	const fragments_args *a = arg;
+
+	(void) base;
+	if (next->schema == NULL)
+	{
+		if (cx_manifest_set_schema(next, a->schema, err) != CX_OK)
+			return err->code;
+	}
+	else if (cx_commit_check_schema(next->schema, a->schema, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (cx_manifest_add_fragment(next, &a->fragments[i], err) != CX_OK)
+			return err->code;
+	return CX_OK;
+}
+
+cx_code
+mw_commit_fragments(cx_objstore *s, const cx_schema *schema,
+					const cx_fragment_info *fragments, uint32_t n,
+					uint64_t *version, cx_err *err)
+{
+	fragments_args a = {schema, fragments, n};
+
+	return cx_commit(s, "append", add_fragments, &a, NULL, version, err);
+}
+
 /* The next version of a hand-made shard (version 1 if it has none). */
 static cx_code
 next_version(cx_objstore *s, const char *shard_id, cx_shard_manifest **out,
@@ -367,4 +404,32 @@ mw_rows_equal(const mw_rows *a, const mw_rows *b)
 		if (cmp_row(&a->r[i], &b->r[i]) != 0 || a->r[i].ntags != b->r[i].ntags)
 			return false;
 	return true;
+}
+
+cx_code
+mw_drain(cx_objstore *s, cx_shardwriter *w, cx_err *err)
+{
+	cx_manifest *base;
+	uint64_t	merged = 0;
+
+	if (cx_manifest_load_latest(s, &base, err) != CX_OK)
+		return err->code;
+	if (base != NULL)
+		merged = cx_manifest_merged_gen(base, cx_sw_manifest(w)->shard_id);
+	cx_manifest_free(base);
+	return cx_sw_drain_through(w, merged, err);
+}
+
+bool
+mw_is_deleted(const cx_manifest *m, uint32_t fragment, uint64_t row)
+{
+	const cx_deletion_vector *dv;
+
+	if (m->dvs == NULL || fragment >= m->nfragments)
+		return false;
+	dv = &m->dvs[fragment];
+	for (uint32_t i = 0; i < dv->n; i++)
+		if (dv->rows[i] == row)
+			return true;
+	return false;
 }

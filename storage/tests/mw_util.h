@@ -40,6 +40,20 @@ typedef struct mw_genrow
  */
 cx_code		mw_fake_seal(cx_objstore *s, const char *shard_id,
 						 const mw_genrow *rows, int n, cx_err *err);
+/*
+ * Hand-made base version listing fragments, committed directly (tests of
+ * the commit machinery and of ctxstore-inspect; the engine's base versions
+ * come from merges): sets the schema on the first commit, refuses one that
+ * differs from the store's (CX_ERR_SCHEMA).
+ */
+cx_code		mw_commit_fragments(cx_objstore *s, const cx_schema *schema,
+								const cx_fragment_info *fragments, uint32_t n,
+								uint64_t *version, cx_err *err);
+/* Drains from w's shard the generations the newest base version of s
+ * marks merged (the engine drains through a merge's result instead). */
+cx_code		mw_drain(cx_objstore *s, cx_shardwriter *w, cx_err *err);
+/* Whether row `row` of fragment `fragment` is deleted in m. */
+bool		mw_is_deleted(const cx_manifest *m, uint32_t fragment, uint64_t row);
 /* Drops the generations the base marks merged from a hand-made shard. */
 cx_code		mw_fake_drain(cx_objstore *s, const char *shard_id, cx_err *err);
 

@@ -11,6 +11,7 @@
 
 #include "table/cx_commit.h"
 #include "cx_test.h"
+#include "mw_util.h"
 
 /* --------------------------------------------------------------------------
  * The fault-injecting store
@@ -194,7 +195,7 @@ append_one(cx_objstore *s, const char *tag, uint64_t *version, cx_err *err)
 	if (schema == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "oom");
 	make_fragment(&fi, tag, schema->ncolumns);
-	rc = cx_commit_append(s, schema, &fi, 1, version, err);
+	rc = mw_commit_fragments(s, schema, &fi, 1, version, err);
 	cx_fragment_info_free(&fi);
 	cx_schema_free(schema);
 	return rc;
@@ -389,7 +390,7 @@ check_refused(cx_objstore *s, cx_schema *schema, const char *column)
 
 	REQUIRE(schema != NULL);
 	make_fragment(&fi, "bad", schema->ncolumns);
-	CHECK_CODE(cx_commit_append(s, schema, &fi, 1, &v, &err), CX_ERR_SCHEMA);
+	CHECK_CODE(mw_commit_fragments(s, schema, &fi, 1, &v, &err), CX_ERR_SCHEMA);
 	CHECK(strstr(err.msg, column) != NULL);
 	REQUIRE_OK(cx_manifest_latest_version(s, &latest, &err), &err);
 	CHECK(latest == 1);
@@ -414,26 +415,6 @@ CX_TEST(commit_schema_mismatch_refused_and_nothing_written)
 	REQUIRE(wider != NULL);
 	REQUIRE_OK(cx_schema_add(wider, "extra", CX_T_BOOL, 0, NULL, &err), &err);
 	check_refused(s, wider, "\"extra\"");	/* extra */
-	cx_obj_close(s);
-}
-
-CX_TEST(commit_append_checks_statistics_width)
-{
-	cx_objstore *s;
-	cx_schema  *schema = std_schema();
-	cx_fragment_info fi;
-	uint64_t	v = 0;
-	cx_err		err;
-
-	REQUIRE(schema != NULL);
-	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
-	make_fragment(&fi, "narrow", 1);
-	CHECK_CODE(cx_commit_append(s, schema, &fi, 1, &v, &err), CX_ERR_INVALID);
-	CHECK(strstr(err.msg, "data/narrow.cxf") != NULL);
-	REQUIRE_OK(cx_manifest_latest_version(s, &v, &err), &err);
-	CHECK(v == 0);
-	cx_fragment_info_free(&fi);
-	cx_schema_free(schema);
 	cx_obj_close(s);
 }
 

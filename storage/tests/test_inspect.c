@@ -1,6 +1,6 @@
 /*
  * test_inspect.c — the ctxstore-inspect CLI against stores built here:
- * every command on appended fragments, on merged fragments (with the hidden
+ * every command on directly committed fragments, on merged fragments (with the hidden
  * columns and deletion vectors) and on unmerged generations, and verify on
  * intact, damaged and incomplete stores and where there is no store.  The Makefile passes the binary's path in CX_INSPECT.
  */
@@ -41,16 +41,19 @@ run_inspect(const char *args, char **out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Two appends of two rows each: id (string), n (int64), tags (list<string>). */
+/* Two base versions of two rows each, committed directly: id (string), n
+ * (int64), tags (list<string>), then the hidden commit time and tombstone. */
 static cx_code
 build_store(cx_objstore *s, char *first_key, cx_err *err)
 {
 	cx_schema  *schema = cx_schema_new();
+	cx_schema  *frag = NULL;
 	cx_code		rc = CX_OK;
 
 	if (cx_schema_add(schema, "id", CX_T_STRING, 0, NULL, err) != CX_OK ||
 		cx_schema_add(schema, "n", CX_T_INT64, 0, NULL, err) != CX_OK ||
-		cx_schema_add(schema, "tags", CX_T_LIST, CX_T_STRING, NULL, err) != CX_OK)
+		cx_schema_add(schema, "tags", CX_T_LIST, CX_T_STRING, NULL, err) != CX_OK ||
+		cx_shard_generation_schema(schema, &frag, err) != CX_OK)
 		rc = err->code;
 	for (int commit = 0; commit < 2 && rc == CX_OK; commit++)
 	{
@@ -60,7 +63,7 @@ build_store(cx_objstore *s, char *first_key, cx_err *err)
 		uint64_t	version;
 
 		if ((rc = cx_fragment_new_key(key, sizeof(key), err)) != CX_OK ||
-			(rc = cx_fragw_open(s, key, schema, NULL, &w, err)) != CX_OK)
+			(rc = cx_fragw_open(s, key, frag, NULL, &w, err)) != CX_OK)
 			break;
 		if (commit == 0)
 			strcpy(first_key, key);
@@ -68,7 +71,8 @@ build_store(cx_objstore *s, char *first_key, cx_err *err)
 		{
 			char		id[16];
 			cx_datum	tag = {.isnull = false};
-			cx_datum	row[3] = {{.isnull = false}, {.isnull = false}, {.isnull = i == 1}};
+			cx_datum	row[5] = {{.isnull = false}, {.isnull = false},
+			{.isnull = i == 1}, {.v.i64 = 1000 + commit}, {.v.b = false}};
 
 			snprintf(id, sizeof(id), "row-%d", commit * 2 + i);
 			tag.v.bytes.ptr = (const uint8_t *) "red";
@@ -87,9 +91,10 @@ build_store(cx_objstore *s, char *first_key, cx_err *err)
 		}
 		if ((rc = cx_fragw_finish(w, &fi, err)) != CX_OK)
 			break;
-		rc = cx_commit_append(s, schema, &fi, 1, &version, err);
+		rc = mw_commit_fragments(s, schema, &fi, 1, &version, err);
 		cx_fragment_info_free(&fi);
 	}
+	cx_schema_free(frag);
 	cx_schema_free(schema);
 	return rc;
 }
@@ -289,7 +294,7 @@ CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
 	REQUIRE_OK(mw_writer(s, "s1", true, &w, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 1, 2, 1, true, &err), &err);	/* k1, k2 = 1 */
 	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 1, 1, 2, true, &err), &err);	/* k1 = 2 */
 	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 3, 1, 3, true, &err), &err);	/* k3, unmerged */

@@ -7,6 +7,7 @@
 #include "util/cx_crc32c.h"
 #include "table/cx_manifest.h"
 #include "cx_test.h"
+#include "mw_util.h"
 
 #define HEADER_LEN 12
 #define TRAILER_LEN 4
@@ -302,7 +303,7 @@ CX_TEST(manifest_round_trip_is_exact)
 	CHECK(strcmp(d->key_column, "id") == 0 && d->unique_key);
 	CHECK(d->nshards == 2 && strcmp(d->shards[0].shard_id, "shard-a") == 0);
 	CHECK(cx_manifest_merged_gen(d, "shard-b") == 17);
-	CHECK(cx_manifest_is_deleted(d, 1, 999) && !cx_manifest_is_deleted(d, 0, 0));
+	CHECK(mw_is_deleted(d, 1, 999) && !mw_is_deleted(d, 0, 0));
 	CHECK(d->schema->columns[3].ext_type &&
 		  strcmp(d->schema->columns[3].ext_type, "point") == 0);
 	/* Re-encoding the decoded manifest gives the same bytes. */
@@ -891,10 +892,10 @@ CX_TEST(manifest_deletions_merge_sorted_lists)
 
 		for (int i = 0; i < 6; i++)
 			expect |= want[i] == r;
-		CHECK(cx_manifest_is_deleted(m, 2, r) == expect);
+		CHECK(mw_is_deleted(m, 2, r) == expect);
 	}
-	CHECK(!cx_manifest_is_deleted(m, 0, 7));
-	CHECK(!cx_manifest_is_deleted(m, 9, 7));
+	CHECK(!mw_is_deleted(m, 0, 7));
+	CHECK(!mw_is_deleted(m, 9, 7));
 	CHECK(cx_manifest_deleted_count(m, 2) == 6);
 	CHECK_CODE(cx_manifest_add_deletions(m, 2, beyond, 1, &err), CX_ERR_INVALID);
 	CHECK_CODE(cx_manifest_add_deletions(m, 0, unsorted, 2, &err), CX_ERR_INVALID);
@@ -906,7 +907,7 @@ CX_TEST(manifest_deletions_merge_sorted_lists)
 	c = cx_manifest_clone(m);
 	REQUIRE(c != NULL);
 	cx_manifest_free(m);
-	CHECK(cx_manifest_is_deleted(c, 2, 600) && cx_manifest_deleted_count(c, 1) == 3);
+	CHECK(mw_is_deleted(c, 2, 600) && cx_manifest_deleted_count(c, 1) == 3);
 	{
 		cx_fragment_info fi;
 

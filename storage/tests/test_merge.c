@@ -76,7 +76,7 @@ CX_TEST(merge_generations_into_one_base_commit)
 	/* merged, not drained: readers skip the merged generations */
 	REQUIRE_OK(mw_scan(s, NULL, &r2, &err), &err);
 	CHECK(mw_rows_equal(&r1, &r2) && r2.pending == 0);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(cx_sw_pending_generations(w) == 0);
 	REQUIRE_OK(mw_scan(s, NULL, &r3, &err), &err);
 	CHECK(mw_rows_equal(&r1, &r3));
@@ -127,7 +127,7 @@ CX_TEST(merge_crash_between_commit_and_drain_duplicates_nothing)
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
 	CHECK(res.generations == 1 && res.merged_through == 5);
 	CHECK(res.rows_replaced == 1);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(cx_sw_manifest(w)->ngens == 0);
 	REQUIRE_OK(mw_scan(s, NULL, &r3, &err), &err);
 	{
@@ -196,7 +196,7 @@ CX_TEST(merge_caps_and_later_generations_survive_the_drain)
 	CHECK(res.generations == 3 && res.merged_through == 3);
 	/* sealed after the merge, before the drain */
 	REQUIRE_OK(mw_put(w, "k", 7, 1, 7, true, &err), &err);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE(cx_sw_manifest(w)->ngens == 5);
 	CHECK(cx_sw_manifest(w)->gens[0].gen == 4 &&
 		  cx_sw_manifest(w)->gens[4].gen == 8);
@@ -215,7 +215,7 @@ CX_TEST(merge_caps_and_later_generations_survive_the_drain)
 	CHECK(res.generations == 2 && res.merged_through == 6);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
 	CHECK(res.generations == 2 && res.merged_through == 8);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(cx_sw_manifest(w)->ngens == 0);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 	CHECK(r.n == 8 && r.pending == 0);
@@ -289,7 +289,7 @@ CX_TEST(merge_upsert_newest_wins_in_every_order)
 			REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
 			CHECK(res.generations == 2 && res.rows_replaced == 1);
 		}
-		REQUIRE_OK(cx_sw_drain(w, &err), &err);
+		REQUIRE_OK(mw_drain(s, w, &err), &err);
 		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 		CHECK(r.n == 13 && mw_count(&r, "k5", &v) == 1 && v == 3);
 		CHECK(r.stats.keymap_keys == 0);	/* nothing unmerged */
@@ -334,8 +334,8 @@ CX_TEST(merge_two_shards_later_commit_wins_both_orders)
 		CHECK(mw_count(&r, "k5", &v) == 1 && v == 30);
 		mw_rows_free(&r);
 		REQUIRE_OK(cx_merge_shard(s, order == 0 ? "b" : "a", NULL, &res, &err), &err);
-		REQUIRE_OK(cx_sw_drain(a, &err), &err);
-		REQUIRE_OK(cx_sw_drain(b, &err), &err);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_drain(s, b, &err), &err);
 		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 		CHECK(r.n == 6 && r.pending == 0);
 		CHECK(mw_count(&r, "k0", &v) == 1 && v == 10);
@@ -427,9 +427,10 @@ CX_TEST(merge_without_unique_key_keeps_duplicates)
 	cx_obj_close(s);
 }
 
-/* Rows of the old direct append path have no commit time: any generation
- * row of the key replaces them. */
-CX_TEST(merge_replaces_rows_without_commit_time)
+/* Every row has a commit time: a base fragment without the hidden columns
+ * (as only a direct append could write one) is refused by scans and merges,
+ * naming it. */
+CX_TEST(merge_and_scan_refuse_fragments_without_hidden_columns)
 {
 	cx_objstore *s = open_store("/store");
 	cx_shardwriter *w;
@@ -438,38 +439,26 @@ CX_TEST(merge_replaces_rows_without_commit_time)
 	cx_merge_result res;
 	uint64_t	version;
 	mw_rows r;
-	int64_t		v = -1;
 	char		key[64];
+	cx_datum	d[3];
 	cx_err		err;
 
 	REQUIRE(s != NULL);
 	REQUIRE_OK(cx_fragment_new_key(key, sizeof(key), &err), &err);
 	REQUIRE_OK(cx_fragw_open(s, key, mw_schema(), NULL, &fw, &err), &err);
-	for (int i = 0; i < 3; i++)
-	{
-		cx_datum	d[3];
-		char		id[16];
-
-		memset(d, 0, sizeof(d));
-		snprintf(id, sizeof(id), "k%d", i);
-		d[0].v.bytes.ptr = (const uint8_t *) id;
-		d[0].v.bytes.len = strlen(id);
-		d[1].v.i64 = 0;
-		REQUIRE_OK(cx_fragw_append(fw, d, &err), &err);
-	}
+	memset(d, 0, sizeof(d));
+	d[0].v.bytes.ptr = (const uint8_t *) "k1";
+	d[0].v.bytes.len = 2;
+	REQUIRE_OK(cx_fragw_append(fw, d, &err), &err);
 	REQUIRE_OK(cx_fragw_finish(fw, &fi, &err), &err);
-	REQUIRE_OK(cx_commit_append(s, mw_schema(), &fi, 1, &version, &err), &err);
+	REQUIRE_OK(mw_commit_fragments(s, mw_schema(), &fi, 1, &version, &err), &err);
 	cx_fragment_info_free(&fi);
+	CHECK_CODE(mw_scan(s, NULL, &r, &err), CX_ERR_SCHEMA);
+	CHECK(strstr(err.msg, key) && strstr(err.msg, "plus 2 hidden"));
 	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 1, 1, 9, true, &err), &err);
-	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
-	CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 9);
-	mw_rows_free(&r);
-	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-	CHECK(res.rows_replaced == 1);
-	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
-	CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 9);
-	mw_rows_free(&r);
+	CHECK_CODE(cx_merge_shard(s, "a", NULL, &res, &err), CX_ERR_SCHEMA);
+	CHECK(strstr(err.msg, key) != NULL);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }
@@ -493,7 +482,7 @@ CX_TEST(merge_skips_base_fragments_by_key_range)
 		REQUIRE_OK(mw_put(w, prefix, 0, 50, f, true, &err), &err);
 		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
 	}
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_put(w, "c", 10, 5, 99, true, &err), &err);
 	before = s->stats;
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
@@ -527,7 +516,7 @@ CX_TEST(merge_every_eight_keeps_pending_bounded)
 		if (cx_sw_pending_generations(w) >= 8)
 		{
 			REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-			REQUIRE_OK(cx_sw_drain(w, &err), &err);
+			REQUIRE_OK(mw_drain(s, w, &err), &err);
 		}
 	}
 	CHECK(max_pending <= 8);
@@ -621,8 +610,8 @@ CX_TEST(merge_racing_shards_every_key_exactly_once)
 	REQUIRE_OK(ra.rc, &ra.err);
 	REQUIRE_OK(rb.rc, &rb.err);
 	CHECK(ra.merges == 5 && rb.merges == 5);
-	REQUIRE_OK(cx_sw_drain(a, &err), &err);
-	REQUIRE_OK(cx_sw_drain(b, &err), &err);
+	REQUIRE_OK(mw_drain(s, a, &err), &err);
+	REQUIRE_OK(mw_drain(s, b, &err), &err);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 	CHECK(r.n == 150 && r.pending == 0);
 	for (int k = 0; k < 150; k++)
@@ -800,7 +789,7 @@ CX_TEST(merge_generation_sealed_during_merge_survives_drain)
 	REQUIRE_OK(hook_rc, &err);
 	CHECK(res.generations == 2 && res.merged_through == 2);
 	CHECK(cx_sw_manifest(w)->ngens == 3);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE(cx_sw_manifest(w)->ngens == 1);
 	CHECK(cx_sw_manifest(w)->gens[0].gen == 3);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
@@ -812,7 +801,7 @@ CX_TEST(merge_generation_sealed_during_merge_survives_drain)
 
 /*
  * A drain given the merge's own result reads nothing (no base manifest GET)
- * and removes exactly what cx_sw_drain would: the generations at or below
+ * and removes exactly what mw_drain would: the generations at or below
  * the committed watermark, not one sealed after the merge.  A watermark no
  * merge could have committed is refused; a stale one changes nothing.
  */
@@ -853,7 +842,7 @@ CX_TEST(merge_drain_through_the_merge_result_reads_nothing)
 	/* Stale: nothing listed at or below it any more, so no commit. */
 	REQUIRE_OK(cx_sw_drain_through(w, 2, &err), &err);
 	CHECK(cx_sw_manifest(w)->version == version + 1);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(cx_sw_manifest(w)->version == version + 1);
 
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);

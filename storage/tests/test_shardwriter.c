@@ -18,6 +18,7 @@
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_writer.h"
 #include "cx_test.h"
+#include "mw_util.h"
 #include "swtest.h"
 
 /* --------------------------------------------------------------------------
@@ -464,7 +465,7 @@ CX_TEST(sw_second_open_fences_the_first_on_both_paths)
 	before = writes(sa) + reads(sa);
 	CHECK_CODE(append(a, "a", 3, 1, false, &err), CX_ERR_FENCED);
 	CHECK_CODE(append(a, "a", 3, 1, true, &err), CX_ERR_FENCED);
-	CHECK_CODE(cx_sw_drain(a, &err), CX_ERR_FENCED);
+	CHECK_CODE(cx_sw_drain_through(a, 0, &err), CX_ERR_FENCED);
 	CHECK(writes(sa) + reads(sa) == before);
 
 	/* C claims: B's next unsealed append meets C's fence marker. */
@@ -950,7 +951,7 @@ CX_TEST(sw_drain_removes_exactly_the_merged_generations)
 		const uint64_t left[] = {3, 4};
 
 		CHECK(gens_are(w, all, 4));
-		REQUIRE_OK(cx_sw_drain(w, &err), &err);
+		REQUIRE_OK(mw_drain(s, w, &err), &err);
 		CHECK(gens_are(w, left, 2));
 	}
 	CHECK(cx_sw_get_stats(w)->drains == 1);
@@ -958,7 +959,7 @@ CX_TEST(sw_drain_removes_exactly_the_merged_generations)
 	CHECK(occurrences(s, "a", "r", 2) == 1 && occurrences(s, "a", "r", 3) == 1);
 	/* Nothing more to drain: no commit. */
 	p = writes(s);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(writes(s) == p);
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	/* A new claim drains too. */
@@ -1112,11 +1113,11 @@ CX_TEST(sw_failpoints_in_error_mode_keep_the_store_consistent)
 	/* drain.before_commit / drain.after_commit */
 	REQUIRE_OK(fake_merge(s, "a", 1, &err), &err);
 	arm("drain.before_commit=error");
-	CHECK(injected(cx_sw_drain(w, &err), &err, "drain.before_commit"));
+	CHECK(injected(mw_drain(s, w, &err), &err, "drain.before_commit"));
 	arm("drain.after_commit=error");
-	CHECK(injected(cx_sw_drain(w, &err), &err, "drain.after_commit"));
+	CHECK(injected(mw_drain(s, w, &err), &err, "drain.after_commit"));
 	arm("");
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	CHECK(cx_sw_manifest(w)->ngens > 0 && cx_sw_manifest(w)->gens[0].gen == 2);
 	CHECK(cx_sw_get_stats(w)->drains == 1);
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);

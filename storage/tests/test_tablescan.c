@@ -64,7 +64,7 @@ CX_TEST(tablescan_large_base_streams_without_a_keymap)
 	REQUIRE_OK(mw_put(w, "k", 0, 50000, 5, true, &err), &err);
 	REQUIRE_OK(mw_put(w, "j", 0, 50000, 6, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 	CHECK(r.n == 100000 && r.pending == 0);
 	CHECK(r.stats.keymap_keys == 0 && r.stats.keymap_bytes == 0);
@@ -100,7 +100,7 @@ CX_TEST(tablescan_projection_reads_fewer_bytes)
 	REQUIRE_OK(mw_put(w, "a-rather-long-key-to-make-the-id-column-heavy-", 0,
 					  60000, 4, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_put(w, "a-rather-long-key-to-make-the-id-column-heavy-", 0,
 					  10, 5, true, &err), &err);
 	for (int pass = 0; pass < 2; pass++)
@@ -121,7 +121,7 @@ CX_TEST(tablescan_projection_reads_fewer_bytes)
 		CHECK(pass == 0 ? proj * 3 < full * 2 : proj * 4 < full);
 		/* second pass: without generations (no key column needed) */
 		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-		REQUIRE_OK(cx_sw_drain(w, &err), &err);
+		REQUIRE_OK(mw_drain(s, w, &err), &err);
 	}
 	{
 		cx_snapshot *snap;
@@ -151,7 +151,7 @@ CX_TEST(tablescan_applies_deletion_vectors_without_keymap)
 	REQUIRE_OK(mw_put(w, "k", 10, 20, 2, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
 	CHECK(res.rows_replaced == 20);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
 	CHECK(r.n == 100 && r.stats.keymap_keys == 0 && r.stats.rows_hidden == 20);
 	CHECK(mw_count(&r, "k15", &v) == 1 && v == 2);
@@ -329,7 +329,7 @@ CX_TEST(tablescan_reads_base_keys_only_where_pending_keys_may_be)
 	REQUIRE_OK(mw_put(w, "a-rather-long-key-to-make-the-id-column-heavy-", 0,
 					  60000, 4, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-	REQUIRE_OK(cx_sw_drain(w, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	s->stats.bytes_read = 0;
 	REQUIRE_OK(mw_scan(s, only_v, &r, &err), &err);
 	idle = s->stats.bytes_read;
@@ -372,7 +372,7 @@ hooked_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 		hook_rc = other == NULL ? CX_ERR_IO :
 			cx_merge_shard(other, "a", NULL, &res, &e2);
 		if (hook_rc == CX_OK)
-			hook_rc = cx_sw_drain(w, &e2);
+			hook_rc = mw_drain(s, w, &e2);
 		cx_obj_close(other);
 	}
 	return real_ops->get(s, key, offset, len, out, err);

@@ -356,28 +356,14 @@ print_stats(const cx_colstats *st, const cx_column *col)
 	}
 }
 
-/*
- * The columns a fragment's statistics describe: a base fragment written by
- * an append holds the table's columns, one written by a merge also the
- * hidden ones (cx_shard_manifest.h).  NULL if neither fits.
- */
-static const cx_schema *
-stats_columns(const cx_fragment_info *f, const cx_schema *table,
-			  const cx_schema *with_hidden)
-{
-	if (table != NULL && f->ncolumns == table->ncolumns)
-		return table;
-	if (with_hidden != NULL && f->ncolumns == with_hidden->ncolumns)
-		return with_hidden;
-	return NULL;
-}
-
 static void
 print_fragment_entry(const cx_manifest *m, uint32_t i,
 					 const cx_schema *with_hidden)
 {
 	const cx_fragment_info *f = &m->fragments[i];
-	const cx_schema *cols = stats_columns(f, m->schema, with_hidden);
+	/* Statistics describe the table's columns and the hidden ones. */
+	const cx_schema *cols = with_hidden != NULL &&
+		f->ncolumns == with_hidden->ncolumns ? with_hidden : NULL;
 
 	printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "\n",
 		   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),

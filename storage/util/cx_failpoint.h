@@ -51,9 +51,9 @@
  *   claim.after_replay       cx_sw_open: the replayed rows are uploaded as a
  *                            generation fragment, the shard manifest listing
  *                            it is not committed
- *   drain.before_commit      cx_sw_drain: merged generations found, the shard
+ *   drain.before_commit      cx_sw_drain_through: merged generations found, the shard
  *                            manifest without them is not committed
- *   drain.after_commit       cx_sw_drain: committed
+ *   drain.after_commit       cx_sw_drain_through: committed
  *
  * Merge failpoints (merge.*) are documented in cx_merge.h.
  *
