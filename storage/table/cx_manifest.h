@@ -138,6 +138,45 @@ uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
 bool		cx_manifest_shard_id_ok(const char *shard_id);
 
 /*
+ * Whether a table fits a store whose newest base is base (NULL: an empty
+ * store), checked in this order: its key names a column of the store (of the
+ * table's columns while the store has no schema), agrees with the key and
+ * uniqueness the store recorded, and every table column is a store column of
+ * the same type.  cx_table_fits says which rule failed first;
+ * cx_table_check_fit reports it as CX_ERR_SCHEMA.
+ */
+typedef struct cx_table_decl
+{
+	const cx_column *columns;	/* by store column name; entries whose name is
+								 * NULL are skipped; NULL: not checked */
+	uint32_t	ncolumns;
+	const char *key_column;		/* NULL: the key is not checked */
+	bool		unique_key;
+} cx_table_decl;
+
+typedef enum cx_misfit_kind
+{
+	CX_FITS = 0,
+	CX_MISFIT_KEY_COLUMN,		/* the key is not a column of the store */
+	CX_MISFIT_KEY,				/* the store recorded another key */
+	CX_MISFIT_COLUMN,			/* a table column the store lacks */
+	CX_MISFIT_COLUMN_TYPE		/* a column of another type in the store */
+} cx_misfit_kind;
+
+typedef struct cx_misfit
+{
+	cx_misfit_kind kind;
+	int			column;			/* the table column (index in columns) of a
+								 * column misfit, else -1 */
+	int			store_column;	/* its store column for COLUMN_TYPE, else -1 */
+} cx_misfit;
+
+bool		cx_table_fits(const cx_manifest *base, const cx_table_decl *t,
+						  cx_misfit *out);
+cx_code		cx_table_check_fit(const cx_manifest *base, const cx_table_decl *t,
+							   cx_err *err);
+
+/*
  * Prefixes the error a read of fragment `path` (listed by m) failed with by
  * the fragment and the version listing it ("fragment data/... listed by base
  * version 7: ..."), so that a missing or damaged object can be traced to
