@@ -129,4 +129,25 @@ cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
 								uint64_t version, cx_err *err);
 
+/* One shard of a store, as its newest shard manifest and the newest base
+ * manifest describe it (cx_shard_info.c). */
+typedef struct cx_shard_info
+{
+	char	   *shard_id;		/* malloc'd */
+	uint64_t	version;		/* newest shard-manifest version (0: none) */
+	uint64_t	epoch;
+	char	   *writer;			/* who holds the epoch (malloc'd; NULL: none) */
+	uint64_t	merged_gen;		/* the base's watermark */
+	uint32_t	generations;	/* listed and not merged */
+	uint64_t	rows;			/* in those generations */
+} cx_shard_info;
+
+/* Every shard registered in the store, in the base manifest's order
+ * (*out = NULL and *n = 0 if none); free with cx_shards_free().  The shard
+ * manifests are read before the base whose watermarks count them, so a
+ * merge and drain in between never make merged generations look pending. */
+cx_code		cx_shards_read(cx_objstore *s, cx_shard_info **out, uint32_t *n,
+						   cx_err *err);
+void		cx_shards_free(cx_shard_info *shards, uint32_t n);
+
 #endif							/* CX_SHARD_H */

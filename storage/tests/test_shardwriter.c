@@ -17,6 +17,7 @@
 #include "table/cx_commit.h"
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_writer.h"
+#include "merge/cx_merge.h"
 #include "cx_test.h"
 #include "swtest.h"
 
@@ -1243,4 +1244,43 @@ CX_TEST(sw_kill9_at_each_step_loses_and_duplicates_nothing)
 		}
 		cx_obj_close(s);
 	}
+}
+
+/* Two sealed generations, one of them merged: cx_shards_read counts only
+ * the unmerged one, with its rows, and names the writer. */
+CX_TEST(shards_read_counts_unmerged_generations)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_schema  *schema = sw_schema();
+	cx_shardwriter *w;
+	cx_shard_info *shards;
+	cx_merge_result res;
+	uint32_t	n;
+	cx_buf		rows;
+	int64_t		ts;
+	cx_err		err;
+
+	REQUIRE(s != NULL && schema != NULL);
+	REQUIRE_OK(cx_shards_read(s, &shards, &n, &err), &err);
+	CHECK(shards == NULL && n == 0);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	cx_buf_init(&rows);
+	sw_rows(&rows, schema, "k", 0, 3);
+	REQUIRE_OK(cx_sw_append(w, schema, rows.data, rows.len, 3, true, &ts, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	cx_buf_reset(&rows);
+	sw_rows(&rows, schema, "k", 3, 2);
+	REQUIRE_OK(cx_sw_append(w, schema, rows.data, rows.len, 2, true, &ts, &err), &err);
+	REQUIRE_OK(cx_shards_read(s, &shards, &n, &err), &err);
+	REQUIRE(n == 1);
+	CHECK(strcmp(shards[0].shard_id, "a") == 0);
+	CHECK(shards[0].merged_gen == 1);
+	CHECK(shards[0].generations == 1 && shards[0].rows == 2);
+	CHECK(shards[0].epoch == 1 && shards[0].version == cx_sw_manifest(w)->version);
+	CHECK(shards[0].writer != NULL && strcmp(shards[0].writer, "test pid 1") == 0);
+	cx_shards_free(shards, n);
+	cx_buf_free(&rows);
+	cx_schema_free(schema);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
 }
