@@ -37,4 +37,9 @@ void		cx_row_encode(const cx_schema *schema, const cx_datum *values,
 cx_code		cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
 						  cx_buf *scratch, cx_err *err);
 
+/* Whether rows holds exactly nrows well-formed rows of schema (decoding
+ * each); CX_ERR_CORRUPT naming the first bad one otherwise. */
+cx_code		cx_rows_check(const cx_schema *schema, const uint8_t *rows,
+						  size_t len, uint64_t nrows, cx_err *err);
+
 #endif							/* CX_ROWCODEC_H */
