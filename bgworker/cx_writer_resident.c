@@ -342,12 +342,7 @@ cx_resident_pending(const CxResident *r)
 uint64
 cx_resident_newest_gen(const CxResident *r)
 {
-	const cx_shard_manifest *m;
-
-	if (r->w == NULL)
-		return 0;
-	m = cx_sw_manifest(r->w);
-	return m->ngens > 0 ? m->gens[m->ngens - 1].gen : 0;
+	return r->w != NULL ? cx_sw_newest_gen(r->w) : 0;
 }
 
 void

@@ -159,11 +159,9 @@ request_stats(StringInfo buf, const char *key, const cx_objstats *os)
 static void
 manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 {
-	uint64		bytes = 0;
+	uint64		bytes = m ? cx_manifest_bytes(m) : 0;
 	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
-	for (uint32 i = 0; m != NULL && i < m->nfragments; i++)
-		bytes += m->fragments[i].size;
 	json_uint(buf, "version", m ? m->version : 0);
 	json_uint(buf, "fragments", m ? m->nfragments : 0);
 	json_uint(buf, "rows", base_rows + generation_rows);

@@ -768,6 +768,12 @@ cx_sw_epoch(const cx_shardwriter *w)
 	return w->m->epoch;
 }
 
+uint64_t
+cx_sw_newest_gen(const cx_shardwriter *w)
+{
+	return w->m->ngens > 0 ? w->m->gens[w->m->ngens - 1].gen : 0;
+}
+
 const cx_shard_manifest *
 cx_sw_manifest(const cx_shardwriter *w)
 {

@@ -141,6 +141,8 @@ uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
 uint64_t	cx_sw_memtable_rows(const cx_shardwriter *w);
 uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
 uint64_t	cx_sw_epoch(const cx_shardwriter *w);
+/* The newest generation listed (0: none). */
+uint64_t	cx_sw_newest_gen(const cx_shardwriter *w);
 const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
 
 /*

@@ -91,6 +91,8 @@ void		cx_manifest_free(cx_manifest *m);
 cx_manifest *cx_manifest_clone(const cx_manifest *m);
 /* Live rows: fragment rows minus deletion-vector entries. */
 uint64_t	cx_manifest_rows(const cx_manifest *m);
+/* Bytes of the fragments listed. */
+uint64_t	cx_manifest_bytes(const cx_manifest *m);
 /* Appends a copy of fi, with an empty deletion vector. */
 cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);
