@@ -12,7 +12,7 @@ STORAGE_LAYERS = util objstore format table memwal merge scan
 OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(STORAGE_LAYERS),$(wildcard storage/$(d)/cx_*.c)) \
 	$(wildcard fdw/*.c bgworker/*.c)))
 
-PG_CPPFLAGS = -Istorage -Ifdw -Ibgworker
+PG_CPPFLAGS = -Istorage/include -Istorage -Ifdw -Ibgworker
 # -Wextra on top of PostgreSQL's own warning set.  PostgreSQL's headers and
 # callback signatures trip -Wunused-parameter, -Wsign-compare and
 # -Wmissing-field-initializers by design, so those three stay off here (the

@@ -39,7 +39,7 @@
 #include "storage/lwlock.h"
 
 #include "util/cx_crypto.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 #include "merge/cx_merge.h"
 #include "objstore/cx_objstore.h"
 #include "memwal/cx_shard_writer.h"

@@ -20,7 +20,7 @@
 #define CX_ROWCODEC_H
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 #include "format/cx_schema.h"
 
 /* Appends one row (schema->ncolumns values) to out. */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 /* Values are stored on disk: never renumber. */
 typedef enum cx_type
