@@ -26,7 +26,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "memwal/cx_shard_writer.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 /* Most stores the writer keeps open. */

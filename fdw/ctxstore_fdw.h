@@ -24,9 +24,7 @@
 #include "foreign/fdwapi.h"
 #include "utils/relcache.h"
 
-#include "table/cx_manifest.h"
-#include "objstore/cx_objstore.h"
-#include "format/cx_schema.h"
+#include "ctxstore/engine.h"
 
 /* ---- GUCs (ctxstore.c) ---- */
 

@@ -28,7 +28,7 @@
 #include "ctxstore_fdw.h"
 #include "cx_functions.h"
 #include "cx_pgerror.h"
-#include "memwal/cx_shard_manifest.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
 /* Defined in ctxstore.c; identifies tables that belong to this wrapper. */

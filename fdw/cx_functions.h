@@ -10,9 +10,7 @@
 
 #include "utils/relcache.h"
 
-#include "table/cx_manifest.h"
-#include "objstore/cx_objstore.h"
-#include "memwal/cx_shard_manifest.h"
+#include "ctxstore/engine.h"
 
 /* What a function requires of its caller on the table. */
 typedef enum CxTableCheck

@@ -34,7 +34,7 @@
 #include "utils/syscache.h"
 
 #include "ctxstore_fdw.h"
-#include "objstore/cx_http.h"
+#include "ctxstore/engine.h"
 
 /* What an option's value must look like. */
 typedef enum CxOptKind

@@ -26,7 +26,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
-#include "format/cx_row_codec.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
 typedef struct CxMark

@@ -33,11 +33,11 @@
 #include "format/cx_fragment.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
+#include "ctxstore/memwal.h"
 
 #define CX_SHARD_MAGIC "CXS1"
 #define CX_SHARD_FORMAT 1
 #define CX_SHARDS_PREFIX "_shards/"
-#define CX_SHARD_ID_MAX 128		/* [A-Za-z0-9._-]{1,128} */
 
 /* Hidden columns; user columns may not start with "_cx_". */
 #define CX_HIDDEN_PREFIX "_cx_"
@@ -52,23 +52,6 @@ typedef struct cx_generation
 	cx_fragment_info fragment;
 } cx_generation;
 
-typedef struct cx_shard_manifest
-{
-	uint64_t	version;
-	char	   *shard_id;
-	uint64_t	epoch;
-	uint8_t		commit_id[16];
-	int64_t		committed_at_us;
-	char	   *writer;			/* who holds the epoch: "host pid ..." for
-								 * messages and the workers view */
-	uint64_t	replay_seq;		/* WAL entries <= this are sealed */
-	uint64_t	next_gen;		/* number the next generation gets */
-	uint32_t	ngens;
-	cx_generation *gens;		/* unmerged (or merged, not yet drained),
-								 * oldest first */
-} cx_shard_manifest;
-
-cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
 
 /* The columns of a generation fragment: the table's, then CX_COL_COMMIT_TS
  * and CX_COL_TOMBSTONE.  CX_ERR_SCHEMA if a table column name starts with
@@ -128,26 +111,5 @@ cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
  */
 cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
 								uint64_t version, cx_err *err);
-
-/* One shard of a store, as its newest shard manifest and the newest base
- * manifest describe it (cx_shard_info.c). */
-typedef struct cx_shard_info
-{
-	char	   *shard_id;		/* malloc'd */
-	uint64_t	version;		/* newest shard-manifest version (0: none) */
-	uint64_t	epoch;
-	char	   *writer;			/* who holds the epoch (malloc'd; NULL: none) */
-	uint64_t	merged_gen;		/* the base's watermark */
-	uint32_t	generations;	/* listed and not merged */
-	uint64_t	rows;			/* in those generations */
-} cx_shard_info;
-
-/* Every shard registered in the store, in the base manifest's order
- * (*out = NULL and *n = 0 if none); free with cx_shards_free().  The shard
- * manifests are read before the base whose watermarks count them, so a
- * merge and drain in between never make merged generations look pending. */
-cx_code		cx_shards_read(cx_objstore *s, cx_shard_info **out, uint32_t *n,
-						   cx_err *err);
-void		cx_shards_free(cx_shard_info *shards, uint32_t n);
 
 #endif							/* CX_SHARD_H */

@@ -21,11 +21,10 @@
 #include "format/cx_fragment.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
+#include "ctxstore/table.h"
 
 #define CX_MANIFEST_MAGIC "CXM1"
 #define CX_MANIFEST_FORMAT 1
-#define CX_VERSIONS_PREFIX "_versions/"
-#define CX_LATEST_HINT_KEY "_latest"
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
@@ -61,38 +60,9 @@ typedef struct cx_deletion_vector
 	uint32_t   *rows;			/* malloc'd, n entries; NULL when n == 0 */
 } cx_deletion_vector;
 
-typedef struct cx_manifest
-{
-	uint64_t	version;
-	uint8_t		commit_id[16];
-	int64_t		committed_at_us;	/* Unix epoch microseconds */
-	char	   *operation;		/* "append", "create", ... */
-	cx_schema  *schema;			/* NULL until the first data commit */
-	/* Table properties, set once (cx_manifest_set_key) when the store gets
-	 * its first writer: the key column by name (NULL: none yet), and whether
-	 * a key has at most one live row (unique_key: merges and scans
-	 * de-duplicate) or rows are only appended. */
-	char	   *key_column;
-	bool		unique_key;
-	uint32_t	nfragments;
-	cx_fragment_info *fragments;
-	/* NULL (no fragment has deletions) or nfragments entries, parallel to
-	 * fragments; cx_manifest_add_fragment keeps the two in step. */
-	cx_deletion_vector *dvs;
-	uint32_t	nshards;
-	cx_shard_mark *shards;		/* ascending by shard_id (bytewise) */
-	uint32_t	nexts;
-	cx_manifest_ext *exts;
-} cx_manifest;
-
 cx_manifest *cx_manifest_new(void);
-void		cx_manifest_free(cx_manifest *m);
 /* Deep copy (NULL on OOM). */
 cx_manifest *cx_manifest_clone(const cx_manifest *m);
-/* Live rows: fragment rows minus deletion-vector entries. */
-uint64_t	cx_manifest_rows(const cx_manifest *m);
-/* Bytes of the fragments listed. */
-uint64_t	cx_manifest_bytes(const cx_manifest *m);
 /* Appends a copy of fi, with an empty deletion vector. */
 cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);
@@ -140,45 +110,6 @@ uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
 bool		cx_manifest_shard_id_ok(const char *shard_id);
 
 /*
- * Whether a table fits a store whose newest base is base (NULL: an empty
- * store), checked in this order: its key names a column of the store (of the
- * table's columns while the store has no schema), agrees with the key and
- * uniqueness the store recorded, and every table column is a store column of
- * the same type.  cx_table_fits says which rule failed first;
- * cx_table_check_fit reports it as CX_ERR_SCHEMA.
- */
-typedef struct cx_table_decl
-{
-	const cx_column *columns;	/* by store column name; entries whose name is
-								 * NULL are skipped; NULL: not checked */
-	uint32_t	ncolumns;
-	const char *key_column;		/* NULL: the key is not checked */
-	bool		unique_key;
-} cx_table_decl;
-
-typedef enum cx_misfit_kind
-{
-	CX_FITS = 0,
-	CX_MISFIT_KEY_COLUMN,		/* the key is not a column of the store */
-	CX_MISFIT_KEY,				/* the store recorded another key */
-	CX_MISFIT_COLUMN,			/* a table column the store lacks */
-	CX_MISFIT_COLUMN_TYPE		/* a column of another type in the store */
-} cx_misfit_kind;
-
-typedef struct cx_misfit
-{
-	cx_misfit_kind kind;
-	int			column;			/* the table column (index in columns) of a
-								 * column misfit, else -1 */
-	int			store_column;	/* its store column for COLUMN_TYPE, else -1 */
-} cx_misfit;
-
-bool		cx_table_fits(const cx_manifest *base, const cx_table_decl *t,
-						  cx_misfit *out);
-cx_code		cx_table_check_fit(const cx_manifest *base, const cx_table_decl *t,
-							   cx_err *err);
-
-/*
  * Prefixes the error a read of fragment `path` (listed by m) failed with by
  * the fragment and the version listing it ("fragment data/... listed by base
  * version 7: ..."), so that a missing or damaged object can be traced to
@@ -195,15 +126,6 @@ cx_code		cx_manifest_decode(const uint8_t *data, size_t len,
 /* "_versions/00000000000000000042.manifest" into key (>= 64 bytes). */
 void		cx_manifest_key(uint64_t version, char *key, size_t keysize);
 
-/* Loads version `version`; CX_ERR_NOT_FOUND if it does not exist. */
-cx_code		cx_manifest_load(cx_objstore *s, uint64_t version,
-							 cx_manifest **out, cx_err *err);
-/* Newest committed version, 0 for an empty store. */
-cx_code		cx_manifest_latest_version(cx_objstore *s, uint64_t *version,
-									   cx_err *err);
-/* Loads the newest version; *out = NULL for an empty store. */
-cx_code		cx_manifest_load_latest(cx_objstore *s, cx_manifest **out,
-									cx_err *err);
 
 /*
  * Writes the encoded manifest of `version` with put-if-absent and settles
@@ -219,10 +141,5 @@ cx_code		cx_manifest_put(cx_objstore *s, uint64_t version,
  * harmless: a stale or missing hint only costs readers extra requests. */
 cx_code		cx_manifest_write_hint(cx_objstore *s, uint64_t version,
 								   cx_err *err);
-
-/* Calls fn for every version present, ascending (via a listing). */
-typedef bool (*cx_version_fn) (void *arg, uint64_t version);
-cx_code		cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn,
-									  void *arg, cx_err *err);
 
 #endif							/* CX_MANIFEST_H */
