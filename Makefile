@@ -8,17 +8,20 @@ EXTENSION  = ctxstore
 DATA       = ctxstore--0.1.sql
 PGFILEDESC = "ctxstore - versioned agent-context store on object storage"
 
-STORAGE_LAYERS = util objstore format table memwal merge scan
-OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(STORAGE_LAYERS),$(wildcard storage/$(d)/cx_*.c)) \
-	$(wildcard fdw/*.c bgworker/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard fdw/*.c bgworker/*.c)))
 
-PG_CPPFLAGS = -Istorage -Ifdw -Ibgworker
+# The engine is built on its own by storage/Makefile (-fPIC objects, header
+# dependencies tracked there) and linked in; fdw/ and bgworker/ see it only
+# through its public headers, storage/include/ctxstore/.
+ENGINE_LIB = storage/build/libctxstore_storage.a
+
+PG_CPPFLAGS = -Istorage/include -Ifdw -Ibgworker
 # -Wextra on top of PostgreSQL's own warning set.  PostgreSQL's headers and
 # callback signatures trip -Wunused-parameter, -Wsign-compare and
 # -Wmissing-field-initializers by design, so those three stay off here (the
 # storage engine, built on its own by storage/Makefile, keeps all of -Wextra).
 PG_CFLAGS   = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
-SHLIB_LINK  = -lzstd -lcurl -lcrypto -lpthread
+SHLIB_LINK  = $(ENGINE_LIB) -lzstd -lcurl -lcrypto -lpthread
 
 # Track header dependencies (.deps/), so editing a header rebuilds the objects
 # that include it; PGXS leaves this off unless PostgreSQL was configured with
@@ -32,18 +35,22 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# The inspection CLI, built from the same engine sources by storage/Makefile,
-# is installed next to PostgreSQL's own programs.
+# The inspection CLI, built from the same engine by storage/Makefile, is
+# installed next to PostgreSQL's own programs.
 INSPECT = storage/build/ctxstore-inspect
 
 all: $(INSPECT)
 
-$(INSPECT): $(wildcard storage/*/*.c storage/*/*.h)
-	$(MAKE) -C storage build/ctxstore-inspect
+# storage/Makefile knows the engine's sources and headers: always ask it,
+# so that editing an engine file rebuilds the library and relinks.
+$(shlib): $(ENGINE_LIB)
+$(ENGINE_LIB) $(INSPECT): engine
+engine:
+	$(MAKE) -C storage build/libctxstore_storage.a build/ctxstore-inspect
 
 install: install-inspect
 
 install-inspect: $(INSPECT)
 	$(INSTALL_PROGRAM) $(INSPECT) '$(DESTDIR)$(bindir)/ctxstore-inspect'
 
-.PHONY: install-inspect
+.PHONY: install-inspect engine

@@ -15,8 +15,7 @@
 #include "postmaster/bgworker.h"
 #include "utils/guc.h"
 
-#include "util/cx_failpoint.h"
-#include "memwal/cx_shard_manifest.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 int			cx_commit_timeout_ms = 300000;

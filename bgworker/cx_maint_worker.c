@@ -32,7 +32,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "merge/cx_merge.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 PGDLLEXPORT void cx_maint_main(Datum main_arg);

@@ -33,7 +33,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "util/cx_crypto.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 /* How long a credential check stays good. */

@@ -38,7 +38,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "memwal/cx_shard_writer.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 /* An unsealed memtable this large is sealed without waiting for

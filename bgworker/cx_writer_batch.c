@@ -12,7 +12,7 @@
  */
 #include "postgres.h"
 
-#include "format/cx_schema.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 /* Bytes of the options block: each name and value NUL-terminated. */

@@ -38,11 +38,7 @@
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
 
-#include "util/cx_crypto.h"
-#include "util/cx_error.h"
-#include "merge/cx_merge.h"
-#include "objstore/cx_objstore.h"
-#include "memwal/cx_shard_writer.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
 #define CX_WRITER_TRANCHE "ctxstore writer"

@@ -28,8 +28,7 @@
 
 #include "datatype/timestamp.h"
 
-#include "objstore/cx_objstore.h"
-#include "format/cx_schema.h"
+#include "ctxstore/engine.h"
 
 /* The foreign table a request comes from. */
 typedef struct CxTableRef

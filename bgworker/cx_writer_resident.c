@@ -26,7 +26,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "memwal/cx_shard_writer.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_int.h"
 
 /* Most stores the writer keeps open. */
@@ -342,12 +342,7 @@ cx_resident_pending(const CxResident *r)
 uint64
 cx_resident_newest_gen(const CxResident *r)
 {
-	const cx_shard_manifest *m;
-
-	if (r->w == NULL)
-		return 0;
-	m = cx_sw_manifest(r->w);
-	return m->ngens > 0 ? m->gens[m->ngens - 1].gen : 0;
+	return r->w != NULL ? cx_sw_newest_gen(r->w) : 0;
 }
 
 void

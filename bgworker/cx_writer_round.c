@@ -24,7 +24,6 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
-#include "format/cx_row_codec.h"
 #include "cx_writer_int.h"
 
 /* Most bytes of rows one append carries: a bigger group is split (a single
@@ -138,34 +137,8 @@ take_queued(Round *r, uint64 generation)
 	qsort(r->slots, r->nslots, sizeof(RoundSlot), slot_seq_cmp);
 }
 
-/* Every row of a write request decodes, and nothing is left over: rows the
- * shard writer takes must be sound, since an unsealed append's rows go to
- * the WAL before anything else reads them. */
-static bool
-rows_decode(RoundItem *it, CxFailure *fail)
-{
-	cx_datum   *values = palloc(sizeof(cx_datum) * Max(it->schema->ncolumns, 1));
-	cx_buf		scratch;
-	cx_rd		rd;
-	cx_err		err;
-	cx_code		rc = CX_OK;
-
-	cx_buf_init(&scratch);
-	cx_rd_init(&rd, it->view.rows, it->view.rows_len);
-	for (uint64 n = 0; n < it->view.nrows && rc == CX_OK; n++)
-		rc = cx_row_decode(it->schema, &rd, values, &scratch, &err);
-	cx_buf_free(&scratch);
-	pfree(values);
-	if (rc != CX_OK)
-		cx_failure_set(fail, rc, "request for store %s: %s", it->view.uri, err.msg);
-	else if (cx_rd_left(&rd) != 0)
-		cx_failure_set(fail, CX_ERR_CORRUPT,
-					"request for store %s: %zu bytes left over after its " UINT64_FORMAT " rows",
-					it->view.uri, cx_rd_left(&rd), it->view.nrows);
-	return rc == CX_OK && cx_rd_left(&rd) == 0;
-}
-
-/* A write request's schema, and its rows checked. */
+/* A write request's schema (its rows are checked by the shard writer's
+ * append, before anything is written). */
 static void
 describe_write(RoundItem *it)
 {
@@ -187,8 +160,6 @@ describe_write(RoundItem *it)
 					it->view.uri);
 		item_fail(it, &fail);
 	}
-	else if (!rows_decode(it, &fail))
-		item_fail(it, &fail);
 }
 
 /* Maps the batch of rs, or fails the slot; true if mapped and sound. */

@@ -24,9 +24,7 @@
 #include "foreign/fdwapi.h"
 #include "utils/relcache.h"
 
-#include "table/cx_manifest.h"
-#include "objstore/cx_objstore.h"
-#include "format/cx_schema.h"
+#include "ctxstore/engine.h"
 
 /* ---- GUCs (ctxstore.c) ---- */
 
@@ -142,8 +140,11 @@ typedef struct CxBinding
 extern cx_schema *cxfdw_schema_from_rel(const CxRelInfo *ri);
 extern void cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema,
 					   CxBinding *b);
-/* Whether cxfdw_bind would match every column, without raising. */
-extern bool cxfdw_columns_fit(const CxRelInfo *ri, const cx_schema *schema);
+/* The engine's fit rule (cx_table_fits) for the table's columns and the
+ * key it declares (NULL: not checked); *why says what failed. */
+extern bool cxfdw_table_fits(const CxRelInfo *ri, const char *key_column,
+							 bool unique_key, const cx_manifest *base,
+							 cx_misfit *why);
 
 /* ---- store handles and manifests (cx_store.c) ---- */
 

@@ -86,37 +86,55 @@ column_type_differs(const CxRelInfo *ri, const CxColumnDef *col,
 										  col->type.ext_type)));
 }
 
-/* The store column col is stored as, or -1 if schema has none of its name
- * (*same_type: whether that column holds col's engine type). */
-static int
-find_column(const CxColumnDef *col, const cx_schema *schema, bool *same_type)
+/*
+ * The table's columns as the engine's fit rule sees them, one per attribute
+ * (a dropped attribute's has no name).
+ */
+static cx_column *
+table_columns(const CxRelInfo *ri)
 {
-	cx_column	want = {0};
-	int			c = cx_schema_find(schema, col->name);
+	cx_column  *columns = palloc0(sizeof(cx_column) * Max(ri->natts, 1));
 
-	*same_type = false;
-	if (c < 0)
-		return -1;
-	want.type = col->type.type;
-	want.elem_type = col->type.elem_type;
-	want.ext_type = col->type.ext_type;
-	*same_type = cx_column_same_type(&schema->columns[c], &want);
-	return c;
+	for (int i = 0; i < ri->natts; i++)
+	{
+		const CxColumnDef *col = &ri->columns[i];
+
+		if (col->attname == NULL)
+			continue;
+		columns[i].name = col->name;
+		columns[i].type = col->type.type;
+		columns[i].elem_type = col->type.elem_type;
+		columns[i].ext_type = col->type.ext_type;
+	}
+	return columns;
 }
 
 bool
-cxfdw_columns_fit(const CxRelInfo *ri, const cx_schema *schema)
+cxfdw_table_fits(const CxRelInfo *ri, const char *key_column, bool unique_key,
+				 const cx_manifest *base, cx_misfit *why)
 {
-	for (int i = 0; i < ri->natts; i++)
-	{
-		bool		same_type;
+	cx_table_decl table = {table_columns(ri), ri->natts, key_column,
+	unique_key};
+	bool		fits = cx_table_fits(base, &table, why);
 
-		if (ri->columns[i].attname == NULL)
-			continue;
-		if (find_column(&ri->columns[i], schema, &same_type) < 0 || !same_type)
-			return false;
-	}
-	return true;
+	pfree((void *) table.columns);
+	return fits;
+}
+
+/* Raises unless every column of the table is a column of schema of the
+ * same type. */
+static void
+check_columns_fit(const CxRelInfo *ri, const cx_schema *schema)
+{
+	cx_manifest store = {.schema = (cx_schema *) schema};
+	cx_misfit	why;
+
+	if (cxfdw_table_fits(ri, NULL, false, &store, &why))
+		return;
+	if (why.kind == CX_MISFIT_COLUMN)
+		column_missing(ri, &ri->columns[why.column], schema);
+	column_type_differs(ri, &ri->columns[why.column],
+						&schema->columns[why.store_column]);
 }
 
 /* Matches every column of the table with a column of schema, or raises. */
@@ -129,20 +147,16 @@ cxfdw_bind(const CxRelInfo *ri, const cx_schema *schema, CxBinding *b)
 	for (uint32 c = 0; c < schema->ncolumns; c++)
 		b->col_att[c] = -1;
 
+	check_columns_fit(ri, schema);
 	for (int i = 0; i < ri->natts; i++)
 	{
 		const CxColumnDef *col = &ri->columns[i];
-		bool		same_type;
 		int			c;
 
 		b->att_col[i] = -1;
 		if (col->attname == NULL)
 			continue;
-		c = find_column(col, schema, &same_type);
-		if (c < 0)
-			column_missing(ri, col, schema);
-		if (!same_type)
-			column_type_differs(ri, col, &schema->columns[c]);
+		c = cx_schema_find(schema, col->name);
 		b->att_col[i] = c;
 		b->col_att[c] = i;
 	}

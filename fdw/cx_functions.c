@@ -28,7 +28,7 @@
 #include "ctxstore_fdw.h"
 #include "cx_functions.h"
 #include "cx_pgerror.h"
-#include "memwal/cx_shard_manifest.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
 /* Defined in ctxstore.c; identifies tables that belong to this wrapper. */
@@ -71,91 +71,32 @@ cxfdw_function_table(Oid relid, CxTableCheck check)
 
 /* ---- shards ---- */
 
-/* What reading a store's shards holds in engine (malloc'd) memory. */
-typedef struct ShardRead
-{
-	cx_manifest *listing;		/* the base that lists the shards */
-	cx_shard_manifest **shards; /* its shards' newest versions (NULL: none) */
-	uint32		n;
-	cx_manifest *marks;			/* the base read after them: watermarks */
-} ShardRead;
-
-static void
-shard_read_free(ShardRead *r)
-{
-	for (uint32 i = 0; r->shards != NULL && i < r->n; i++)
-		cx_shard_manifest_free(r->shards[i]);
-	free(r->shards);
-	cx_manifest_free(r->listing);
-	cx_manifest_free(r->marks);
-}
-
-/* Engine calls only: nothing here may raise. */
-static cx_code
-shard_read(cx_objstore *s, ShardRead *r, cx_err *err)
-{
-	memset(r, 0, sizeof(*r));
-	if (cx_manifest_load_latest(s, &r->listing, err) != CX_OK)
-		return err->code;
-	if (r->listing == NULL || r->listing->nshards == 0)
-		return CX_OK;
-	r->shards = calloc(r->listing->nshards, sizeof(cx_shard_manifest *));
-	if (r->shards == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "out of memory reading the shards of %s", s->uri);
-	r->n = r->listing->nshards;
-	for (uint32 i = 0; i < r->n; i++)
-		if (cx_shard_manifest_load_latest(s, r->listing->shards[i].shard_id, 0,
-										  &r->shards[i], err) != CX_OK)
-			return err->code;
-	return cx_manifest_load_latest(s, &r->marks, err);
-}
-
-static void
-shard_info(const ShardRead *r, uint32 i, CxShardInfo *out)
-{
-	const cx_shard_manifest *m = r->shards[i];
-
-	memset(out, 0, sizeof(*out));
-	out->shard_id = pstrdup(r->listing->shards[i].shard_id);
-	out->merged_gen = cx_manifest_merged_gen(r->marks, out->shard_id);
-	if (m == NULL)
-		return;
-	out->version = m->version;
-	out->epoch = m->epoch;
-	out->writer = m->writer ? pstrdup(m->writer) : NULL;
-	for (uint32 g = 0; g < m->ngens; g++)
-	{
-		if (m->gens[g].gen <= out->merged_gen)
-			continue;
-		out->generations++;
-		out->rows += m->gens[g].fragment.rows;
-	}
-}
-
-CxShardInfo *
+cx_shard_info *
 cxfdw_read_shards(cx_objstore *s, int *nshards)
 {
-	ShardRead	r;
-	CxShardInfo *volatile out = NULL;
+	cx_shard_info *shards;
+	cx_shard_info *volatile out = NULL;
+	uint32		n;
 	cx_err		err;
 
-	if (shard_read(s, &r, &err) != CX_OK)
-	{
-		shard_read_free(&r);
+	if (cx_shards_read(s, &shards, &n, &err) != CX_OK)
 		cx_pg_error(&err, "could not read the shards of store %s", s->uri);
-	}
 	PG_TRY();
 	{
-		out = palloc0(sizeof(CxShardInfo) * Max(r.n, 1));
-		for (uint32 i = 0; i < r.n; i++)
-			shard_info(&r, i, &out[i]);
+		out = palloc0(sizeof(cx_shard_info) * Max(n, 1));
+		for (uint32 i = 0; i < n; i++)
+		{
+			out[i] = shards[i];
+			out[i].shard_id = pstrdup(shards[i].shard_id);
+			out[i].writer = shards[i].writer ? pstrdup(shards[i].writer) : NULL;
+		}
 	}
 	PG_FINALLY();
 	{
-		shard_read_free(&r);
+		cx_shards_free(shards, n);
 	}
 	PG_END_TRY();
-	*nshards = (int) r.n;
+	*nshards = (int) n;
 	return out;
 }
 
@@ -218,11 +159,9 @@ request_stats(StringInfo buf, const char *key, const cx_objstats *os)
 static void
 manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 {
-	uint64		bytes = 0;
+	uint64		bytes = m ? cx_manifest_bytes(m) : 0;
 	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
-	for (uint32 i = 0; m != NULL && i < m->nfragments; i++)
-		bytes += m->fragments[i].size;
 	json_uint(buf, "version", m ? m->version : 0);
 	json_uint(buf, "fragments", m ? m->nfragments : 0);
 	json_uint(buf, "rows", base_rows + generation_rows);
@@ -232,7 +171,7 @@ manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 
 /* Every shard of the store with its unmerged generations. */
 static void
-shard_stats(StringInfo buf, const CxShardInfo *shards, int n)
+shard_stats(StringInfo buf, const cx_shard_info *shards, int n)
 {
 	json_str(buf, "shard_id", cx_shard_id());
 	json_key(buf, "shards");
@@ -342,7 +281,7 @@ ctxstore_stats(PG_FUNCTION_ARGS)
 	CxStore    *st = cxfdw_store_open(ri, CX_ACCESS_READ);
 	CxPending  *p = ri->version == 0 ? cxfdw_pending_find(ri->relid) : NULL;
 	int			nshards;
-	CxShardInfo *shards = cxfdw_read_shards(cxfdw_store_handle(st), &nshards);
+	cx_shard_info *shards = cxfdw_read_shards(cxfdw_store_handle(st), &nshards);
 	uint64		generation_rows = 0;
 	StringInfoData buf;
 

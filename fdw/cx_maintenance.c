@@ -155,7 +155,7 @@ ctxstore_pending_wal_generations(PG_FUNCTION_ARGS)
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
 	CxStore    *st = cxfdw_store_open(ri, CX_ACCESS_READ);
 	int			n;
-	CxShardInfo *shards = cxfdw_read_shards(cxfdw_store_handle(st), &n);
+	cx_shard_info *shards = cxfdw_read_shards(cxfdw_store_handle(st), &n);
 	uint32		pending = 0;
 
 	for (int i = 0; i < n; i++)

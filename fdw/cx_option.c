@@ -41,11 +41,8 @@
 #include "utils/syscache.h"
 
 #include "ctxstore_fdw.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
-#include "format/cx_fragment.h"
-#include "memwal/cx_shard_writer.h"
-#include "merge/cx_merge.h"
-#include "objstore/cx_http.h"
 
 /* What an option's value must look like. */
 typedef enum CxOptKind

@@ -10,7 +10,7 @@
 
 #include "postgres.h"
 
-#include "util/cx_error.h"
+#include "ctxstore/engine.h"
 
 /* The SQLSTATE (an ERRCODE_* value) an engine error code is reported as. */
 extern int	cx_pg_errcode(cx_code code);

@@ -38,8 +38,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
-#include "format/cx_row_codec.h"
-#include "scan/cx_table_scan.h"
+#include "ctxstore/engine.h"
 
 /* Planner cost of opening the store (manifests and fragment footers). */
 #define STORE_STARTUP_COST 100.0

@@ -127,17 +127,6 @@ cxfdw_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 	return true;
 }
 
-/* Whether the table has a (non-dropped) column stored as name. */
-static bool
-table_has_column(const CxRelInfo *ri, const char *name)
-{
-	for (int i = 0; i < ri->natts; i++)
-		if (ri->columns[i].attname != NULL &&
-			strcmp(ri->columns[i].name, name) == 0)
-			return true;
-	return false;
-}
-
 /*
  * Checks, before a transaction writes to ri, that its key names a column of
  * the store (the store's schema, or the table's for a store nobody has
@@ -149,19 +138,17 @@ cxfdw_check_table_key(const CxRelInfo *ri, const CxStoreSettings *s,
 					  const cx_manifest *base)
 {
 	const char *key = s->key_column;
-	bool		found = base != NULL && base->schema != NULL
-		? cx_schema_find(base->schema, key) >= 0
-		: table_has_column(ri, key);
+	cx_misfit	why;
 
-	if (!found)
+	cxfdw_table_fits(ri, key, s->unique_key, base, &why);
+	if (why.kind == CX_MISFIT_KEY_COLUMN)
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_COLUMN),
 				errmsg("key column \"%s\" of foreign table \"%s\" is not a column of store %s",
 					   key, ri->relname, ri->uri),
 				errhint("Name the store column that identifies a row in the table's key option, as in OPTIONS (ADD key 'session_id'); the default is \"%s\".",
 						cxfdw_option_default("key")));
-	if (base != NULL && base->key_column != NULL &&
-		(strcmp(base->key_column, key) != 0 || base->unique_key != s->unique_key))
+	if (why.kind == CX_MISFIT_KEY)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("foreign table \"%s\" disagrees with store %s about its key",

@@ -26,7 +26,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
-#include "format/cx_row_codec.h"
+#include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
 typedef struct CxMark
@@ -99,17 +99,6 @@ schema_for_write(const CxRelInfo *ri, const cx_manifest *base)
 	return schema;
 }
 
-/* Whether the table passes cxfdw_check_table_key and cxfdw_bind against a
- * store with schema and key (base), without raising. */
-static bool
-fits_base(const CxRelInfo *ri, const CxStoreSettings *s,
-		  const cx_manifest *base)
-{
-	return cx_schema_find(base->schema, s->key_column) >= 0 &&
-		strcmp(base->key_column, s->key_column) == 0 &&
-		base->unique_key == s->unique_key &&
-		cxfdw_columns_fit(ri, base->schema);
-}
 
 /*
  * The store's schema and key to check the table against: the backend's cached
@@ -122,7 +111,10 @@ write_base(const CxRelInfo *ri, const CxStoreSettings *s, CxStore *st)
 	bool		cached;
 	const cx_manifest *base = cxfdw_store_write_base(st, &cached);
 
-	if (cached && !fits_base(ri, s, base))
+	cx_misfit	why;
+
+	if (cached && !cxfdw_table_fits(ri, s->key_column, s->unique_key, base,
+									&why))
 	{
 		cxfdw_store_forget_write_base(st);
 		base = cxfdw_store_write_base(st, &cached);

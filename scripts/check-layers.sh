@@ -5,6 +5,9 @@
 #     a file includes headers of its own folder and of folders before it
 #     only; tests/ and tools/ may include any of them;
 #   - no include climbs with "../";
+#   - the public headers (storage/include/ctxstore/) include one another
+#     and system headers only, never an internal one;
+#   - fdw/ and bgworker/ include the engine through "ctxstore/..." only;
 #   - storage/ includes no PostgreSQL header;
 #   - no file of ours can be found under a name PostgreSQL's headers use
 #     (PGXS puts the repository root on the include path, so storage/x.h
@@ -49,6 +52,9 @@ check_file() {  # $1 = path relative to storage/
          [ ! -e "$repo/storage/${f%/*}/$inc" ] && [ "${f%%/*}" != tests ]; then
       fail "storage/$f includes \"$inc\", which is no file of its folder (name the folder: \"util/cx_buf.h\")"
     fi
+    if [ "${f%%/*}" = include ] && [ "$kind" = q ] && [ "$dir" != ctxstore ]; then
+      fail "storage/$f includes \"$inc\": a public header includes public headers only"
+    fi
     if echo "$pg_names" | grep -qxF "$dir"; then
       fail "storage/$f includes \"$inc\", a PostgreSQL header"
     fi
@@ -73,6 +79,14 @@ done
 for f in "$repo"/fdw/*.[ch] "$repo"/bgworker/*.[ch]; do
   bad=0
   if grep -q '#include "\.\./' "$f"; then fail "${f#$repo/} includes a path that climbs with ../"; fi
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+    case "$inc" in
+      */*) [ -d "$repo/storage/${inc%%/*}" ] &&
+             fail "${f#$repo/} includes \"$inc\", an engine header that is not public (use \"ctxstore/engine.h\")" ;;
+      cx_*) [ -n "$(find "$repo/storage" -name "$inc" -not -path '*/build*')" ] &&
+             fail "${f#$repo/} includes \"$inc\", an engine header that is not public" ;;
+    esac
+  done
   if [ "$bad" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 echo "$passed passed, $failed failed"

@@ -18,6 +18,7 @@
 
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
+#include "ctxstore/scan.h"
 
 #define CX_FRAGMENT_MAGIC "CXF1"
 #define CX_STATS_MAX_BYTES 64	/* longest min/max kept for var-width types */
@@ -47,20 +48,6 @@ void		cx_colstats_decode(cx_rd *r, cx_colstats *st);
 /* --------------------------------------------------------------------------
  * Writer
  * -------------------------------------------------------------------------- */
-
-typedef struct cx_fragw_options
-{
-	uint32_t	rows_per_group;		/* default 65536 */
-	uint64_t	max_group_bytes;	/* raw bytes before a row group is cut;
-									 * default 32 MiB */
-	int			compression_level;	/* zstd level */
-} cx_fragw_options;
-
-/* The zstd level fragments are written with unless the store sets another
- * (the compression_level option's default). */
-#define CX_FRAGW_DEFAULT_COMPRESSION_LEVEL 3
-
-void		cx_fragw_options_default(cx_fragw_options *o);
 
 /* What a finished fragment looks like, for the manifest. */
 typedef struct cx_fragment_info
@@ -130,8 +117,6 @@ cx_colvec_isnull(const cx_colvec *v, uint32_t i)
 	return v->nulls != NULL && (v->nulls[i >> 3] >> (i & 7)) & 1;
 }
 
-/* Value of row i (i < nrows) in the cx_datum member matching v->type. */
-void		cx_colvec_get(const cx_colvec *v, uint32_t i, cx_datum *out);
 
 typedef struct cx_chunk_meta
 {
@@ -143,7 +128,6 @@ typedef struct cx_chunk_meta
 } cx_chunk_meta;
 
 typedef struct cx_fragr cx_fragr;
-typedef struct cx_rowgroup cx_rowgroup;
 
 /* Opens a fragment: one ranged read of the tail for the footer (two if the
  * footer is larger than the first guess).  size is the object size when known
@@ -165,7 +149,6 @@ const cx_chunk_meta *cx_fragr_chunk(const cx_fragr *r, uint32_t group,
 cx_code		cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
 								cx_rowgroup **out, cx_err *err);
 uint32_t	cx_rowgroup_rows(const cx_rowgroup *g);
-const cx_colvec *cx_rowgroup_column(const cx_rowgroup *g, uint32_t column);
 void		cx_rowgroup_free(cx_rowgroup *g);
 
 #endif							/* CX_FRAGMENT_H */

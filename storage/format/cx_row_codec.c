@@ -9,6 +9,7 @@
  */
 #include "format/cx_row_codec.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define BITMAP_BYTES(n) (((size_t) (n) + 7) / 8)
@@ -323,4 +324,28 @@ cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
 						  start);
 	fix_list_items(schema, values, scratch);
 	return CX_OK;
+}
+
+cx_code
+cx_rows_check(const cx_schema *schema, const uint8_t *rows, size_t len,
+			  uint64_t nrows, cx_err *err)
+{
+	cx_datum   *values = malloc(sizeof(cx_datum) * (schema->ncolumns + 1));
+	cx_buf		scratch;
+	cx_rd		r;
+	cx_code		rc = CX_OK;
+
+	if (values == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "checking rows: out of memory");
+	cx_buf_init(&scratch);
+	cx_rd_init(&r, rows, len);
+	for (uint64_t n = 0; n < nrows && rc == CX_OK; n++)
+		rc = cx_row_decode(schema, &r, values, &scratch, err);
+	cx_buf_free(&scratch);
+	free(values);
+	if (rc == CX_OK && cx_rd_left(&r) != 0)
+		rc = cx_err_set(err, CX_ERR_CORRUPT,
+						"%zu bytes left over after %llu encoded rows",
+						cx_rd_left(&r), (unsigned long long) nrows);
+	return rc;
 }

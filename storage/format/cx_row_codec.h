@@ -19,22 +19,11 @@
 #ifndef CX_ROWCODEC_H
 #define CX_ROWCODEC_H
 
-#include "util/cx_buf.h"
-#include "util/cx_error.h"
 #include "format/cx_schema.h"
 
-/* Appends one row (schema->ncolumns values) to out. */
-void		cx_row_encode(const cx_schema *schema, const cx_datum *values,
-						  cx_buf *out);
-
-/*
- * Decodes the next row from r into values[schema->ncolumns].  Variable-width
- * values point into r's bytes.  List values are returned in v.list form with
- * items allocated from *scratch (a cx_buf reused across rows: the items stay
- * valid until the next call with the same scratch).  CX_ERR_CORRUPT if the
- * bytes do not hold a well-formed row.
- */
-cx_code		cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
-						  cx_buf *scratch, cx_err *err);
+/* Whether rows holds exactly nrows well-formed rows of schema (decoding
+ * each); CX_ERR_CORRUPT naming the first bad one otherwise. */
+cx_code		cx_rows_check(const cx_schema *schema, const uint8_t *rows,
+						  size_t len, uint64_t nrows, cx_err *err);
 
 #endif							/* CX_ROWCODEC_H */

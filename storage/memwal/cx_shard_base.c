@@ -57,6 +57,9 @@ static cx_code
 registered(const cx_shardwriter *w, const cx_manifest *base, bool *done,
 		   cx_err *err)
 {
+	cx_table_decl table = {.key_column = w->key_column,
+	.unique_key = w->opt.unique_key};
+
 	*done = false;
 	if (base == NULL || cx_manifest_shard(base, w->shard_id) == NULL)
 		return CX_OK;
@@ -65,12 +68,8 @@ registered(const cx_shardwriter *w, const cx_manifest *base, bool *done,
 		*done = w->key_column == NULL;
 		return CX_OK;
 	}
-	if (strcmp(base->key_column, w->key_column) != 0 ||
-		base->unique_key != w->opt.unique_key)
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "the store's key is \"%.64s\" (%s) but the table declares \"%.64s\" (%s); the key cannot change once rows were written",
-						  base->key_column, base->unique_key ? "unique" : "not unique",
-						  w->key_column, w->opt.unique_key ? "unique" : "not unique");
+	if (cx_table_check_fit(base, &table, err) != CX_OK)
+		return err->code;
 	*done = true;
 	return CX_OK;
 }
@@ -102,22 +101,20 @@ cx_sw_register(cx_shardwriter *w, cx_err *err)
  * The store schema
  * -------------------------------------------------------------------------- */
 
-/* A table schema the store can take: no column in the hidden namespace,
- * the key among the columns. */
+/* A table schema a store without one (next) can take: no column in the
+ * hidden namespace, and it fits the key the store records. */
 static cx_code
-check_table_schema(const cx_schema *schema, const char *key_column,
+check_table_schema(const cx_manifest *next, const cx_schema *schema,
 				   cx_err *err)
 {
+	cx_table_decl table = {schema->columns, schema->ncolumns,
+	next->key_column, next->unique_key};
 	cx_schema  *gen;
 
 	if (cx_shard_generation_schema(schema, &gen, err) != CX_OK)
 		return err->code;
 	cx_schema_free(gen);
-	if (key_column != NULL && cx_schema_find(schema, key_column) < 0)
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "key column \"%.64s\" is not a column of the table",
-						  key_column);
-	return CX_OK;
+	return cx_table_check_fit(next, &table, err);
 }
 
 static cx_code
@@ -129,7 +126,7 @@ schema_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	(void) base;
 	if (next->schema != NULL)
 		return cx_commit_check_schema(next->schema, schema, err);
-	if (check_table_schema(schema, next->key_column, err) != CX_OK)
+	if (check_table_schema(next, schema, err) != CX_OK)
 		return err->code;
 	return cx_manifest_set_schema(next, schema, err);
 }

@@ -34,11 +34,11 @@
 #include "format/cx_fragment.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
+#include "ctxstore/memwal.h"
 
 #define CX_SHARD_MAGIC "CXS1"
 #define CX_SHARD_FORMAT 1
 #define CX_SHARDS_PREFIX "_shards/"
-#define CX_SHARD_ID_MAX 128		/* [A-Za-z0-9._-]{1,128} */
 
 /* Hidden columns; user columns may not start with "_cx_". */
 #define CX_HIDDEN_PREFIX "_cx_"
@@ -53,23 +53,6 @@ typedef struct cx_generation
 	cx_fragment_info fragment;
 } cx_generation;
 
-typedef struct cx_shard_manifest
-{
-	uint64_t	version;
-	char	   *shard_id;
-	uint64_t	epoch;
-	uint8_t		commit_id[16];
-	int64_t		committed_at_us;
-	char	   *writer;			/* who holds the epoch: "host pid ..." for
-								 * messages and the workers view */
-	uint64_t	replay_seq;		/* WAL entries <= this are sealed */
-	uint64_t	next_gen;		/* number the next generation gets */
-	uint32_t	ngens;
-	cx_generation *gens;		/* unmerged (or merged, not yet drained),
-								 * oldest first */
-} cx_shard_manifest;
-
-cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
 
 /* The columns of a generation fragment: the table's, then CX_COL_COMMIT_TS
  * and CX_COL_TOMBSTONE.  CX_ERR_SCHEMA if a table column name starts with

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "util/cx_failpoint.h"
+#include "format/cx_row_codec.h"
 #include "table/cx_manifest.h"
 #include "memwal/cx_memwal_int.h"
 #include "memwal/cx_wal.h"
@@ -585,6 +586,10 @@ cx_sw_append(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 	if (nrows == 0 || rows == NULL)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "shard %s: an append needs at least one row", w->shard_id);
+	/* Before anything is written: an unsealed append's rows go to the WAL
+	 * as they are, and every replay would trip over a malformed one. */
+	if (cx_rows_check(schema, rows, rows_len, nrows, err) != CX_OK)
+		return cx_err_prefix(err, "shard %s: appending", w->shard_id);
 	if (cx_sw_check_schema(w, schema, err) != CX_OK ||
 		check_pending(w, err) != CX_OK)
 		return err->code;
@@ -751,6 +756,12 @@ uint64_t
 cx_sw_epoch(const cx_shardwriter *w)
 {
 	return w->m->epoch;
+}
+
+uint64_t
+cx_sw_newest_gen(const cx_shardwriter *w)
+{
+	return w->m->ngens > 0 ? w->m->gens[w->m->ngens - 1].gen : 0;
 }
 
 const cx_shard_manifest *

@@ -47,39 +47,6 @@
 
 #include "format/cx_fragment.h"
 #include "objstore/cx_objstore.h"
-
-typedef struct cx_merge_options
-{
-	uint32_t	max_generations;	/* merge_max_generations */
-	uint64_t	max_bytes;		/* merge_max_bytes: the sum of the chosen
-								 * generation fragments' sizes */
-	uint64_t	target_rows_per_fragment;	/* at most UINT32_MAX (deletion
-											 * vectors name rows with a
-											 * u32) */
-	cx_fragw_options fragment;
-} cx_merge_options;
-
-/* The defaults, which are also those of the options named above.  Plain
- * integer literals: the FDW's option table spells them as text. */
-#define CX_MERGE_DEFAULT_MAX_GENERATIONS 8
-#define CX_MERGE_DEFAULT_MAX_BYTES 1073741824	/* 1 GiB */
-#define CX_MERGE_DEFAULT_TARGET_ROWS 1048576
-
-void		cx_merge_options_default(cx_merge_options *o);
-
-typedef struct cx_merge_result
-{
-	uint32_t	generations;	/* merged; 0 when there was nothing to do */
-	uint64_t	merged_through; /* new watermark */
-	uint64_t	rows_written;
-	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
-	uint64_t	base_version;	/* committed base version (0 if none) */
-} cx_merge_result;
-
-/* opt may be NULL (defaults).  CX_ERR_CONFLICT when another merge merged
- * (some of) the same generations first: nothing was committed. */
-cx_code		cx_merge_shard(cx_objstore *s, const char *shard_id,
-						   const cx_merge_options *opt, cx_merge_result *out,
-						   cx_err *err);
+#include "ctxstore/memwal.h"
 
 #endif							/* CX_MERGE_H */

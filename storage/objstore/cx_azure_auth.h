@@ -35,7 +35,7 @@
 #include <time.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 #include "objstore/cx_http.h"
 
 /* Room for "Sun, 06 Nov 1994 08:49:37 GMT" (29 bytes) and its NUL, with

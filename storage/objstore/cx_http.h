@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 #include "objstore/cx_objstore.h"
 
 /* Defaults of the timeout and retry options (docs/OPERATIONS.md, section 4). */
@@ -40,31 +40,8 @@
 #define CX_HTTP_MAX_ATTEMPTS		5
 #define CX_HTTP_MAX_RETRY_MS		30000
 
-typedef struct cx_http_config
-{
-	long		connect_timeout_ms; /* TCP + TLS handshake, per attempt */
-	long		request_timeout_ms; /* one whole attempt */
-	int			max_attempts;	/* >= 1; 1 means no retries */
-	long		max_retry_ms;	/* no retry starts later than this after the
-								 * first attempt began */
-	const char *ca_file;		/* CA bundle (PEM); NULL: the system's */
-	bool		tls_verify;		/* verify peer and host name; default on */
-} cx_http_config;
-
 /* Fills in the defaults above, TLS verification on, system CA bundle. */
 void		cx_http_config_default(cx_http_config *c);
-
-/*
- * Reads connect_timeout, request_timeout and retry_max_seconds (seconds,
- * fractions allowed, or with a unit: "500ms", "30s", "2min", "1h"),
- * retry_max_attempts, ca_file and tls_verify (on|off)
- * from options on top of the defaults; other names are ignored.  A bad value
- * is CX_ERR_INVALID naming the option.  The config borrows ca_file from the
- * options array.
- */
-cx_code		cx_http_config_from_options(cx_http_config *c,
-										const cx_option *options,
-										size_t noptions, cx_err *err);
 
 /* A header: name and value, both malloc'd and owned by the list. */
 typedef struct cx_http_header

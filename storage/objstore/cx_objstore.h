@@ -17,53 +17,14 @@
 #ifndef CX_OBJSTORE_H
 #define CX_OBJSTORE_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
+#include "ctxstore/objstore.h"
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
 
 #define CX_KEY_MAX 1024
 
-typedef enum cx_put_mode
-{
-	CX_PUT_OVERWRITE = 0,		/* replace whatever is there */
-	CX_PUT_IF_ABSENT = 1		/* fail with CX_ERR_EXISTS if the key exists */
-} cx_put_mode;
-
-/* Request accounting, read by callers for stats.  The cx_obj_* wrappers count
- * every operation they dispatch (after key validation, whether or not it
- * succeeds) and the payload bytes of successful ones, so every backend gets
- * the same accounting; backends bump only retries and connections. */
-typedef struct cx_objstats
-{
-	uint64_t	puts;
-	uint64_t	gets;
-	uint64_t	heads;
-	uint64_t	lists;
-	uint64_t	deletes;
-	uint64_t	bytes_written;
-	uint64_t	bytes_read;
-	uint64_t	retries;
-	uint64_t	connections;	/* new transport connections opened */
-} cx_objstats;
-
-/* A name/value option (server, user-mapping and table options arrive so). */
-typedef struct cx_option
-{
-	const char *name;
-	const char *value;
-} cx_option;
-
-/* Called once per key, in ascending byte order of keys.  Return false to stop
- * the listing early (the listing then still returns CX_OK). */
-typedef bool (*cx_list_fn) (void *arg, const char *key, uint64_t size);
-
-typedef struct cx_objstore cx_objstore;
 typedef struct cx_upload cx_upload;
 
-typedef struct cx_objstore_ops
+struct cx_objstore_ops
 {
 	cx_code		(*put) (cx_objstore *s, const char *key, const void *data,
 						size_t len, cx_put_mode mode, cx_err *err);
@@ -87,7 +48,8 @@ typedef struct cx_objstore_ops
 	cx_code		(*upload_finish) (cx_upload *up, cx_err *err);
 	void		(*upload_abort) (cx_upload *up);
 	void		(*close) (cx_objstore *s);
-} cx_objstore_ops;
+};
+typedef struct cx_objstore_ops cx_objstore_ops;
 
 /* Backends embed this as the first member of their upload state, fill it in
  * upload_begin and keep written current. */
@@ -99,13 +61,6 @@ struct cx_upload
 	uint64_t	written;
 };
 
-struct cx_objstore
-{
-	const cx_objstore_ops *ops;
-	char	   *uri;			/* as opened, for messages; holds no secret */
-	cx_objstats stats;
-};
-
 /*
  * Every option name an object store understands, NULL-terminated.  Each name
  * is accepted for every scheme, so that callers can pass server and
@@ -113,24 +68,6 @@ struct cx_objstore
  * ignores the rest.  A name not in this table is CX_ERR_INVALID.
  */
 extern const char *const cx_objstore_option_names[];
-
-/*
- * The one spelling of a store URI, so that everything keyed on a store (the
- * writer's resident stores, caches, stats) sees one store however it was
- * written: the scheme in lower case, no empty or "." path segments (so no
- * duplicate, leading or trailing '/' in the path or prefix).  A ".." segment,
- * a file:// path that is not absolute or is the file-system root, an s3:// or
- * az:// URI without a bucket or container, or another scheme is
- * CX_ERR_INVALID.  *out is malloc'd; the caller frees it.
- */
-cx_code		cx_uri_canonical(const char *uri, char **out, cx_err *err);
-
-/* Opens the store a URI names: file:///abs/path, s3://bucket[/prefix] or
- * az://container[/prefix], in any spelling cx_uri_canonical() accepts (the
- * handle's uri is the canonical one).  options may be NULL when noptions is
- * 0; an unknown option name is CX_ERR_INVALID, naming the valid ones. */
-cx_code		cx_objstore_open(const char *uri, const cx_option *options,
-							 size_t noptions, cx_objstore **out, cx_err *err);
 
 /*
  * Backend entry points cx_objstore_open() dispatches to, with the URI split
@@ -143,16 +80,6 @@ cx_code		cx_objstore_open_s3(const char *bucket, const char *prefix,
 cx_code		cx_objstore_open_azure(const char *container, const char *prefix,
 								   const cx_option *options, size_t noptions,
 								   cx_objstore **out, cx_err *err);
-
-/* Value of the last option called name (later options override earlier
- * ones, so user-mapping options can follow server options), or NULL. */
-const char *cx_option_get(const cx_option *options, size_t noptions,
-						  const char *name);
-
-/* Reads a boolean option (on/off, true/false, yes/no, 1/0, any case) into
- * *out, or dflt if absent; CX_ERR_INVALID naming the option otherwise. */
-cx_code		cx_option_bool(const cx_option *options, size_t noptions,
-						   const char *name, bool dflt, bool *out, cx_err *err);
 
 /* Reads a decimal integer option in [min, max] into *out, or dflt if
  * absent; CX_ERR_INVALID naming the option and the range otherwise. */
@@ -172,8 +99,6 @@ cx_code		cx_key_validate(const char *key, cx_err *err);
  * messages uniform ("<op> <uri>/<key>: <reason>").  Callers use these, never
  * the ops table directly.
  */
-cx_code		cx_obj_put(cx_objstore *s, const char *key, const void *data,
-					   size_t len, cx_put_mode mode, cx_err *err);
 /* Both gets reset out first; it then holds exactly the bytes read. */
 cx_code		cx_obj_get(cx_objstore *s, const char *key, cx_buf *out,
 					   cx_err *err);
@@ -181,11 +106,6 @@ cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
 							 size_t len, cx_buf *out, cx_err *err);
 cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 						cx_err *err);
-/* Every key that starts with prefix, a key prefix rather than a directory
- * ("_versions/000" matches "_versions/0001.manifest"); it may be empty or end
- * in '/'. */
-cx_code		cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn,
-						void *arg, cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,
@@ -194,7 +114,6 @@ cx_code		cx_obj_upload_write(cx_upload *up, const void *data, size_t len,
 								cx_err *err);
 cx_code		cx_obj_upload_finish(cx_upload *up, cx_err *err);
 void		cx_obj_upload_abort(cx_upload *up);
-void		cx_obj_close(cx_objstore *s);
 
 /*
  * Whether a put (or upload) that failed with rc may have landed all the

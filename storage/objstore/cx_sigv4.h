@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 #include "objstore/cx_http.h"
 
 /* x-amz-content-sha256 of a request with no body. */

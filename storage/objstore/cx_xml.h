@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 typedef struct cx_xml
 {

@@ -195,6 +195,16 @@ cx_manifest_rows(const cx_manifest *m)
 	return rows;
 }
 
+uint64_t
+cx_manifest_bytes(const cx_manifest *m)
+{
+	uint64_t	bytes = 0;
+
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		bytes += m->fragments[i].size;
+	return bytes;
+}
+
 /* Makes m->dvs exist (nfragments empty vectors) and have room for one more
  * entry, so the two arrays grow in step. */
 static bool

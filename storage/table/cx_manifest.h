@@ -21,11 +21,10 @@
 #include "format/cx_fragment.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
+#include "ctxstore/table.h"
 
 #define CX_MANIFEST_MAGIC "CXM1"
 #define CX_MANIFEST_FORMAT 1
-#define CX_VERSIONS_PREFIX "_versions/"
-#define CX_LATEST_HINT_KEY "_latest"
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
@@ -61,36 +60,9 @@ typedef struct cx_deletion_vector
 	uint32_t   *rows;			/* malloc'd, n entries; NULL when n == 0 */
 } cx_deletion_vector;
 
-typedef struct cx_manifest
-{
-	uint64_t	version;
-	uint8_t		commit_id[16];
-	int64_t		committed_at_us;	/* Unix epoch microseconds */
-	char	   *operation;		/* "append", "create", ... */
-	cx_schema  *schema;			/* NULL until the first data commit */
-	/* Table properties, set once (cx_manifest_set_key) when the store gets
-	 * its first writer: the key column by name (NULL: none yet), and whether
-	 * a key has at most one live row (unique_key: merges and scans
-	 * de-duplicate) or rows are only appended. */
-	char	   *key_column;
-	bool		unique_key;
-	uint32_t	nfragments;
-	cx_fragment_info *fragments;
-	/* NULL (no fragment has deletions) or nfragments entries, parallel to
-	 * fragments; cx_manifest_add_fragment keeps the two in step. */
-	cx_deletion_vector *dvs;
-	uint32_t	nshards;
-	cx_shard_mark *shards;		/* ascending by shard_id (bytewise) */
-	uint32_t	nexts;
-	cx_manifest_ext *exts;
-} cx_manifest;
-
 cx_manifest *cx_manifest_new(void);
-void		cx_manifest_free(cx_manifest *m);
 /* Deep copy (NULL on OOM). */
 cx_manifest *cx_manifest_clone(const cx_manifest *m);
-/* Live rows: fragment rows minus deletion-vector entries. */
-uint64_t	cx_manifest_rows(const cx_manifest *m);
 /* Appends a copy of fi, with an empty deletion vector. */
 cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);
@@ -151,15 +123,6 @@ cx_code		cx_manifest_decode(const uint8_t *data, size_t len,
 /* "_versions/00000000000000000042.manifest" into key (>= 64 bytes). */
 void		cx_manifest_key(uint64_t version, char *key, size_t keysize);
 
-/* Loads version `version`; CX_ERR_NOT_FOUND if it does not exist. */
-cx_code		cx_manifest_load(cx_objstore *s, uint64_t version,
-							 cx_manifest **out, cx_err *err);
-/* Newest committed version, 0 for an empty store. */
-cx_code		cx_manifest_latest_version(cx_objstore *s, uint64_t *version,
-									   cx_err *err);
-/* Loads the newest version; *out = NULL for an empty store. */
-cx_code		cx_manifest_load_latest(cx_objstore *s, cx_manifest **out,
-									cx_err *err);
 
 /*
  * Writes the encoded manifest of `version` with put-if-absent and settles
@@ -175,10 +138,5 @@ cx_code		cx_manifest_put(cx_objstore *s, uint64_t version,
  * harmless: a stale or missing hint only costs readers extra requests. */
 cx_code		cx_manifest_write_hint(cx_objstore *s, uint64_t version,
 								   cx_err *err);
-
-/* Calls fn for every version present, ascending (via a listing). */
-typedef bool (*cx_version_fn) (void *arg, uint64_t version);
-cx_code		cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn,
-									  void *arg, cx_err *err);
 
 #endif							/* CX_MANIFEST_H */

@@ -42,25 +42,15 @@ cx_code
 cx_manifest_set_key(cx_manifest *m, const char *key_column, bool unique_key,
 					cx_err *err)
 {
+	cx_table_decl table = {.key_column = key_column, .unique_key = unique_key};
 	char	   *copy;
 
 	if (key_column == NULL || key_column[0] == '\0')
 		return cx_err_set(err, CX_ERR_INVALID, "the key column name is empty");
+	if (cx_table_check_fit(m, &table, err) != CX_OK)
+		return err->code;
 	if (m->key_column != NULL)
-	{
-		if (strcmp(m->key_column, key_column) != 0 ||
-			m->unique_key != unique_key)
-			return cx_err_set(err, CX_ERR_SCHEMA,
-							  "the store's key is \"%.64s\" (%s) but the table declares \"%.64s\" (%s); the key cannot change once rows were written",
-							  m->key_column,
-							  m->unique_key ? "unique" : "not unique",
-							  key_column, unique_key ? "unique" : "not unique");
 		return CX_OK;
-	}
-	if (m->schema != NULL && cx_schema_find(m->schema, key_column) < 0)
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "key column \"%.64s\" is not a column of the table",
-						  key_column);
 	copy = cx_strdup(key_column);
 	if (copy == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "setting the key: out of memory");

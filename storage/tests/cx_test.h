@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 typedef void (*cx_test_fn) (void);
 

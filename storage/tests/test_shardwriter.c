@@ -17,6 +17,8 @@
 #include "table/cx_commit.h"
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_writer.h"
+#include "merge/cx_merge.h"
+#include "format/cx_row_codec.h"
 #include "cx_test.h"
 #include "mw_util.h"
 #include "swtest.h"
@@ -310,6 +312,7 @@ CX_TEST(sw_schema_is_recorded_then_enforced)
 	cx_schema  *other = cx_schema_new();
 	cx_schema  *hidden = cx_schema_new();
 	cx_manifest *base;
+	cx_datum	nulls[2] = {{.isnull = true}, {.isnull = true}};
 	cx_buf		b;
 	int64_t		ts;
 	cx_err		err;
@@ -321,8 +324,9 @@ CX_TEST(sw_schema_is_recorded_then_enforced)
 	REQUIRE_OK(cx_schema_add(hidden, "id", CX_T_STRING, 0, NULL, &err), &err);
 	REQUIRE_OK(cx_schema_add(hidden, "_cx_x", CX_T_INT32, 0, NULL, &err), &err);
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
-	/* Reserved column names are refused before anything is recorded. */
-	cx_buf_put_u8(&b, 0);
+	/* Reserved column names are refused before anything is recorded.  The
+	 * row (NULL, NULL) is well-formed for both schemas. */
+	cx_row_encode(other, nulls, &b);
 	CHECK_CODE(cx_sw_append(w, hidden, b.data, b.len, 1, true, &ts, &err), CX_ERR_SCHEMA);
 	REQUIRE_OK(append(w, "r", 0, 1, false, &err), &err);
 	REQUIRE_OK(cx_manifest_load_latest(s, &base, &err), &err);
@@ -1245,4 +1249,78 @@ CX_TEST(sw_kill9_at_each_step_loses_and_duplicates_nothing)
 		}
 		cx_obj_close(s);
 	}
+}
+
+/* Two sealed generations, one of them merged: cx_shards_read counts only
+ * the unmerged one, with its rows, and names the writer. */
+CX_TEST(shards_read_counts_unmerged_generations)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_schema  *schema = sw_schema();
+	cx_shardwriter *w;
+	cx_shard_info *shards;
+	cx_merge_result res;
+	uint32_t	n;
+	cx_buf		rows;
+	int64_t		ts;
+	cx_err		err;
+
+	REQUIRE(s != NULL && schema != NULL);
+	REQUIRE_OK(cx_shards_read(s, &shards, &n, &err), &err);
+	CHECK(shards == NULL && n == 0);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	cx_buf_init(&rows);
+	sw_rows(&rows, schema, "k", 0, 3);
+	REQUIRE_OK(cx_sw_append(w, schema, rows.data, rows.len, 3, true, &ts, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	cx_buf_reset(&rows);
+	sw_rows(&rows, schema, "k", 3, 2);
+	REQUIRE_OK(cx_sw_append(w, schema, rows.data, rows.len, 2, true, &ts, &err), &err);
+	REQUIRE_OK(cx_shards_read(s, &shards, &n, &err), &err);
+	REQUIRE(n == 1);
+	CHECK(strcmp(shards[0].shard_id, "a") == 0);
+	CHECK(shards[0].merged_gen == 1);
+	CHECK(shards[0].generations == 1 && shards[0].rows == 2);
+	CHECK(shards[0].epoch == 1 && shards[0].version == cx_sw_manifest(w)->version);
+	CHECK(shards[0].writer != NULL && strcmp(shards[0].writer, "test pid 1") == 0);
+	cx_shards_free(shards, n);
+	cx_buf_free(&rows);
+	cx_schema_free(schema);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Malformed rows (truncated, or with bytes left over) are refused before
+ * anything is written, and the writer goes on as if they never came. */
+CX_TEST(sw_append_refuses_malformed_rows_before_writing)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_schema  *schema = sw_schema();
+	cx_shardwriter *w;
+	cx_buf		rows;
+	uint64_t	p;
+	int64_t		ts;
+	cx_err		err;
+
+	REQUIRE(s != NULL && schema != NULL);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	cx_buf_init(&rows);
+	sw_rows(&rows, schema, "r", 1, 2);
+	p = writes(s);
+	CHECK_CODE(cx_sw_append(w, schema, rows.data, rows.len - 1, 2, false, &ts, &err),
+			   CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "truncated") != NULL);
+	CHECK_CODE(cx_sw_append(w, schema, rows.data, rows.len, 1, true, &ts, &err),
+			   CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "left over") != NULL);
+	CHECK(writes(s) == p);
+	CHECK(cx_sw_memtable_rows(w) == 0);
+	REQUIRE_OK(cx_sw_append(w, schema, rows.data, rows.len, 2, false, &ts, &err), &err);
+	REQUIRE_OK(cx_sw_seal(w, &err), &err);
+	CHECK(exactly_once(s, "a", "r", 3));
+	cx_buf_free(&rows);
+	cx_schema_free(schema);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(s);
 }

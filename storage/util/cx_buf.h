@@ -14,33 +14,17 @@
 #ifndef CX_BUF_H
 #define CX_BUF_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "ctxstore/util.h"
 
-typedef struct cx_buf
-{
-	uint8_t    *data;
-	size_t		len;
-	size_t		cap;
-	bool		failed;			/* an allocation failed; contents incomplete */
-} cx_buf;
-
-void		cx_buf_init(cx_buf *b);
-void		cx_buf_free(cx_buf *b);
 void		cx_buf_reset(cx_buf *b);	/* len = 0, keeps capacity */
 bool		cx_buf_reserve(cx_buf *b, size_t extra);
 uint8_t    *cx_buf_detach(cx_buf *b, size_t *len);	/* caller frees */
-static inline bool cx_buf_ok(const cx_buf *b) { return !b->failed; }
 
 /* Appends a zero-filled region and returns a pointer to it (NULL on failure). */
 uint8_t    *cx_buf_grow(cx_buf *b, size_t n);
 
-void		cx_buf_put(cx_buf *b, const void *p, size_t n);
-void		cx_buf_put_u8(cx_buf *b, uint8_t v);
 void		cx_buf_put_u16(cx_buf *b, uint16_t v);
 void		cx_buf_put_u32(cx_buf *b, uint32_t v);
-void		cx_buf_put_u64(cx_buf *b, uint64_t v);
 void		cx_buf_put_i64(cx_buf *b, int64_t v);
 /* u32 length followed by the bytes. */
 void		cx_buf_put_bytes32(cx_buf *b, const void *p, uint32_t n);
@@ -53,19 +37,8 @@ void		cx_store_u32(uint8_t *p, uint32_t v);
 void		cx_store_u64(uint8_t *p, uint64_t v);
 uint16_t	cx_load_u16(const uint8_t *p);
 uint32_t	cx_load_u32(const uint8_t *p);
-uint64_t	cx_load_u64(const uint8_t *p);
 
-typedef struct cx_rd
-{
-	const uint8_t *p;
-	size_t		len;
-	size_t		pos;
-	bool		bad;			/* read past the end or malformed */
-} cx_rd;
-
-void		cx_rd_init(cx_rd *r, const void *p, size_t len);
 static inline bool cx_rd_ok(const cx_rd *r) { return !r->bad; }
-static inline size_t cx_rd_left(const cx_rd *r) { return r->len - r->pos; }
 uint8_t		cx_rd_u8(cx_rd *r);
 uint16_t	cx_rd_u16(cx_rd *r);
 uint32_t	cx_rd_u32(cx_rd *r);

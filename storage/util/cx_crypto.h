@@ -9,16 +9,8 @@
 #include <stdint.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
-#define CX_SHA256_LEN 32
-#define CX_SHA256_HEX_LEN 64	/* without the NUL */
-
-void		cx_sha256(const void *data, size_t len, uint8_t out[CX_SHA256_LEN]);
-
-/* Lower-case hex of the SHA-256 of data, NUL-terminated. */
-void		cx_sha256_hex(const void *data, size_t len,
-						  char out[CX_SHA256_HEX_LEN + 1]);
 
 void		cx_hmac_sha256(const void *key, size_t keylen, const void *data,
 						   size_t len, uint8_t out[CX_SHA256_LEN]);

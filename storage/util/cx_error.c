@@ -1,7 +1,7 @@
 /*
  * cx_error.c — filling cx_err records.
  */
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 #include <stdio.h>
 #include <string.h>

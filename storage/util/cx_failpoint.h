@@ -70,7 +70,7 @@
 
 #include <stdint.h>
 
-#include "util/cx_error.h"
+#include "ctxstore/util.h"
 
 #define CX_FAILPOINT_ENV "CTXSTORE_FAILPOINTS"
 
@@ -100,9 +100,6 @@ int			cx_failpoint_errno_hit(const char *name);
 	(__builtin_expect(__atomic_load_n(&cx_failpoint_active, __ATOMIC_RELAXED) != 0, 0) ? \
 	 cx_failpoint_errno_hit(name) : 0)
 
-/* Replaces the armed set with spec (NULL or "" disarms all).  CX_ERR_INVALID
- * on a malformed spec, naming the bad item; the armed set is then unchanged. */
-cx_code		cx_failpoint_set(const char *spec, cx_err *err);
 
 /* Times the failpoint was reached while armed (whether or not it fired on
  * that hit); 0 if it is not armed. */

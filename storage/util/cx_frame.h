@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "util/cx_buf.h"
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 #define CX_FRAME_HEADER_LEN 12
 #define CX_FRAME_TRAILER_LEN 4

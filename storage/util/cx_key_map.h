@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/cx_error.h"
+#include "ctxstore/error.h"
 
 /* Where the current winner of a key is and how new it is. */
 typedef struct cx_keyver

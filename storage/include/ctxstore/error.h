@@ -1,13 +1,13 @@
 /*
- * cx_error.h — the engine's error codes and the error record every call fills.
+ * ctxstore/error.h — the engine's error codes and the error record every call fills.
  *
  * The engine never longjmps and never exits: each fallible function returns a
  * cx_code and, on failure, writes a human-readable message into the caller's
  * cx_err.  The PostgreSQL layer maps codes to SQLSTATEs (fdw/cx_pgerror.c).
  * Messages name the object involved but never carry a credential.
  */
-#ifndef CX_ERROR_H
-#define CX_ERROR_H
+#ifndef CTXSTORE_ERROR_H
+#define CTXSTORE_ERROR_H
 
 #include <stdarg.h>
 
@@ -59,4 +59,4 @@ cx_code		cx_err_prefix(cx_err *err, const char *fmt,...)
 /* Stable lower-case name of a code, e.g. "not_found"; never NULL. */
 const char *cx_code_name(cx_code code);
 
-#endif							/* CX_ERROR_H */
+#endif							/* CTXSTORE_ERROR_H */

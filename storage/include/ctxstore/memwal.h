@@ -1,0 +1,214 @@
+/*
+ * ctxstore/memwal.h — the shards of a store: one writer per shard appends
+ * rows (cx_sw_*), a merge folds its sealed generations into the base
+ * (cx_merge_shard), and cx_shards_read describes every shard.
+ * memwal/cx_shard_writer.h, memwal/cx_shard_manifest.h and merge/cx_merge.h
+ * give the protocol in full.
+ */
+#ifndef CTXSTORE_MEMWAL_H
+#define CTXSTORE_MEMWAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/objstore.h"
+#include "ctxstore/schema.h"
+
+#define CX_SHARD_ID_MAX 128		/* [A-Za-z0-9._-]{1,128} */
+
+cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
+
+typedef struct cx_shard_manifest
+{
+	uint64_t	version;
+	char	   *shard_id;
+	uint64_t	epoch;
+	uint8_t		commit_id[16];
+	int64_t		committed_at_us;
+	char	   *writer;			/* who holds the epoch: "host pid ..." for
+								 * messages and the workers view */
+	uint64_t	replay_seq;		/* WAL entries <= this are sealed */
+	uint64_t	next_gen;		/* number the next generation gets */
+	uint32_t	ngens;
+	struct cx_generation *gens;		/* unmerged (or merged, not yet drained),
+								 * oldest first */
+} cx_shard_manifest;
+
+/* One shard of a store, as its newest shard manifest and the newest base
+ * manifest describe it (cx_shard_info.c). */
+typedef struct cx_shard_info
+{
+	char	   *shard_id;		/* malloc'd */
+	uint64_t	version;		/* newest shard-manifest version (0: none) */
+	uint64_t	epoch;
+	char	   *writer;			/* who holds the epoch (malloc'd; NULL: none) */
+	uint64_t	merged_gen;		/* the base's watermark */
+	uint32_t	generations;	/* listed and not merged */
+	uint64_t	rows;			/* in those generations */
+} cx_shard_info;
+
+/* Every shard registered in the store, in the base manifest's order
+ * (*out = NULL and *n = 0 if none); free with cx_shards_free().  The shard
+ * manifests are read before the base whose watermarks count them, so a
+ * merge and drain in between never make merged generations look pending. */
+cx_code		cx_shards_read(cx_objstore *s, cx_shard_info **out, uint32_t *n,
+						   cx_err *err);
+void		cx_shards_free(cx_shard_info *shards, uint32_t n);
+
+
+/* ---- the shard writer ---- */
+
+typedef struct cx_sw_options
+{
+	const char *writer_info;	/* "host pid ..." recorded in claims */
+	const char *key_column;		/* table key; recorded in the base manifest
+								 * on registration if none yet */
+	bool		unique_key;
+	uint32_t	pending_generations_max;	/* 4096: appends are refused
+											 * once this many generations
+											 * are unmerged; warning about
+											 * the count is the caller's job */
+	cx_fragw_options fragment;	/* row groups and zstd level */
+	uint32_t	revalidate_after_ms;	/* 300000: before writing after
+										 * this long without a successful
+										 * write, re-read the shard's newest
+										 * version (0: before every write) */
+	uint32_t	clock_ahead_warn_ms;	/* 1000: a commit time that must run
+										 * ahead of the clock by more than
+										 * this (it follows the shard's
+										 * last one) is counted in the
+										 * stats (0: any lead) */
+	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
+									 * real-time clock (tests step it) */
+} cx_sw_options;
+
+/* The defaults of the options above that are also the store's options
+ * (key, unique_key, pending_generations_max); the FDW's option table spells
+ * them as text. */
+#define CX_SW_DEFAULT_KEY_COLUMN "id"
+#define CX_SW_DEFAULT_UNIQUE_KEY true
+#define CX_SW_DEFAULT_PENDING_MAX 4096
+
+void		cx_sw_options_default(cx_sw_options *o);
+
+typedef struct cx_shardwriter cx_shardwriter;
+
+/* Claims shard_id of the store s (see above).  s stays owned by the caller
+ * and must outlive the writer. */
+cx_code		cx_sw_open(cx_objstore *s, const char *shard_id,
+					   const cx_sw_options *opt, cx_shardwriter **out,
+					   cx_err *err);
+
+/*
+ * Appends nrows rows encoded with cx_row_encode() in the order of schema
+ * (the table's user columns; the writer adds the hidden columns).  schema
+ * must match the store's (CX_ERR_SCHEMA otherwise; the first append to an
+ * empty store records it).  *commit_ts receives the commit time given to
+ * these rows, strictly increasing per shard even if the clock steps back.
+ * CX_ERR_LIMIT when the shard has pending_generations_max unmerged
+ * generations (after re-reading the merge watermark once).  An error whose
+ * outcome is unknown (an unsealed append's WAL put failed and could not be
+ * read back) leaves the rows in the memtable: they were not acknowledged,
+ * but they may be durable, so they become visible with the next seal either
+ * way (docs/DESIGN.md section 6).
+ */
+cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
+						 const uint8_t *rows, size_t rows_len, uint64_t nrows,
+						 bool seal, int64_t *commit_ts, cx_err *err);
+
+/* Seals the memtable (no-op when empty). */
+cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
+
+/* Removes from the shard manifest exactly the generations the base manifest
+ * marks as merged (no-op if none). */
+cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
+
+/*
+ * The same, with the watermark given instead of read from the newest base
+ * manifest (no GET, no decode: the drain costs one shard-manifest commit).
+ * merged_through must be a watermark a committed base version holds for this
+ * shard, such as cx_merge_result.merged_through of a cx_merge_shard() that
+ * returned CX_OK (the commit that raised it is what makes dropping the
+ * generations at or below it safe).  A value below what the writer already
+ * knows changes nothing; the later commits (seals) keep leaving those
+ * generations out too.
+ */
+cx_code		cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through,
+								cx_err *err);
+
+/* Unmerged generations listed now (drained ones excluded). */
+uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
+/* Rows appended but not sealed yet, and the bytes they hold in memory (the
+ * caller's flush policy bounds them: seal when they grow too large). */
+uint64_t	cx_sw_memtable_rows(const cx_shardwriter *w);
+uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
+uint64_t	cx_sw_epoch(const cx_shardwriter *w);
+/* The newest generation listed (0: none). */
+uint64_t	cx_sw_newest_gen(const cx_shardwriter *w);
+const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
+
+/*
+ * Counters since open.  Commit times strictly increase per shard, so after
+ * a clock stepped forward (here or on the cluster that wrote the shard
+ * before) the shard keeps handing out times ahead of the clock, and wins
+ * every cross-shard conflict until real time catches up.  Appends whose
+ * commit time ran ahead of the clock by more than clock_ahead_warn_ms are
+ * counted; the newest one's two times are kept, so a caller that sees
+ * clock_ahead_commits grow after an append can warn with both.
+ */
+typedef struct cx_sw_stats
+{
+	uint64_t	appends;
+	uint64_t	wal_entries;
+	uint64_t	seals;
+	uint64_t	drains;
+	uint64_t	replayed_entries;
+	uint64_t	replayed_rows;	/* rows of those entries: made visible by
+								 * the claim's replay generation */
+	uint64_t	clock_ahead_commits;
+	uint64_t	clock_ahead_max_us; /* the largest lead seen */
+	int64_t		clock_ahead_commit_us;	/* the newest such commit time */
+	int64_t		clock_ahead_clock_us;	/* and the clock at that moment */
+} cx_sw_stats;
+const cx_sw_stats *cx_sw_get_stats(const cx_shardwriter *w);
+
+/* Seals if seal is true, then frees the writer (s stays open). */
+cx_code		cx_sw_close(cx_shardwriter *w, bool seal, cx_err *err);
+
+/* ---- merging ---- */
+
+typedef struct cx_merge_options
+{
+	uint32_t	max_generations;	/* merge_max_generations, default 8 */
+	uint64_t	max_bytes;		/* merge_max_bytes, default 1 GiB: the sum of
+								 * the chosen generation fragments' sizes */
+	uint64_t	target_rows_per_fragment;	/* default 1048576; at most
+											 * UINT32_MAX (deletion vectors
+											 * name rows with a u32) */
+	cx_fragw_options fragment;
+} cx_merge_options;
+
+/* The defaults, which are also those of the options named above.  Plain
+ * integer literals: the FDW's option table spells them as text. */
+#define CX_MERGE_DEFAULT_MAX_GENERATIONS 8
+#define CX_MERGE_DEFAULT_MAX_BYTES 1073741824	/* 1 GiB */
+#define CX_MERGE_DEFAULT_TARGET_ROWS 1048576
+
+void		cx_merge_options_default(cx_merge_options *o);
+
+typedef struct cx_merge_result
+{
+	uint32_t	generations;	/* merged; 0 when there was nothing to do */
+	uint64_t	merged_through; /* new watermark */
+	uint64_t	rows_written;
+	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
+	uint64_t	base_version;	/* committed base version (0 if none) */
+} cx_merge_result;
+
+/* opt may be NULL (defaults).  CX_ERR_CONFLICT when another merge merged
+ * (some of) the same generations first: nothing was committed. */
+cx_code		cx_merge_shard(cx_objstore *s, const char *shard_id,
+						   const cx_merge_options *opt, cx_merge_result *out,
+						   cx_err *err);
+
+#endif							/* CTXSTORE_MEMWAL_H */

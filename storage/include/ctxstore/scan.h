@@ -1,0 +1,65 @@
+/*
+ * ctxstore/scan.h — reading a consistent snapshot of a table, one row group
+ * at a time (scan/cx_table_scan.h says how).
+ */
+#ifndef CTXSTORE_SCAN_H
+#define CTXSTORE_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/table.h"
+
+/* A decoded row group and one column of it. */
+typedef struct cx_rowgroup cx_rowgroup;
+const cx_colvec *cx_rowgroup_column(const cx_rowgroup *g, uint32_t column);
+/* Value of row i (i < nrows) in the cx_datum member matching v->type. */
+void		cx_colvec_get(const cx_colvec *v, uint32_t i, cx_datum *out);
+
+typedef struct cx_snapshot cx_snapshot;
+
+/* version 0 = newest; otherwise that base version (and, for shards, the
+ * newest shard manifests — generations are not versioned with the base:
+ * a pinned old version reads only its base fragments). */
+cx_code		cx_snapshot_open(cx_objstore *s, uint64_t version,
+							 cx_snapshot **out, cx_err *err);
+void		cx_snapshot_close(cx_snapshot *snap);
+/* The base version: an empty manifest (version 0, NULL schema) for an empty
+ * store.  Its schema is the table's: shard writers record it in the base
+ * with the first append, before any generation exists. */
+const cx_manifest *cx_snapshot_base(const cx_snapshot *snap);
+uint64_t	cx_snapshot_version(const cx_snapshot *snap);
+/* Rows estimate: base rows plus unmerged generation rows. */
+uint64_t	cx_snapshot_row_estimate(const cx_snapshot *snap);
+uint32_t	cx_snapshot_pending_generations(const cx_snapshot *snap);
+
+typedef struct cx_tablescan cx_tablescan;
+
+/* want[] has one entry per column of the base schema (NULL = all). */
+cx_code		cx_tablescan_begin(cx_snapshot *snap, const bool *want,
+							   cx_tablescan **out, cx_err *err);
+/*
+ * Next batch of rows: *group receives a row group whose wanted columns are
+ * decoded (indices are base-schema column indices) and *rows and *nrows the
+ * indices of its visible rows, ascending.  *group = NULL at the end.  The
+ * group and the row list stay valid until the next call.
+ */
+cx_code		cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
+							  const uint32_t **rows, uint32_t *nrows,
+							  cx_err *err);
+void		cx_tablescan_end(cx_tablescan *scan);
+
+/* What a scan did so far, for tests, EXPLAIN ANALYZE and stats. */
+typedef struct cx_tablescan_stats
+{
+	uint64_t	fragments_opened;	/* base fragments and generations */
+	uint64_t	keymap_keys;	/* distinct unmerged keys (0: no map built) */
+	uint64_t	keymap_bytes;	/* memory the de-duplication map holds */
+	uint64_t	rows_returned;
+	uint64_t	rows_hidden;	/* deleted, shadowed by a newer version, or
+								 * tombstones */
+} cx_tablescan_stats;
+
+const cx_tablescan_stats *cx_tablescan_get_stats(const cx_tablescan *scan);
+
+#endif							/* CTXSTORE_SCAN_H */

@@ -1,0 +1,151 @@
+/*
+ * ctxstore/schema.h — column types, table schemas, the value carrier
+ * (cx_datum) and the row encoding rows travel in from a backend to the
+ * writer (format/cx_schema.h and format/cx_row_codec.h say more).
+ *
+ * Each PostgreSQL type maps to one engine type in fdw/; types without a
+ * native form travel as CX_T_EXTERNAL: their binary send/receive bytes,
+ * tagged with the PostgreSQL type name.
+ */
+#ifndef CTXSTORE_SCHEMA_H
+#define CTXSTORE_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctxstore/util.h"
+
+/* Values are stored on disk: never renumber. */
+typedef enum cx_type
+{
+	CX_T_BOOL = 1,				/* 1 byte, 0 or 1 */
+	CX_T_INT16 = 2,
+	CX_T_INT32 = 3,
+	CX_T_INT64 = 4,
+	CX_T_FLOAT32 = 5,			/* IEEE 754, NaN and infinities kept */
+	CX_T_FLOAT64 = 6,
+	CX_T_DATE = 7,				/* int32 days since 2000-01-01 (PostgreSQL's) */
+	CX_T_TIME = 8,				/* int64 microseconds since midnight */
+	CX_T_TIMESTAMP = 9,			/* int64 microseconds since 2000-01-01 */
+	CX_T_TIMESTAMPTZ = 10,		/* same, UTC */
+	CX_T_UUID = 11,				/* 16 bytes */
+	CX_T_INTERVAL = 12,			/* int64 usec, int32 days, int32 months */
+	CX_T_STRING = 13,			/* UTF-8 text (text, varchar, bpchar) */
+	CX_T_BINARY = 14,			/* bytea */
+	CX_T_JSON = 15,				/* json text as given */
+	CX_T_JSONB = 16,			/* jsonb in its canonical text form */
+	CX_T_NUMERIC = 17,			/* numeric in its canonical text form */
+	CX_T_EXTERNAL = 18,			/* send/receive bytes of ext_type */
+	CX_T_LIST = 19				/* 1-D array of elem_type (never a list) */
+} cx_type;
+
+const char *cx_type_name(cx_type t);	/* "int64", "string", ... */
+
+typedef struct cx_column
+{
+	char	   *name;			/* malloc'd */
+	uint8_t		type;			/* cx_type */
+	uint8_t		elem_type;		/* element cx_type for CX_T_LIST, else 0 */
+	char	   *ext_type;		/* PostgreSQL type name for CX_T_EXTERNAL (or
+								 * a list of it), else NULL */
+} cx_column;
+
+typedef struct cx_schema
+{
+	uint32_t	ncolumns;
+	cx_column  *columns;
+} cx_schema;
+
+/* Builder: cx_schema_new() then cx_schema_add() per column. */
+cx_schema  *cx_schema_new(void);
+cx_code		cx_schema_add(cx_schema *s, const char *name, cx_type type,
+						  cx_type elem_type, const char *ext_type, cx_err *err);
+cx_schema  *cx_schema_clone(const cx_schema *s);	/* NULL on OOM */
+void		cx_schema_free(cx_schema *s);
+/* Index of the column with this name, or -1. */
+int			cx_schema_find(const cx_schema *s, const char *name);
+bool		cx_schema_equal(const cx_schema *a, const cx_schema *b);
+bool		cx_column_same_type(const cx_column *a, const cx_column *b);
+
+/* Serialised form shared by fragment footers and manifests (FORMAT.md). */
+void		cx_schema_encode(const cx_schema *s, cx_buf *out);
+cx_schema  *cx_schema_decode(cx_rd *r);	/* NULL and r->bad on error */
+
+/*
+ * cx_datum carries one value in and out of the engine.  Writers fill the
+ * member that matches the column type; readers get the same back.  Variable
+ * width and list members point into memory owned by someone else (the caller
+ * when writing, the row group when reading).
+ */
+typedef struct cx_colvec cx_colvec;
+
+typedef struct cx_datum
+{
+	bool		isnull;
+	union
+	{
+		bool		b;
+		int16_t		i16;
+		int32_t		i32;		/* also CX_T_DATE */
+		int64_t		i64;		/* also CX_T_TIME and the timestamps */
+		float		f32;
+		double		f64;
+		uint8_t		uuid[16];
+		struct
+		{
+			int64_t		usec;
+			int32_t		days;
+			int32_t		months;
+		}			interval;
+		struct
+		{
+			const uint8_t *ptr;
+			size_t		len;
+		}			bytes;		/* string, binary, json(b), numeric, external */
+		struct
+		{
+			const struct cx_datum *items;
+			uint32_t	n;
+		}			list;		/* writing a CX_T_LIST value */
+		struct
+		{
+			const cx_colvec *elems;
+			uint32_t	start;
+			uint32_t	n;
+		}			slice;		/* reading a CX_T_LIST value: elements
+								 * start..start+n-1 of elems */
+	}			v;
+} cx_datum;
+
+/* Appends one row (schema->ncolumns values) to out. */
+void		cx_row_encode(const cx_schema *schema, const cx_datum *values,
+						  cx_buf *out);
+
+/*
+ * Decodes the next row from r into values[schema->ncolumns].  Variable-width
+ * values point into r's bytes.  List values are returned in v.list form with
+ * items allocated from *scratch (a cx_buf reused across rows: the items stay
+ * valid until the next call with the same scratch).  CX_ERR_CORRUPT if the
+ * bytes do not hold a well-formed row.
+ */
+cx_code		cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
+						  cx_buf *scratch, cx_err *err);
+
+/* How fragments are cut into row groups and compressed
+ * (format/cx_fragment.h). */
+typedef struct cx_fragw_options
+{
+	uint32_t	rows_per_group;		/* default 65536 */
+	uint64_t	max_group_bytes;	/* raw bytes before a row group is cut;
+									 * default 32 MiB */
+	int			compression_level;	/* zstd level, default 3 */
+} cx_fragw_options;
+
+/* The zstd level fragments are written with unless the store sets another
+ * (the compression_level option's default). */
+#define CX_FRAGW_DEFAULT_COMPRESSION_LEVEL 3
+
+void		cx_fragw_options_default(cx_fragw_options *o);
+
+#endif							/* CTXSTORE_SCHEMA_H */

@@ -1,0 +1,107 @@
+/*
+ * ctxstore/table.h — base-table manifests as the PostgreSQL side reads them,
+ * and the rule for whether a table fits a store (table/cx_manifest.h has
+ * the whole of it).
+ *
+ * Version N of a store is the object "_versions/<N as 20 digits>.manifest";
+ * version 0 means an empty store.  "_latest" is a hint holding the newest
+ * version a committer saw.
+ */
+#ifndef CTXSTORE_TABLE_H
+#define CTXSTORE_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/objstore.h"
+#include "ctxstore/schema.h"
+
+#define CX_VERSIONS_PREFIX "_versions/"
+#define CX_LATEST_HINT_KEY "_latest"
+
+typedef struct cx_manifest
+{
+	uint64_t	version;
+	uint8_t		commit_id[16];
+	int64_t		committed_at_us;	/* Unix epoch microseconds */
+	char	   *operation;		/* "append", "create", ... */
+	cx_schema  *schema;			/* NULL until the first data commit */
+	/* Table properties, set once (cx_manifest_set_key) when the store gets
+	 * its first writer: the key column by name (NULL: none yet), and whether
+	 * a key has at most one live row (unique_key: merges and scans
+	 * de-duplicate) or rows are only appended. */
+	char	   *key_column;
+	bool		unique_key;
+	uint32_t	nfragments;
+	struct cx_fragment_info *fragments;
+	/* NULL (no fragment has deletions) or nfragments entries, parallel to
+	 * fragments; cx_manifest_add_fragment keeps the two in step. */
+	struct cx_deletion_vector *dvs;
+	uint32_t	nshards;
+	struct cx_shard_mark *shards;		/* ascending by shard_id (bytewise) */
+	uint32_t	nexts;
+	struct cx_manifest_ext *exts;
+} cx_manifest;
+
+void		cx_manifest_free(cx_manifest *m);
+/* Live rows: fragment rows minus deletion-vector entries. */
+uint64_t	cx_manifest_rows(const cx_manifest *m);
+/* Bytes of the fragments listed. */
+uint64_t	cx_manifest_bytes(const cx_manifest *m);
+
+/* Loads version `version`; CX_ERR_NOT_FOUND if it does not exist. */
+cx_code		cx_manifest_load(cx_objstore *s, uint64_t version,
+							 cx_manifest **out, cx_err *err);
+/* Newest committed version, 0 for an empty store. */
+cx_code		cx_manifest_latest_version(cx_objstore *s, uint64_t *version,
+									   cx_err *err);
+/* Loads the newest version; *out = NULL for an empty store. */
+cx_code		cx_manifest_load_latest(cx_objstore *s, cx_manifest **out,
+									cx_err *err);
+
+/* Calls fn for every version present, ascending (via a listing). */
+typedef bool (*cx_version_fn) (void *arg, uint64_t version);
+cx_code		cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn,
+									  void *arg, cx_err *err);
+
+
+/*
+ * Whether a table fits a store whose newest base is base (NULL: an empty
+ * store), checked in this order: its key names a column of the store (of the
+ * table's columns while the store has no schema), agrees with the key and
+ * uniqueness the store recorded, and every table column is a store column of
+ * the same type.  cx_table_fits says which rule failed first;
+ * cx_table_check_fit reports it as CX_ERR_SCHEMA.
+ */
+typedef struct cx_table_decl
+{
+	const cx_column *columns;	/* by store column name; entries whose name is
+								 * NULL are skipped; NULL: not checked */
+	uint32_t	ncolumns;
+	const char *key_column;		/* NULL: the key is not checked */
+	bool		unique_key;
+} cx_table_decl;
+
+typedef enum cx_misfit_kind
+{
+	CX_FITS = 0,
+	CX_MISFIT_KEY_COLUMN,		/* the key is not a column of the store */
+	CX_MISFIT_KEY,				/* the store recorded another key */
+	CX_MISFIT_COLUMN,			/* a table column the store lacks */
+	CX_MISFIT_COLUMN_TYPE		/* a column of another type in the store */
+} cx_misfit_kind;
+
+typedef struct cx_misfit
+{
+	cx_misfit_kind kind;
+	int			column;			/* the table column (index in columns) of a
+								 * column misfit, else -1 */
+	int			store_column;	/* its store column for COLUMN_TYPE, else -1 */
+} cx_misfit;
+
+bool		cx_table_fits(const cx_manifest *base, const cx_table_decl *t,
+						  cx_misfit *out);
+cx_code		cx_table_check_fit(const cx_manifest *base, const cx_table_decl *t,
+							   cx_err *err);
+
+#endif							/* CTXSTORE_TABLE_H */

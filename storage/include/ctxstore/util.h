@@ -1,0 +1,60 @@
+/*
+ * ctxstore/util.h — the engine's byte buffers, SHA-256 and failpoints, as
+ * far as the PostgreSQL side uses them (util/cx_buf.h, util/cx_crypto.h and
+ * util/cx_failpoint.h describe them in full).
+ *
+ * A cx_buf owns its bytes and its failure is sticky: after an allocation
+ * failure every append is a no-op and cx_buf_ok() is false.  A cx_rd reads
+ * borrowed bytes; reading past the end sets a sticky "bad" flag.
+ */
+#ifndef CTXSTORE_UTIL_H
+#define CTXSTORE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctxstore/error.h"
+
+typedef struct cx_buf
+{
+	uint8_t    *data;
+	size_t		len;
+	size_t		cap;
+	bool		failed;			/* an allocation failed; contents incomplete */
+} cx_buf;
+
+void		cx_buf_init(cx_buf *b);
+void		cx_buf_free(cx_buf *b);
+static inline bool cx_buf_ok(const cx_buf *b) { return !b->failed; }
+
+void		cx_buf_put(cx_buf *b, const void *p, size_t n);
+void		cx_buf_put_u8(cx_buf *b, uint8_t v);
+void		cx_buf_put_u64(cx_buf *b, uint64_t v);
+uint64_t	cx_load_u64(const uint8_t *p);
+
+typedef struct cx_rd
+{
+	const uint8_t *p;
+	size_t		len;
+	size_t		pos;
+	bool		bad;			/* read past the end or malformed */
+} cx_rd;
+
+void		cx_rd_init(cx_rd *r, const void *p, size_t len);
+static inline size_t cx_rd_left(const cx_rd *r) { return r->len - r->pos; }
+
+#define CX_SHA256_LEN 32
+#define CX_SHA256_HEX_LEN 64	/* without the NUL */
+
+void		cx_sha256(const void *data, size_t len, uint8_t out[CX_SHA256_LEN]);
+
+/* Lower-case hex of the SHA-256 of data, NUL-terminated. */
+void		cx_sha256_hex(const void *data, size_t len,
+						  char out[CX_SHA256_HEX_LEN + 1]);
+
+/* Replaces the armed set with spec (NULL or "" disarms all).  CX_ERR_INVALID
+ * on a malformed spec, naming the bad item; the armed set is then unchanged. */
+cx_code		cx_failpoint_set(const char *spec, cx_err *err);
+
+#endif							/* CTXSTORE_UTIL_H */
