@@ -38,8 +38,6 @@
 
 /* How long a credential check stays good. */
 #define CREDENTIAL_CHECK_SECONDS 300
-/* The object a credential check writes, at the store's root. */
-#define ACCESS_CHECK_KEY "_access_check"
 
 static CxOpenStore **open_stores;
 static int	max_open;
@@ -170,7 +168,7 @@ check_credentials(const CxBatchView *req, cx_err *err)
 
 	if (cx_objstore_open(req->uri, req->options, req->noptions, &own, err) != CX_OK)
 		return err->code;
-	rc = cx_obj_put(own, ACCESS_CHECK_KEY, body, sizeof(body) - 1,
+	rc = cx_obj_put(own, CX_ACCESS_CHECK_KEY, body, sizeof(body) - 1,
 					CX_PUT_OVERWRITE, err);
 	cx_obj_close(own);
 	return rc;
@@ -193,7 +191,7 @@ admit(CxOpenStore *os, const CxBatchView *req, cx_err *err)
 		return cx_err_prefix(err, "the credentials of this request's user mapping cannot write store %s",
 							 req->uri);
 	elog(LOG, "ctxstore: store \"%s\" admits the credentials of another user mapping (checked by writing %s)",
-		 req->uri, ACCESS_CHECK_KEY);
+		 req->uri, CX_ACCESS_CHECK_KEY);
 	remember_check(os, digest, now);
 	return CX_OK;
 }

@@ -55,15 +55,10 @@ typedef struct CxFoundStores
 static bool
 is_store_marker(const char *key)
 {
-	size_t		len = strlen(key);
-	static const char suffix[] = ".manifest";
+	cx_object_name name;
+	cx_object_kind kind = cx_object_parse(key, &name);
 
-	if (strcmp(key, CX_LATEST_HINT_KEY) == 0)
-		return true;
-	return strncmp(key, CX_VERSIONS_PREFIX, strlen(CX_VERSIONS_PREFIX)) == 0 &&
-		len > strlen(CX_VERSIONS_PREFIX) + strlen(suffix) &&
-		strcmp(key + len - strlen(suffix), suffix) == 0 &&
-		strchr(key + strlen(CX_VERSIONS_PREFIX), '/') == NULL;
+	return kind == CX_OBJECT_BASE_VERSION || kind == CX_OBJECT_BASE_HINT;
 }
 
 /*

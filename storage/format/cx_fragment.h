@@ -84,7 +84,8 @@ cx_code		cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err);
 /* Discards an unfinished fragment; frees w. */
 void		cx_fragw_abort(cx_fragw *w);
 
-/* A fresh random key "data/<32 hex digits>.cxf". */
+/* A fresh random fragment key (cx_layout_fragment); keysize is at least
+ * CX_FRAGMENT_KEY_SIZE. */
 cx_code		cx_fragment_new_key(char *key, size_t keysize, cx_err *err);
 
 /* --------------------------------------------------------------------------

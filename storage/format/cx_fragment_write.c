@@ -17,11 +17,10 @@
 #include "util/cx_crc32c.h"
 #include "format/cx_encoding.h"
 #include "format/cx_fragment.h"
+#include "objstore/cx_layout.h"
 
 #define FRAGMENT_FORMAT_VERSION 1
 #define TRAILER_BYTES 12
-#define KEY_PREFIX "data/"
-#define KEY_SUFFIX ".cxf"
 
 enum
 {
@@ -446,21 +445,13 @@ cx_fragw_abort(cx_fragw *w)
 cx_code
 cx_fragment_new_key(char *key, size_t keysize, cx_err *err)
 {
-	static const char digits[] = "0123456789abcdef";
-	uint8_t		rnd[16];
-	char		hex[2 * sizeof(rnd) + 1];
+	uint8_t		id[CX_FRAGMENT_ID_LEN];
 
-	if (keysize < sizeof(KEY_PREFIX) - 1 + sizeof(hex) - 1 + sizeof(KEY_SUFFIX))
+	if (keysize < CX_FRAGMENT_KEY_SIZE)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "key buffer of %zu bytes is too small", keysize);
-	if (cx_random_bytes(rnd, sizeof(rnd), err) != CX_OK)
+	if (cx_random_bytes(id, sizeof(id), err) != CX_OK)
 		return err->code;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-	{
-		hex[2 * i] = digits[rnd[i] >> 4];
-		hex[2 * i + 1] = digits[rnd[i] & 15];
-	}
-	hex[sizeof(hex) - 1] = '\0';
-	snprintf(key, keysize, KEY_PREFIX "%s" KEY_SUFFIX, hex);
+	cx_layout_fragment(id, key);
 	return CX_OK;
 }

@@ -185,7 +185,7 @@ list_wal(cx_shardwriter *w, seq_list *l, cx_err *err)
 	char		prefix[CX_KEY_MAX + 1];
 	cx_vseq		q;
 
-	cx_wal_seq(w->shard_id, prefix, &q);
+	cx_layout_wal(w->shard_id, prefix, &q);
 	l->after = w->m->replay_seq;
 	l->tip = w->m->replay_seq;
 	if (cx_vseq_list(w->s, &q, collect_seq, l, err) != CX_OK)

@@ -17,31 +17,18 @@
 
 #include "table/cx_fragment_entry.h"
 #include "util/cx_frame.h"
-#include "table/cx_manifest.h"
 #include "objstore/cx_versioned.h"
 
 #define COMMIT_ID_LEN 16
-#define VERSIONS_DIR "_versions/"
-#define VERSION_SUFFIX ".shard"
-#define HINT_NAME "_latest"
 
 /* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry. */
 #define MIN_GEN_LEN (8 + 8 + 8 + CX_FRAGENTRY_MIN_LEN)
 
-/* The version sequence of a shard; prefix must hold CX_KEY_MAX + 1 bytes. */
-static void
-version_seq(const char *shard_id, char *prefix, cx_vseq *q)
-{
-	cx_shard_key(shard_id, VERSIONS_DIR, prefix);
-	q->prefix = prefix;
-	q->suffix = VERSION_SUFFIX;
-}
-
-/* The rule itself lives with the base manifest's shard list. */
+/* The rule itself is the layout's: a shard id is one key segment. */
 cx_code
 cx_shard_id_validate(const char *shard_id, cx_err *err)
 {
-	if (!cx_manifest_shard_id_ok(shard_id))
+	if (!cx_layout_shard_id_ok(shard_id))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "invalid shard id \"%.140s\": use 1 to %d of A-Z a-z 0-9 . _ - (not \".\" or \"..\")",
 						  shard_id != NULL ? shard_id : "", CX_SHARD_ID_MAX);
@@ -75,12 +62,6 @@ cx_shard_generation_schema(const cx_schema *table, cx_schema **out,
 }
 
 void
-cx_shard_key(const char *shard_id, const char *rest, char *key)
-{
-	snprintf(key, CX_KEY_MAX + 1, "%s%s/%s", CX_SHARDS_PREFIX, shard_id, rest);
-}
-
-void
 cx_shard_manifest_key(const char *shard_id, uint64_t version, char *key,
 					  size_t keysize)
 {
@@ -88,7 +69,7 @@ cx_shard_manifest_key(const char *shard_id, uint64_t version, char *key,
 	char		full[CX_KEY_MAX + 1];
 	cx_vseq		q;
 
-	version_seq(shard_id, prefix, &q);
+	cx_layout_shard_versions(shard_id, prefix, &q);
 	cx_vseq_key(&q, version, full);
 	snprintf(key, keysize, "%s", full);
 }
@@ -417,8 +398,8 @@ latest_from(cx_objstore *s, const char *shard_id, uint64_t known,
 	cx_vseq		q;
 	uint64_t	latest;
 
-	version_seq(shard_id, prefix, &q);
-	cx_shard_key(shard_id, HINT_NAME, hint);
+	cx_layout_shard_versions(shard_id, prefix, &q);
+	cx_layout_shard_hint(shard_id, hint);
 	if (cx_vseq_latest(s, &q, hint, known, &latest, err) != CX_OK)
 		return err->code;
 	if (latest == 0)
@@ -461,7 +442,7 @@ cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 
 	*winner = NULL;
 	*unknown = false;
-	version_seq(m->shard_id, prefix, &q);
+	cx_layout_shard_versions(m->shard_id, prefix, &q);
 	cx_buf_init(&bytes);
 	cx_buf_init(&taken);
 	rc = cx_shard_manifest_encode(m, &bytes, err);
@@ -486,6 +467,6 @@ cx_shard_hint_write(cx_objstore *s, const char *shard_id, uint64_t version,
 {
 	char		key[CX_KEY_MAX + 1];
 
-	cx_shard_key(shard_id, HINT_NAME, key);
+	cx_layout_shard_hint(shard_id, key);
 	return cx_hint_write(s, key, version, err);
 }

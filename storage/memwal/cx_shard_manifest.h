@@ -38,7 +38,6 @@
 
 #define CX_SHARD_MAGIC "CXS1"
 #define CX_SHARD_FORMAT 1
-#define CX_SHARDS_PREFIX "_shards/"
 
 /* Hidden columns; user columns may not start with "_cx_". */
 #define CX_HIDDEN_PREFIX "_cx_"
@@ -75,10 +74,6 @@ cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
 									 cx_shard_manifest **out, cx_err *err);
 void		cx_shard_manifest_key(const char *shard_id, uint64_t version,
 								  char *key, size_t keysize);
-
-/* "_shards/<shard_id>/<rest>" into key (CX_KEY_MAX + 1 bytes); shard_id
- * must be valid. */
-void		cx_shard_key(const char *shard_id, const char *rest, char *key);
 
 /* Loads a version; CX_ERR_NOT_FOUND if absent. */
 cx_code		cx_shard_manifest_load(cx_objstore *s, const char *shard_id,

@@ -9,10 +9,6 @@
 #include <string.h>
 
 #include "util/cx_frame.h"
-#include "memwal/cx_shard_manifest.h"
-
-#define WAL_DIR "wal/"
-#define WAL_SUFFIX ".wal"
 
 void
 cx_wal_entry_clear(cx_wal_entry *e)
@@ -21,14 +17,6 @@ cx_wal_entry_clear(cx_wal_entry *e)
 		cx_schema_free(e->schema);
 	free(e->writer);
 	memset(e, 0, sizeof(*e));
-}
-
-void
-cx_wal_seq(const char *shard_id, char *prefix, cx_vseq *q)
-{
-	cx_shard_key(shard_id, WAL_DIR, prefix);
-	q->prefix = prefix;
-	q->suffix = WAL_SUFFIX;
 }
 
 /* Whether the fields are consistent with the kind (encoder and decoder). */
@@ -125,7 +113,7 @@ entry_name(cx_objstore *s, const char *shard_id, uint64_t seq, char *name,
 	char		key[CX_KEY_MAX + 1];
 	cx_vseq		q;
 
-	cx_wal_seq(shard_id, prefix, &q);
+	cx_layout_wal(shard_id, prefix, &q);
 	cx_vseq_key(&q, seq, key);
 	snprintf(name, size, "%.900s/%s", s->uri, key);
 }
@@ -182,7 +170,7 @@ cx_wal_put_encoded(cx_objstore *s, const char *shard_id, uint64_t seq,
 
 	memset(taken, 0, sizeof(*taken));
 	*unknown = false;
-	cx_wal_seq(shard_id, prefix, &q);
+	cx_layout_wal(shard_id, prefix, &q);
 	cx_buf_init(&there);
 	rc = cx_vseq_put(s, &q, seq, bytes, &there, &outcome, err);
 	if (rc == CX_OK && outcome == CX_VSEQ_TAKEN)
@@ -214,7 +202,7 @@ cx_wal_read(cx_objstore *s, const char *shard_id, uint64_t seq, cx_buf *bytes,
 	cx_vseq		q;
 
 	memset(e, 0, sizeof(*e));
-	cx_wal_seq(shard_id, prefix, &q);
+	cx_layout_wal(shard_id, prefix, &q);
 	cx_vseq_key(&q, seq, key);
 	if (cx_obj_get(s, key, bytes, err) != CX_OK)
 		return err->code;

@@ -59,9 +59,6 @@ typedef struct cx_wal_entry
 /* Frees what cx_wal_read() allocated (schema, writer); not rows. */
 void		cx_wal_entry_clear(cx_wal_entry *e);
 
-/* The shard's WAL as a numbered sequence; prefix holds CX_KEY_MAX + 1. */
-void		cx_wal_seq(const char *shard_id, char *prefix, cx_vseq *q);
-
 cx_code		cx_wal_encode(const cx_wal_entry *e, cx_buf *out, cx_err *err);
 /* Decodes into *e (rows point into data); name is for messages. */
 cx_code		cx_wal_decode(const uint8_t *data, size_t len, const char *name,

@@ -20,12 +20,12 @@
  *   overwrite      a temporary name is written and fsynced, then renamed over
  *                  the final name (rename() cannot take an unnamed inode).
  *
- * Temporary names are ".<base>.tmp.<16 hex digits>"; listings skip them and
- * keys whose last segment has that shape are refused.  A crash can leave a
- * temporary file behind, never a partial object.  A failure after the name is
- * published (the directory fsync) leaves the object in place: like a timeout
- * from a remote store, that outcome is ambiguous and the commit protocol
- * resolves it by reading the object back.
+ * Temporary names are ".<base>.tmp.<16 hex digits>" (cx_layout.h); listings
+ * skip them and keys whose last segment has that shape are refused.  A crash
+ * can leave a temporary file behind, never a partial object.  A failure after
+ * the name is published (the directory fsync) leaves the object in place:
+ * like a timeout from a remote store, that outcome is ambiguous and the
+ * commit protocol resolves it by reading the object back.
  *
  * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
  * fragment written column chunk by column chunk costs a few write() calls,
@@ -37,6 +37,7 @@
  *
  * Error messages are bare reasons; cx_objstore.c adds "<op> <uri>/<key>".
  */
+#include "objstore/cx_layout.h"
 #include "objstore/cx_objstore.h"
 
 #include <dirent.h>
@@ -52,10 +53,6 @@
 #include <unistd.h>
 
 #include "util/cx_failpoint.h"
-
-#define TMP_TAG ".tmp."
-#define TMP_TAG_LEN 5
-#define TMP_HEX_LEN 16
 
 /* Room for "/" + key + the temporary-name decoration in a PATH_MAX buffer. */
 #define ROOT_MAX (PATH_MAX - CX_KEY_MAX - 64)
@@ -162,30 +159,6 @@ not_found(cx_err *err)
 					  strerror_r(ENOENT, buf, sizeof(buf)));
 }
 
-static bool
-is_hex_digit(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
-/* Does this file name have the shape of our temporary names? */
-static bool
-is_temp_name(const char *name)
-{
-	size_t		len = strlen(name);
-	const char *tag;
-
-	if (name[0] != '.' || len < 2 + TMP_TAG_LEN + TMP_HEX_LEN)
-		return false;
-	tag = name + len - TMP_HEX_LEN - TMP_TAG_LEN;
-	if (memcmp(tag, TMP_TAG, TMP_TAG_LEN) != 0)
-		return false;
-	for (const char *p = tag + TMP_TAG_LEN; *p; p++)
-		if (!is_hex_digit(*p))
-			return false;
-	return true;
-}
-
 static const char *
 base_name(const char *key)
 {
@@ -198,7 +171,7 @@ base_name(const char *key)
 static cx_code
 check_not_reserved(const char *key, cx_err *err)
 {
-	if (is_temp_name(base_name(key)))
+	if (cx_layout_is_temporary(key))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "names of the form .<name>.tmp.<16 hex digits> are reserved for temporary files");
 	return CX_OK;
@@ -290,39 +263,18 @@ make_dirs(const char *dir, cx_err *err)
 	}
 }
 
-/* "<dir>/<base>" -> "<dir>/.<base>.tmp.<hex>"; ROOT_MAX leaves room for it. */
-static void
-temp_path(const char *path, const char *hex, char *tmp)
-{
-	const char *base = base_name(path);
-	size_t		dlen = (size_t) (base - path);
-	size_t		blen = strlen(base);
-	char	   *p = tmp;
-
-	memcpy(p, path, dlen);
-	p += dlen;
-	*p++ = '.';
-	memcpy(p, base, blen);
-	p += blen;
-	memcpy(p, TMP_TAG, TMP_TAG_LEN);
-	p += TMP_TAG_LEN;
-	memcpy(p, hex, TMP_HEX_LEN + 1);
-}
-
 /* Creates the upload's temporary file, and its directory if need be. */
 static cx_code
 open_temp(local_upload *up, cx_err *err)
 {
-	uint8_t		rnd[TMP_HEX_LEN / 2];
-	char		hex[TMP_HEX_LEN + 1];
+	uint8_t		rnd[CX_TEMP_RANDOM_LEN];
 	char		dir[PATH_MAX];
 	int			flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
 
 	if (cx_random_bytes(rnd, sizeof(rnd), err) != CX_OK)
 		return err->code;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-	temp_path(up->path, hex, up->tmp);
+	/* ROOT_MAX leaves room for the temporary name's decoration. */
+	cx_layout_temporary(up->path, rnd, up->tmp);
 
 	up->fd = open(up->tmp, flags, 0666);
 	if (up->fd < 0 && errno == ENOENT)
@@ -807,7 +759,7 @@ scan_entry(int dfd, const char *dir, const char *name, list_items *l,
 		strcat(key, "/");
 		return queue_dir(q, key, err);
 	}
-	if (S_ISREG(st.st_mode) && !is_temp_name(name))
+	if (S_ISREG(st.st_mode) && !cx_layout_is_temporary(name))
 		return add_item(l, key, (uint64_t) st.st_size, err);
 	return CX_OK;
 }

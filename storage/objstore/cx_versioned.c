@@ -1,5 +1,5 @@
 /*
- * cx_versioned.c — numbered object sequences: keys, probing for the newest,
+ * cx_versioned.c — numbered object sequences: probing for the newest, puts,
  * hints (cx_versioned.h).
  */
 #include "objstore/cx_versioned.h"
@@ -13,36 +13,6 @@
 /* Puts repeated when reading back shows an ambiguous put did not land. */
 #define MAX_PUT_TRIES 4
 #define HINT_LEN 16				/* magic, u64 number, u32 CRC-32C */
-
-void
-cx_vseq_key(const cx_vseq *q, uint64_t n, char *key)
-{
-	snprintf(key, CX_KEY_MAX + 1, "%s%0*llu%s", q->prefix, CX_VSEQ_DIGITS,
-			 (unsigned long long) n, q->suffix);
-}
-
-bool
-cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n)
-{
-	size_t		plen = strlen(q->prefix);
-	const char *p = key + plen;
-	uint64_t	v = 0;
-
-	if (strncmp(key, q->prefix, plen) != 0)
-		return false;
-	for (int i = 0; i < CX_VSEQ_DIGITS; i++, p++)
-	{
-		unsigned	d = (unsigned) (*p - '0');
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (strcmp(p, q->suffix) != 0 || v == 0)
-		return false;
-	*n = v;
-	return true;
-}
 
 cx_code
 cx_vseq_exists(cx_objstore *s, const cx_vseq *q, uint64_t n, bool *exists,

@@ -1,13 +1,12 @@
 /*
  * cx_versioned.h — numbered object sequences and their hints.
  *
- * Shard-manifest versions ("_shards/<id>/_versions/<20 digits>.shard") and WAL
- * entries ("_shards/<id>/wal/<20 digits>.wal") are sequences of immutable
- * objects named by a number zero-padded to 20 digits, so that a listing (in
- * byte order) is in numeric order.  Like base versions (docs/FORMAT.md,
- * "Finding the newest version"), the numbers present form a contiguous range
- * [oldest, newest] — writers add newest + 1, GC removes a prefix — so the
- * newest can be found by probing forward from any number known to exist.
+ * Base versions, shard-manifest versions and WAL entries are sequences of
+ * immutable objects named by a number (cx_layout.h names the sequences and
+ * their keys).  Like base versions (docs/FORMAT.md, "Finding the newest
+ * version"), the numbers present form a contiguous range [oldest, newest] —
+ * writers add newest + 1, GC removes a prefix — so the newest can be found
+ * by probing forward from any number known to exist.
  *
  * A hint object holds a number some writer saw (same 16-byte layout as the
  * base "_latest" hint: "CXL1", u64, CRC-32C); it may be stale or missing.
@@ -18,21 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "objstore/cx_layout.h"
 #include "objstore/cx_objstore.h"
-
-#define CX_VSEQ_DIGITS 20
-
-typedef struct cx_vseq
-{
-	const char *prefix;			/* "_shards/a/_versions/", ends in '/' */
-	const char *suffix;			/* ".shard" */
-} cx_vseq;
-
-/* "<prefix><n as 20 digits><suffix>"; key must hold CX_KEY_MAX + 1 bytes. */
-void		cx_vseq_key(const cx_vseq *q, uint64_t n, char *key);
-/* Parses a key of the sequence; false for anything else (temporary files,
- * other objects under the prefix) and for 0. */
-bool		cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n);
 
 cx_code		cx_vseq_exists(cx_objstore *s, const cx_vseq *q, uint64_t n,
 						   bool *exists, cx_err *err);

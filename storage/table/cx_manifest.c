@@ -26,10 +26,6 @@
 #include "objstore/cx_versioned.h"
 
 #define COMMIT_ID_LEN 16
-#define KEY_SUFFIX ".manifest"
-
-/* The sequence of base versions: "_versions/<20 digits>.manifest". */
-static const cx_vseq versions = {CX_VERSIONS_PREFIX, KEY_SUFFIX};
 
 /* Smallest encoded fragment entry (empty path, no columns, no deletions),
  * shard entry and extension. */
@@ -314,7 +310,7 @@ check_encodable(const cx_manifest *m, cx_err *err)
 						  (unsigned long long) m->version,
 						  m->key_column != NULL ? m->key_column : "");
 	for (uint32_t i = 0; i < m->nshards; i++)
-		if (!cx_manifest_shard_id_ok(m->shards[i].shard_id) ||
+		if (!cx_layout_shard_id_ok(m->shards[i].shard_id) ||
 			(i > 0 && strcmp(m->shards[i - 1].shard_id,
 							 m->shards[i].shard_id) >= 0))
 			return cx_err_set(err, CX_ERR_INVALID,
@@ -523,7 +519,7 @@ decode_shards(cx_rd *r, cx_manifest *m)
 		sm->merged_gen = cx_rd_u64(r);
 		if (!cx_rd_ok(r))
 			return true;
-		if (!cx_manifest_shard_id_ok(sm->shard_id) ||
+		if (!cx_layout_shard_id_ok(sm->shard_id) ||
 			(i > 0 && strcmp(m->shards[i - 1].shard_id, sm->shard_id) >= 0))
 			r->bad = true;
 	}
@@ -635,7 +631,7 @@ cx_manifest_key(uint64_t version, char *key, size_t keysize)
 	char		full[CX_KEY_MAX + 1];
 	size_t		n;
 
-	cx_vseq_key(&versions, version, full);
+	cx_vseq_key(&cx_layout_base_versions, version, full);
 	n = strlen(full);
 	if (keysize == 0)
 		return;
@@ -694,7 +690,7 @@ cx_manifest_put(cx_objstore *s, uint64_t version, const cx_buf *bytes,
 	cx_code		rc;
 
 	cx_buf_init(&taken);
-	rc = cx_vseq_put(s, &versions, version, bytes, &taken, &outcome, err);
+	rc = cx_vseq_put(s, &cx_layout_base_versions, version, bytes, &taken, &outcome, err);
 	cx_buf_free(&taken);
 	*ours = rc == CX_OK && outcome == CX_VSEQ_LANDED;
 	if (rc != CX_OK)
@@ -717,7 +713,7 @@ cx_code
 cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn, void *arg,
 						  cx_err *err)
 {
-	return cx_vseq_list(s, &versions, fn, arg, err);
+	return cx_vseq_list(s, &cx_layout_base_versions, fn, arg, err);
 }
 
 /* The hint is trusted only once its version is seen to exist (cx_versioned.h);
@@ -725,7 +721,7 @@ cx_manifest_list_versions(cx_objstore *s, cx_version_fn fn, void *arg,
 cx_code
 cx_manifest_latest_version(cx_objstore *s, uint64_t *version, cx_err *err)
 {
-	return cx_vseq_latest(s, &versions, CX_LATEST_HINT_KEY, 0, version, err);
+	return cx_vseq_latest(s, &cx_layout_base_versions, CX_LATEST_HINT_KEY, 0, version, err);
 }
 
 cx_code

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "format/cx_fragment.h"
+#include "objstore/cx_layout.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
 #include "ctxstore/table.h"
@@ -102,9 +103,6 @@ cx_code		cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
 									  cx_err *err);
 /* Deleted rows of one fragment (0 if none). */
 uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
-/* Whether s is a well-formed shard id: [A-Za-z0-9._-]{1,128}, not "." or
- * "..", so that it is one safe key segment. */
-bool		cx_manifest_shard_id_ok(const char *shard_id);
 
 /*
  * Prefixes the error a read of fragment `path` (listed by m) failed with by

@@ -14,30 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHARD_ID_MAX 128		/* CX_SHARD_ID_MAX in cx_shard_manifest.h */
-
-bool
-cx_manifest_shard_id_ok(const char *shard_id)
-{
-	size_t		n;
-
-	if (shard_id == NULL)
-		return false;
-	n = strlen(shard_id);
-	if (n == 0 || n > SHARD_ID_MAX ||
-		strcmp(shard_id, ".") == 0 || strcmp(shard_id, "..") == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-	{
-		char		c = shard_id[i];
-
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 cx_code
 cx_manifest_set_key(cx_manifest *m, const char *key_column, bool unique_key,
 					cx_err *err)
@@ -118,7 +94,7 @@ shard_entry(cx_manifest *m, const char *shard_id, cx_shard_mark **out,
 		*out = &m->shards[i];
 		return CX_OK;
 	}
-	if (!cx_manifest_shard_id_ok(shard_id))
+	if (!cx_layout_shard_id_ok(shard_id))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "invalid shard id \"%.140s\": use 1 to 128 of A-Z a-z 0-9 . _ -",
 						  shard_id);

@@ -27,6 +27,7 @@
 
 #include "table/cx_commit.h"
 #include "format/cx_fragment.h"
+#include "objstore/cx_layout.h"
 #include "table/cx_manifest.h"
 #include "objstore/cx_objstore.h"
 #include "memwal/cx_shard_manifest.h"
@@ -725,28 +726,33 @@ verify_small_object(verify_ctx *ctx, const char *key, small_object kind)
 	cx_buf_free(&b);
 }
 
-static bool
-has_suffix(const char *key, const char *suffix)
-{
-	size_t		n = strlen(key);
-	size_t		m = strlen(suffix);
-
-	return n > m && strcmp(key + n - m, suffix) == 0;
-}
-
+/* Hints are not verified: a damaged one is harmless (readers fall back to
+ * a listing), and the access check holds no checksum. */
 static void
 verify_object(verify_ctx *ctx, const char *key)
 {
-	if (has_suffix(key, ".cxf"))
-		verify_fragment(ctx, key);
-	else if (has_suffix(key, ".manifest"))
-		verify_small_object(ctx, key, BASE_MANIFEST);
-	else if (has_suffix(key, ".shard"))
-		verify_small_object(ctx, key, SHARD_MANIFEST);
-	else if (has_suffix(key, ".wal"))
-		verify_small_object(ctx, key, WAL_ENTRY);
-	else
-		return;
+	cx_object_name name;
+
+	switch (cx_object_parse(key, &name))
+	{
+		case CX_OBJECT_FRAGMENT:
+			verify_fragment(ctx, key);
+			break;
+		case CX_OBJECT_BASE_VERSION:
+			verify_small_object(ctx, key, BASE_MANIFEST);
+			break;
+		case CX_OBJECT_SHARD_VERSION:
+			verify_small_object(ctx, key, SHARD_MANIFEST);
+			break;
+		case CX_OBJECT_WAL_ENTRY:
+			verify_small_object(ctx, key, WAL_ENTRY);
+			break;
+		case CX_OBJECT_BASE_HINT:
+		case CX_OBJECT_SHARD_HINT:
+		case CX_OBJECT_ACCESS_CHECK:
+		case CX_OBJECT_NONE:
+			return;
+	}
 	ctx->objects++;
 }
 
@@ -790,13 +796,22 @@ verify_refs(verify_ctx *ctx)
 	}
 }
 
-/* Whether the listing holds a base or shard version: a store's mark. */
+/* A base version or an object of a shard: a store's mark. */
+static bool
+marks_a_store(const char *key)
+{
+	cx_object_name name;
+	cx_object_kind kind = cx_object_parse(key, &name);
+
+	return kind == CX_OBJECT_BASE_VERSION || kind == CX_OBJECT_SHARD_VERSION ||
+		kind == CX_OBJECT_SHARD_HINT || kind == CX_OBJECT_WAL_ENTRY;
+}
+
 static bool
 holds_a_store(const verify_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->nkeys; i++)
-		if (strncmp(ctx->keys[i], CX_VERSIONS_PREFIX, strlen(CX_VERSIONS_PREFIX)) == 0 ||
-			strncmp(ctx->keys[i], CX_SHARDS_PREFIX, strlen(CX_SHARDS_PREFIX)) == 0)
+		if (marks_a_store(ctx->keys[i]))
 			return true;
 	return false;
 }

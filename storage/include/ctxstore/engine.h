@@ -10,6 +10,7 @@
 #include "ctxstore/error.h"
 #include "ctxstore/util.h"
 #include "ctxstore/objstore.h"
+#include "ctxstore/layout.h"
 #include "ctxstore/schema.h"
 #include "ctxstore/table.h"
 #include "ctxstore/memwal.h"

@@ -11,10 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctxstore/layout.h"
 #include "ctxstore/objstore.h"
 #include "ctxstore/schema.h"
-
-#define CX_SHARD_ID_MAX 128		/* [A-Za-z0-9._-]{1,128} */
 
 cx_code		cx_shard_id_validate(const char *shard_id, cx_err *err);
 

@@ -3,9 +3,9 @@
  * and the rule for whether a table fits a store (table/cx_manifest.h has
  * the whole of it).
  *
- * Version N of a store is the object "_versions/<N as 20 digits>.manifest";
- * version 0 means an empty store.  "_latest" is a hint holding the newest
- * version a committer saw.
+ * Version N of a store is the object "_versions/<N as 20 digits>.manifest"
+ * (ctxstore/layout.h); version 0 means an empty store.  "_latest" is a hint
+ * holding the newest version a committer saw.
  */
 #ifndef CTXSTORE_TABLE_H
 #define CTXSTORE_TABLE_H
@@ -15,9 +15,6 @@
 
 #include "ctxstore/objstore.h"
 #include "ctxstore/schema.h"
-
-#define CX_VERSIONS_PREFIX "_versions/"
-#define CX_LATEST_HINT_KEY "_latest"
 
 typedef struct cx_manifest
 {

@@ -1,0 +1,248 @@
+/*
+ * cx_layout.c — building and parsing the keys of a store (cx_layout.h,
+ * ctxstore/layout.h).  The parser recognises a key by building the key of
+ * that kind again and comparing, so that what it accepts is exactly what
+ * the builders make.
+ */
+#include "objstore/cx_layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SHARDS_PREFIX "_shards/"
+#define SHARD_VERSIONS_DIR "_versions/"
+#define SHARD_VERSION_SUFFIX ".shard"
+#define SHARD_HINT_NAME "_latest"
+#define WAL_DIR "wal/"
+#define WAL_SUFFIX ".wal"
+#define BASE_VERSION_SUFFIX ".manifest"
+
+const cx_vseq cx_layout_base_versions = {CX_VERSIONS_PREFIX, BASE_VERSION_SUFFIX};
+
+static const char hex_digits[] = "0123456789abcdef";
+
+/* n bytes as 2n lowercase hex digits and a NUL. */
+static void
+hex_encode(const uint8_t *bytes, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		*out++ = hex_digits[bytes[i] >> 4];
+		*out++ = hex_digits[bytes[i] & 15];
+	}
+	*out = '\0';
+}
+
+/* Value of a lowercase hex digit, -1 for anything else. */
+static int
+hex_value(char c)
+{
+	const char *at = c != '\0' ? strchr(hex_digits, c) : NULL;
+
+	return at != NULL ? (int) (at - hex_digits) : -1;
+}
+
+/* Exactly 2n lowercase hex digits at text into bytes. */
+static bool
+hex_decode(const char *text, size_t n, uint8_t *bytes)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		int			hi = hex_value(text[2 * i]);
+		int			lo = hi < 0 ? -1 : hex_value(text[2 * i + 1]);
+
+		if (lo < 0)
+			return false;
+		bytes[i] = (uint8_t) (hi << 4 | lo);
+	}
+	return true;
+}
+
+void
+cx_vseq_key(const cx_vseq *q, uint64_t n, char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, "%s%0*llu%s", q->prefix, CX_VSEQ_DIGITS,
+			 (unsigned long long) n, q->suffix);
+}
+
+bool
+cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n)
+{
+	size_t		plen = strlen(q->prefix);
+	const char *p = key + plen;
+	uint64_t	v = 0;
+
+	if (strncmp(key, q->prefix, plen) != 0)
+		return false;
+	for (int i = 0; i < CX_VSEQ_DIGITS; i++, p++)
+	{
+		unsigned	d = (unsigned) (*p - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (strcmp(p, q->suffix) != 0 || v == 0)
+		return false;
+	*n = v;
+	return true;
+}
+
+/* "_shards/<shard_id>/<rest>" into key. */
+static void
+shard_key(const char *shard_id, const char *rest, char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, SHARDS_PREFIX "%s/%s", shard_id, rest);
+}
+
+void
+cx_layout_shard_versions(const char *shard_id, char *prefix, cx_vseq *q)
+{
+	shard_key(shard_id, SHARD_VERSIONS_DIR, prefix);
+	q->prefix = prefix;
+	q->suffix = SHARD_VERSION_SUFFIX;
+}
+
+void
+cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q)
+{
+	shard_key(shard_id, WAL_DIR, prefix);
+	q->prefix = prefix;
+	q->suffix = WAL_SUFFIX;
+}
+
+void
+cx_layout_shard_hint(const char *shard_id, char *key)
+{
+	shard_key(shard_id, SHARD_HINT_NAME, key);
+}
+
+void
+cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key)
+{
+	char		hex[2 * CX_FRAGMENT_ID_LEN + 1];
+
+	hex_encode(id, CX_FRAGMENT_ID_LEN, hex);
+	snprintf(key, CX_FRAGMENT_KEY_SIZE, CX_FRAGMENT_PREFIX "%s" CX_FRAGMENT_SUFFIX, hex);
+}
+
+bool
+cx_layout_shard_id_ok(const char *shard_id)
+{
+	size_t		n;
+
+	if (shard_id == NULL)
+		return false;
+	n = strlen(shard_id);
+	if (n == 0 || n > CX_SHARD_ID_MAX ||
+		strcmp(shard_id, ".") == 0 || strcmp(shard_id, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+	{
+		char		c = shard_id[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static const char *
+last_segment(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}
+
+void
+cx_layout_temporary(const char *path, const uint8_t random[CX_TEMP_RANDOM_LEN],
+					char *out)
+{
+	const char *name = last_segment(path);
+	char		hex[2 * CX_TEMP_RANDOM_LEN + 1];
+
+	hex_encode(random, CX_TEMP_RANDOM_LEN, hex);
+	sprintf(out, "%.*s.%s" CX_TEMP_TAG "%s", (int) (name - path), path, name, hex);
+}
+
+bool
+cx_layout_is_temporary(const char *path)
+{
+	const char *name = last_segment(path);
+	size_t		len = strlen(name);
+	size_t		tag_len = strlen(CX_TEMP_TAG);
+	const char *tag;
+	uint8_t		random[CX_TEMP_RANDOM_LEN];
+
+	if (name[0] != '.' || len < 2 + tag_len + 2 * CX_TEMP_RANDOM_LEN)
+		return false;
+	tag = name + len - 2 * CX_TEMP_RANDOM_LEN - tag_len;
+	return memcmp(tag, CX_TEMP_TAG, tag_len) == 0 &&
+		hex_decode(tag + tag_len, CX_TEMP_RANDOM_LEN, random);
+}
+
+static cx_object_kind
+parse_fragment(const char *key, cx_object_name *name)
+{
+	size_t		plen = strlen(CX_FRAGMENT_PREFIX);
+
+	if (strlen(key) != CX_FRAGMENT_KEY_SIZE - 1 ||
+		strncmp(key, CX_FRAGMENT_PREFIX, plen) != 0 ||
+		strcmp(key + plen + 2 * CX_FRAGMENT_ID_LEN, CX_FRAGMENT_SUFFIX) != 0 ||
+		!hex_decode(key + plen, CX_FRAGMENT_ID_LEN, name->fragment_id))
+		return CX_OBJECT_NONE;
+	return CX_OBJECT_FRAGMENT;
+}
+
+/* A key below "_shards/": its shard id, then which of the shard's keys. */
+static cx_object_kind
+parse_shard_object(const char *key, cx_object_name *name)
+{
+	const char *id = key + strlen(SHARDS_PREFIX);
+	const char *slash = strchr(id, '/');
+	char		built[CX_KEY_MAX + 1];
+	cx_vseq		q;
+
+	if (slash == NULL || (size_t) (slash - id) > CX_SHARD_ID_MAX)
+		return CX_OBJECT_NONE;
+	memcpy(name->shard_id, id, slash - id);
+	name->shard_id[slash - id] = '\0';
+	if (!cx_layout_shard_id_ok(name->shard_id))
+		return CX_OBJECT_NONE;
+	cx_layout_shard_hint(name->shard_id, built);
+	if (strcmp(key, built) == 0)
+		return CX_OBJECT_SHARD_HINT;
+	cx_layout_shard_versions(name->shard_id, built, &q);
+	if (cx_vseq_parse(&q, key, &name->number))
+		return CX_OBJECT_SHARD_VERSION;
+	cx_layout_wal(name->shard_id, built, &q);
+	if (cx_vseq_parse(&q, key, &name->number))
+		return CX_OBJECT_WAL_ENTRY;
+	return CX_OBJECT_NONE;
+}
+
+static cx_object_kind
+parse_key(const char *key, cx_object_name *name)
+{
+	if (strcmp(key, CX_LATEST_HINT_KEY) == 0)
+		return CX_OBJECT_BASE_HINT;
+	if (strcmp(key, CX_ACCESS_CHECK_KEY) == 0)
+		return CX_OBJECT_ACCESS_CHECK;
+	if (cx_vseq_parse(&cx_layout_base_versions, key, &name->number))
+		return CX_OBJECT_BASE_VERSION;
+	if (strncmp(key, SHARDS_PREFIX, strlen(SHARDS_PREFIX)) == 0)
+		return parse_shard_object(key, name);
+	return parse_fragment(key, name);
+}
+
+cx_object_kind
+cx_object_parse(const char *key, cx_object_name *name)
+{
+	memset(name, 0, sizeof(*name));
+	name->kind = parse_key(key, name);
+	if (name->kind == CX_OBJECT_NONE)
+		memset(name, 0, sizeof(*name));
+	return name->kind;
+}

@@ -1,0 +1,79 @@
+/*
+ * cx_layout.h — the names of a store's objects: every key the engine
+ * writes or reads is built here, and cx_object_parse (ctxstore/layout.h)
+ * takes any key apart again.  docs/FORMAT.md "Store layout" lists them.
+ *
+ * Numbered objects (base versions, shard-manifest versions, WAL entries)
+ * form sequences "<prefix><n as 20 digits><suffix>": zero-padded so that a
+ * listing, in byte order, is in numeric order.  cx_versioned.h does the
+ * I/O on such sequences.
+ *
+ * Key buffers hold CX_KEY_MAX + 1 bytes unless said otherwise.
+ */
+#ifndef CX_LAYOUT_H
+#define CX_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/layout.h"
+#include "objstore/cx_objstore.h"
+
+#define CX_VSEQ_DIGITS 20
+
+#define CX_VERSIONS_PREFIX "_versions/"
+#define CX_LATEST_HINT_KEY "_latest"
+
+#define CX_FRAGMENT_PREFIX "data/"
+#define CX_FRAGMENT_SUFFIX ".cxf"
+/* A fragment key and its NUL. */
+#define CX_FRAGMENT_KEY_SIZE \
+	(sizeof(CX_FRAGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_FRAGMENT_SUFFIX))
+
+/* What a temporary name adds to the name it stands for: a leading '.' and
+ * CX_TEMP_TAG with 16 hex digits after it. */
+#define CX_TEMP_TAG ".tmp."
+#define CX_TEMP_RANDOM_LEN 8
+#define CX_TEMP_EXTRA_LEN (1 + sizeof(CX_TEMP_TAG) - 1 + 2 * CX_TEMP_RANDOM_LEN)
+
+typedef struct cx_vseq
+{
+	const char *prefix;			/* "_shards/a/_versions/", ends in '/' */
+	const char *suffix;			/* ".shard" */
+} cx_vseq;
+
+/* "<prefix><n as 20 digits><suffix>". */
+void		cx_vseq_key(const cx_vseq *q, uint64_t n, char *key);
+/* Parses a key of the sequence; false for anything else (temporary files,
+ * other objects under the prefix) and for 0. */
+bool		cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n);
+
+/* The sequences of the layout.  prefix (CX_KEY_MAX + 1 bytes) receives the
+ * prefix q points to; shard_id must be valid. */
+extern const cx_vseq cx_layout_base_versions;
+void		cx_layout_shard_versions(const char *shard_id, char *prefix,
+									 cx_vseq *q);
+void		cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q);
+
+/* "_shards/<shard_id>/_latest". */
+void		cx_layout_shard_hint(const char *shard_id, char *key);
+
+/* "data/<id as 32 lowercase hex>.cxf" into key (CX_FRAGMENT_KEY_SIZE). */
+void		cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key);
+
+/* Whether shard_id is [A-Za-z0-9._-]{1,128} and not "." or "..": one safe
+ * key segment. */
+bool		cx_layout_shard_id_ok(const char *shard_id);
+
+/*
+ * The temporary name an object store writes "<dir>/<name>" under before
+ * publishing it: "<dir>/.<name>.tmp.<random as 16 hex>".  path may be a key
+ * or a file path; out holds strlen(path) + CX_TEMP_EXTRA_LEN + 1 bytes.
+ */
+void		cx_layout_temporary(const char *path,
+								const uint8_t random[CX_TEMP_RANDOM_LEN],
+								char *out);
+/* Whether the last segment of path has the shape of a temporary name. */
+bool		cx_layout_is_temporary(const char *path);
+
+#endif							/* CX_LAYOUT_H */
