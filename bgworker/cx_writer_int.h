@@ -179,6 +179,12 @@ extern void cx_shmem_install_hooks(void);
 extern void cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 			pg_attribute_printf(3, 4);
 
+/* A taken slot's outcome: DONE if nfailed is 0, else FAILED with failure;
+ * an abandoned slot becomes FREE.  Wakes the requester.  Caller holds the
+ * lock. */
+extern void cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+								  const CxFailure *failure);
+
 /* Wakes a process by its PGPROC number. */
 extern void cx_set_latch(int procno);
 
@@ -405,12 +411,13 @@ extern void cx_resident_publish(CxResident *r);
 extern CxResident *cx_resident_find(const char *uri);
 /* Seals and closes every store (worker exit). */
 extern void cx_resident_shutdown(void);
-
-/* A taken slot's outcome: DONE if nfailed is 0, else FAILED with failure;
- * an abandoned slot becomes FREE.  Wakes the requester.  Caller holds the
- * lock (cx_writer_round.c). */
-extern void cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
-								  const CxFailure *failure);
+/* The store wants its generations merged through until_gen (the background
+ * work posts the job). */
+extern void cx_merge_want(CxResident *r, uint64 until_gen);
+/* Answers waiter w of its store (fail NULL: with its result) and frees it. */
+extern void cx_waiter_finish(CxWaiter *w, const CxFailure *fail);
+/* Fails every waiter of r (store closing, writer fenced). */
+extern void cx_waiters_fail(CxResident *r, const CxFailure *fail);
 
 /* The round (cx_writer_round.c): returns how many slots it took. */
 extern int	cx_writer_run_round(uint64 generation);
@@ -426,10 +433,6 @@ typedef enum CxControlOutcome
 extern CxControlOutcome cx_control_start(CxResident *r, CxControlKind kind,
 										 int slotno, dsm_segment *seg,
 										 CxWriteResult *res, CxFailure *fail);
-/* The store wants its generations merged through until_gen. */
-extern void cx_merge_want(CxResident *r, uint64 until_gen);
-/* Fails every waiter of r (store closing, writer fenced). */
-extern void cx_waiters_fail(CxResident *r, const CxFailure *fail);
 /* One step of background work (at most one shard-manifest commit):
  * merge completion and drain, job dispatch, a due flush or cleanup. */
 extern bool cx_writer_background_step(void);

@@ -95,6 +95,29 @@ cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 }
 
 void
+cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+					  const CxFailure *failure)
+{
+	CxWriterSlot *slot = &CxWriter->slots[slotno];
+
+	if (slot->state == CX_SLOT_ABANDONED)
+	{
+		/* Its requester may be waiting to post its next request. */
+		slot->state = CX_SLOT_FREE;
+		cx_set_latch(slot->requester_procno);
+		return;
+	}
+	Assert(slot->state == CX_SLOT_TAKEN);
+	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
+	slot->nfailed = nfailed;
+	slot->failed_request = failed_request;
+	slot->outcome_unknown = false;
+	if (nfailed > 0)
+		slot->failure = *failure;
+	cx_set_latch(slot->requester_procno);
+}
+
+void
 cx_set_latch(int procno)
 {
 	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
