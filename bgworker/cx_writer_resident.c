@@ -321,7 +321,7 @@ merged_settings(CxResident *r, const CxStoreSettings *req,
 
 	*merged = r->settings;
 	memcpy(owners, r->owners, sizeof(r->owners));
-	if (cxfdw_settings_apply(merged, owners, req, why, sizeof(why)))
+	if (cx_settings_apply(merged, owners, req, why, sizeof(why)))
 		return true;
 	cx_failure_set(fail, CX_ERR_INVALID, "%s", why);
 	fail->hint = CX_HINT_STORE_OPTION;

@@ -1,6 +1,6 @@
 /*
  * cx_writer_shmem.c — the workers' shared state: the request array (two
- * slots per backend, cx_writer_int.h), the status of each worker, the merge
+ * slots per backend, cx_writer_shmem.h), the status of each worker, the merge
  * job and the per-store counters.
  *
  * All of it exists only when ctxstore is in shared_preload_libraries; without
@@ -14,7 +14,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#include "cx_writer_int.h"
+#include "cx_writer_shmem.h"
 
 CxWriterShared *CxWriter = NULL;
 
