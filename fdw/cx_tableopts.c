@@ -4,11 +4,11 @@
  * writes to a table, and the check of the table key against the store.
  *
  * Values are read with the validator's own parser, and the fields and
- * defaults come from the option table (cx_option.c), so a setting means here
- * exactly what CREATE / ALTER accepted.  Options a table leaves out take
- * their defaults, or, for an option of the store that another table of the
- * store set, that table's value (cx_settings_apply, run by the writer
- * worker, which sees every table's requests).
+ * defaults come from the option table (shared/cx_options.c), so a setting
+ * means here exactly what CREATE / ALTER accepted.  Options a table leaves
+ * out take their defaults, or, for an option of the store that another
+ * table of the store set, that table's value (cx_settings_apply, run by the
+ * writer worker, which sees every table's requests).
  */
 #include "postgres.h"
 

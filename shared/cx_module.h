@@ -29,7 +29,7 @@ extern const char *cx_shard_id(void);
  * log hook that hides statements carrying credentials. */
 extern void cxfdw_init(void);
 
-/* Registers the writer and maintenance workers (bgworker/cx_init.c); only
+/* Registers the writer and maintenance workers (bgworker/cx_workers_register.c); only
  * while shared_preload_libraries is processed. */
 extern void cx_workers_register(void);
 
