@@ -8,14 +8,16 @@ EXTENSION  = ctxstore
 DATA       = ctxstore--0.1.sql
 PGFILEDESC = "ctxstore - versioned agent-context store on object storage"
 
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard fdw/*.c bgworker/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard shared/*.c fdw/*.c bgworker/*.c)))
 
 # The engine is built on its own by storage/Makefile (-fPIC objects, header
-# dependencies tracked there) and linked in; fdw/ and bgworker/ see it only
-# through its public headers, storage/include/ctxstore/.
+# dependencies tracked there) and linked in; fdw/, bgworker/ and shared/ see
+# it only through its public headers, storage/include/ctxstore/.  Of each
+# other they see shared/ only: fdw/ and bgworker/ include their own headers
+# by their own folder, never each other's (scripts/check-layers.sh).
 ENGINE_LIB = storage/build/libctxstore_storage.a
 
-PG_CPPFLAGS = -Istorage/include -Ifdw -Ibgworker
+PG_CPPFLAGS = -Istorage/include -Ishared
 # -Wextra on top of PostgreSQL's own warning set.  PostgreSQL's headers and
 # callback signatures trip -Wunused-parameter, -Wsign-compare and
 # -Wmissing-field-initializers by design, so those three stay off here (the

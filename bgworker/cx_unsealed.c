@@ -17,7 +17,7 @@
  * per database they name.  That worker connects to the database, resolves
  * each recorded table's server and user mapping as the recorded role, as
  * any query would, and asks the writer to flush the store through the
- * ordinary control path (cxfdw_flush_recorded): the writer opens the store
+ * ordinary control path (cx_flush_recorded, shared/cx_module.h): the writer opens the store
  * with those options, its claim replays the WAL into a generation, and the
  * rows are visible.  A record whose table is gone or names another store
  * now is reported and left for the next start (any write to the store
@@ -244,7 +244,7 @@ recover_one(const UnsealedRecord *rec)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, rec->uri);
-	cxfdw_flush_recorded(rec->relid, rec->userid, rec->uri, &res);
+	cx_flush_recorded(rec->relid, rec->userid, rec->uri, &res);
 	ereport(LOG,
 			errmsg("ctxstore recovery: made " UINT64_FORMAT " row(s) of store \"%s\" visible",
 				   res.sealed_rows, rec->uri));

@@ -59,30 +59,6 @@ static char *job_uri = NULL;
 
 /* ---- waiters: control requests answered after a merge ---- */
 
-static void
-waiter_finish(CxWaiter *w, const CxFailure *fail)
-{
-	CxBatchHeader *hdr = dsm_segment_address(w->seg);
-
-	if (fail == NULL)
-		hdr->requests[0].result = w->result;
-	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	cx_slot_finish_locked(w->slotno, fail != NULL ? 1 : 0, 0, fail);
-	LWLockRelease(CxWriter->lock);
-	dsm_detach(w->seg);
-	dlist_delete(&w->node);
-	pfree(w);
-}
-
-void
-cx_waiters_fail(CxResident *r, const CxFailure *fail)
-{
-	dlist_mutable_iter it;
-
-	dlist_foreach_modify(it, &r->waiters)
-		waiter_finish(dlist_container(CxWaiter, node, it.cur), fail);
-}
-
 /* After a merge job: each waiter counts what it merged; those whose
  * generations are merged (or for which nothing is left) are answered. */
 static void
@@ -98,7 +74,7 @@ waiters_advance(CxResident *r, uint32 merged, uint64 merged_through)
 		if (merged == 0 || merged_through >= w->until_gen)
 		{
 			cx_resident_result(r, &w->result);
-			waiter_finish(w, NULL);
+			cx_waiter_finish(w, NULL);
 		}
 	}
 }
@@ -135,16 +111,6 @@ cx_control_start(CxResident *r, CxControlKind kind, int slotno,
 }
 
 /* ---- merge jobs ---- */
-
-void
-cx_merge_want(CxResident *r, uint64 until_gen)
-{
-	if (until_gen <= r->merge_until)
-		return;
-	if (r->merge_until == 0)
-		r->merge_wanted_at = GetCurrentTimestamp();
-	r->merge_until = until_gen;
-}
 
 /* The most generations one merge call takes when the store is behind:
  * its backlog one call clears (never fewer than merge_max_generations). */

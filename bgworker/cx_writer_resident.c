@@ -176,6 +176,42 @@ writer_free(CxResident *r)
 	cx_resident_publish(r);
 }
 
+/* ---- what the store asks of the background work (cx_writer_background.c) ---- */
+
+void
+cx_merge_want(CxResident *r, uint64 until_gen)
+{
+	if (until_gen <= r->merge_until)
+		return;
+	if (r->merge_until == 0)
+		r->merge_wanted_at = GetCurrentTimestamp();
+	r->merge_until = until_gen;
+}
+
+void
+cx_waiter_finish(CxWaiter *w, const CxFailure *fail)
+{
+	CxBatchHeader *hdr = dsm_segment_address(w->seg);
+
+	if (fail == NULL)
+		hdr->requests[0].result = w->result;
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	cx_slot_finish_locked(w->slotno, fail != NULL ? 1 : 0, 0, fail);
+	LWLockRelease(CxWriter->lock);
+	dsm_detach(w->seg);
+	dlist_delete(&w->node);
+	pfree(w);
+}
+
+void
+cx_waiters_fail(CxResident *r, const CxFailure *fail)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &r->waiters)
+		cx_waiter_finish(dlist_container(CxWaiter, node, it.cur), fail);
+}
+
 /*
  * The writer was fenced: drop it.  Its acknowledged unsealed rows are in the
  * WAL below the new claimant's fence marker, which replays them.  The next
@@ -285,7 +321,7 @@ merged_settings(CxResident *r, const CxStoreSettings *req,
 
 	*merged = r->settings;
 	memcpy(owners, r->owners, sizeof(r->owners));
-	if (cxfdw_settings_apply(merged, owners, req, why, sizeof(why)))
+	if (cx_settings_apply(merged, owners, req, why, sizeof(why)))
 		return true;
 	cx_failure_set(fail, CX_ERR_INVALID, "%s", why);
 	fail->hint = CX_HINT_STORE_OPTION;

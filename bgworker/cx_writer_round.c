@@ -400,29 +400,6 @@ fail_unfinished(Round *r, const char *why)
 			slot_fail(&r->slots[i], 0, &fail);
 }
 
-void
-cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
-					  const CxFailure *failure)
-{
-	CxWriterSlot *slot = &CxWriter->slots[slotno];
-
-	if (slot->state == CX_SLOT_ABANDONED)
-	{
-		/* Its requester may be waiting to post its next request. */
-		slot->state = CX_SLOT_FREE;
-		cx_set_latch(slot->requester_procno);
-		return;
-	}
-	Assert(slot->state == CX_SLOT_TAKEN);
-	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
-	slot->nfailed = nfailed;
-	slot->failed_request = failed_request;
-	slot->outcome_unknown = false;
-	if (nfailed > 0)
-		slot->failure = *failure;
-	cx_set_latch(slot->requester_procno);
-}
-
 /* The group's outcome and its store's counters (found by URI: a later
  * group may have reopened the store). */
 static void

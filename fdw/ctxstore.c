@@ -1,30 +1,16 @@
 /*
- * ctxstore.c — module entry: _PG_init, the GUCs and the FDW handler.
- *
- * Loaded through shared_preload_libraries, the module also sets up the writer
- * worker (bgworker/); loaded on demand by a backend it can still read stores,
- * and refuses writes with a hint (cx_modify.c).
+ * ctxstore.c — the backend side's set-up (cxfdw_init, called by _PG_init in
+ * shared/cx_module.c) and the FDW handler.
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "fmgr.h"
-#include "miscadmin.h"
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
-#include "utils/guc.h"
 
 #include "ctxstore_fdw.h"
-#include "cx_writer_protocol.h"
-
-PG_MODULE_MAGIC;
-
-void		_PG_init(void);
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
-
-int			cxfdw_max_transaction_kb = 1024 * 1024;
 
 /*
  * The server log never repeats a statement that carries credentials: the
@@ -48,20 +34,12 @@ hide_secret_statements(ErrorData *edata)
 }
 
 void
-_PG_init(void)
+cxfdw_init(void)
 {
-	DefineCustomIntVariable("ctxstore.max_transaction_bytes",
-							"Most row data one transaction may write to ctxstore foreign tables.",
-							"Rows stay in the backend's memory until COMMIT hands them to the writer worker.",
-							&cxfdw_max_transaction_kb,
-							1024 * 1024, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
 	cxfdw_xact_register();
-	cx_writer_init_module();
+	cx_register_recorded_flush(cxfdw_flush_recorded);
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = hide_secret_statements;
-	MarkGUCPrefixReserved("ctxstore");
 }
 
 PG_FUNCTION_INFO_V1(ctxstore_fdw_handler);

@@ -3,7 +3,7 @@
  * wrapper (fdw/).  Not installed; the engine (storage/) never sees it.
  *
  * One file per concern:
- *   ctxstore.c       module entry: _PG_init, GUCs, the handler
+ *   ctxstore.c       the backend side's set-up, the handler
  *   cx_option.c      option validation and reading a table's options
  *   cx_types.c       PostgreSQL type <-> engine type and value conversion
  *   cx_columns.c     store schemas from table columns, column matching
@@ -14,7 +14,12 @@
  *   cx_tableopts.c   write settings from table options, the table key check
  *   cx_functions.c   SQL functions in schema ctxstore
  *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix
- *   cx_pgerror.c     engine error codes -> ereport (cx_pgerror.h)
+ *   cx_maintenance.c SQL functions that ask the writer (flush, merge, ...)
+ *   cx_writer_submit.c  the writer protocol's backend side: submit and wait
+ *   cx_workers_view.c   the ctxstore.workers view
+ *
+ * What the workers and this side share (module entry, GUCs, the option
+ * table, engine errors -> ereport, the writer protocol) is in shared/.
  */
 #ifndef CTXSTORE_FDW_H
 #define CTXSTORE_FDW_H
@@ -25,11 +30,7 @@
 #include "utils/relcache.h"
 
 #include "ctxstore/engine.h"
-
-/* ---- GUCs (ctxstore.c) ---- */
-
-/* ctxstore.max_transaction_bytes, in kB: rows one transaction may buffer. */
-extern int	cxfdw_max_transaction_kb;
+#include "cx_module.h"
 
 /* ---- type mapping (cx_types.c) ---- */
 
@@ -180,15 +181,40 @@ extern uint64 cxfdw_pending_rows(const CxPending *p);
 /* The bytes of the rows buffered so far; valid until the next append. */
 extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);
 
-/* ---- write settings (cx_tableopts.c) ---- */
+/* ---- write settings (cx_option.c, cx_tableopts.c) ---- */
 
-struct CxStoreSettings;			/* cx_writer_protocol.h */
-
-extern void cxfdw_table_settings(const CxRelInfo *ri,
-								 struct CxStoreSettings *out);
+/* The settings of a table that sets none of them. */
+extern void cxfdw_settings_default(CxStoreSettings *s);
+/* Sets the setting of the table option name from value, read by the
+ * validator's parser; returns its number, or -1 if the option is no such
+ * setting. */
+extern int	cxfdw_setting_set(CxStoreSettings *s, const char *name,
+							  const char *value);
+extern void cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out);
 extern void cxfdw_check_table_key(const CxRelInfo *ri,
-								  const struct CxStoreSettings *s,
+								  const CxStoreSettings *s,
 								  const cx_manifest *base);
+
+/* ---- the writer protocol's backend side (cx_writer_submit.c) ---- */
+
+/*
+ * Submits the requests and waits until every one is acknowledged.  On any
+ * failure it raises an ERROR (engine error mapped to a SQLSTATE, worker death,
+ * timeout, cancel); on return every batch is durable (and visible if its
+ * settings asked for seal_on_insert).  results may be NULL.  Must not be
+ * called without cx_writer_available().
+ */
+void		cx_writer_submit(const CxWriteRequest *requests, int nrequests,
+							 CxWriteResult *results);
+
+/* Asks the writer to flush, merge or clean up the store of request (no
+ * schema, no rows) and waits for the outcome, as cx_writer_submit(). */
+void		cx_writer_control(CxControlKind kind, const CxWriteRequest *request,
+							  CxWriteResult *result);
+
+/* The recovery worker's flush (cx_maintenance.c), a cx_recorded_flush_fn. */
+extern void cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
+								 CxWriteResult *res);
 
 /* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
 

@@ -8,11 +8,11 @@
  * than at the first write.  Options the engine does not act on yet are
  * refused (0A000), rather than stored for nothing.
  *
- * The option table below is the one source of each option's level, scope,
- * syntax and default: the write settings (cx_tableopts.c) take their fields
- * and defaults from it, the engine's own defaults are the constants it
- * names, and ctxstore.options() shows it, so that the regress test
- * option_docs can hold docs/OPERATIONS.md to it.
+ * The option table (shared/cx_options.c) is the one source of each option's
+ * level, scope, syntax and default: this file validates and parses by it,
+ * the write settings (cx_tableopts.c) take their fields and defaults from
+ * it, and ctxstore.options() shows it, so that the regress test option_docs
+ * can hold docs/OPERATIONS.md to it.
  *
  * Credentials are accepted only in user mappings: pg_user_mappings shows them
  * to their user and to superusers, whereas server and table options are
@@ -42,142 +42,14 @@
 
 #include "ctxstore_fdw.h"
 #include "ctxstore/engine.h"
-#include "cx_writer_protocol.h"
-
-/* What an option's value must look like. */
-typedef enum CxOptKind
-{
-	OPT_STRING,					/* any non-empty string */
-	OPT_BOOL,					/* anything parse_bool() accepts */
-	OPT_URL,					/* http:// or https:// endpoint */
-	OPT_URL_STYLE,				/* path | virtual */
-	OPT_URI,					/* store URI */
-	OPT_INT,					/* integer in [min, max] */
-	OPT_SECONDS,				/* integer seconds, GUC time units allowed */
-	OPT_BYTES,					/* byte count, GUC memory units allowed */
-	/* Options the engine reads, checked by the engine's own parsers so that
-	 * what CREATE SERVER accepts is exactly what opening a store accepts. */
-	OPT_ENGINE_BOOL,			/* on/off, true/false, yes/no, 1/0 */
-	OPT_TRANSPORT,				/* timeouts, retries, TLS (cx_http.h) */
-	OPT_PATH,					/* absolute file name */
-	OPT_NOT_YET					/* refused until the feature is built */
-} CxOptKind;
-
-/*
- * Whom a foreign-table option belongs to.  A store is shared by every table
- * on it (in every database of the cluster, and of other clusters), so what
- * governs the store itself (its key, how it merges, cleans up, limits and
- * compresses) is one value per store: tables that set it must agree, and a
- * table that leaves it out takes the store's (cxfdw_settings_apply).  What
- * governs only the table's own reads and writes is the table's.
- */
-typedef enum CxOptScope
-{
-	OF_OBJECT = 0,				/* server, mapping and column options */
-	OF_TABLE,					/* this table only */
-	OF_STORE					/* the store, shared by its tables */
-} CxOptScope;
-
-/* Where a write setting goes in CxStoreSettings; size 0: the option is no
- * write setting. */
-typedef struct CxSettingField
-{
-	uint16		offset;
-	uint16		size;			/* sizeof(bool), int or int64 */
-} CxSettingField;
-
-typedef struct CxOptDef
-{
-	const char *name;
-	Oid			context;		/* catalog of the level it belongs to */
-	CxOptScope	scope;
-	CxOptKind	kind;
-	int64		min;
-	int64		max;
-	/* The value a table that leaves the option out gets, spelled as a value
-	 * of the option (parse_value reads it); NULL: none (server options: the
-	 * engine's backends decide, see docs/OPERATIONS.md). */
-	const char *dflt;
-	CxSettingField field;
-} CxOptDef;
-
-#define SERVER ForeignServerRelationId
-#define MAPPING UserMappingRelationId
-#define TABLE ForeignTableRelationId
-#define COLUMN AttributeRelationId
-
-/* A default that is an engine constant (an integer literal or true). */
-#define ENGINE_DEFAULT(constant) CppAsString2(constant)
-#define FIELD(f) \
-	{offsetof(CxStoreSettings, f), sizeof(((CxStoreSettings *) NULL)->f)}
-
-static const CxOptDef options[] =
-{
-	{"endpoint", SERVER, OF_OBJECT, OPT_URL},
-	{"region", SERVER, OF_OBJECT, OPT_STRING},
-	{"url_style", SERVER, OF_OBJECT, OPT_URL_STYLE},
-	{"conditional_put", SERVER, OF_OBJECT, OPT_ENGINE_BOOL},
-	{"connect_timeout", SERVER, OF_OBJECT, OPT_TRANSPORT},
-	{"request_timeout", SERVER, OF_OBJECT, OPT_TRANSPORT},
-	{"retry_max_attempts", SERVER, OF_OBJECT, OPT_TRANSPORT},
-	{"retry_max_seconds", SERVER, OF_OBJECT, OPT_TRANSPORT},
-	{"ca_file", SERVER, OF_OBJECT, OPT_PATH},
-	{"tls_verify", SERVER, OF_OBJECT, OPT_TRANSPORT},
-	/* S3 serves at most 1000 keys per page and refuses more when a store
-	 * opens; Azure serves up to 5000. */
-	{"list_page_size", SERVER, OF_OBJECT, OPT_INT, 1, 5000},
-	{"allow_env_credentials", SERVER, OF_OBJECT, OPT_ENGINE_BOOL},
-
-	{"access_key_id", MAPPING, OF_OBJECT, OPT_STRING},
-	{"secret_access_key", MAPPING, OF_OBJECT, OPT_STRING},
-	{"session_token", MAPPING, OF_OBJECT, OPT_STRING},
-	{"account_name", MAPPING, OF_OBJECT, OPT_STRING},
-	{"account_key", MAPPING, OF_OBJECT, OPT_STRING},
-	{"sas_token", MAPPING, OF_OBJECT, OPT_STRING},
-
-	{"uri", TABLE, OF_TABLE, OPT_URI},
-	{"key", TABLE, OF_STORE, OPT_STRING, 0, 0, CX_SW_DEFAULT_KEY_COLUMN},
-	{"seal_on_insert", TABLE, OF_TABLE, OPT_BOOL, 0, 0, "true",
-	FIELD(seal_on_insert)},
-	{"unique_key", TABLE, OF_STORE, OPT_BOOL, 0, 0,
-	ENGINE_DEFAULT(CX_SW_DEFAULT_UNIQUE_KEY), FIELD(unique_key)},
-	{"upsert_key", TABLE, OF_STORE, OPT_NOT_YET},
-	{"flush_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "30",
-	FIELD(flush_interval_s)},
-	{"merge_after_generations", TABLE, OF_STORE, OPT_INT, 0, INT_MAX, "8",
-	FIELD(merge_after_generations)},
-	{"merge_max_generations", TABLE, OF_STORE, OPT_INT, 2, INT_MAX,
-		ENGINE_DEFAULT(CX_MERGE_DEFAULT_MAX_GENERATIONS),
-	FIELD(merge_max_generations)},
-	{"merge_max_bytes", TABLE, OF_STORE, OPT_BYTES, 1, PG_INT64_MAX / 2,
-	ENGINE_DEFAULT(CX_MERGE_DEFAULT_MAX_BYTES), FIELD(merge_max_bytes)},
-	{"cleanup_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "60",
-	FIELD(cleanup_interval_s)},
-	{"cleanup_min_generations", TABLE, OF_STORE, OPT_INT, 1, INT_MAX, "1",
-	FIELD(cleanup_min_generations)},
-	{"pending_generations_warn", TABLE, OF_STORE, OPT_INT, 1, INT_MAX, "256",
-	FIELD(pending_generations_warn)},
-	{"pending_generations_max", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
-		ENGINE_DEFAULT(CX_SW_DEFAULT_PENDING_MAX),
-	FIELD(pending_generations_max)},
-	{"compact_min_fragments", TABLE, OF_STORE, OPT_NOT_YET},
-	{"target_rows_per_fragment", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
-		ENGINE_DEFAULT(CX_MERGE_DEFAULT_TARGET_ROWS),
-	FIELD(target_rows_per_fragment)},
-	{"compression_level", TABLE, OF_STORE, OPT_INT, 1, 22,
-		ENGINE_DEFAULT(CX_FRAGW_DEFAULT_COMPRESSION_LEVEL),
-	FIELD(compression_level)},
-	{"version", TABLE, OF_TABLE, OPT_INT, 1, PG_INT64_MAX},
-
-	{"column_name", COLUMN, OF_OBJECT, OPT_STRING},
-};
+#include "cx_options.h"
 
 static const CxOptDef *
 find_option(const char *name)
 {
-	for (int i = 0; i < lengthof(options); i++)
-		if (strcmp(options[i].name, name) == 0)
-			return &options[i];
+	for (int i = 0; i < cx_noptions; i++)
+		if (strcmp(cx_options[i].name, name) == 0)
+			return &cx_options[i];
 	return NULL;
 }
 
@@ -186,13 +58,13 @@ level_name(Oid context)
 {
 	switch (context)
 	{
-		case SERVER:
+		case ForeignServerRelationId:
 			return "server";
-		case MAPPING:
+		case UserMappingRelationId:
 			return "user mapping";
-		case TABLE:
+		case ForeignTableRelationId:
 			return "foreign table";
-		case COLUMN:
+		case AttributeRelationId:
 			return "column";
 		default:
 			return "foreign-data wrapper";
@@ -211,7 +83,7 @@ reject_unknown(const char *name, Oid context)
 	const CxOptDef *def = find_option(name);
 
 	/* Secrets in a world-readable catalog are refused with their own reason. */
-	if (def != NULL && def->context == MAPPING)
+	if (def != NULL && def->context == UserMappingRelationId)
 		ereport(ERROR,
 				errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				errmsg("option \"%s\" is accepted only in a user mapping", name),
@@ -219,10 +91,10 @@ reject_unknown(const char *name, Oid context)
 				errhint("Credentials go in CREATE USER MAPPING ... SERVER ... OPTIONS (...), which only that user and superusers can read."));
 
 	initStringInfo(&valid);
-	for (int i = 0; i < lengthof(options); i++)
-		if (options[i].context == context && options[i].kind != OPT_NOT_YET)
+	for (int i = 0; i < cx_noptions; i++)
+		if (cx_options[i].context == context && cx_options[i].kind != OPT_NOT_YET)
 			appendStringInfo(&valid, "%s%s", valid.len > 0 ? ", " : "",
-							 options[i].name);
+							 cx_options[i].name);
 
 	ereport(ERROR,
 			errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
@@ -238,7 +110,7 @@ static void
 reject_value(const CxOptDef *def, const char *value, const char *why)
 {
 	/* A credential's value is never repeated back. */
-	bool		show = def->context != MAPPING && value != NULL;
+	bool		show = def->context != UserMappingRelationId && value != NULL;
 
 	ereport(ERROR,
 			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -494,7 +366,7 @@ parse_value(const CxOptDef *def, const char *value)
 static bool
 is_secret(const CxOptDef *def)
 {
-	return def->context == MAPPING && strcmp(def->name, "account_name") != 0;
+	return def->context == UserMappingRelationId && strcmp(def->name, "account_name") != 0;
 }
 
 /* Whether sql mentions an option whose value is a secret, so that a log
@@ -502,8 +374,8 @@ is_secret(const CxOptDef *def)
 bool
 cxfdw_mentions_secret(const char *sql)
 {
-	for (int i = 0; i < lengthof(options); i++)
-		if (is_secret(&options[i]) && strcasestr(sql, options[i].name) != NULL)
+	for (int i = 0; i < cx_noptions; i++)
+		if (is_secret(&cx_options[i]) && strcasestr(sql, cx_options[i].name) != NULL)
 			return true;
 	return false;
 }
@@ -598,9 +470,9 @@ ctxstore_fdw_validator(PG_FUNCTION_ARGS)
 		has_uri |= strcmp(def->name, "uri") == 0;
 	}
 
-	if (context == MAPPING)
+	if (context == UserMappingRelationId)
 		check_credential_pairs(list);
-	if (context == TABLE && !has_uri)
+	if (context == ForeignTableRelationId && !has_uri)
 		ereport(ERROR,
 				errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 				errmsg("a ctxstore foreign table needs the option \"uri\""),
@@ -704,75 +576,6 @@ cxfdw_resolve_store_options(CxRelInfo *ri, Oid serverid)
 	}
 }
 
-/*
- * The write settings: the table options with a field in CxStoreSettings,
- * numbered in the option table's order (explicit_mask and the owners of a
- * store's settings go by these numbers).
- */
-static const CxOptDef *
-setting_def(int i)
-{
-	static const CxOptDef *settings[CX_SETTINGS_MAX];
-	static int	nsettings = 0;
-
-	if (nsettings == 0)
-		for (int o = 0; o < lengthof(options); o++)
-		{
-			if (options[o].field.size == 0)
-				continue;
-			if (nsettings == CX_SETTINGS_MAX)
-				elog(ERROR, "CX_SETTINGS_MAX is too small for the write settings");
-			settings[nsettings++] = &options[o];
-		}
-	return i < nsettings ? settings[i] : NULL;
-}
-
-int
-cxfdw_nsettings(void)
-{
-	int			n = 0;
-
-	while (setting_def(n) != NULL)
-		n++;
-	return n;
-}
-
-const char *
-cxfdw_setting_name(int i)
-{
-	return setting_def(i)->name;
-}
-
-bool
-cxfdw_setting_is_store_level(int i)
-{
-	return setting_def(i)->scope == OF_STORE;
-}
-
-int64
-cxfdw_setting_get(const CxStoreSettings *s, int i)
-{
-	CxSettingField f = setting_def(i)->field;
-	const char *p = (const char *) s + f.offset;
-
-	switch (f.size)
-	{
-		case sizeof(bool):
-			return *(const bool *) p;
-		case sizeof(int):
-			return *(const int *) p;
-	}
-	return *(const int64 *) p;
-}
-
-void
-cxfdw_setting_copy(CxStoreSettings *dst, const CxStoreSettings *src, int i)
-{
-	CxSettingField f = setting_def(i)->field;
-
-	memcpy((char *) dst + f.offset, (const char *) src + f.offset, f.size);
-}
-
 /* Stores v, parsed from the option's value, into its field: the options'
  * ranges fit their fields. */
 static void
@@ -800,7 +603,7 @@ cxfdw_settings_default(CxStoreSettings *s)
 
 	memset(s, 0, sizeof(*s));
 	strlcpy(s->key_column, cxfdw_option_default("key"), sizeof(s->key_column));
-	for (int i = 0; (def = setting_def(i)) != NULL; i++)
+	for (int i = 0; (def = cx_setting_def(i)) != NULL; i++)
 		setting_put(s, def, parse_value(def, def->dflt));
 }
 
@@ -814,7 +617,7 @@ cxfdw_setting_set(CxStoreSettings *s, const char *name, const char *value)
 {
 	const CxOptDef *def;
 
-	for (int i = 0; (def = setting_def(i)) != NULL; i++)
+	for (int i = 0; (def = cx_setting_def(i)) != NULL; i++)
 		if (strcmp(def->name, name) == 0)
 		{
 			setting_put(s, def, parse_value(def, value));
@@ -829,7 +632,7 @@ cxfdw_option_default(const char *name)
 {
 	const CxOptDef *def = find_option(name);
 
-	Assert(def != NULL && def->context == TABLE && def->dflt != NULL);
+	Assert(def != NULL && def->context == ForeignTableRelationId && def->dflt != NULL);
 	return def->dflt;
 }
 
@@ -869,9 +672,9 @@ ctxstore_options(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < lengthof(options); i++)
+	for (int i = 0; i < cx_noptions; i++)
 	{
-		const CxOptDef *def = &options[i];
+		const CxOptDef *def = &cx_options[i];
 		const char *texts[4] = {def->name, level_name(def->context),
 		scope_name(def->scope), default_text(def)};
 		Datum		values[4];
@@ -899,8 +702,8 @@ read_table_options(CxRelInfo *ri, List *list)
 
 		/* The validator let nothing else in; re-parsing is cheap and keeps
 		 * one definition of each option's syntax. */
-		if (def == NULL || def->context != TABLE)
-			reject_unknown(opt->defname, TABLE);
+		if (def == NULL || def->context != ForeignTableRelationId)
+			reject_unknown(opt->defname, ForeignTableRelationId);
 		if (strcmp(def->name, "uri") == 0)
 			ri->uri = cxfdw_canonical_uri(defGetString(opt));
 		else if (strcmp(def->name, "version") == 0)

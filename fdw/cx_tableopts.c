@@ -4,12 +4,11 @@
  * writes to a table, and the check of the table key against the store.
  *
  * Values are read with the validator's own parser, and the fields and
- * defaults come from the option table (cx_option.c), so a setting means here
- * exactly what CREATE / ALTER accepted.  Options a table leaves out take
- * their defaults, or, for an option of
- * the store that another table of the store set, that table's value
- * (cxfdw_settings_apply, run by the writer worker, which sees every table's
- * requests).
+ * defaults come from the option table (shared/cx_options.c), so a setting
+ * means here exactly what CREATE / ALTER accepted.  Options a table leaves
+ * out take their defaults, or, for an option of the store that another
+ * table of the store set, that table's value (cx_settings_apply, run by the
+ * writer worker, which sees every table's requests).
  */
 #include "postgres.h"
 
@@ -19,7 +18,6 @@
 #include "utils/lsyscache.h"
 
 #include "ctxstore_fdw.h"
-#include "cx_writer_protocol.h"
 
 static void
 set_key(CxStoreSettings *s, const CxRelInfo *ri, const char *key)
@@ -65,66 +63,6 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
 		else if ((i = cxfdw_setting_set(out, opt->defname, defGetString(opt))) >= 0)
 			out->explicit_mask |= UINT32_C(1) << i;
 	}
-}
-
-static bool
-same_table(const CxTableRef *a, const CxTableRef *b)
-{
-	return a->dboid == b->dboid && a->relid == b->relid;
-}
-
-/* Whether req's explicit value of setting i contradicts the value another
- * table set for the store; why says so. */
-static bool
-contradicts(const CxStoreSettings *store, const CxTableRef *owner,
-			const CxStoreSettings *req, int i, char *why, size_t whylen)
-{
-	if (!(req->explicit_mask & (UINT32_C(1) << i)) ||
-		owner->relid == InvalidOid || same_table(owner, &req->source) ||
-		cxfdw_setting_get(store, i) == cxfdw_setting_get(req, i))
-		return false;
-	snprintf(why, whylen,
-			 "foreign table \"%s\" sets %s to " INT64_FORMAT ", but the store has " INT64_FORMAT " from foreign table \"%s\"",
-			 req->source.name, cxfdw_setting_name(i),
-			 cxfdw_setting_get(req, i), cxfdw_setting_get(store, i),
-			 owner->name);
-	return true;
-}
-
-/*
- * Store-level settings: owned by the first table that sets one explicitly,
- * which may change it and releases it by leaving it out (back to the
- * default, or to whatever a table sets next); another table may set it only
- * to the same value, and one that leaves it out takes the store's.  Table-level ones (seal_on_insert) and the key, which the store
- * records itself, come from each request.
- */
-bool
-cxfdw_settings_apply(CxStoreSettings *store, CxTableRef *owners,
-					 const CxStoreSettings *req, char *why, size_t whylen)
-{
-	CxStoreSettings merged = *req;
-	int			nsettings = cxfdw_nsettings();
-
-	for (int i = 0; i < nsettings; i++)
-		if (contradicts(store, &owners[i], req, i, why, whylen))
-			return false;
-	for (int i = 0; i < nsettings; i++)
-	{
-		bool		sets = (req->explicit_mask & (UINT32_C(1) << i)) != 0;
-
-		if (!cxfdw_setting_is_store_level(i))
-			continue;
-		if (sets && owners[i].relid == InvalidOid)
-			owners[i] = req->source;
-		else if (sets)
-			continue;
-		else if (same_table(&owners[i], &req->source))
-			owners[i].relid = InvalidOid;
-		else if (owners[i].relid != InvalidOid)
-			cxfdw_setting_copy(&merged, store, i);
-	}
-	*store = merged;
-	return true;
 }
 
 /*

@@ -223,7 +223,7 @@ void
 cxfdw_pending_append(CxPending *p, const cx_datum *values)
 {
 	size_t		before = p->rows.len;
-	uint64		limit = (uint64) cxfdw_max_transaction_kb * 1024;
+	uint64		limit = (uint64) cx_max_transaction_kb * 1024;
 
 	mark_subtransaction(p);
 	cx_row_encode(p->schema, values, &p->rows);

@@ -7,7 +7,14 @@
 #   - no include climbs with "../";
 #   - the public headers (storage/include/ctxstore/) include one another
 #     and system headers only, never an internal one;
-#   - fdw/ and bgworker/ include the engine through "ctxstore/..." only;
+#   - fdw/, bgworker/ and shared/ include the engine through "ctxstore/..."
+#     only;
+#   - the PostgreSQL side points one way: fdw/ and bgworker/ include headers
+#     of their own folder and of shared/, never one of each other's (the
+#     writer protocol they both speak is in shared/), and shared/ includes
+#     neither's;
+#   - no folder of the PostgreSQL side has the name of a PostgreSQL header
+#     folder;
 #   - storage/ includes no PostgreSQL header;
 #   - no file of ours can be found under a name PostgreSQL's headers use
 #     (PGXS puts the repository root on the include path, so storage/x.h
@@ -76,8 +83,26 @@ for f in $(find . -name '*.[ch]' -not -path './build*' | sed 's|^\./||' | sort);
   check_file "$f"
   if [ "$bad" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
-for f in "$repo"/fdw/*.[ch] "$repo"/bgworker/*.[ch]; do
+pg_side=(fdw bgworker shared)
+for side in "${pg_side[@]}"; do
+  if echo "$pg_names" | grep -qxF "$side"; then
+    echo "layers: $side/ has the name of a PostgreSQL header folder"; failed=$((failed + 1))
+  fi
+done
+
+# The folders of the PostgreSQL side whose headers a file of folder $1 must
+# not include.
+forbidden_sides() {
+  case "$1" in
+    fdw) echo bgworker ;;
+    bgworker) echo fdw ;;
+    shared) echo fdw bgworker ;;
+  esac
+}
+
+for f in $(for side in "${pg_side[@]}"; do ls "$repo/$side"/*.[ch]; done); do
   bad=0
+  side=$(basename "$(dirname "$f")")
   if grep -q '#include "\.\./' "$f"; then fail "${f#$repo/} includes a path that climbs with ../"; fi
   for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
     case "$inc" in
@@ -86,6 +111,10 @@ for f in "$repo"/fdw/*.[ch] "$repo"/bgworker/*.[ch]; do
       cx_*) [ -n "$(find "$repo/storage" -name "$inc" -not -path '*/build*')" ] &&
              fail "${f#$repo/} includes \"$inc\", an engine header that is not public" ;;
     esac
+    for other in $(forbidden_sides "$side"); do
+      [ -e "$repo/$other/${inc##*/}" ] &&
+        fail "${f#$repo/} includes \"$inc\", a header of $other/ (what $side/ and $other/ share goes in shared/)"
+    done
   done
   if [ "$bad" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done

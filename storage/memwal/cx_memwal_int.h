@@ -1,9 +1,9 @@
 /*
  * cx_memwal_int.h — the shard writer's private parts, shared by its files:
  *
- *   cx_shard_writer.c       appends, seals, drains, commits of shard
- *                           manifests
+ *   cx_shard_writer.c       appends, seals, drains
  *   cx_shard_claim.c        cx_sw_open: claim, fence marker, WAL replay
+ *   cx_shard_commit.c       the shard-manifest commits both of them make
  *   cx_shard_base.c         the writer's base-manifest commits (registration,
  *                           the store's first schema) and the merge watermark
  *   cx_memtable.c           the memtable: encoded row batches since the last
@@ -112,16 +112,29 @@ struct cx_shardwriter
 	cx_sw_stats stats;
 };
 
+/* cx_shard_writer.c */
 /* Commit time for new rows: now, but always after the last one handed out. */
 int64_t		cx_sw_next_ts(cx_shardwriter *w);
+/* Best effort: the shard hint, if it is 16 or more versions behind. */
+void		cx_sw_maybe_hint(cx_shardwriter *w);
+
+/* cx_shard_commit.c: the commits of the writer's epoch (the writer and its
+ * claim both make them; this file calls neither) */
 int64_t		cx_sw_now(const cx_shardwriter *w);
 
 /* A put of ours just landed: nobody had claimed the shard before it. */
 void		cx_sw_proved_current(cx_shardwriter *w);
+/* Whether that was revalidate_after_ms or longer ago. */
+bool		cx_sw_proof_stale(const cx_shardwriter *w);
 
 /* Makes w fenced for good and returns CX_ERR_FENCED with the message. */
 cx_code		cx_sw_fence(cx_shardwriter *w, cx_err *err, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
+/* Fences w because what (a version or WAL seq) was written by other_epoch
+ * (a newer claim, or another process sharing this one's). */
+cx_code		cx_sw_fenced_by(cx_shardwriter *w, const char *what,
+							uint64_t other_epoch, const char *other_writer,
+							cx_err *err);
 
 /*
  * The next shard-manifest version on top of w->m: a copy with version + 1, a
@@ -142,9 +155,6 @@ cx_code		cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next,
  * zeroed) and moves next_gen past it. */
 cx_code		cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen,
 								 cx_err *err);
-
-/* Best effort: the shard hint, if it is 16 or more versions behind. */
-void		cx_sw_maybe_hint(cx_shardwriter *w);
 
 /* cx_shard_base.c */
 /* Registers the shard (and the table key) in the base manifest unless it is

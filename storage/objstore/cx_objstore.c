@@ -1,95 +1,22 @@
 /*
  * cx_objstore.c — the backend-independent half of the object-store layer.
  *
- * Everything every backend would otherwise repeat lives here: key validation,
- * URI parsing, request accounting (s->stats) and the uniform error message
- * "<op> <uri>/<key>: <reason>".  Backends report only the reason.
+ * Everything every backend would otherwise repeat lives here: checking keys
+ * before a backend sees them, URI parsing, dispatch to the backends, request
+ * accounting (s->stats) and the uniform error message
+ * "<op> <uri>/<key>: <reason>".  Backends report only the reason.  What the
+ * backends themselves use is in cx_backend_support.c, so that the calls go
+ * one way: this file -> backends -> cx_backend_support.c.
  */
 #include "objstore/cx_objstore.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-
-/* Longer keys are shortened in messages so that the reason still fits. */
-#define MSG_KEY_MAX 200
 
 /* Longer scheme names are shortened in the "unsupported scheme" message. */
 #define MSG_SCHEME_MAX 32
-
-/*
- * Checks a key, or with is_prefix a listing prefix (which may also be empty or
- * end in '/').  The message is the bare reason; callers add the context.
- */
-static cx_code
-key_check(const char *key, bool is_prefix, cx_err *err)
-{
-	size_t		len;
-	size_t		start;
-
-	if (key == NULL)
-		return cx_err_set(err, CX_ERR_INVALID, "key is missing");
-	len = strlen(key);
-	if (len == 0)
-		return is_prefix ? CX_OK : cx_err_set(err, CX_ERR_INVALID, "empty key");
-	if (len > CX_KEY_MAX)
-		return cx_err_set(err, CX_ERR_INVALID, "%zu bytes, more than %d",
-						  len, CX_KEY_MAX);
-	if (key[0] == '/')
-		return cx_err_set(err, CX_ERR_INVALID, "keys are relative: leading '/'");
-	if (memchr(key, '\\', len) != NULL)
-		return cx_err_set(err, CX_ERR_INVALID, "backslash not allowed");
-	if (is_prefix && key[len - 1] == '/')
-		len--;
-
-	/* Walk the segments of key[0 .. len); len > 0 since key[0] != '/'. */
-	start = 0;
-	for (;;)
-	{
-		const char *slash = memchr(key + start, '/', len - start);
-		size_t		end = slash ? (size_t) (slash - key) : len;
-		size_t		seglen = end - start;
-
-		if (seglen == 0)
-			return cx_err_set(err, CX_ERR_INVALID, "empty segment");
-		if ((seglen == 1 && key[start] == '.') ||
-			(seglen == 2 && key[start] == '.' && key[start + 1] == '.'))
-			return cx_err_set(err, CX_ERR_INVALID, "\"%.*s\" segment not allowed",
-							  (int) seglen, key + start);
-		if (end == len)
-			return CX_OK;
-		start = end + 1;
-	}
-}
-
-/* Length of key to show in a message, and whether it was cut. */
-static int
-shown_len(const char *key)
-{
-	size_t		len = strlen(key);
-
-	return (int) (len > MSG_KEY_MAX ? MSG_KEY_MAX : len);
-}
-
-static const char *
-cut_mark(const char *key)
-{
-	return strlen(key) > MSG_KEY_MAX ? "..." : "";
-}
-
-cx_code
-cx_key_validate(const char *key, cx_err *err)
-{
-	if (key_check(key, false, err) == CX_OK)
-		return CX_OK;
-	if (key == NULL)
-		return err->code;
-	return cx_err_prefix(err, "invalid key \"%.*s%s\"", shown_len(key), key,
-						 cut_mark(key));
-}
 
 /* Turns a backend's bare reason into "<op> <uri>/<key>: <reason>". */
 static cx_code
@@ -97,15 +24,15 @@ op_failed(cx_objstore *s, const char *op, const char *key, cx_err *err)
 {
 	if (key == NULL)
 		key = "";
-	return cx_err_prefix(err, "%s %s/%.*s%s", op, s->uri, shown_len(key), key,
-						 cut_mark(key));
+	return cx_err_prefix(err, "%s %s/%.*s%s", op, s->uri,
+						 cx_key_shown_len(key), key, cx_key_cut_mark(key));
 }
 
 static cx_code
 check_or_fail(cx_objstore *s, const char *op, const char *key, bool is_prefix,
 			  cx_err *err)
 {
-	if (key_check(key, is_prefix, err) == CX_OK)
+	if (cx_key_check(key, is_prefix, err) == CX_OK)
 		return CX_OK;
 	cx_err_prefix(err, "invalid %s", is_prefix ? "prefix" : "key");
 	return op_failed(s, op, key, err);
@@ -257,66 +184,6 @@ const char *const cx_objstore_option_names[] = {
 	"list_page_size",
 	NULL
 };
-
-const char *
-cx_option_get(const cx_option *options, size_t noptions, const char *name)
-{
-	const char *value = NULL;
-
-	for (size_t i = 0; i < noptions; i++)
-		if (options[i].name != NULL && strcmp(options[i].name, name) == 0)
-			value = options[i].value;
-	return value;
-}
-
-cx_code
-cx_option_bool(const cx_option *options, size_t noptions, const char *name,
-			   bool dflt, bool *out, cx_err *err)
-{
-	static const char *const yes[] = {"on", "true", "yes", "1"};
-	static const char *const no[] = {"off", "false", "no", "0"};
-	const char *v = cx_option_get(options, noptions, name);
-
-	*out = dflt;
-	if (v == NULL)
-		return CX_OK;
-	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-	{
-		if (strcasecmp(v, yes[i]) == 0)
-		{
-			*out = true;
-			return CX_OK;
-		}
-		if (strcasecmp(v, no[i]) == 0)
-		{
-			*out = false;
-			return CX_OK;
-		}
-	}
-	return cx_err_set(err, CX_ERR_INVALID,
-					  "option %s must be on or off, not \"%.64s\"", name, v);
-}
-
-cx_code
-cx_option_int(const cx_option *options, size_t noptions, const char *name,
-			  long min, long max, long dflt, long *out, cx_err *err)
-{
-	const char *v = cx_option_get(options, noptions, name);
-	char	   *end;
-	long		x;
-
-	*out = dflt;
-	if (v == NULL)
-		return CX_OK;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno != 0 || end == v || *end != '\0' || x < min || x > max)
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "option %s must be an integer between %ld and %ld, not \"%.64s\"",
-						  name, min, max, v);
-	*out = x;
-	return CX_OK;
-}
 
 static bool
 known_option(const char *name)
@@ -493,7 +360,7 @@ open_cloud(const char *uri, const char *scheme, cloud_open_fn open_fn,
 	bucket = strndup(rest, blen);
 	if (bucket == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-	else if (prefix[0] != '\0' && key_check(prefix, false, err) != CX_OK)
+	else if (prefix[0] != '\0' && cx_key_check(prefix, false, err) != CX_OK)
 		rc = cx_err_prefix(err, "object store URI \"%.200s\": invalid prefix", uri);
 	else
 		rc = open_fn(bucket, prefix, options, noptions, out, err);
@@ -531,30 +398,4 @@ cx_objstore_open(const char *uri, const cx_option *options, size_t noptions,
 	rc = open_canonical(canonical, options, noptions, out, err);
 	free(canonical);
 	return rc;
-}
-
-cx_code
-cx_random_bytes(void *buf, size_t n, cx_err *err)
-{
-	uint8_t    *p = buf;
-
-	while (n > 0)
-	{
-		ssize_t		got = getrandom(p, n, 0);
-
-		if (got < 0)
-		{
-			char		msg[128];
-			int			e = errno;
-
-			if (e == EINTR)
-				continue;
-			return cx_err_set(err, CX_ERR_IO, "getrandom: %s",
-							  strerror_r(e, msg, sizeof(msg)));
-		}
-		/* Reads above 256 bytes may come back short; loop for the rest. */
-		p += got;
-		n -= (size_t) got;
-	}
-	return CX_OK;
 }

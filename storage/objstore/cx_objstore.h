@@ -81,18 +81,10 @@ cx_code		cx_objstore_open_azure(const char *container, const char *prefix,
 								   const cx_option *options, size_t noptions,
 								   cx_objstore **out, cx_err *err);
 
-/* Reads a decimal integer option in [min, max] into *out, or dflt if
- * absent; CX_ERR_INVALID naming the option and the range otherwise. */
-cx_code		cx_option_int(const cx_option *options, size_t noptions,
-						  const char *name, long min, long max, long dflt,
-						  long *out, cx_err *err);
-
 /* Local-filesystem backend rooted at an absolute directory path.  The root is
  * created on the first write if it does not exist. */
 cx_code		cx_objstore_open_local(const char *root, cx_objstore **out,
 								   cx_err *err);
-
-cx_code		cx_key_validate(const char *key, cx_err *err);
 
 /*
  * Wrappers that validate the key, dispatch to the backend and keep error
@@ -122,6 +114,22 @@ void		cx_obj_upload_abort(cx_upload *up);
  * Such an outcome is settled by reading the object back.
  */
 bool		cx_put_may_have_landed(cx_code rc);
+
+/* ---- what the backends use (cx_backend_support.c) ---- */
+
+cx_code		cx_key_validate(const char *key, cx_err *err);
+/* The bare reason key (with is_prefix: a listing prefix, which may also be
+ * empty or end in '/') is no valid key; the caller adds the context. */
+cx_code		cx_key_check(const char *key, bool is_prefix, cx_err *err);
+/* How much of key a message shows, and the mark ("..." or "") after it. */
+int			cx_key_shown_len(const char *key);
+const char *cx_key_cut_mark(const char *key);
+
+/* Reads a decimal integer option in [min, max] into *out, or dflt if
+ * absent; CX_ERR_INVALID naming the option and the range otherwise. */
+cx_code		cx_option_int(const cx_option *options, size_t noptions,
+						  const char *name, long min, long max, long dflt,
+						  long *out, cx_err *err);
 
 /* Fills buf with n cryptographically random bytes (getrandom). */
 cx_code		cx_random_bytes(void *buf, size_t n, cx_err *err);

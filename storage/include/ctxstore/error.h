@@ -3,7 +3,7 @@
  *
  * The engine never longjmps and never exits: each fallible function returns a
  * cx_code and, on failure, writes a human-readable message into the caller's
- * cx_err.  The PostgreSQL layer maps codes to SQLSTATEs (fdw/cx_pgerror.c).
+ * cx_err.  The PostgreSQL layer maps codes to SQLSTATEs (shared/cx_pgerror.c).
  * Messages name the object involved but never carry a credential.
  */
 #ifndef CTXSTORE_ERROR_H

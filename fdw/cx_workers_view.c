@@ -21,7 +21,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "cx_writer_int.h"
+#include "cx_module.h"
+#include "cx_writer_shmem.h"
 
 #define NCOLS 10
 

@@ -13,7 +13,7 @@
 #include "postgres.h"
 
 #include "ctxstore/engine.h"
-#include "cx_writer_int.h"
+#include "cx_writer_shmem.h"
 
 /* Bytes of the options block: each name and value NUL-terminated. */
 static Size
@@ -49,8 +49,8 @@ encode_schema(const cx_schema *schema, Size *len)
 	cx_buf_free(&buf);
 	if (copy == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory encoding a ctxstore table schema")));
+				errcode(ERRCODE_OUT_OF_MEMORY),
+				errmsg("out of memory encoding a ctxstore table schema"));
 	return copy;
 }
 
@@ -92,9 +92,9 @@ cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
 	seg = dsm_create(total, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (seg == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("too many dynamic shared memory segments to hand a transaction to the ctxstore writer"),
-				 errhint("Raise max_connections, or commit from fewer sessions at once.")));
+				errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				errmsg("too many dynamic shared memory segments to hand a transaction to the ctxstore writer"),
+				errhint("Raise max_connections, or commit from fewer sessions at once."));
 	hdr = dsm_segment_address(seg);
 	hdr->magic = CX_BATCH_MAGIC;
 	hdr->kind = kind;

@@ -1,6 +1,6 @@
 /*
  * cx_writer_shmem.c — the workers' shared state: the request array (two
- * slots per backend, cx_writer_int.h), the status of each worker, the merge
+ * slots per backend, cx_writer_shmem.h), the status of each worker, the merge
  * job and the per-store counters.
  *
  * All of it exists only when ctxstore is in shared_preload_libraries; without
@@ -14,7 +14,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#include "cx_writer_int.h"
+#include "cx_writer_shmem.h"
 
 CxWriterShared *CxWriter = NULL;
 
@@ -92,6 +92,29 @@ cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 	va_start(ap, fmt);
 	vsnprintf(fail->msg, sizeof(fail->msg), fmt, ap);
 	va_end(ap);
+}
+
+void
+cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+					  const CxFailure *failure)
+{
+	CxWriterSlot *slot = &CxWriter->slots[slotno];
+
+	if (slot->state == CX_SLOT_ABANDONED)
+	{
+		/* Its requester may be waiting to post its next request. */
+		slot->state = CX_SLOT_FREE;
+		cx_set_latch(slot->requester_procno);
+		return;
+	}
+	Assert(slot->state == CX_SLOT_TAKEN);
+	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
+	slot->nfailed = nfailed;
+	slot->failed_request = failed_request;
+	slot->outcome_unknown = false;
+	if (nfailed > 0)
+		slot->failure = *failure;
+	cx_set_latch(slot->requester_procno);
 }
 
 void

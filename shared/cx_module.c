@@ -1,8 +1,11 @@
 /*
- * cx_init.c — the module set-up of bgworker/: the GUCs every process
- * defines (ctxstore.shard_id, ctxstore.failpoints, ctxstore.commit_timeout)
- * and, with shared_preload_libraries, the shared state and the registration
- * of the writer and maintenance workers.
+ * cx_module.c — the module's entry: _PG_init, every GUC, and the calls
+ * between the two sides that neither may make directly.
+ *
+ * Loaded through shared_preload_libraries, the module also sets up the
+ * shared state and registers the writer and maintenance workers
+ * (bgworker/); loaded on demand by a backend it can still read stores, and
+ * refuses writes with a hint (fdw/cx_modify.c).
  */
 #include "postgres.h"
 
@@ -11,13 +14,19 @@
 #include <unistd.h>
 
 #include "access/xlog.h"
+#include "fmgr.h"
 #include "miscadmin.h"
-#include "postmaster/bgworker.h"
 #include "utils/guc.h"
 
 #include "ctxstore/engine.h"
-#include "cx_writer_int.h"
+#include "cx_module.h"
+#include "cx_writer_shmem.h"
 
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+int			cx_max_transaction_kb = 1024 * 1024;
 int			cx_commit_timeout_ms = 300000;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
@@ -108,6 +117,13 @@ assign_failpoints(const char *newval, void *extra)
 static void
 define_gucs(void)
 {
+	DefineCustomIntVariable("ctxstore.max_transaction_bytes",
+							"Most row data one transaction may write to ctxstore foreign tables.",
+							"Rows stay in the backend's memory until COMMIT hands them to the writer worker.",
+							&cx_max_transaction_kb,
+							1024 * 1024, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("ctxstore.commit_timeout",
 							"Longest a COMMIT or a ctxstore maintenance function waits for the ctxstore workers.",
 							"0 means no limit beyond statement_timeout.",
@@ -137,38 +153,37 @@ define_gucs(void)
 							   check_failpoints, assign_failpoints, NULL);
 }
 
-static void
-register_worker(const char *type, const char *function)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", type);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
-	/* The "connection" is to no database: it gives the worker a
-	 * pg_stat_activity entry; requests carry everything it needs. */
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ctxstore");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
-	RegisterBackgroundWorker(&worker);
-}
-
 void
-cx_writer_init_module(void)
+_PG_init(void)
 {
 	define_gucs();
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	cx_shmem_install_hooks();
-	register_worker("ctxstore writer", "cx_writer_main");
-	register_worker("ctxstore maintenance", "cx_maint_main");
+	cxfdw_init();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		cx_shmem_install_hooks();
+		cx_workers_register();
+	}
+	MarkGUCPrefixReserved("ctxstore");
 }
 
 const char *
 cx_shard_id(void)
 {
 	return shard_id_guc;
+}
+
+static cx_recorded_flush_fn recorded_flush = NULL;
+
+void
+cx_register_recorded_flush(cx_recorded_flush_fn fn)
+{
+	recorded_flush = fn;
+}
+
+void
+cx_flush_recorded(Oid relid, Oid userid, const char *uri, CxWriteResult *res)
+{
+	/* _PG_init registers it before any worker can start. */
+	Assert(recorded_flush != NULL);
+	recorded_flush(relid, userid, uri, res);
 }

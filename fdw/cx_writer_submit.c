@@ -27,8 +27,9 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
-#include "cx_writer_int.h"
+#include "cx_writer_shmem.h"
 
 /* Longest sleep between two looks at the slot and the worker. */
 #define POLL_MS 100L
@@ -63,7 +64,7 @@ typedef struct WaitDeadline
 } WaitDeadline;
 
 /* This backend's slot for a call of kind: commits and control requests
- * each have their own (cx_writer_int.h). */
+ * each have their own (cx_writer_shmem.h). */
 static CxWriterSlot *
 my_slot(int kind)
 {
@@ -177,28 +178,28 @@ report_timeout(const CxCall *call, const WaitDeadline *d, GiveUp g)
 {
 	if (d->by_statement)
 		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling statement due to statement timeout"),
-				 errdetail("%s", give_up_detail(call, g))));
+				errcode(ERRCODE_QUERY_CANCELED),
+				errmsg("canceling statement due to statement timeout"),
+				errdetail("%s", give_up_detail(call, g)));
 	ereport(ERROR,
-			(errcode(ERRCODE_QUERY_CANCELED),
-			 errmsg("the ctxstore writer did not finish %s within ctxstore.commit_timeout (%d ms)",
+			errcode(ERRCODE_QUERY_CANCELED),
+			errmsg("the ctxstore writer did not finish %s within ctxstore.commit_timeout (%d ms)",
 					call->what, cx_commit_timeout_ms),
-			 errdetail("%s", give_up_detail(call, g)),
-			 errhint("Check the server log and the ctxstore.workers view for the workers' progress; raise ctxstore.commit_timeout if this store is legitimately slow.")));
+			errdetail("%s", give_up_detail(call, g)),
+			errhint("Check the server log and the ctxstore.workers view for the workers' progress; raise ctxstore.commit_timeout if this store is legitimately slow."));
 }
 
 static void
 report_no_worker(const CxCall *call, GiveUp g)
 {
 	ereport(ERROR,
-			(errcode(g == GIVEUP_UNKNOWN ? ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN
+			errcode(g == GIVEUP_UNKNOWN ? ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN
 					 : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 g == GIVEUP_UNKNOWN ?
-			 errmsg("the ctxstore writer worker stopped while carrying out %s", call->what) :
-			 errmsg("the ctxstore writer worker is not running"),
-			 errdetail("%s", give_up_detail(call, g == GIVEUP_NONE ? GIVEUP_WITHDRAWN : g)),
-			 errhint("The worker restarts automatically within seconds; retry.  The server log says why it stopped.")));
+			g == GIVEUP_UNKNOWN ?
+			errmsg("the ctxstore writer worker stopped while carrying out %s", call->what) :
+			errmsg("the ctxstore writer worker is not running"),
+			errdetail("%s", give_up_detail(call, g == GIVEUP_NONE ? GIVEUP_WITHDRAWN : g)),
+			errhint("The worker restarts automatically within seconds; retry.  The server log says why it stopped."));
 }
 
 static bool

@@ -1,0 +1,35 @@
+/*
+ * cx_workers_register.c — registers the writer and maintenance workers (while
+ * shared_preload_libraries is processed; cx_module.c calls it).
+ */
+#include "postgres.h"
+
+#include "postmaster/bgworker.h"
+
+#include "cx_module.h"
+
+static void
+register_worker(const char *type, const char *function)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", type);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
+	/* The "connection" is to no database: it gives the worker a
+	 * pg_stat_activity entry; requests carry everything it needs. */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ctxstore");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+cx_workers_register(void)
+{
+	register_worker("ctxstore writer", "cx_writer_main");
+	register_worker("ctxstore maintenance", "cx_maint_main");
+}
