@@ -270,15 +270,8 @@ cx_maint_main(Datum main_arg)
 
 	for (;;)
 	{
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ShutdownRequestPending)
+		if (!cx_worker_loop_continues())
 			break;
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
 		if (take_job(generation, &job))
 		{
 			run_job(&job);

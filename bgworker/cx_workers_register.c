@@ -1,12 +1,33 @@
 /*
  * cx_workers_register.c — registers the writer and maintenance workers (while
- * shared_preload_libraries is processed; cx_module.c calls it).
+ * shared_preload_libraries is processed; cx_module.c calls it), and the step
+ * at the top of both workers' main loops.
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
 
 #include "cx_module.h"
+#include "cx_writer_int.h"
+
+bool
+cx_worker_loop_continues(void)
+{
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (ShutdownRequestPending)
+		return false;
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	return true;
+}
 
 static void
 register_worker(const char *type, const char *function)

@@ -83,6 +83,12 @@ extern void cx_unsealed_forget(const CxOpenStore *os);
 /* At writer start: a recovery worker per database that records name. */
 extern void cx_unsealed_recover(void);
 
+/* ---- both workers (cx_workers_register.c) ---- */
+
+/* The top of a worker's main loop: resets the latch, serves interrupts and
+ * a configuration reload; false once a shutdown was requested. */
+extern bool cx_worker_loop_continues(void);
+
 /* ---- the writer worker (cx_writer_*.c) ---- */
 
 /* A backend control request the writer answers later (merge, cleanup). */

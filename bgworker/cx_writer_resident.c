@@ -499,6 +499,23 @@ cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
 	return CX_OK;
 }
 
+/* A seal or drain failed: fail filled, logged, noted for the view, and a
+ * fenced writer dropped (after_call).  Returns the code. */
+static cx_code
+background_call_failed(CxResident *r, cx_code rc, const cx_err *err,
+					   const char *what, CxFailure *fail)
+{
+	fail_from(fail, err, hint_for(r, rc));
+	ereport(LOG,
+			errmsg("ctxstore writer: could not %s shard %s of store \"%s\"",
+				   what, cx_shard_id(), r->os->uri),
+			errdetail_internal("%s", err->msg));
+	cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err->msg);
+	rc = after_call(r, rc, err);
+	track_unsealed(r);
+	return rc;
+}
+
 cx_code
 cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 {
@@ -518,15 +535,7 @@ cx_resident_seal(CxResident *r, uint64 *sealed_rows, CxFailure *fail)
 	if (rc != CX_OK)
 	{
 		*sealed_rows = 0;
-		fail_from(fail, &err, hint_for(r, rc));
-		ereport(LOG,
-				errmsg("ctxstore writer: could not seal shard %s of store \"%s\"",
-					   cx_shard_id(), r->os->uri),
-				errdetail_internal("%s", err.msg));
-		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
-		rc = after_call(r, rc, &err);
-		track_unsealed(r);
-		return rc;
+		return background_call_failed(r, rc, &err, "seal", fail);
 	}
 	after_seal(r);
 	return CX_OK;
@@ -543,17 +552,7 @@ cx_resident_drain(CxResident *r, uint64 merged_through, CxFailure *fail)
 	rc = cx_sw_drain_through(r->w, merged_through, &err);
 	track_unsealed(r);
 	if (rc != CX_OK)
-	{
-		fail_from(fail, &err, hint_for(r, rc));
-		ereport(LOG,
-				errmsg("ctxstore writer: could not drain merged generations of shard %s of store \"%s\"",
-					   cx_shard_id(), r->os->uri),
-				errdetail_internal("%s", err.msg));
-		cx_worker_note_error(&CxWriter->writer, "store %s: %s", r->os->uri, err.msg);
-		rc = after_call(r, rc, &err);
-		track_unsealed(r);
-		return rc;
-	}
+		return background_call_failed(r, rc, &err, "drain merged generations of", fail);
 	return CX_OK;
 }
 

@@ -156,15 +156,8 @@ cx_writer_main(Datum main_arg)
 		bool		worked;
 		int			taken;
 
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ShutdownRequestPending)
+		if (!cx_worker_loop_continues())
 			break;
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
 		taken = cx_writer_run_round(generation);
 		worked = taken > 0;
 		if (cx_writer_background_step())
