@@ -80,7 +80,10 @@ cx_waiters_fail(CxResident *r, const CxFailure *fail)
 	dlist_mutable_iter it;
 
 	dlist_foreach_modify(it, &r->waiters)
+	{
+		/* cppcheck-suppress nullPointer ; it takes offsetof() for a NULL dereference */
 		waiter_finish(dlist_container(CxWaiter, node, it.cur), fail);
+	}
 }
 
 /* After a merge job: each waiter counts what it merged; those whose
@@ -92,6 +95,7 @@ waiters_advance(CxResident *r, uint32 merged, uint64 merged_through)
 
 	dlist_foreach_modify(it, &r->waiters)
 	{
+		/* cppcheck-suppress nullPointer ; it takes offsetof() for a NULL dereference */
 		CxWaiter   *w = dlist_container(CxWaiter, node, it.cur);
 
 		w->result.generations_merged += merged;
