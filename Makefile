@@ -1,6 +1,7 @@
 # ctxstore — PGXS build of the extension from storage/, fdw/ and bgworker/.
 #   make && make install        build and install into the pg_config in PATH
 #   make -C storage check       engine unit tests (no server needed)
+#   make installcheck           PostgreSQL-side tests (the block at the end)
 #   scripts/test.sh             every test suite (what README and CI run)
 
 MODULE_big = ctxstore
@@ -121,10 +122,11 @@ installcheck-isolation:
 prove_installcheck: test-inputs
 	$(prove_installcheck)
 
-# cppcheck over every C file of ours, on the include paths the compiler uses
-# (the engine's own, then the extension's sources with the server's headers), for
-# x86-64 gcc: PostgreSQL's s_lock.h refuses any other platform.  Findings
-# that are false positives are suppressed inline, saying why.
+# cppcheck over every C file of ours, on the include paths the compiler
+# uses (the engine's own, then the extension's sources with the server's
+# headers), for x86-64 gcc: PostgreSQL's s_lock.h refuses any other
+# platform.  Findings that are false positives are suppressed inline, saying
+# why.
 CPPCHECK_FLAGS = -q --enable=warning,performance,portability --inline-suppr --error-exitcode=1 \
 	--std=c11 --platform=unix64 -D_GNU_SOURCE -D__x86_64__ \
 	-D__GNUC__=$(shell $(CC) -dumpversion | cut -d. -f1) -j2

@@ -27,5 +27,10 @@ for d in sql expected specs t; do
     sed "s|@store_root@|$work/stores|g" "$f" > "$work/$d/$(basename "$f")"
   done
 done
-[ "$(id -u)" -eq 0 ] && chown -R "$user:" "$work"
+if [ "$(id -u)" -eq 0 ]; then
+  chown "$user:" "$work"
+  for f in regress.conf sql expected specs t stores; do
+    [ -e "$work/$f" ] && chown -R "$user:" "$work/$f"
+  done
+fi
 exit 0

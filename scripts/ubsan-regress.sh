@@ -36,12 +36,19 @@ make -C "$src" -s -j2 PG_CONFIG="$pg_config" COPT="$sanitize" all install
 reports="$work/reports"
 mkdir -p "$reports"
 chmod 1777 "$reports"
+# A name of the length expected output needs (see TEST_WORK in the Makefile).
+tests=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
 rc=0
 UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan" \
-  make -C "$src" -s PG_CONFIG="$pg_config" installcheck-regress || rc=$?
+  make -C "$src" -s PG_CONFIG="$pg_config" TEST_WORK="$tests" installcheck-regress || rc=$?
 if [ -n "$(ls -A "$reports")" ]; then
   head -c 20000 "$reports"/*
   echo "ubsan-regress: sanitizer reports above"
-  exit 1
+  rc=1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ]; then
+  head -c 20000 "$tests"/*/regression.diffs 2>/dev/null
+  echo "ubsan-regress: test files kept in $tests"
+  exit "$rc"
+fi
+rm -rf "$tests"
