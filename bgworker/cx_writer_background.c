@@ -68,6 +68,7 @@ waiters_advance(CxResident *r, uint32 merged, uint64 merged_through)
 
 	dlist_foreach_modify(it, &r->waiters)
 	{
+		/* cppcheck-suppress nullPointer ; it takes offsetof() for a NULL dereference */
 		CxWaiter   *w = dlist_container(CxWaiter, node, it.cur);
 
 		w->result.generations_merged += merged;

@@ -209,7 +209,10 @@ cx_waiters_fail(CxResident *r, const CxFailure *fail)
 	dlist_mutable_iter it;
 
 	dlist_foreach_modify(it, &r->waiters)
+	{
+		/* cppcheck-suppress nullPointer ; it takes offsetof() for a NULL dereference */
 		cx_waiter_finish(dlist_container(CxWaiter, node, it.cur), fail);
+	}
 }
 
 /*

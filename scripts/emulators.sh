@@ -93,6 +93,9 @@ spawn() {  # name, command...
 start() {
   install
   mkdir -p "$run"
+  # Test servers running as another user (the postgres user under root)
+  # read the test CA from here.
+  chmod 755 "$run"
   if [ -f "$run/env" ]; then
     echo "emulators: already started in $run (run stop first)"
     return 1
@@ -116,6 +119,7 @@ start() {
     -addext subjectAltName=IP:127.0.0.1 -keyout "$run/tls/key.pem" \
     -out "$run/tls/cert.pem" >"$run/tls/openssl.log" 2>&1 \
     || { cat "$run/tls/openssl.log"; stop; return 1; }
+  chmod -R a+rX "$run/tls"
   spawn s3rver-tls "${s3rver[@]}" -d "$run/s3rver" -a "$host" -p "$s3t_port" --silent \
     --key "$run/tls/key.pem" --cert "$run/tls/cert.pem"
   (cd "$run" && spawn azurite "$bin/azurite-blob" --blobHost "$host" --blobPort "$az_port" \

@@ -7,7 +7,7 @@ packages=(
   build-essential pkg-config
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron
   libcurl4-openssl-dev libssl-dev libzstd-dev
-  libipc-run-perl
+  libipc-run-perl cppcheck
 )
 
 missing=()

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Runs every ctxstore test suite: storage unit tests (plain and under
-# ASan/UBSan), pg_regress, isolation specs, TAP tests and scripts/demo.sh.  Installs what it
-# needs first.  Run as root on Debian 12 (servers run as the postgres user,
-# since initdb refuses root).  Ends with one line "N passed, N failed".
+# Runs every ctxstore test suite: the engine's layering, storage unit tests
+# (plain and under ASan/UBSan), cppcheck, pg_regress (also against a UBSan
+# build of the extension), isolation specs, TAP tests and scripts/demo.sh.
+# Installs what is missing first (nothing when all is there).  Run as root on
+# Debian 12 (servers run as the postgres user, since initdb refuses root).
+# A suite that runs no test fails.  Ends with one line "N passed, N failed".
+# The PostgreSQL-side suites are the Makefile's installcheck targets.
 #
 #   scripts/test.sh                 everything
-#   SUITES="unit regress" scripts/test.sh   a subset (layers unit sanitize regress isolation tap demo)
+#   SUITES="unit regress" scripts/test.sh   a subset (layers unit sanitize
+#                                   cppcheck regress ubsan isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
+#   ISOLATION_TESTS="read_your_writes" SUITES=isolation scripts/test.sh   some specs
 #   CTXSTORE_PGBIN=/opt/pg/usr/lib/postgresql/15/bin scripts/test.sh
 #                                   against a relocated copy of PostgreSQL
 #                                   (so two checkouts can test side by side)
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"layers unit sanitize regress isolation tap demo"}
+suites=${SUITES:-"layers unit sanitize cppcheck regress ubsan isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
-pgxs_test=$(dirname "$("$pgbin/pg_config" --pgxs)")/../test
 export PATH="$pgbin:$PATH"
 
 passed=0
@@ -26,35 +30,9 @@ log() { printf '== %s\n' "$*"; }
 count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
 bash "$repo/scripts/install-deps.sh" || { echo "dependency installation failed"; exit 1; }
-# s3rver and Azurite for the object-store tests; the unit suites start private
-# instances around each run (storage/Makefile, scripts/with-emulators.sh), the
-# TAP suite through start_emulators below.
+# s3rver and Azurite for the object-store tests (storage/Makefile and the
+# TAP target start private instances through scripts/with-emulators.sh).
 bash "$repo/scripts/emulators.sh" install || { echo "emulator installation failed"; exit 1; }
-
-# Private emulators for the suites that run servers against object stores:
-# free loopback ports, a run directory of their own, stopped on exit.  Their
-# CX_TEST_* endpoints end up in emu_env, for the tests' environment.
-emu_run=""
-emu_env=()
-start_emulators() {
-  [ -n "$emu_run" ] && return 0
-  emu_run=$(mktemp -d /tmp/ctxstore-emu.XXXXXX)
-  # The servers (user postgres) read the test CA for ca_file.
-  chmod 755 "$emu_run"
-  if ! CX_EMU_RUN="$emu_run" CX_EMU_PORTS=auto bash "$repo/scripts/emulators.sh" start; then
-    echo "emulators did not start; the tests that need them will fail"
-    return 1
-  fi
-  chmod -R a+rX "$emu_run/tls"
-  mapfile -t emu_env < <(. "$emu_run/env"; env | grep '^CX_TEST_')
-  emu_env+=(CX_TEST_REQUIRE_EMULATORS=1)
-}
-stop_emulators() {
-  [ -n "$emu_run" ] || return 0
-  CX_EMU_RUN="$emu_run" bash "$repo/scripts/emulators.sh" stop
-  rm -rf "$emu_run"
-}
-trap stop_emulators EXIT
 
 log "build and install the extension"
 build_out=$(make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install 2>&1)
@@ -65,27 +43,13 @@ if [ $? -ne 0 ] || grep -q 'warning:' <<<"$build_out"; then
   exit 1
 fi
 
-# A scratch directory the postgres user owns, holding copies of the test
-# inputs with @store_root@ replaced by a directory unique to this run, so
-# concurrent runs never share a store and expected output stays exact.
-# Everything the servers and test scripts (user postgres) read comes from
-# here or from the installation, never from the checkout: a checkout in a
-# mode-700 directory is not readable by them (.ci/run tests from one).
+# A scratch directory of this run (TEST_WORK of the installcheck targets,
+# which copy the test inputs there for the postgres user: see
+# scripts/test-inputs.sh); mktemp's name has the length expected output needs.
 work=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
 chmod 755 "$work"
-mkdir -p "$work/stores"
-regress_conf="$work/regress.conf"
-cp "$repo/scripts/regress.conf" "$regress_conf"
-for d in sql expected specs t docs; do
-  [ -d "$repo/$d" ] || continue
-  mkdir -p "$work/$d"
-  for f in "$repo/$d"/*; do
-    [ -f "$f" ] || continue
-    sed "s|@store_root@|$work/stores|g" "$f" > "$work/$d/$(basename "$f")"
-  done
-done
-chown -R postgres: "$work"
 as_pg() { runuser -u postgres -- env PATH="$PATH" "$@"; }
+pg_make() { make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" TEST_WORK="$work" "$@"; }
 
 # Runner output "N passed, N failed[, N skipped]" (storage unit tests).
 run_unit() {
@@ -102,33 +66,44 @@ run_unit() {
   count "$p" "$f"
 }
 
-# pg_regress / pg_isolation_regress summary: "All N tests passed." or
-# "M of N tests failed."
-run_pg_regress() {
-  local name=$1; shift
-  local out rc
-  out=$(cd "$work" && as_pg "$@" 2>&1); rc=$?
-  echo "$out"
-  local all some
-  all=$(echo "$out" | sed -n 's/.*All \([0-9]*\) tests passed.*/\1/p' | tail -1)
-  some=$(echo "$out" | sed -n 's/.* \([0-9]*\) of \([0-9]*\) tests failed.*/\1 \2/p' | tail -1)
-  if [ -n "$all" ]; then count "$all" 0
-  elif [ -n "$some" ]; then set -- $some; count $(($2 - $1)) "$1"
-  else count 0 1
-  fi
+# pg_regress / pg_isolation_regress summaries, one per instance run: "All N
+# tests passed." or "M of N tests failed."  A failure that no summary counts
+# (a build error, a sanitizer report) counts as one.  Shows the differences
+# of the runs that failed.
+count_pg_regress() {
+  local out=$1 rc=$2 n m fails=0 line
+  while read -r line; do
+    if [[ "$line" =~ All\ ([0-9]+)\ tests\ passed ]]; then
+      count "${BASH_REMATCH[1]}" 0
+    elif [[ "$line" =~ ([0-9]+)\ of\ ([0-9]+)\ tests\ failed ]]; then
+      m=${BASH_REMATCH[1]}; n=${BASH_REMATCH[2]}
+      count $((n - m)) "$m"; fails=$((fails + m))
+    fi
+  done <<<"$out"
   if [ "$rc" -ne 0 ]; then
-    [ -f "$work/$name/regression.diffs" ] && head -c 20000 "$work/$name/regression.diffs"
+    [ "$fails" -eq 0 ] && count 0 1
+    head -c 20000 "$work"/*/regression.diffs 2>/dev/null
   fi
 }
 
-regress_tests() {  # $1 = 1 for tests that need the preload, 0 for the others
-  local f n
-  for f in "$work"/sql/*.sql; do
-    [ -f "$f" ] || continue
-    n=$(basename "$f" .sql)
-    if [ -n "${REGRESS_TESTS:-}" ] && ! [[ " $REGRESS_TESTS " == *" $n "* ]]; then continue; fi
-    case "$n" in nopreload_*) [ "$1" = 0 ] && echo "$n" ;; *) [ "$1" = 1 ] && echo "$n" ;; esac
-  done
+# make <target> [VAR=value...]: its output, then its pg_regress summaries.
+run_pg_target() {
+  local out rc
+  out=$(pg_make "$@" 2>&1); rc=$?
+  echo "$out"
+  count_pg_regress "$out" "$rc"
+}
+
+# TAP summary: "Files=N, Tests=N, ..." and "Failed N/N subtests".
+count_prove() {
+  local out=$1 rc=$2 tfail ttotal
+  tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')
+  ttotal=$(echo "$out" | sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' | tail -1)
+  if [ -z "$ttotal" ]; then count 0 1
+  else
+    [ "$rc" -ne 0 ] && [ "$tfail" -eq 0 ] && tfail=1
+    count $((ttotal - tfail)) "$tfail"
+  fi
 }
 
 # One check of the demo suite: passes when the command does.
@@ -168,6 +143,7 @@ run_demo() {
 }
 
 for suite in $suites; do
+  ran_before=$((passed + failed))
   case "$suite" in
   layers)
     log "engine layering (scripts/check-layers.sh)"
@@ -184,53 +160,34 @@ for suite in $suites; do
   sanitize)
     log "storage unit tests under ASan + UBSan"
     run_unit check-sanitize ;;
+  cppcheck)
+    log "cppcheck (make cppcheck)"
+    check "cppcheck finds nothing" pg_make cppcheck ;;
   regress)
-    log "pg_regress (shared_preload_libraries = ctxstore)"
-    tests=$(regress_tests 1)
-    if [ -n "$tests" ]; then
-      mkdir -p "$work/regress" && chown postgres: "$work/regress"
-      run_pg_regress regress "$pgxs_test/regress/pg_regress" \
-        --temp-instance="$work/regress/tmp_check" --temp-config="$regress_conf" \
-        --inputdir="$work" --outputdir="$work/regress" --bindir="$pgbin" $tests
-    fi
-    tests=$(regress_tests 0)
-    if [ -n "$tests" ]; then
-      log "pg_regress (without shared_preload_libraries)"
-      mkdir -p "$work/nopreload" && chown postgres: "$work/nopreload"
-      run_pg_regress nopreload "$pgxs_test/regress/pg_regress" \
-        --temp-instance="$work/nopreload/tmp_check" \
-        --inputdir="$work" --outputdir="$work/nopreload" --bindir="$pgbin" $tests
-    fi ;;
+    log "pg_regress (make installcheck-regress)"
+    run_pg_target installcheck-regress ${REGRESS_TESTS:+REGRESS="$REGRESS_TESTS"} ;;
+  ubsan)
+    log "pg_regress against the extension built with UBSan (scripts/ubsan-regress.sh)"
+    out=$(CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/ubsan-regress.sh" "$work/ubsan" 2>&1); rc=$?
+    echo "$out"
+    count_pg_regress "$out" "$rc" ;;
   isolation)
-    specs=$(cd "$work" && ls specs/*.spec 2>/dev/null | xargs -rn1 basename | sed 's/\.spec$//')
-    if [ -n "$specs" ]; then
-      log "isolation specs"
-      mkdir -p "$work/isolation" && chown postgres: "$work/isolation"
-      run_pg_regress isolation "$pgxs_test/isolation/pg_isolation_regress" \
-        --temp-instance="$work/isolation/tmp_check" --temp-config="$regress_conf" \
-        --inputdir="$work" --outputdir="$work/isolation" --bindir="$pgbin" $specs
-    fi ;;
+    log "isolation specs (make installcheck-isolation)"
+    run_pg_target installcheck-isolation ${ISOLATION_TESTS:+ISOLATION="$ISOLATION_TESTS"} ;;
   tap)
-    if ls "$work"/t/*.pl >/dev/null 2>&1; then
-      log "TAP tests (with s3rver and Azurite)"
-      start_emulators
-      out=$(cd "$work" && as_pg env TESTDIR="$work" PG_REGRESS="$pgxs_test/regress/pg_regress" \
-              CTXSTORE_STORE_ROOT="$work/stores" "${emu_env[@]}" \
-              prove -I "$pgxs_test/perl" -I "$work/t" ${TAP_TESTS:-t/*.pl} 2>&1); rc=$?
-      echo "$out"
-      tfail=$(echo "$out" | sed -n 's/^Failed \([0-9]*\)\/\([0-9]*\) subtests.*/\1/p' | awk '{s+=$1} END {print s+0}')
-      ttotal=$(echo "$out" | sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' | tail -1)
-      if [ -z "$ttotal" ]; then count 0 1
-      else
-        [ "$rc" -ne 0 ] && [ "$tfail" -eq 0 ] && tfail=1
-        count $((ttotal - tfail)) "$tfail"
-      fi
-    fi ;;
+    log "TAP tests with s3rver and Azurite (make prove_installcheck)"
+    out=$(pg_make prove_installcheck ${TAP_TESTS:+PROVE_TESTS="$TAP_TESTS"} 2>&1); rc=$?
+    echo "$out"
+    count_prove "$out" "$rc" ;;
   demo)
     log "scripts/demo.sh"
     run_demo ;;
   *) echo "unknown suite $suite"; count 0 1 ;;
   esac
+  if [ $((passed + failed)) -eq "$ran_before" ]; then
+    echo "not ok - suite $suite ran no test"
+    count 0 1
+  fi
 done
 
 [ "$failed" -eq 0 ] && [ -z "${KEEP_TEST_DIR:-}" ] && rm -rf "$work"
