@@ -8,7 +8,7 @@
 # The PostgreSQL-side suites are the Makefile's installcheck targets.
 #
 #   scripts/test.sh                 everything
-#   SUITES="unit regress" scripts/test.sh   a subset (layers unit sanitize
+#   SUITES="unit regress" scripts/test.sh   a subset (layers links unit sanitize
 #                                   cppcheck regress ubsan isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
@@ -19,7 +19,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"layers unit sanitize cppcheck regress ubsan isolation tap demo"}
+suites=${SUITES:-"layers links unit sanitize cppcheck regress ubsan isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 export PATH="$pgbin:$PATH"
 
@@ -50,6 +50,18 @@ work=$(mktemp -d /tmp/ctxstore-test.XXXXXX)
 chmod 755 "$work"
 as_pg() { runuser -u postgres -- env PATH="$PATH" "$@"; }
 pg_make() { make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" TEST_WORK="$work" "$@"; }
+
+# A script of scripts/ that checks the tree and ends with "N passed, N failed".
+run_check() {
+  local out line
+  out=$(CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/$1" 2>&1)
+  echo "$out" | grep -v ' passed, '
+  line=$(echo "$out" | tail -1)
+  if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    count "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+  else count 0 1
+  fi
+}
 
 # Runner output "N passed, N failed[, N skipped]" (storage unit tests).
 run_unit() {
@@ -147,13 +159,10 @@ for suite in $suites; do
   case "$suite" in
   layers)
     log "engine layering (scripts/check-layers.sh)"
-    out=$(CTXSTORE_PGBIN="$pgbin" bash "$repo/scripts/check-layers.sh" 2>&1)
-    echo "$out" | grep -v ' passed, '
-    line=$(echo "$out" | tail -1)
-    if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-      count "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
-    else count 0 1
-    fi ;;
+    run_check check-layers.sh ;;
+  links)
+    log "links in README.md and docs/ (scripts/check-links.sh)"
+    run_check check-links.sh ;;
   unit)
     log "storage unit tests"
     run_unit check ;;
