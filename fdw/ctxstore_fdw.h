@@ -176,6 +176,8 @@ extern void cxfdw_xact_register(void);
 extern CxPending *cxfdw_pending_find(Oid relid);
 extern CxPending *cxfdw_pending_open(const CxRelInfo *ri, CxStore *st);
 extern const cx_schema *cxfdw_pending_schema(const CxPending *p);
+/* The store column that is the key of the pending rows. */
+extern const char *cxfdw_pending_key(const CxPending *p);
 extern void cxfdw_pending_append(CxPending *p, const cx_datum *values);
 extern uint64 cxfdw_pending_rows(const CxPending *p);
 /* The bytes of the rows buffered so far; valid until the next append. */

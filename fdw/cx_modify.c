@@ -27,6 +27,7 @@ typedef struct CxModifyState
 	CxPending  *pending;
 	CxBinding	binding;
 	cx_datum   *values;			/* one per store column */
+	int			key_col;		/* the key's store column, -1 if none */
 	MemoryContext row_cxt;		/* conversions of one row */
 } CxModifyState;
 
@@ -78,7 +79,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 
 	if (ri->version != 0)
 		ereport(ERROR,
-				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				errmsg("foreign table \"%s\" is pinned to version " UINT64_FORMAT " of its store and is read-only",
 					   ri->relname, ri->version),
 				errhint("Insert through a foreign table without the version option."));
@@ -95,6 +96,8 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	state->tupdesc = RelationGetDescr(rel);
 	state->pending = cxfdw_pending_open(ri, st);
 	cxfdw_bind(ri, cxfdw_pending_schema(state->pending), &state->binding);
+	state->key_col = cx_schema_find(state->binding.schema,
+									cxfdw_pending_key(state->pending));
 	state->values = palloc(sizeof(cx_datum) * Max(state->binding.schema->ncolumns, 1));
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										   "ctxstore insert row",
@@ -129,6 +132,21 @@ check_not_null(CxModifyState *state, int att)
 					   state->ri->columns[att].attname, state->ri->relname));
 }
 
+/* Every row has a key: it is what names the row to the store (a NULL key
+ * could be neither found, replaced nor deleted). */
+static void
+check_key(CxModifyState *state)
+{
+	if (state->key_col >= 0 && state->values[state->key_col].isnull)
+		ereport(ERROR,
+				errcode(ERRCODE_NOT_NULL_VIOLATION),
+				errmsg("null value in key column \"%s\" of foreign table \"%s\"",
+					   state->binding.schema->columns[state->key_col].name,
+					   state->ri->relname),
+				errdetail("Every row of a ctxstore store needs a value of its key."),
+				errhint("Give the key column (the table's key option, default \"id\") a value."));
+}
+
 static void
 insert_row(CxModifyState *state, TupleTableSlot *slot)
 {
@@ -155,6 +173,7 @@ insert_row(CxModifyState *state, TupleTableSlot *slot)
 					&state->values[c]);
 	}
 	ec.att = -1;
+	check_key(state);
 	cxfdw_pending_append(state->pending, state->values);
 	MemoryContextSwitchTo(old);
 	cxfdw_conv_errcontext_pop(&ec);

@@ -168,6 +168,12 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 	return p;
 }
 
+const char *
+cxfdw_pending_key(const CxPending *p)
+{
+	return p->settings.key_column;
+}
+
 const cx_schema *
 cxfdw_pending_schema(const CxPending *p)
 {
