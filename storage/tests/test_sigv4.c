@@ -216,7 +216,39 @@ CX_TEST(crypto_hmac_and_base64)
 	CHECK_CODE(cx_base64_decode(&b, "Zm9", &err), CX_ERR_INVALID);
 	CHECK_CODE(cx_base64_decode(&b, "Zm=v", &err), CX_ERR_INVALID);
 	CHECK_CODE(cx_base64_decode(&b, "Zm9*", &err), CX_ERR_INVALID);
+	/* White space around the text, and padding alone, are not base64. */
+	CHECK_CODE(cx_base64_decode(&b, "Zm9v    ", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_base64_decode(&b, "    Zm9v", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_base64_decode(&b, "====", &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_base64_decode(&b, "Zg=a", &err), CX_ERR_INVALID);
 	cx_buf_free(&b);
+}
+
+/* Every length round-trips, including ones the encoder takes in several
+ * blocks. */
+CX_TEST(crypto_base64_round_trips)
+{
+	static const size_t lens[] = {0, 1, 2, 3, 4, 5, 3071, 3072, 3073, 10000};
+	uint8_t		data[10000];
+	cx_buf		enc;
+	cx_buf		dec;
+	cx_err		err;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t) (i * 7 + 3);
+	cx_buf_init(&enc);
+	cx_buf_init(&dec);
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+	{
+		cx_buf_reset(&enc);
+		cx_buf_reset(&dec);
+		cx_base64_encode(&enc, data, lens[k]);
+		REQUIRE(enc.len == (lens[k] + 2) / 3 * 4 && strlen((char *) enc.data) == enc.len);
+		REQUIRE_OK(cx_base64_decode(&dec, (char *) enc.data, &err), &err);
+		CHECK(dec.len == lens[k] && (lens[k] == 0 || memcmp(dec.data, data, lens[k]) == 0));
+	}
+	cx_buf_free(&enc);
+	cx_buf_free(&dec);
 }
 
 CX_TEST(http_url_encode_and_redact)

@@ -1,8 +1,9 @@
 /*
- * cx_crypto.c — SHA-256, HMAC-SHA256 (OpenSSL) and hex/base64 encoding.
+ * cx_crypto.c — SHA-256, HMAC-SHA256 and base64 (OpenSSL), hex encoding.
  */
 #include "util/cx_crypto.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -52,75 +53,61 @@ cx_hex_encode(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+/* Bytes encoded per EVP_EncodeBlock call: a multiple of 3, so that only the
+ * last block is padded and the blocks join into one encoding. */
+#define B64_BLOCK 3072
+
 void
 cx_base64_encode(cx_buf *out, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	size_t		n = (len + 2) / 3 * 4;
-	char	   *o;
+	unsigned char *o;
 
 	if (!cx_buf_reserve(out, n + 1))
 		return;
-	o = (char *) out->data + out->len;
-	for (size_t i = 0; i < len; i += 3)
+	o = out->data + out->len;
+	for (size_t i = 0; i < len; i += B64_BLOCK)
 	{
-		uint32_t	v = (uint32_t) p[i] << 16;
-		size_t		left = len - i;
+		size_t		chunk = len - i < B64_BLOCK ? len - i : B64_BLOCK;
 
-		if (left > 1)
-			v |= (uint32_t) p[i + 1] << 8;
-		if (left > 2)
-			v |= p[i + 2];
-		*o++ = b64_alphabet[(v >> 18) & 63];
-		*o++ = b64_alphabet[(v >> 12) & 63];
-		*o++ = left > 1 ? b64_alphabet[(v >> 6) & 63] : '=';
-		*o++ = left > 2 ? b64_alphabet[v & 63] : '=';
+		o += EVP_EncodeBlock(o, p + i, (int) chunk);
 	}
 	*o = '\0';
 	out->len += n;
 }
 
-static int
-b64_value(char c)
-{
-	const char *hit = c ? strchr(b64_alphabet, c) : NULL;
-
-	return hit ? (int) (hit - b64_alphabet) : -1;
-}
-
+/*
+ * Strict: only the standard alphabet, a length that is a multiple of 4, and
+ * '=' only as the last one or two characters (EVP_DecodeBlock alone would
+ * also skip surrounding white space, and counts padding as zero bytes).
+ */
 cx_code
 cx_base64_decode(cx_buf *out, const char *s, cx_err *err)
 {
 	size_t		len = strlen(s);
 	size_t		pad = 0;
+	size_t		valid;
+	int			n;
 
 	if (len % 4 != 0)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "not base64: length %zu is not a multiple of 4", len);
+	if (len > (size_t) INT_MAX)
+		return cx_err_set(err, CX_ERR_INVALID, "not base64: %zu characters is too long", len);
 	while (pad < 2 && pad < len && s[len - 1 - pad] == '=')
 		pad++;
-	for (size_t i = 0; i < len; i += 4)
-	{
-		uint32_t	v = 0;
-		int			nchars = i + 4 == len ? 4 - (int) pad : 4;
-		uint8_t		bytes[3];
-
-		for (int j = 0; j < nchars; j++)
-		{
-			int			d = b64_value(s[i + j]);
-
-			if (d < 0)
-				return cx_err_set(err, CX_ERR_INVALID,
-								  "not base64: unexpected character at offset %zu",
-								  i + j);
-			v |= (uint32_t) d << (18 - 6 * j);
-		}
-		bytes[0] = (uint8_t) (v >> 16);
-		bytes[1] = (uint8_t) (v >> 8);
-		bytes[2] = (uint8_t) v;
-		cx_buf_put(out, bytes, (size_t) nchars - 1);
-	}
-	if (!cx_buf_ok(out))
+	valid = strspn(s, b64_alphabet);
+	if (valid < len - pad)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "not base64: unexpected character at offset %zu", valid);
+	if (len == 0)
+		return CX_OK;
+	if (!cx_buf_reserve(out, len / 4 * 3))
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory decoding base64");
+	n = EVP_DecodeBlock(out->data + out->len, (const unsigned char *) s, (int) len);
+	if (n < 0)
+		return cx_err_set(err, CX_ERR_INVALID, "not base64");
+	out->len += (size_t) n - pad;
 	return CX_OK;
 }
