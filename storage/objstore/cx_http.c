@@ -321,12 +321,9 @@ cx_http_url_encode(cx_buf *out, const char *s, bool keep_slash)
 char *
 cx_http_error_code(const cx_http_response *resp)
 {
-	cx_xml		x;
-
 	if (resp->body.len == 0)
 		return NULL;
-	cx_xml_init(&x, (const char *) resp->body.data, resp->body.len);
-	return cx_xml_find_text(&x, "Code");
+	return cx_xml_doc_field((const char *) resp->body.data, resp->body.len, "Code");
 }
 
 /* "<op>: " before a message, when the request names a sub-operation. */

@@ -585,18 +585,6 @@ typedef struct list_state
 	char	   *marker;			/* NextMarker of the last page, or NULL */
 } list_state;
 
-/* Does the start tag just before the element content `inner` say
- * Encoded="true"?  The tag runs back from inner.p to its '<'. */
-static bool
-name_encoded(const char *doc, const cx_xml *inner)
-{
-	const char *p = inner->p;
-
-	while (p > doc && p[-1] != '<')
-		p--;
-	return memmem(p, (size_t) (inner->p - p), "Encoded=\"true\"", 14) != NULL;
-}
-
 /* Passes a listed blob to fn: its name less the store prefix, its size. */
 static cx_code
 emit_blob(list_state *ls, const char *name, const char *size, cx_err *err)
@@ -622,73 +610,76 @@ emit_blob(list_state *ls, const char *name, const char *size, cx_err *err)
 /* One <Blob> of a page: its name (percent-decoded if the service had to
  * encode it) and size. */
 static cx_code
-list_blob(list_state *ls, const char *doc, const cx_xml *blob, cx_err *err)
+list_blob(list_state *ls, const cx_xml *blob, cx_err *err)
 {
-	cx_xml		name;
-	cx_xml		props;
-	cx_xml		len;
-	char	   *key = NULL;
-	char	   *size = NULL;
+	const cx_xml *name = cx_xml_find(blob, "Name");
+	const cx_xml *props = cx_xml_find(blob, "Properties");
+	const cx_xml *len = props == NULL ? NULL : cx_xml_find(props, "Content-Length");
+	const char *encoded;
+	char	   *decoded;
 	cx_code		rc;
 
-	if (!cx_xml_find(blob, "Name", &name) ||
-		!cx_xml_find(blob, "Properties", &props) ||
-		!cx_xml_find(&props, "Content-Length", &len))
+	if (name == NULL || len == NULL)
 		return cx_err_set(err, CX_ERR_IO, "listing: a <Blob> lacks its name or size");
-	rc = cx_xml_text(&name, &key, err);
-	if (rc == CX_OK && name_encoded(doc, &name))
+	encoded = cx_xml_attr(name, "Encoded");
+	if (encoded == NULL || strcmp(encoded, "true") != 0)
+		rc = emit_blob(ls, cx_xml_text(name), cx_xml_text(len), err);
+	else if ((rc = cx_az_percent_decode(cx_xml_text(name), strlen(cx_xml_text(name)),
+										false, &decoded, err)) == CX_OK)
 	{
-		char	   *raw = key;
-
-		rc = cx_az_percent_decode(raw, strlen(raw), false, &key, err);
-		free(raw);
+		rc = emit_blob(ls, decoded, cx_xml_text(len), err);
+		free(decoded);
 	}
-	if (rc == CX_OK)
-		rc = cx_xml_text(&len, &size, err);
-	if (rc == CX_OK)
-		rc = emit_blob(ls, key, size, err);
-	free(key);
-	free(size);
 	return rc == CX_OK ? CX_OK : cx_err_prefix(err, "listing");
+}
+
+/* Hands a page's blobs to fn and sets ls->marker to its NextMarker. */
+static cx_code
+page_blobs(list_state *ls, const cx_xml_doc *doc, cx_err *err)
+{
+	const cx_xml *x = cx_xml_root(doc, "EnumerationResults");
+	const cx_xml *blobs;
+	const cx_xml *blob = NULL;
+	const cx_xml *marker;
+
+	if (x == NULL)
+		return cx_err_set(err, CX_ERR_IO, "listing: answer is no <EnumerationResults>");
+	blobs = cx_xml_find(x, "Blobs");
+	while (blobs != NULL && !ls->stopped &&
+		   (blob = cx_xml_next(blobs, blob, "Blob")) != NULL)
+		if (list_blob(ls, blob, err) != CX_OK)
+			return err->code;
+	marker = cx_xml_find(x, "NextMarker");
+	if (marker != NULL && cx_xml_text(marker)[0] != '\0')
+	{
+		ls->marker = strdup(cx_xml_text(marker));
+		if (ls->marker == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "out of memory for a NextMarker");
+	}
+	return CX_OK;
 }
 
 /* Hands one page's blobs to fn and keeps its NextMarker. */
 static cx_code
 list_page(list_state *ls, const cx_buf *page, cx_err *err)
 {
-	const char *doc = (const char *) page->data;
-	cx_xml		x;
-	cx_xml		blobs;
-	cx_xml		blob;
-	cx_xml		marker;
+	cx_xml_doc *doc;
 	char	   *prev = ls->marker;
+	cx_code		rc;
 
 	ls->marker = NULL;
-	cx_xml_init(&x, doc, page->len);
-	if (!cx_xml_find(&x, "EnumerationResults", &x))
+	rc = cx_xml_parse((const char *) page->data, page->len, &doc, err);
+	if (rc != CX_OK)
 	{
 		free(prev);
-		return cx_err_set(err, CX_ERR_IO, "listing: answer is no <EnumerationResults>");
+		return cx_err_prefix(err, "listing");
 	}
-	if (cx_xml_find(&x, "Blobs", &blobs))
-		while (!ls->stopped && cx_xml_next(&blobs, "Blob", &blob))
-			if (list_blob(ls, doc, &blob, err) != CX_OK)
-			{
-				free(prev);
-				return err->code;
-			}
-	if (cx_xml_find(&x, "NextMarker", &marker) && marker.p < marker.end)
+	rc = page_blobs(ls, doc, err);
+	cx_xml_free(doc);
+	if (rc != CX_OK)
 	{
-		if (cx_xml_text(&marker, &ls->marker, err) != CX_OK)
-		{
-			free(prev);
-			return cx_err_prefix(err, "listing: NextMarker");
-		}
-		if (ls->marker[0] == '\0')
-		{
-			free(ls->marker);
-			ls->marker = NULL;
-		}
+		free(prev);
+		return rc;
 	}
 	/* A page that hands back the marker it was asked with would repeat forever. */
 	if (prev != NULL && ls->marker != NULL && strcmp(prev, ls->marker) == 0)

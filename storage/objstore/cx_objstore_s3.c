@@ -381,55 +381,37 @@ static cx_code
 list_entry(list_state *ls, const cx_xml *contents, cx_err *err)
 {
 	size_t		plen = strlen(ls->s->prefix);
-	cx_xml		k;
-	char	   *key = NULL;
-	char	   *size = cx_xml_find_text(contents, "Size");
+	const cx_xml *k = cx_xml_find(contents, "Key");
+	const cx_xml *size = cx_xml_find(contents, "Size");
+	const char *key;
 	char	   *end;
 	unsigned long long n;
 	cx_err		scratch;
-	cx_code		rc = CX_OK;
 
-	if (!cx_xml_find(contents, "Key", &k) || size == NULL)
-		rc = cx_err_set(err, CX_ERR_IO, "listing entry without Key or Size");
-	else if (cx_xml_text(&k, &key, err) != CX_OK)
-		rc = cx_err_prefix(err, "listing");
-	if (rc == CX_OK)
-	{
-		n = strtoull(size, &end, 10);
-		if (end == size || *end != '\0')
-			rc = cx_err_set(err, CX_ERR_IO, "listing entry with a bad Size");
-	}
+	if (k == NULL || size == NULL)
+		return cx_err_set(err, CX_ERR_IO, "listing entry without Key or Size");
+	key = cx_xml_text(k);
+	n = strtoull(cx_xml_text(size), &end, 10);
+	if (end == cx_xml_text(size) || *end != '\0')
+		return cx_err_set(err, CX_ERR_IO, "listing entry with a bad Size");
 	/* Objects outside our namespace rules (written by someone else) are
 	 * not ours to report, as in the local backend. */
-	if (rc == CX_OK && strncmp(key, ls->s->prefix, plen) == 0 &&
+	if (strncmp(key, ls->s->prefix, plen) == 0 &&
 		cx_key_validate(key + plen, &scratch) == CX_OK)
 		ls->stopped = !ls->fn(ls->arg, key + plen, n);
-	free(key);
-	free(size);
-	return rc;
+	return CX_OK;
 }
 
-/* Parses one ListObjectsV2 page; sets ls->token if there is another. */
+/* Takes the continuation token of a ListBucketResult into ls->token. */
 static cx_code
-list_page(list_state *ls, const cx_buf *page, cx_err *err)
+page_token(list_state *ls, const cx_xml *result, cx_err *err)
 {
-	cx_xml		x;
-	cx_xml		result;
-	cx_xml		contents;
-	char	   *truncated;
-	char	   *prev;
-	bool		more;
+	const cx_xml *truncated = cx_xml_find(result, "IsTruncated");
+	bool		more = truncated != NULL && strcmp(cx_xml_text(truncated), "true") == 0;
+	char	   *prev = ls->token;
 	bool		same;
 
-	cx_xml_init(&x, (const char *) page->data, page->len);
-	if (!cx_xml_find(&x, "ListBucketResult", &result))
-		return cx_err_set(err, CX_ERR_IO, "listing answer is not a ListBucketResult");
-	/* The fields come in any order: look them up before walking Contents. */
-	truncated = cx_xml_find_text(&result, "IsTruncated");
-	more = truncated != NULL && strcmp(truncated, "true") == 0;
-	free(truncated);
-	prev = ls->token;
-	ls->token = more ? cx_xml_find_text(&result, "NextContinuationToken") : NULL;
+	ls->token = more ? cx_xml_find_text(result, "NextContinuationToken") : NULL;
 	/* A page that hands back the token it was asked with would repeat forever. */
 	same = prev != NULL && ls->token != NULL && strcmp(prev, ls->token) == 0;
 	free(prev);
@@ -439,10 +421,32 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	if (same)
 		return cx_err_set(err, CX_ERR_IO,
 						  "listing does not advance: the same NextContinuationToken twice");
-	while (!ls->stopped && cx_xml_next(&result, "Contents", &contents))
-		if (list_entry(ls, &contents, err) != CX_OK)
-			return err->code;
 	return CX_OK;
+}
+
+/* Parses one ListObjectsV2 page; sets ls->token if there is another. */
+static cx_code
+list_page(list_state *ls, const cx_buf *page, cx_err *err)
+{
+	cx_xml_doc *doc;
+	const cx_xml *result;
+	const cx_xml *contents = NULL;
+	cx_code		rc;
+
+	rc = cx_xml_parse((const char *) page->data, page->len, &doc, err);
+	if (rc != CX_OK)
+		return cx_err_prefix(err, "listing");
+	result = cx_xml_root(doc, "ListBucketResult");
+	if (result == NULL)
+		rc = cx_err_set(err, CX_ERR_IO, "listing answer is not a ListBucketResult");
+	else
+		/* The fields come in any order: look them up before walking Contents. */
+		rc = page_token(ls, result, err);
+	while (rc == CX_OK && !ls->stopped &&
+		   (contents = cx_xml_next(result, contents, "Contents")) != NULL)
+		rc = list_entry(ls, contents, err);
+	cx_xml_free(doc);
+	return rc;
 }
 
 /* "list-type=2&max-keys=N&prefix=P[&continuation-token=T]", encoded. */
@@ -660,10 +664,7 @@ s3_upload_begin(cx_objstore *base, const char *key, cx_put_mode mode,
 static cx_code
 answer_field(const s3_call *c, const char *name, char **out, cx_err *err)
 {
-	cx_xml		x;
-
-	cx_xml_init(&x, (const char *) c->resp.body.data, c->resp.body.len);
-	*out = cx_xml_find_text(&x, name);
+	*out = cx_xml_doc_field((const char *) c->resp.body.data, c->resp.body.len, name);
 	if (*out == NULL || (*out)[0] == '\0')
 	{
 		free(*out);

@@ -1,231 +1,330 @@
 /*
- * cx_xml.c — element lookup and text decoding for service responses.
+ * cx_xml.c — service responses parsed by libexpat into a tree of elements.
  */
 #include "objstore/cx_xml.h"
 
+#include <expat.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/cx_buf.h"
 
-void
-cx_xml_init(cx_xml *x, const char *doc, size_t len)
+/* A listing page is far smaller; a larger answer is no service's. */
+#define CX_XML_MAX_DOC	(16u * 1024 * 1024)
+/* The responses nest four deep; this leaves room without letting a hostile
+ * document build a tall tree. */
+#define CX_XML_MAX_DEPTH 32
+
+struct cx_xml
 {
-	x->p = doc;
-	x->end = doc + len;
+	char	   *name;
+	char	  **attrs;			/* name, value, ..., NULL; one allocation */
+	cx_buf		text;			/* NUL-terminated once the element closes */
+	cx_xml	   *parent;
+	cx_xml	   *first_child;
+	cx_xml	   *last_child;
+	cx_xml	   *next_sibling;
+	cx_xml	   *next_alloc;		/* every element, for cx_xml_free() */
+};
+
+struct cx_xml_doc
+{
+	cx_xml	   *root;
+	cx_xml	   *all;
+};
+
+/* The parse in progress, as expat's user data. */
+typedef struct build_state
+{
+	XML_Parser	parser;
+	cx_xml_doc *doc;
+	cx_xml	   *open;			/* innermost open element */
+	int			depth;
+	const char *refusal;		/* why a handler stopped the parser */
+	bool		nomem;
+} build_state;
+
+/* Stops the parse; expat may still call a handler for the current token,
+ * which then does nothing (see stopped()). */
+static void
+stop(build_state *st, const char *why)
+{
+	if (st->refusal == NULL)
+		st->refusal = why;
+	XML_StopParser(st->parser, XML_FALSE);
 }
 
-/* Does [p, end) start with the NUL-terminated string s? */
+static void
+stop_nomem(build_state *st)
+{
+	st->nomem = true;
+	stop(st, "out of memory");
+}
+
 static bool
-starts_with(const char *p, const char *end, const char *s)
+stopped(const build_state *st)
 {
-	size_t		n = strlen(s);
-
-	return (size_t) (end - p) >= n && memcmp(p, s, n) == 0;
+	return st->refusal != NULL;
 }
 
-/* The next "</name>" at or after p, or NULL. */
-static const char *
-find_close(const char *p, const char *end, const char *name)
+/* expat's attribute list copied into one block: pointers, then strings. */
+static char **
+copy_attrs(const XML_Char **atts)
 {
-	size_t		n = strlen(name);
+	size_t		n = 0;
+	size_t		bytes = 0;
+	char	  **out;
+	char	   *p;
 
-	for (; p + n + 3 <= end; p++)
+	for (; atts[n] != NULL; n++)
+		bytes += strlen(atts[n]) + 1;
+	out = malloc((n + 1) * sizeof(char *) + bytes);
+	if (out == NULL)
+		return NULL;
+	p = (char *) (out + n + 1);
+	for (size_t i = 0; i < n; i++)
 	{
-		p = memchr(p, '<', (size_t) (end - p));
-		if (p == NULL || p + n + 3 > end)
-			return NULL;
-		if (p[1] == '/' && memcmp(p + 2, name, n) == 0 && p[2 + n] == '>')
-			return p;
+		size_t		len = strlen(atts[i]) + 1;
+
+		out[i] = memcpy(p, atts[i], len);
+		p += len;
+	}
+	out[n] = NULL;
+	return out;
+}
+
+static cx_xml *
+new_element(cx_xml_doc *doc, const XML_Char *name, const XML_Char **atts)
+{
+	cx_xml	   *e = calloc(1, sizeof(cx_xml));
+
+	if (e == NULL)
+		return NULL;
+	cx_buf_init(&e->text);
+	e->next_alloc = doc->all;
+	doc->all = e;
+	e->name = strdup(name);
+	e->attrs = copy_attrs(atts);
+	return e->name != NULL && e->attrs != NULL ? e : NULL;
+}
+
+static void XMLCALL
+on_start(void *user, const XML_Char *name, const XML_Char **atts)
+{
+	build_state *st = user;
+	cx_xml	   *e;
+
+	if (stopped(st))
+		return;
+	if (++st->depth > CX_XML_MAX_DEPTH)
+	{
+		stop(st, "elements nest too deep");
+		return;
+	}
+	e = new_element(st->doc, name, atts);
+	if (e == NULL)
+	{
+		stop_nomem(st);
+		return;
+	}
+	e->parent = st->open;
+	if (st->open == NULL)
+		st->doc->root = e;
+	else if (st->open->last_child == NULL)
+		st->open->first_child = st->open->last_child = e;
+	else
+		st->open->last_child = st->open->last_child->next_sibling = e;
+	st->open = e;
+}
+
+static void XMLCALL
+on_end(void *user, const XML_Char *name)
+{
+	build_state *st = user;
+
+	(void) name;				/* expat has matched it to the start tag */
+	if (stopped(st))
+		return;
+	cx_buf_put(&st->open->text, "", 1);
+	if (!cx_buf_ok(&st->open->text))
+	{
+		stop_nomem(st);
+		return;
+	}
+	st->open = st->open->parent;
+	st->depth--;
+}
+
+static void XMLCALL
+on_text(void *user, const XML_Char *s, int len)
+{
+	build_state *st = user;
+
+	/* expat reports character data only inside the document element. */
+	if (!stopped(st))
+		cx_buf_put(&st->open->text, s, (size_t) len);
+}
+
+static void XMLCALL
+on_doctype(void *user, const XML_Char *name, const XML_Char *sysid,
+		   const XML_Char *pubid, int has_internal_subset)
+{
+	(void) name;
+	(void) sysid;
+	(void) pubid;
+	(void) has_internal_subset;
+	stop(user, "a DOCTYPE (no service answer has one)");
+}
+
+static void XMLCALL
+on_entity_decl(void *user, const XML_Char *name, int is_param,
+			   const XML_Char *value, int value_len, const XML_Char *base,
+			   const XML_Char *sysid, const XML_Char *pubid,
+			   const XML_Char *notation)
+{
+	(void) name;
+	(void) is_param;
+	(void) value;
+	(void) value_len;
+	(void) base;
+	(void) sysid;
+	(void) pubid;
+	(void) notation;
+	stop(user, "an entity declaration");
+}
+
+/* Runs expat over the whole document; CX_OK with st->doc->root set. */
+static cx_code
+run_parser(build_state *st, const char *doc, size_t len, cx_err *err)
+{
+	enum XML_Status status;
+
+	XML_SetUserData(st->parser, st);
+	XML_SetElementHandler(st->parser, on_start, on_end);
+	XML_SetCharacterDataHandler(st->parser, on_text);
+	XML_SetStartDoctypeDeclHandler(st->parser, on_doctype);
+	/* Belt and braces: the DOCTYPE handler stops first. */
+	XML_SetEntityDeclHandler(st->parser, on_entity_decl);
+	status = XML_Parse(st->parser, doc, (int) len, XML_TRUE);
+	if (status == XML_STATUS_OK)
+		return CX_OK;
+	if (st->nomem)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory parsing an XML answer");
+	if (stopped(st))
+		return cx_err_set(err, CX_ERR_CORRUPT, "XML answer refused: %s at line %lu",
+						  st->refusal,
+						  (unsigned long) XML_GetCurrentLineNumber(st->parser));
+	return cx_err_set(err, CX_ERR_CORRUPT, "malformed XML answer: %s at line %lu, column %lu",
+					  XML_ErrorString(XML_GetErrorCode(st->parser)),
+					  (unsigned long) XML_GetCurrentLineNumber(st->parser),
+					  (unsigned long) XML_GetCurrentColumnNumber(st->parser));
+}
+
+cx_code
+cx_xml_parse(const char *doc, size_t len, cx_xml_doc **out, cx_err *err)
+{
+	build_state st = {0};
+	cx_code		rc;
+
+	*out = NULL;
+	if (len > CX_XML_MAX_DOC)
+		return cx_err_set(err, CX_ERR_CORRUPT, "XML answer of %zu bytes is too large", len);
+	st.doc = calloc(1, sizeof(cx_xml_doc));
+	st.parser = XML_ParserCreate(NULL);
+	if (st.doc == NULL || st.parser == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory for an XML parser");
+	else
+		rc = run_parser(&st, doc, len, err);
+	if (st.parser != NULL)
+		XML_ParserFree(st.parser);
+	if (rc == CX_OK)
+		*out = st.doc;
+	else
+		cx_xml_free(st.doc);
+	return rc;
+}
+
+void
+cx_xml_free(cx_xml_doc *doc)
+{
+	cx_xml	   *e;
+
+	if (doc == NULL)
+		return;
+	while ((e = doc->all) != NULL)
+	{
+		doc->all = e->next_alloc;
+		free(e->name);
+		free(e->attrs);
+		cx_buf_free(&e->text);
+		free(e);
+	}
+	free(doc);
+}
+
+const cx_xml *
+cx_xml_root(const cx_xml_doc *doc, const char *name)
+{
+	return strcmp(doc->root->name, name) == 0 ? doc->root : NULL;
+}
+
+const cx_xml *
+cx_xml_find(const cx_xml *x, const char *name)
+{
+	for (const cx_xml *c = x->first_child; c != NULL; c = c->next_sibling)
+	{
+		const cx_xml *hit = strcmp(c->name, name) == 0 ? c : cx_xml_find(c, name);
+
+		if (hit != NULL)
+			return hit;
 	}
 	return NULL;
 }
 
-bool
-cx_xml_next(cx_xml *x, const char *name, cx_xml *inner)
+const cx_xml *
+cx_xml_next(const cx_xml *parent, const cx_xml *prev, const char *name)
 {
-	size_t		n = strlen(name);
-	const char *p = x->p;
+	const cx_xml *c = prev == NULL ? parent->first_child : prev->next_sibling;
 
-	while (p < x->end && (p = memchr(p, '<', (size_t) (x->end - p))) != NULL)
-	{
-		const char *after = p + 1 + n;
-		const char *gt;
-		const char *close;
-
-		p++;
-		if (!starts_with(p, x->end, name) || after >= x->end ||
-			(*after != '>' && *after != '/' && *after != ' ' &&
-			 *after != '\t' && *after != '\r' && *after != '\n'))
-			continue;
-		/* Attributes (S3 and Azure put none we need) end at the '>'. */
-		gt = memchr(after, '>', (size_t) (x->end - after));
-		if (gt == NULL)
-			return false;
-		if (gt[-1] == '/')
-		{
-			inner->p = inner->end = gt + 1;
-			x->p = gt + 1;
-			return true;
-		}
-		close = find_close(gt + 1, x->end, name);
-		if (close == NULL)
-			return false;
-		inner->p = gt + 1;
-		inner->end = close;
-		x->p = close + n + 3;
-		return true;
-	}
-	return false;
+	while (c != NULL && strcmp(c->name, name) != 0)
+		c = c->next_sibling;
+	return c;
 }
 
-bool
-cx_xml_find(const cx_xml *x, const char *name, cx_xml *inner)
+const char *
+cx_xml_text(const cx_xml *x)
 {
-	cx_xml		copy = *x;
-
-	return cx_xml_next(&copy, name, inner);
+	return (const char *) x->text.data;
 }
 
-/* Appends code point cp as UTF-8; false if it is not a valid XML char. */
-static bool
-put_utf8(cx_buf *b, unsigned long cp)
+const char *
+cx_xml_attr(const cx_xml *x, const char *name)
 {
-	uint8_t		u[4];
-
-	if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return false;
-	if (cp < 0x80)
-	{
-		cx_buf_put_u8(b, (uint8_t) cp);
-		return true;
-	}
-	if (cp < 0x800)
-	{
-		u[0] = (uint8_t) (0xC0 | (cp >> 6));
-		u[1] = (uint8_t) (0x80 | (cp & 0x3F));
-		cx_buf_put(b, u, 2);
-		return true;
-	}
-	if (cp < 0x10000)
-	{
-		u[0] = (uint8_t) (0xE0 | (cp >> 12));
-		u[1] = (uint8_t) (0x80 | ((cp >> 6) & 0x3F));
-		u[2] = (uint8_t) (0x80 | (cp & 0x3F));
-		cx_buf_put(b, u, 3);
-		return true;
-	}
-	u[0] = (uint8_t) (0xF0 | (cp >> 18));
-	u[1] = (uint8_t) (0x80 | ((cp >> 12) & 0x3F));
-	u[2] = (uint8_t) (0x80 | ((cp >> 6) & 0x3F));
-	u[3] = (uint8_t) (0x80 | (cp & 0x3F));
-	cx_buf_put(b, u, 4);
-	return true;
-}
-
-/* Decodes the reference starting at p ('&'); returns the byte after its ';'
- * or NULL if it is malformed. */
-static const char *
-decode_ref(const char *p, const char *end, cx_buf *b)
-{
-	static const struct
-	{
-		const char *name;
-		char		c;
-	}			named[] = {
-		{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
-	};
-	const char *semi = memchr(p, ';', (size_t) (end - p));
-	unsigned long cp = 0;
-	const char *q;
-	int			base = 10;
-
-	if (semi == NULL)
-		return NULL;
-	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
-		if ((size_t) (semi + 1 - p) == strlen(named[i].name) &&
-			memcmp(p, named[i].name, strlen(named[i].name)) == 0)
-		{
-			cx_buf_put_u8(b, (uint8_t) named[i].c);
-			return semi + 1;
-		}
-	if (p + 2 >= semi || p[1] != '#')
-		return NULL;
-	q = p + 2;
-	if (*q == 'x')
-	{
-		base = 16;
-		q++;
-	}
-	if (q == semi || semi - q > 8)
-		return NULL;
-	for (; q < semi; q++)
-	{
-		const char *digits = "0123456789abcdef";
-		const char *d = memchr(digits, *q | 0x20, (size_t) base);
-
-		if (d == NULL || *q == '\0')
-			return NULL;
-		cp = cp * (unsigned long) base + (unsigned long) (d - digits);
-	}
-	return put_utf8(b, cp) ? semi + 1 : NULL;
-}
-
-cx_code
-cx_xml_text(const cx_xml *x, char **out, cx_err *err)
-{
-	cx_buf		b;
-	const char *p = x->p;
-
-	*out = NULL;
-	cx_buf_init(&b);
-	while (p < x->end)
-	{
-		if (*p == '&')
-		{
-			p = decode_ref(p, x->end, &b);
-			if (p == NULL)
-				break;
-		}
-		else if (starts_with(p, x->end, "<![CDATA["))
-		{
-			const char *start = p + 9;
-			const char *stop = memmem(start, (size_t) (x->end - start), "]]>", 3);
-
-			if (stop == NULL)
-				break;
-			cx_buf_put(&b, start, (size_t) (stop - start));
-			p = stop + 3;
-		}
-		else if (*p == '\0')
-			break;
-		else
-			cx_buf_put_u8(&b, (uint8_t) *p++);
-	}
-	/* A NUL (raw, or in a CDATA section) would truncate the string. */
-	if (p != x->end || (b.len > 0 && memchr(b.data, '\0', b.len) != NULL))
-	{
-		cx_buf_free(&b);
-		return cx_err_set(err, CX_ERR_CORRUPT, "malformed XML text");
-	}
-	cx_buf_put_u8(&b, 0);
-	if (!cx_buf_ok(&b))
-	{
-		cx_buf_free(&b);
-		return cx_err_set(err, CX_ERR_NOMEM, "out of memory decoding XML");
-	}
-	*out = (char *) cx_buf_detach(&b, NULL);
-	return CX_OK;
+	for (char **a = x->attrs; a[0] != NULL; a += 2)
+		if (strcmp(a[0], name) == 0)
+			return a[1];
+	return NULL;
 }
 
 char *
 cx_xml_find_text(const cx_xml *x, const char *name)
 {
-	cx_xml		inner;
-	char	   *text;
-	cx_err		err;
+	const cx_xml *e = cx_xml_find(x, name);
 
-	if (!cx_xml_find(x, name, &inner) || cx_xml_text(&inner, &text, &err) != CX_OK)
+	return e == NULL ? NULL : strdup(cx_xml_text(e));
+}
+
+char *
+cx_xml_doc_field(const char *doc, size_t len, const char *name)
+{
+	cx_xml_doc *d;
+	cx_err		scratch;
+	char	   *value;
+
+	if (cx_xml_parse(doc, len, &d, &scratch) != CX_OK)
 		return NULL;
-	return text;
+	value = cx_xml_find_text(d->root, name);
+	cx_xml_free(d);
+	return value;
 }

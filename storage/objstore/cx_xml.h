@@ -1,51 +1,58 @@
 /*
- * cx_xml.h — just enough XML reading for object-store listing and error
- * responses (S3 ListBucketResult, Azure EnumerationResults, <Error><Code>).
+ * cx_xml.h — XML reading for object-store listing and error responses
+ * (S3 ListBucketResult, Azure EnumerationResults, <Error><Code>).
  *
- * A cx_xml is a cursor over a span [p, end) of a document.  cx_xml_next()
- * finds the next element of a given name inside the span, at any depth, and
- * returns a cursor over its content; cx_xml_text() decodes that content's
- * character data (the five predefined entities, numeric character references
- * and CDATA sections).  That is all these responses need, and it is not a
- * general parser: attributes are skipped, an element must not contain
- * another element of its own name, and comments are not skipped.  Nothing is
- * ever expanded beyond the document's own bytes (no DTD, no entity
- * definitions).
+ * cx_xml_parse() runs libexpat over a whole response once and builds a small
+ * tree of elements, each with its attributes and the decoded character data
+ * directly inside it (predefined entities, numeric references and CDATA
+ * sections are expat's to decode).  The responses come from the network, so
+ * the parse refuses any DOCTYPE (no DTD, no entity definitions, nothing
+ * expanded beyond the document's own bytes) and bounds the document's size
+ * and depth.  Every error is CX_ERR_CORRUPT with a message naming what was
+ * wrong and where, never the document's content.
  *
- * Cursors borrow the document (which need not be NUL-terminated); it must
- * outlive them.
+ * Element pointers borrow the tree; cx_xml_free() releases all of it.
  */
 #ifndef CX_XML_H
 #define CX_XML_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "ctxstore/error.h"
 
-typedef struct cx_xml
-{
-	const char *p;				/* where the next search starts */
-	const char *end;			/* end of the span */
-} cx_xml;
+typedef struct cx_xml_doc cx_xml_doc;
+typedef struct cx_xml cx_xml;	/* one element */
 
-/* A cursor over doc[0 .. len). */
-void		cx_xml_init(cx_xml *x, const char *doc, size_t len);
+/* Parses doc[0 .. len) (need not be NUL-terminated) into *out.
+ * CX_ERR_CORRUPT for a malformed, oversized or DOCTYPE-bearing document,
+ * CX_ERR_NOMEM. */
+cx_code		cx_xml_parse(const char *doc, size_t len, cx_xml_doc **out, cx_err *err);
+void		cx_xml_free(cx_xml_doc *doc);
 
-/* Finds the next element called name at or after the cursor; on success
- * points *inner at its content (empty for <name/>), moves x past the element
- * and returns true.  False if there is none or it is not closed. */
-bool		cx_xml_next(cx_xml *x, const char *name, cx_xml *inner);
+/* The document element if it is called name, else NULL. */
+const cx_xml *cx_xml_root(const cx_xml_doc *doc, const char *name);
 
-/* Like cx_xml_next() on a copy of x: the first such element, x unmoved. */
-bool		cx_xml_find(const cx_xml *x, const char *name, cx_xml *inner);
+/* The first element called name below x, at any depth (document order), or
+ * NULL. */
+const cx_xml *cx_xml_find(const cx_xml *x, const char *name);
 
-/* The decoded text of x's span as a malloc'd string (caller frees).
- * CX_ERR_CORRUPT for a bad reference or a NUL, CX_ERR_NOMEM. */
-cx_code		cx_xml_text(const cx_xml *x, char **out, cx_err *err);
+/* The next child of parent called name after the child prev (NULL: the
+ * first), or NULL: for walking repeated entries such as <Contents>. */
+const cx_xml *cx_xml_next(const cx_xml *parent, const cx_xml *prev,
+						  const char *name);
 
-/* Decoded text of the first element called name in x, or NULL if absent,
- * malformed or out of memory: for optional fields such as error codes. */
+/* x's decoded character data (never NULL; "" for <x/>). */
+const char *cx_xml_text(const cx_xml *x);
+
+/* The value of x's attribute called name, or NULL. */
+const char *cx_xml_attr(const cx_xml *x, const char *name);
+
+/* A malloc'd copy of the text of the first element called name below x, or
+ * NULL if absent or out of memory: for optional fields such as error codes. */
 char	   *cx_xml_find_text(const cx_xml *x, const char *name);
+
+/* Parses doc and returns cx_xml_find_text() of its document element, or
+ * NULL if it does not parse: for one field of a small answer. */
+char	   *cx_xml_doc_field(const char *doc, size_t len, const char *name);
 
 #endif							/* CX_XML_H */

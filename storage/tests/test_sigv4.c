@@ -279,43 +279,84 @@ CX_TEST(xml_elements_and_entities)
 		"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
 		"<IsTruncated>true</IsTruncated>"
 		"<Contents><Key>a&amp;b &lt;&#x41;&#66;&gt; &quot;&apos;</Key><Size>12</Size></Contents>"
-		"<Contents><Key><![CDATA[x<y]]>&#233;</Key><Size>0</Size><Keys/></Contents>"
+		"<Contents><Key Encoded=\"true\"><![CDATA[x<y]]>&#233;</Key><Size>0</Size><Keys/></Contents>"
 		"<NextContinuationToken>tok/+=</NextContinuationToken>"
 		"</ListBucketResult>";
-	cx_xml		x;
-	cx_xml		c;
-	cx_xml		bad;
+	cx_xml_doc *d;
+	const cx_xml *root;
+	const cx_xml *c = NULL;
 	char	   *t;
 	cx_err		err;
 	int			n = 0;
 
-	cx_xml_init(&x, doc, strlen(doc));
-	t = cx_xml_find_text(&x, "IsTruncated");
+	REQUIRE_OK(cx_xml_parse(doc, strlen(doc), &d, &err), &err);
+	CHECK(cx_xml_root(d, "Error") == NULL);
+	root = cx_xml_root(d, "ListBucketResult");
+	REQUIRE(root != NULL);
+	t = cx_xml_find_text(root, "IsTruncated");
 	CHECK(t != NULL && strcmp(t, "true") == 0);
 	free(t);
-	while (cx_xml_next(&x, "Contents", &c))
+	while ((c = cx_xml_next(root, c, "Contents")) != NULL)
 	{
-		t = cx_xml_find_text(&c, "Key");
-		REQUIRE(t != NULL);
+		const cx_xml *key = cx_xml_find(c, "Key");
+
+		REQUIRE(key != NULL);
 		if (n == 0)
-			CHECK(strcmp(t, "a&b <AB> \"'") == 0);
+		{
+			CHECK(strcmp(cx_xml_text(key), "a&b <AB> \"'") == 0);
+			CHECK(cx_xml_attr(key, "Encoded") == NULL);
+		}
 		else
-			CHECK(strcmp(t, "x<y\xc3\xa9") == 0);
-		free(t);
+		{
+			CHECK(strcmp(cx_xml_text(key), "x<y\xc3\xa9") == 0);
+			CHECK(strcmp(cx_xml_attr(key, "Encoded"), "true") == 0);
+			CHECK(strcmp(cx_xml_text(cx_xml_find(c, "Keys")), "") == 0);
+		}
 		n++;
 	}
 	CHECK(n == 2);
-	/* The cursor moved past both Contents: the token is still ahead. */
-	t = cx_xml_find_text(&x, "NextContinuationToken");
+	t = cx_xml_find_text(root, "NextContinuationToken");
 	CHECK(t != NULL && strcmp(t, "tok/+=") == 0);
 	free(t);
+	CHECK(cx_xml_find_text(root, "Missing") == NULL);
+	cx_xml_free(d);
 
-	cx_xml_init(&bad, "<K>a&bogus;</K>", 15);
-	REQUIRE(cx_xml_find(&bad, "K", &c));
-	CHECK_CODE(cx_xml_text(&c, &t, &err), CX_ERR_CORRUPT);
-	cx_xml_init(&bad, "<K>&#0;</K>", 11);
-	REQUIRE(cx_xml_find(&bad, "K", &c));
-	CHECK_CODE(cx_xml_text(&c, &t, &err), CX_ERR_CORRUPT);
-	cx_xml_init(&bad, "<K>unclosed", 11);
-	CHECK(!cx_xml_find(&bad, "K", &c));
+	t = cx_xml_doc_field("<Error><Code>NoSuchKey</Code></Error>", 37, "Code");
+	CHECK(t != NULL && strcmp(t, "NoSuchKey") == 0);
+	free(t);
+	CHECK(cx_xml_doc_field("<Error><Code>NoSuch", 19, "Code") == NULL);
+}
+
+/* Parsing doc fails as corrupt, with a message that holds none of secret. */
+static void
+xml_refused(const char *doc, const char *secret)
+{
+	cx_xml_doc *d = (cx_xml_doc *) &d;	/* must come back NULL */
+	cx_err		err;
+
+	CHECK_CODE(cx_xml_parse(doc, strlen(doc), &d, &err), CX_ERR_CORRUPT);
+	CHECK(d == NULL);
+	CHECK(strstr(err.msg, secret) == NULL);
+}
+
+CX_TEST(xml_refuses_dtd_and_malformed)
+{
+	char		deep[33 * 7 + 1] = "";
+
+	/* Entity declarations, even harmless ones, are never honoured. */
+	xml_refused("<!DOCTYPE r [<!ENTITY s \"SECRET\">]><r>&s;</r>", "SECRET");
+	xml_refused("<!DOCTYPE r SYSTEM \"file:///etc/passwd\"><r>SECRET</r>", "SECRET");
+	/* Truncated: a cut-off listing page is not a short one. */
+	xml_refused("<ListBucketResult><Contents><Key>SECRET", "SECRET");
+	xml_refused("<ListBucketResult><Key>SECRET</Key>", "SECRET");
+	xml_refused("", "SECRET");
+	xml_refused("<K>SECRET&bogus;</K>", "SECRET");
+	xml_refused("<K>SECRET&#0;</K>", "SECRET");
+	xml_refused("<K>SECRET</J>", "SECRET");
+	/* Well formed but deeper than any answer: bounded, not built. */
+	for (int i = 0; i < 33; i++)
+		strcat(deep, "<a>");
+	for (int i = 0; i < 33; i++)
+		strcat(deep, "</a>");
+	xml_refused(deep, "SECRET");
 }
