@@ -18,9 +18,9 @@ if [ "${1:-}" != run ]; then
   make -C "$repo/storage" -s build/libctxstore_storage.a
   bin=$(mktemp -d /tmp/ctxstore-objbench.XXXXXX)
   trap 'rm -rf "$bin"' EXIT
-  cc -O2 -Wall -D_GNU_SOURCE -I"$repo/storage" -o "$bin/objstore_bench" \
+  cc -O2 -Wall -D_GNU_SOURCE -I"$repo/storage" -I"$repo/storage/include" -o "$bin/objstore_bench" \
     "$repo/bench/objstore_bench.c" "$repo/storage/build/libctxstore_storage.a" \
-    -lzstd -lcurl -lcrypto -lpthread
+    -lzstd -lcurl -lcrypto -lexpat -lpthread
   # Private emulators on free ports, stopped afterwards.
   BENCH_BIN="$bin/objstore_bench" bash "$repo/scripts/with-emulators.sh" bash "$0" run
   exit
