@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "ctxstore/engine.h"
+#include "cx_time.h"
 #include "cx_writer_int.h"
 
 /* Most stores the writer keeps open. */
@@ -98,8 +99,7 @@ clock_offset_us(void)
 static int64_t
 offset_clock_us(void)
 {
-	return (int64_t) (GetCurrentTimestamp() +
-					  (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY +
+	return (int64_t) (cx_unix_us_from_timestamptz(GetCurrentTimestamp()) +
 					  clock_offset_us());
 }
 
@@ -417,8 +417,7 @@ warn_pending(CxResident *r, uint32 pending)
 static const char *
 unix_us_to_str(int64 us)
 {
-	return timestamptz_to_str((TimestampTz) us -
-							  (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+	return timestamptz_to_str(cx_timestamptz_from_unix_us(us));
 }
 
 /*

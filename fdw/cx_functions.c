@@ -28,6 +28,7 @@
 #include "ctxstore_fdw.h"
 #include "cx_functions.h"
 #include "cx_pgerror.h"
+#include "cx_time.h"
 #include "ctxstore/engine.h"
 #include "cx_writer_protocol.h"
 
@@ -325,8 +326,7 @@ emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version)
 		cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
 					version, store->uri);
 	values[0] = Int64GetDatum((int64) version);
-	values[1] = TimestampTzGetDatum(m->committed_at_us -
-									(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+	values[1] = TimestampTzGetDatum(cx_timestamptz_from_unix_us(m->committed_at_us));
 	values[2] = CStringGetTextDatum(m->operation ? m->operation : "");
 	values[3] = Int64GetDatum((int64) cx_manifest_rows(m));
 	cx_manifest_free(m);
