@@ -35,14 +35,10 @@
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
 #include "ctxstore/memwal.h"
+#include "table/cx_row_key.h"
 
 #define CX_SHARD_MAGIC "CXS1"
 #define CX_SHARD_FORMAT 1
-
-/* Hidden columns; user columns may not start with "_cx_". */
-#define CX_HIDDEN_PREFIX "_cx_"
-#define CX_COL_COMMIT_TS "_cx_commit_ts"
-#define CX_COL_TOMBSTONE "_cx_tombstone"
 
 typedef struct cx_generation
 {

@@ -15,7 +15,7 @@
 #include "util/cx_key_map.h"
 #include "table/cx_manifest.h"
 #include "merge/cx_merge.h"
-#include "memwal/cx_row_key.h"
+#include "table/cx_row_key.h"
 #include "memwal/cx_shard_manifest.h"
 
 /*

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "util/cx_key_map.h"
-#include "memwal/cx_row_key.h"
+#include "table/cx_row_key.h"
 #include "scan/cx_scan_int.h"
 
 /* A growable bitmap of row indices. */

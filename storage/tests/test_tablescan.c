@@ -7,7 +7,7 @@
 
 #include "table/cx_commit.h"
 #include "merge/cx_merge.h"
-#include "memwal/cx_row_key.h"
+#include "table/cx_row_key.h"
 #include "cx_test.h"
 #include "mw_util.h"
 

@@ -26,6 +26,11 @@
 #include "table/cx_manifest.h"
 #include "format/cx_schema.h"
 
+/* Hidden columns; user columns may not start with "_cx_". */
+#define CX_HIDDEN_PREFIX "_cx_"
+#define CX_COL_COMMIT_TS "_cx_commit_ts"
+#define CX_COL_TOMBSTONE "_cx_tombstone"
+
 typedef struct cx_layout
 {
 	uint32_t	ncolumns;		/* table columns */

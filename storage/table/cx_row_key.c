@@ -2,13 +2,12 @@
  * cx_row_key.c — hidden-column layout, key bytes, key ranges and the
  * projected key pass over a fragment (cx_row_key.h).
  */
-#include "memwal/cx_row_key.h"
+#include "table/cx_row_key.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/cx_encoding.h"
-#include "memwal/cx_shard_manifest.h"
 
 /* --------------------------------------------------------------------------
  * Layout
