@@ -178,7 +178,8 @@ extern CxPending *cxfdw_pending_open(const CxRelInfo *ri, CxStore *st);
 extern const cx_schema *cxfdw_pending_schema(const CxPending *p);
 /* The store column that is the key of the pending rows. */
 extern const char *cxfdw_pending_key(const CxPending *p);
-extern void cxfdw_pending_append(CxPending *p, const cx_datum *values);
+extern void cxfdw_pending_append(CxPending *p, cx_row_kind kind,
+								 const cx_datum *values);
 extern uint64 cxfdw_pending_rows(const CxPending *p);
 /* The bytes of the rows buffered so far; valid until the next append. */
 extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);

@@ -174,7 +174,7 @@ insert_row(CxModifyState *state, TupleTableSlot *slot)
 	}
 	ec.att = -1;
 	check_key(state);
-	cxfdw_pending_append(state->pending, state->values);
+	cxfdw_pending_append(state->pending, CX_ROW_PUT, state->values);
 	MemoryContextSwitchTo(old);
 	cxfdw_conv_errcontext_pop(&ec);
 	MemoryContextReset(state->row_cxt);

@@ -382,6 +382,7 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	const uint8_t *data;
 	size_t		len;
 	cx_rd		rd;
+	cx_row_kind kind;
 	cx_err		err;
 	ListCell   *lc;
 
@@ -391,7 +392,7 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	data = cxfdw_pending_data(s->pending, &len);
 	cx_rd_init(&rd, data, Min(len, s->pending_end));
 	rd.pos = s->pending_pos;
-	if (cx_row_decode(s->pending_bind.schema, &rd, s->pending_values,
+	if (cx_row_decode(s->pending_bind.schema, &rd, &kind, s->pending_values,
 					  &s->scratch, &err) != CX_OK)
 		cx_pg_error(&err, "could not decode a row buffered for foreign table \"%s\"",
 					s->ri->relname);

@@ -226,13 +226,13 @@ truncate_rows(CxPending *p, size_t offset, uint64 nrows)
 
 /* Appends one row, values in the order of the buffer's schema. */
 void
-cxfdw_pending_append(CxPending *p, const cx_datum *values)
+cxfdw_pending_append(CxPending *p, cx_row_kind kind, const cx_datum *values)
 {
 	size_t		before = p->rows.len;
 	uint64		limit = (uint64) cx_max_transaction_kb * 1024;
 
 	mark_subtransaction(p);
-	cx_row_encode(p->schema, values, &p->rows);
+	cx_row_encode(p->schema, kind, values, &p->rows);
 	pending_bytes += p->rows.len - before;
 	if (!cx_buf_ok(&p->rows))
 	{

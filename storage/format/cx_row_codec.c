@@ -131,10 +131,13 @@ encode_list(cx_type elem_type, const cx_datum *d, cx_buf *out)
 }
 
 void
-cx_row_encode(const cx_schema *schema, const cx_datum *values, cx_buf *out)
+cx_row_encode(const cx_schema *schema, cx_row_kind kind,
+			  const cx_datum *values, cx_buf *out)
 {
-	size_t		bitmap_at = out->len;
+	size_t		bitmap_at;
 
+	cx_buf_put_u8(out, (uint8_t) kind);
+	bitmap_at = out->len;
 	if (!put_bitmap(out, schema->ncolumns))
 		return;
 	for (uint32_t i = 0; i < schema->ncolumns; i++)
@@ -290,11 +293,19 @@ fix_list_items(const cx_schema *schema, cx_datum *values, cx_buf *scratch)
 }
 
 cx_code
-cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
-			  cx_buf *scratch, cx_err *err)
+cx_row_decode(const cx_schema *schema, cx_rd *r, cx_row_kind *kind,
+			  cx_datum *values, cx_buf *scratch, cx_err *err)
 {
 	size_t		start = r->pos;
-	const uint8_t *nulls = take_bitmap(r, schema->ncolumns);
+	uint8_t		k = cx_rd_u8(r);
+	const uint8_t *nulls;
+
+	if (cx_rd_ok(r) && k > CX_ROW_KIND_MAX)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "encoded row at byte %zu: unknown row kind %u",
+						  start, k);
+	*kind = (cx_row_kind) k;
+	nulls = take_bitmap(r, schema->ncolumns);
 
 	cx_buf_reset(scratch);
 	for (uint32_t i = 0; i < schema->ncolumns && cx_rd_ok(r); i++)
@@ -331,6 +342,7 @@ cx_rows_check(const cx_schema *schema, const uint8_t *rows, size_t len,
 			  uint64_t nrows, cx_err *err)
 {
 	cx_datum   *values = malloc(sizeof(cx_datum) * (schema->ncolumns + 1));
+	cx_row_kind kind;
 	cx_buf		scratch;
 	cx_rd		r;
 	cx_code		rc = CX_OK;
@@ -340,7 +352,7 @@ cx_rows_check(const cx_schema *schema, const uint8_t *rows, size_t len,
 	cx_buf_init(&scratch);
 	cx_rd_init(&r, rows, len);
 	for (uint64_t n = 0; n < nrows && rc == CX_OK; n++)
-		rc = cx_row_decode(schema, &r, values, &scratch, err);
+		rc = cx_row_decode(schema, &r, &kind, values, &scratch, err);
 	cx_buf_free(&scratch);
 	free(values);
 	if (rc == CX_OK && cx_rd_left(&r) != 0)

@@ -6,7 +6,8 @@
  * transaction reads its own pending rows.  It is the same schema-driven
  * layout for every row, so a batch is just rows laid end to end:
  *
- *   row   := null bitmap (ceil(ncolumns / 8) bytes, bit set = NULL)
+ *   row   := kind (u8, cx_row_kind)
+ *            null bitmap (ceil(ncolumns / 8) bytes, bit set = NULL)
  *            then, for each non-NULL column in schema order, its value
  *   value := fixed-width types: their width in little-endian bytes
  *            variable-width types: u32 length + bytes

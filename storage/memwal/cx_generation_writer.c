@@ -80,13 +80,21 @@ cx_genw_add(cx_genw *g, const uint8_t *rows, size_t len, uint64_t nrows,
 	g->values[n].isnull = false;
 	g->values[n].v.i64 = ts;
 	g->values[n + 1].isnull = false;
-	g->values[n + 1].v.b = false;	/* an insert, not a deletion */
 	for (uint64_t i = 0; i < nrows; i++)
 	{
-		if (cx_row_decode(g->table, &r, g->values, &g->scratch, err) != CX_OK)
+		cx_row_kind kind;
+
+		if (cx_row_decode(g->table, &r, &kind, g->values, &g->scratch,
+						  err) != CX_OK)
 			return cx_err_prefix(err, "%s: row %llu of %llu", what,
 								 (unsigned long long) i + 1,
 								 (unsigned long long) nrows);
+		if (kind != CX_ROW_PUT && kind != CX_ROW_DELETE)
+			return cx_err_set(err, CX_ERR_CORRUPT,
+							  "%s: row %llu of %llu is a request (kind %d) the writer did not resolve",
+							  what, (unsigned long long) i + 1,
+							  (unsigned long long) nrows, (int) kind);
+		g->values[n + 1].v.b = kind == CX_ROW_DELETE;
 		if (cx_fragw_append(g->fw, g->values, err) != CX_OK)
 			return err->code;
 	}

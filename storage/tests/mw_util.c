@@ -82,7 +82,7 @@ mw_put(cx_shardwriter *w, const char *prefix, int first, int n, int64_t v,
 
 		snprintf(id, sizeof(id), "%s%d", prefix, k);
 		fill_row(d, id, v, tag, items);
-		cx_row_encode(mw_schema(), d, &rows);
+		cx_row_encode(mw_schema(), CX_ROW_PUT, d, &rows);
 	}
 	rc = cx_sw_append(w, mw_schema(), rows.data, rows.len, (uint64_t) n, seal,
 					  &ts, err);

@@ -54,7 +54,7 @@ sw_rows(cx_buf *out, const cx_schema *schema, const char *prefix, int from,
 		v[0].v.bytes.ptr = (const uint8_t *) id;
 		v[0].v.bytes.len = strlen(id);
 		v[1].v.i64 = i;
-		cx_row_encode(schema, v, out);
+		cx_row_encode(schema, CX_ROW_PUT, v, out);
 	}
 }
 

@@ -170,6 +170,7 @@ CX_TEST(rowcodec_round_trip_every_type)
 	cx_buf		enc,
 				scratch;
 	cx_rd		r;
+	cx_row_kind kind;
 	cx_err		err;
 	const int	nrows = 40;
 
@@ -179,14 +180,15 @@ CX_TEST(rowcodec_round_trip_every_type)
 	for (int seed = 0; seed < nrows; seed++)
 	{
 		make_row(s, seed, row, items);
-		cx_row_encode(s, row, &enc);
+		cx_row_encode(s, (cx_row_kind) (seed % (CX_ROW_KIND_MAX + 1)), row, &enc);
 	}
 	REQUIRE(cx_buf_ok(&enc));
 	cx_rd_init(&r, enc.data, enc.len);
 	for (int seed = 0; seed < nrows; seed++)
 	{
 		make_row(s, seed, row, items);
-		REQUIRE_OK(cx_row_decode(s, &r, got, &scratch, &err), &err);
+		REQUIRE_OK(cx_row_decode(s, &r, &kind, got, &scratch, &err), &err);
+		CHECK(kind == (cx_row_kind) (seed % (CX_ROW_KIND_MAX + 1)));
 		for (uint32_t c = 0; c < s->ncolumns; c++)
 			if (!same_value(&s->columns[c], &row[c], &got[c]))
 			{
@@ -214,6 +216,7 @@ CX_TEST(rowcodec_all_null_and_empty_values)
 	cx_buf		enc,
 				scratch;
 	cx_rd		r;
+	cx_row_kind kind;
 	cx_err		err;
 
 	REQUIRE_OK(cx_schema_add(s, "t", CX_T_STRING, 0, NULL, &err), &err);
@@ -222,23 +225,23 @@ CX_TEST(rowcodec_all_null_and_empty_values)
 	cx_buf_init(&enc);
 	cx_buf_init(&scratch);
 
-	/* All NULL: just the bitmap. */
+	/* All NULL: the kind and the bitmap. */
 	memset(row, 0, sizeof(row));
 	for (int i = 0; i < 3; i++)
 		row[i].isnull = true;
-	cx_row_encode(s, row, &enc);
-	CHECK(enc.len == 1 && enc.data[0] == 0x07);
+	cx_row_encode(s, CX_ROW_PUT, row, &enc);
+	CHECK(enc.len == 2 && enc.data[0] == CX_ROW_PUT && enc.data[1] == 0x07);
 
 	/* Empty string, empty bytes with no pointer, empty list: not NULL. */
 	memset(row, 0, sizeof(row));
 	row[0].v.bytes.ptr = (const uint8_t *) "";
-	cx_row_encode(s, row, &enc);
+	cx_row_encode(s, CX_ROW_PUT, row, &enc);
 	REQUIRE(cx_buf_ok(&enc));
 
 	cx_rd_init(&r, enc.data, enc.len);
-	REQUIRE_OK(cx_row_decode(s, &r, got, &scratch, &err), &err);
+	REQUIRE_OK(cx_row_decode(s, &r, &kind, got, &scratch, &err), &err);
 	CHECK(got[0].isnull && got[1].isnull && got[2].isnull);
-	REQUIRE_OK(cx_row_decode(s, &r, got, &scratch, &err), &err);
+	REQUIRE_OK(cx_row_decode(s, &r, &kind, got, &scratch, &err), &err);
 	CHECK(!got[0].isnull && got[0].v.bytes.len == 0);
 	CHECK(!got[1].isnull && got[1].v.bytes.len == 0);
 	CHECK(!got[2].isnull && got[2].v.list.n == 0);
@@ -263,6 +266,7 @@ CX_TEST(rowcodec_big_values_and_many_lists)
 	cx_buf		enc,
 				scratch;
 	cx_rd		r;
+	cx_row_kind kind;
 	cx_err		err;
 
 	REQUIRE(blob && many);
@@ -292,10 +296,10 @@ CX_TEST(rowcodec_big_values_and_many_lists)
 	row[3].isnull = true;
 	cx_buf_init(&enc);
 	cx_buf_init(&scratch);
-	cx_row_encode(s, row, &enc);
+	cx_row_encode(s, CX_ROW_PUT, row, &enc);
 	REQUIRE(cx_buf_ok(&enc));
 	cx_rd_init(&r, enc.data, enc.len);
-	REQUIRE_OK(cx_row_decode(s, &r, got, &scratch, &err), &err);
+	REQUIRE_OK(cx_row_decode(s, &r, &kind, got, &scratch, &err), &err);
 	for (int c = 0; c < 4; c++)
 		CHECK(same_value(&s->columns[c], &row[c], &got[c]));
 	/* The bytes point into the encoded batch, not a copy. */
@@ -317,7 +321,7 @@ encode_sample(const cx_schema *s, cx_buf *enc)
 
 	make_row(s, 7, row, items);
 	cx_buf_init(enc);
-	cx_row_encode(s, row, enc);
+	cx_row_encode(s, CX_ROW_PUT, row, enc);
 	free(row);
 	free(items);
 }
@@ -339,10 +343,11 @@ CX_TEST(rowcodec_truncated_input_is_corrupt)
 	{
 		uint8_t    *copy = malloc(len ? len : 1);
 		cx_rd		r;
+		cx_row_kind kind;
 
 		memcpy(copy, enc.data, len);
 		cx_rd_init(&r, copy, len);
-		CHECK_CODE(cx_row_decode(s, &r, got, &scratch, &err), CX_ERR_CORRUPT);
+		CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
 		free(copy);
 	}
 	cx_buf_free(&enc);
@@ -357,27 +362,33 @@ CX_TEST(rowcodec_malformed_input_is_corrupt)
 	cx_datum	got[2];
 	cx_buf		scratch;
 	cx_rd		r;
+	cx_row_kind kind;
 	cx_err		err;
+	/* a row kind beyond CX_ROW_KIND_MAX */
+	const uint8_t bad_kind[] = {CX_ROW_KIND_MAX + 1, 0x03};
 	/* bool 2 */
-	const uint8_t bad_bool[] = {0x00, 0x02, 0x00, 0x00, 0x00, 0x00};
+	const uint8_t bad_bool[] = {0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00};
 	/* padding bit 2 set in the row bitmap of a 2-column schema */
-	const uint8_t bad_pad[] = {0x04, 0x01, 0x00, 0x00, 0x00, 0x00};
+	const uint8_t bad_pad[] = {0x00, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00};
 	/* list of 3 with padding bit 3 set in its element bitmap */
-	const uint8_t bad_list_pad[] = {0x01, 0x03, 0x00, 0x00, 0x00, 0x0F};
+	const uint8_t bad_list_pad[] = {0x00, 0x01, 0x03, 0x00, 0x00, 0x00, 0x0F};
 	/* list claiming 2^32-1 elements */
-	const uint8_t huge_list[] = {0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0x00};
+	const uint8_t huge_list[] = {0x00, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0x00};
 
 	REQUIRE_OK(cx_schema_add(s, "b", CX_T_BOOL, 0, NULL, &err), &err);
 	REQUIRE_OK(cx_schema_add(s, "l", CX_T_LIST, CX_T_INT32, NULL, &err), &err);
 	cx_buf_init(&scratch);
+	cx_rd_init(&r, bad_kind, sizeof(bad_kind));
+	CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "row kind") != NULL);
 	cx_rd_init(&r, bad_bool, sizeof(bad_bool));
-	CHECK_CODE(cx_row_decode(s, &r, got, &scratch, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
 	cx_rd_init(&r, bad_pad, sizeof(bad_pad));
-	CHECK_CODE(cx_row_decode(s, &r, got, &scratch, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
 	cx_rd_init(&r, bad_list_pad, sizeof(bad_list_pad));
-	CHECK_CODE(cx_row_decode(s, &r, got, &scratch, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
 	cx_rd_init(&r, huge_list, sizeof(huge_list));
-	CHECK_CODE(cx_row_decode(s, &r, got, &scratch, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_row_decode(s, &r, &kind, got, &scratch, &err), CX_ERR_CORRUPT);
 	CHECK(strstr(err.msg, "\"l\"") != NULL);
 	cx_buf_free(&scratch);
 	cx_schema_free(s);
@@ -401,6 +412,7 @@ CX_TEST(rowcodec_random_corruption_never_crashes)
 	{
 		uint8_t    *copy = malloc(enc.len);
 		cx_rd		r;
+		cx_row_kind kind;
 		cx_code		rc;
 
 		memcpy(copy, enc.data, enc.len);
@@ -410,7 +422,7 @@ CX_TEST(rowcodec_random_corruption_never_crashes)
 			copy[(rng >> 8) % enc.len] ^= (uint8_t) (1u << ((rng >> 4) & 7));
 		}
 		cx_rd_init(&r, copy, enc.len);
-		rc = cx_row_decode(s, &r, got, &scratch, &err);
+		rc = cx_row_decode(s, &r, &kind, got, &scratch, &err);
 		CHECK(rc == CX_OK || rc == CX_ERR_CORRUPT || rc == CX_ERR_NOMEM);
 		corrupt += rc == CX_ERR_CORRUPT;
 		free(copy);

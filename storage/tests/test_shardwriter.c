@@ -326,7 +326,7 @@ CX_TEST(sw_schema_is_recorded_then_enforced)
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
 	/* Reserved column names are refused before anything is recorded.  The
 	 * row (NULL, NULL) is well-formed for both schemas. */
-	cx_row_encode(other, nulls, &b);
+	cx_row_encode(other, CX_ROW_PUT, nulls, &b);
 	CHECK_CODE(cx_sw_append(w, hidden, b.data, b.len, 1, true, &ts, &err), CX_ERR_SCHEMA);
 	REQUIRE_OK(append(w, "r", 0, 1, false, &err), &err);
 	REQUIRE_OK(cx_manifest_load_latest(s, &base, &err), &err);

@@ -118,19 +118,42 @@ typedef struct cx_datum
 	}			v;
 } cx_datum;
 
-/* Appends one row (schema->ncolumns values) to out. */
-void		cx_row_encode(const cx_schema *schema, const cx_datum *values,
-						  cx_buf *out);
+/*
+ * What an encoded row does to its key: the first byte of every encoded row.
+ * PUT and DELETE are what shards store (WAL entries, generations); the other
+ * kinds are requests that the shard writer resolves against the live rows
+ * into PUTs and DELETEs before it appends (never stored).  Values are on
+ * disk: never renumber.
+ */
+typedef enum cx_row_kind
+{
+	CX_ROW_PUT = 0,				/* the key's new version: replaces the whole
+								 * row, if any */
+	CX_ROW_DELETE = 1,			/* a tombstone: only the key column is set.
+								 * A NULL key deletes every row committed
+								 * before it (TRUNCATE) */
+	CX_ROW_INSERT = 2,			/* PUT, or a unique violation if the key is
+								 * live */
+	CX_ROW_INSERT_IF_ABSENT = 3,	/* PUT, or nothing if the key is live */
+	CX_ROW_UPSERT = 4			/* PUT that supersedes the live row whose
+								 * upsert-key value equals this row's */
+} cx_row_kind;
+
+#define CX_ROW_KIND_MAX CX_ROW_UPSERT
+
+/* Appends one row (its kind, then schema->ncolumns values) to out. */
+void		cx_row_encode(const cx_schema *schema, cx_row_kind kind,
+						  const cx_datum *values, cx_buf *out);
 
 /*
- * Decodes the next row from r into values[schema->ncolumns].  Variable-width
+ * Decodes the next row from r into *kind and values[schema->ncolumns].  Variable-width
  * values point into r's bytes.  List values are returned in v.list form with
  * items allocated from *scratch (a cx_buf reused across rows: the items stay
  * valid until the next call with the same scratch).  CX_ERR_CORRUPT if the
  * bytes do not hold a well-formed row.
  */
-cx_code		cx_row_decode(const cx_schema *schema, cx_rd *r, cx_datum *values,
-						  cx_buf *scratch, cx_err *err);
+cx_code		cx_row_decode(const cx_schema *schema, cx_rd *r, cx_row_kind *kind,
+						  cx_datum *values, cx_buf *scratch, cx_err *err);
 
 /* How fragments are cut into row groups and compressed
  * (format/cx_fragment.h). */
