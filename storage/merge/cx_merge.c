@@ -98,8 +98,8 @@ fix_table(merge_state *ms, cx_err *err)
 	if (cx_shard_generation_schema(ms->table, &ms->written_schema,
 								   err) != CX_OK)
 		return err->code;
-	ms->unique = ms->start->unique_key && ms->start->key_column != NULL;
-	if (ms->unique)
+	ms->keyed = ms->start->key_column != NULL;
+	if (ms->keyed)
 		return cx_key_column(ms->table, ms->start->key_column, &ms->key_col,
 							 err);
 	return CX_OK;
@@ -115,8 +115,7 @@ same_text(const char *a, const char *b)
 static cx_code
 check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
 {
-	if (!same_text(next->key_column, ms->start->key_column) ||
-		next->unique_key != ms->start->unique_key)
+	if (!same_text(next->key_column, ms->start->key_column))
 		return cx_err_set(err, CX_ERR_CONFLICT,
 						  "merge of shard %s: the table key changed while merging",
 						  ms->shard_id);
@@ -146,7 +145,7 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 						  (unsigned long long) merged);
 	if (check_table(ms, next, err) != CX_OK)
 		return err->code;
-	if (ms->unique && base != NULL && base->version != ms->start->version &&
+	if (ms->keyed && base != NULL && base->version != ms->start->version &&
 		cx_merge_compare_new(ms, base, err) != CX_OK)
 		return err->code;
 	for (uint32_t i = 0; i < ms->nout; i++)
@@ -212,9 +211,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		return rc;
 	}
 	rc = fix_table(&ms, err);
-	if (rc == CX_OK && ms.unique)
+	if (rc == CX_OK && ms.keyed)
 		rc = cx_merge_build_keymap(&ms, err);
-	if (rc == CX_OK && ms.unique)
+	if (rc == CX_OK && ms.keyed)
 		rc = cx_merge_find_replaced(&ms, err);
 	if (rc == CX_OK)
 		rc = cx_merge_write(&ms, err);

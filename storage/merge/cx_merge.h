@@ -8,8 +8,9 @@
  *   2. picks the oldest unmerged generations (number > the shard's watermark
  *      in the base manifest), at most max_generations and max_bytes, but
  *      always at least one (progress), never splitting a generation;
- *   3. keeps, per key, the newest row among them (commit order), and for
- *      unique-key tables finds the live base rows those keys replace (older
+ *   3. keeps, per key, the newest row among them (commit order), and (every
+ *      table with a key column, whatever unique_key says) finds the live
+ *      base rows those keys replace (older
  *      commit time loses; across shards the later commit time wins);
  *   4. writes the surviving rows as new base fragments (with the hidden
  *      columns) and commits ONE base version that adds them, adds deletion

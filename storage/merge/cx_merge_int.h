@@ -59,8 +59,9 @@ typedef struct merge_state
 	cx_schema  *table;			/* table schema */
 	cx_schema  *written_schema; /* table + hidden columns */
 
-	/* Unique-key tables only. */
-	bool		unique;
+	/* Tables with a key column only (all of them de-duplicate by key,
+	 * whatever unique_key says). */
+	bool		keyed;
 	uint32_t	key_col;
 	cx_keymap  *map;			/* newest merged version of each key; source =
 								 * index in gens */

@@ -1,6 +1,6 @@
 /*
  * cx_merge_keys.c — which rows a merge keeps and which base rows it replaces
- * (unique-key tables).
+ * (every table with a key column, whatever unique_key says).
  *
  * The key map holds, per key, the newest version among the merged
  * generations: they are one shard's, visited oldest first and rows in order,

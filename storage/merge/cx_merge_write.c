@@ -7,12 +7,13 @@
  * memory stays at about one row group in and one out.  A new fragment is
  * started every target_rows_per_fragment rows.
  *
- * Survivors: in unique-key tables, each key's newest merged version unless
+ * Survivors: in tables with a key column (all de-duplicate, whatever
+ * unique_key says), each key's newest merged version unless
  * a newer base row beat it — including winning tombstones, which are written
  * as tombstone rows: another shard may still hold an older, unmerged version
  * of the key, and only a tombstone in the base keeps that version hidden
  * once this merge's generations are drained (docs/design/merge.md).  Rows
- * with a NULL key are never de-duplicated.  Without a unique key every row
+ * with a NULL key are never de-duplicated.  Without a key column every row
  * survives except tombstones, which have nothing to hide there.
  */
 #include <stdlib.h>
@@ -136,7 +137,7 @@ survives(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
 	bool		tomb = cx_row_tombstone(g, layout, i);
 
 	*v = NULL;
-	if (!ms->unique ||
+	if (!ms->keyed ||
 		!cx_key_bytes(cx_rowgroup_column(g, ms->key_col), i, &key, &len))
 		return !tomb;
 	*v = cx_keymap_get(ms->map, key, len);

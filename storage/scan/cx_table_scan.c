@@ -12,7 +12,9 @@
  *     after this one);
  *   - a winning tombstone hides the key.
  *
- * Plan (unique-key tables with unmerged generations):
+ * Plan (tables with a key column and unmerged generations; every store
+ * de-duplicates by key, whatever unique_key says: that option only decides
+ * whether the writer refuses an INSERT of a live key):
  *   1. begin: read only the key, commit-time and tombstone columns of every
  *      unmerged generation into a key map (the winner per key).  Memory is
  *      bounded by the unmerged layers, never by the base.  Every generation
@@ -24,7 +26,7 @@
  *   3. stream the generations, keeping the rows not marked losers (and not
  *      tombstones): no key is looked up again, and the key column is read
  *      only if the caller wants it.
- * Otherwise (no generations, or no unique key) no map is built: base rows
+ * Otherwise (no generations, or no key column) no map is built: base rows
  * are filtered by their deletion vectors alone (and their tombstone column,
  * read only for fragments whose statistics say they hold tombstones), and
  * generation rows by their tombstone column.
@@ -85,7 +87,7 @@ struct cx_tablescan
 	const cx_schema *table;		/* snap->base->schema */
 	bool	   *want_user;		/* table->ncolumns entries */
 	bool	   *want;			/* per fragment: table->ncolumns + 2 */
-	bool		dedup;			/* unique key and unmerged generations */
+	bool		dedup;			/* a key column and unmerged generations */
 	uint32_t	key_col;
 	cx_keymap  *map;			/* dedup only */
 	cx_bits    *losers;			/* dedup only: per generation, the rows that
@@ -249,8 +251,7 @@ cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
 	}
 	for (uint32_t c = 0; c < n; c++)
 		scan->want_user[c] = want == NULL || want[c];
-	scan->dedup = base->unique_key && base->key_column != NULL &&
-		snap->ngens > 0;
+	scan->dedup = base->key_column != NULL && snap->ngens > 0;
 	if (scan->dedup &&
 		(cx_key_column(scan->table, base->key_column, &scan->key_col,
 					   err) != CX_OK ||
