@@ -10,17 +10,7 @@
 #include "merge/cx_merge.h"
 #include "cx_test.h"
 #include "mw_util.h"
-
-static cx_objstore *
-open_store(const char *suffix)
-{
-	cx_objstore *s = NULL;
-	cx_err		err;
-
-	if (cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s, &err) != CX_OK)
-		return NULL;
-	return s;
-}
+#include "swtest.h"
 
 /* The visible rows of s: n of them, and key id's value (-1: absent). */
 static int64_t
@@ -56,7 +46,7 @@ CX_TEST(delete_tombstone_hides_key_before_and_after_merge)
 {
 	for (int sealed = 0; sealed < 2; sealed++)
 	{
-		cx_objstore *s = open_store(sealed ? "/sealed" : "/wal");
+		cx_objstore *s = sw_store(sealed ? "/sealed" : "/wal");
 		cx_shardwriter *w;
 		uint32_t	n = 0;
 		cx_err		err;
@@ -80,7 +70,7 @@ CX_TEST(delete_tombstone_hides_key_before_and_after_merge)
  * later one, before and after merges. */
 CX_TEST(delete_then_insert_again_is_visible)
 {
-	cx_objstore *s = open_store("/st");
+	cx_objstore *s = sw_store("/st");
 	cx_shardwriter *w;
 	uint32_t	n = 0;
 	cx_err		err;
@@ -111,7 +101,7 @@ CX_TEST(delete_then_insert_again_is_visible)
  * after its own merge (a deletion vector on the base row). */
 CX_TEST(delete_of_a_base_only_key_hides_it)
 {
-	cx_objstore *s = open_store("/st");
+	cx_objstore *s = sw_store("/st");
 	cx_shardwriter *w;
 	cx_manifest *m;
 	uint32_t	n = 0;
@@ -138,7 +128,7 @@ CX_TEST(delete_of_a_base_only_key_hides_it)
  * row included. */
 CX_TEST(delete_replayed_from_the_wal_still_hides)
 {
-	cx_objstore *s = open_store("/st");
+	cx_objstore *s = sw_store("/st");
 	cx_shardwriter *w;
 	uint32_t	n = 0;
 	cx_err		err;
