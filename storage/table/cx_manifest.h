@@ -25,7 +25,9 @@
 #include "ctxstore/table.h"
 
 #define CX_MANIFEST_MAGIC "CXM1"
-#define CX_MANIFEST_FORMAT 1
+/* Format 2 added truncated_before_us and each fragment's origin shard;
+ * format 1 is still read (neither: nothing truncated, origins unknown). */
+#define CX_MANIFEST_FORMAT 2
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
