@@ -126,6 +126,31 @@ check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
 	return cx_commit_check_schema(next->schema, ms->table, err);
 }
 
+/*
+ * The newest TRUNCATE marker of the chosen generations (the newest
+ * generation holding one) and the cut it makes with the truncation the
+ * base already records.  Only tables with a key have markers (a tombstone
+ * with a NULL key).
+ */
+static cx_code
+find_truncation(merge_state *ms, cx_err *err)
+{
+	ms->cut_ts = ms->start->truncated_before_us;
+	for (uint32_t i = ms->ngens; ms->keyed && i > 0; i--)
+	{
+		if (cx_marker_find(ms->s, &ms->gens[i - 1].fragment, ms->table,
+						   ms->key_col, &ms->mark, err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
+		if (!ms->mark.found)
+			continue;
+		ms->mark_source = i - 1;
+		if (ms->mark.ts > ms->cut_ts)
+			ms->cut_ts = ms->mark.ts;
+		break;
+	}
+	return CX_OK;
+}
+
 /* Derives the committed version from the newest one (cx_rebase_fn). */
 static cx_code
 merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
@@ -151,10 +176,16 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	for (uint32_t i = 0; i < ms->nout; i++)
 		if (cx_manifest_add_fragment(next, &ms->out[i], err) != CX_OK)
 			return err->code;
+	/* A merge of another shard may have merged a TRUNCATE meanwhile and
+	 * removed fragments whose rows we replace: nothing left to delete. */
+	cx_dvset_forget_truncated(&ms->replaced, ms->start, next);
 	if (cx_dvset_apply(&ms->replaced, next, &replaced, err) != CX_OK ||
 		cx_dvset_apply(&ms->rebased, next, &replaced, err) != CX_OK)
 		return err->code;
 	ms->rows_replaced = replaced;
+	/* Also where only another merge raised it: fragments written by merges
+	 * that started before it may lie wholly before it. */
+	(void) cx_manifest_truncate(next, ms->mark.found ? ms->mark.ts : 0);
 	return cx_manifest_set_merged_gen(next, ms->shard_id, last, err);
 }
 
@@ -211,6 +242,8 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		return rc;
 	}
 	rc = fix_table(&ms, err);
+	if (rc == CX_OK)
+		rc = find_truncation(&ms, err);
 	if (rc == CX_OK && ms.keyed)
 		rc = cx_merge_build_keymap(&ms, err);
 	if (rc == CX_OK && ms.keyed)

@@ -145,6 +145,18 @@ survives(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
 		!(*v)->beaten;
 }
 
+/* Whether row `row` (row i of g) of generation `source` is hidden by a
+ * TRUNCATE: committed before the cut, or ahead of the marker in the
+ * marker's generation (cx_truncation.h). */
+static bool
+truncated(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
+		  uint32_t i, uint32_t source, uint64_t row)
+{
+	if (ms->mark.found && source == ms->mark_source && row < ms->mark.row)
+		return true;
+	return cx_row_ts(g, layout, i) < ms->cut_ts;
+}
+
 static cx_code
 write_generation(writer *wr, uint32_t source, cx_err *err)
 {
@@ -168,7 +180,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 		{
 			cx_keyver  *v;
 
-			if (survives(wr->ms, g, &layout, i, source, row, &v))
+			if (!truncated(wr->ms, g, &layout, i, source, row) &&
+				survives(wr->ms, g, &layout, i, source, row, &v))
 				rc = emit_row(wr, g, i, v, err);
 		}
 		cx_rowgroup_free(g);
@@ -188,7 +201,9 @@ cx_merge_write(merge_state *ms, cx_err *err)
 	if (wr.values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
-		rc = write_generation(&wr, i, err);
+		if (!cx_fragment_all_before(&ms->gens[i].fragment,
+									ms->table->ncolumns, ms->cut_ts))
+			rc = write_generation(&wr, i, err);
 	if (rc == CX_OK && wr.w != NULL)
 		rc = finish_fragment(&wr, err);
 	if (wr.w != NULL)

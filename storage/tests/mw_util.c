@@ -361,13 +361,20 @@ take_row(const cx_rowgroup *g, uint32_t i, mw_row *r)
 cx_code
 mw_scan(cx_objstore *s, const bool *want, mw_rows *out, cx_err *err)
 {
+	return mw_scan_version(s, 0, want, out, err);
+}
+
+cx_code
+mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
+				mw_rows *out, cx_err *err)
+{
 	cx_snapshot *snap;
 	cx_tablescan *scan;
 	uint32_t	cap = 0;
 	cx_code		rc;
 
 	memset(out, 0, sizeof(*out));
-	if (cx_snapshot_open(s, 0, &snap, err) != CX_OK)
+	if (cx_snapshot_open(s, version, &snap, err) != CX_OK)
 		return err->code;
 	out->pending = cx_snapshot_pending_generations(snap);
 	rc = cx_tablescan_begin(snap, want, &scan, err);

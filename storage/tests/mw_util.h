@@ -89,6 +89,9 @@ typedef struct mw_rows
 /* Scans the newest snapshot (want NULL = all columns). */
 cx_code		mw_scan(cx_objstore *s, const bool *want, mw_rows *out,
 					cx_err *err);
+/* The same for a pinned base version (0: the newest snapshot). */
+cx_code		mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
+							mw_rows *out, cx_err *err);
 void		mw_rows_free(mw_rows *rows);
 /* Occurrences of id; *v receives the value of the last one. */
 int			mw_count(const mw_rows *rows, const char *id, int64_t *v);

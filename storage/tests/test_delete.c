@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "merge/cx_merge.h"
 #include "cx_test.h"
@@ -149,5 +150,108 @@ CX_TEST(delete_replayed_from_the_wal_still_hides)
 	CHECK(value_of(s, "k0", &n) == -1 && n == 2);
 	CHECK(value_of(s, "k2", &n) == 1);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * TRUNCATE and puts in one append: the rows after the marker are visible,
+ * those ahead of it (same commit time) and every older row are hidden —
+ * sealed or through the WAL, unmerged and after the merge, which records
+ * the marker's time and writes only the rows after it.
+ */
+CX_TEST(truncate_then_puts_in_the_same_append)
+{
+	for (int sealed = 0; sealed < 2; sealed++)
+	{
+		cx_objstore *s = sw_store(sealed ? "/sealed" : "/wal");
+		cx_shardwriter *w;
+		cx_merge_result res;
+		cx_manifest *m;
+		uint32_t	n = 0;
+		cx_err		err;
+		const mw_op ops[] = {{CX_ROW_PUT, "a", 1}, {CX_ROW_PUT, "b", 1},
+		{CX_ROW_DELETE, NULL, 0}, {CX_ROW_PUT, "c", 2}, {CX_ROW_PUT, "a", 2}};
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+		REQUIRE_OK(mw_put(w, "k", 0, 3, 1, true, &err), &err);
+		REQUIRE_OK(merge_and_drain(s, w, &err), &err);
+		REQUIRE_OK(mw_put(w, "u", 0, 2, 1, sealed, &err), &err);
+		REQUIRE_OK(mw_append(w, ops, 5, sealed, &err), &err);
+		if (!sealed)
+			REQUIRE_OK(cx_sw_seal(w, &err), &err);
+		CHECK(value_of(s, "a", &n) == 2 && n == 2);
+		CHECK(value_of(s, "c", &n) == 2 && value_of(s, "b", &n) == -1);
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		CHECK(res.rows_written == 2);
+		REQUIRE_OK(cx_sw_drain_through(w, res.merged_through, &err), &err);
+		CHECK(value_of(s, "a", &n) == 2 && n == 2);
+		CHECK(value_of(s, "c", &n) == 2);
+		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+		CHECK(m->truncated_before_us > 0 && m->nfragments == 1);
+		cx_manifest_free(m);
+		REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+		cx_obj_close(s);
+	}
+}
+
+/*
+ * A marker of one shard hides another shard's older rows, unmerged and in
+ * the base, but not its later ones; after its merge the base records the
+ * time, no longer lists the fragments wholly before it, and the other
+ * shard's older unmerged rows stay hidden through their own merge.  A
+ * version pinned before the truncation still reads its rows.
+ */
+CX_TEST(truncate_hides_every_shard_and_layer_before_it)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shardwriter *a;
+	cx_shardwriter *b;
+	cx_manifest *m;
+	mw_rows		r;
+	uint64_t	pinned;
+	uint32_t	n = 0;
+	cx_err		err;
+	const mw_op truncate[] = {{CX_ROW_DELETE, NULL, 0}};
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+	REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
+	REQUIRE_OK(mw_put(a, "k", 0, 3, 1, true, &err), &err);
+	REQUIRE_OK(mw_put(b, "x", 0, 2, 1, true, &err), &err);
+	REQUIRE_OK(merge_and_drain(s, b, &err), &err);
+	REQUIRE_OK(mw_put(b, "y", 0, 2, 1, true, &err), &err);	/* unmerged */
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	pinned = m->version;
+	cx_manifest_free(m);
+	sleep_ms(2);
+	REQUIRE_OK(mw_append(a, truncate, 1, true, &err), &err);
+	sleep_ms(2);
+	REQUIRE_OK(mw_put(b, "z", 0, 1, 7, true, &err), &err);	/* after it */
+	CHECK(value_of(s, "z0", &n) == 7 && n == 1);
+	REQUIRE_OK(merge_and_drain(s, a, &err), &err);
+	CHECK(value_of(s, "z0", &n) == 7 && n == 1);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->truncated_before_us > 0);
+	CHECK(m->nfragments == 0);	/* shard b's x fragment is gone */
+	cx_manifest_free(m);
+	REQUIRE_OK(merge_and_drain(s, b, &err), &err);
+	CHECK(value_of(s, "z0", &n) == 7 && n == 1);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->nfragments == 1 && m->fragments[0].rows == 1);
+	cx_manifest_free(m);
+	REQUIRE_OK(mw_scan_version(s, pinned, NULL, &r, &err), &err);
+	CHECK(r.n == 2 && mw_count(&r, "x1", NULL) == 1);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+	REQUIRE_OK(cx_sw_close(b, false, &err), &err);
 	cx_obj_close(s);
 }
