@@ -263,6 +263,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		out->rows_written = ms.rows_written;
 		out->rows_replaced = ms.rows_replaced;
 		out->base_version = version;
+		out->key_conflicts = ms.key_conflicts;
+		memcpy(out->key_conflict_example, ms.key_conflict_example,
+			   sizeof(out->key_conflict_example));
 	}
 	else
 		cx_err_prefix(err, "merging shard %s of %s", shard_id, s->uri);

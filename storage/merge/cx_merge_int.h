@@ -89,6 +89,8 @@ typedef struct merge_state
 	uint32_t	nout;
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* set by the rebase that committed */
+	uint64_t	key_conflicts;	/* keys whose base row another shard wrote */
+	char		key_conflict_example[CX_KEY_EXAMPLE_MAX];
 } merge_state;
 
 /* cx_merge_keys.c */

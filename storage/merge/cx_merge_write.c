@@ -91,7 +91,10 @@ finish_fragment(writer *wr, cx_err *err)
 	memset(&ms->out[ms->nout], 0, sizeof(cx_fragment_info));
 	if (cx_fragw_finish(w, &ms->out[ms->nout], err) != CX_OK)
 		return err->code;
+	/* Counted first, so that a failed copy is freed with the rest. */
 	ms->nout++;
+	if ((ms->out[ms->nout - 1].origin_shard = cx_strdup(ms->shard_id)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	return CX_OK;
 }
 

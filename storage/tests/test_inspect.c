@@ -364,8 +364,8 @@ CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
 	cx_obj_close(s);
 }
 
-/* The manifest command shows a merged TRUNCATE. */
-CX_TEST(inspect_cli_shows_truncation)
+/* The manifest command shows a merged TRUNCATE and each fragment's shard. */
+CX_TEST(inspect_cli_shows_truncation_and_origin_shard)
 {
 	cx_objstore *s;
 	cx_shardwriter *w;
@@ -381,7 +381,8 @@ CX_TEST(inspect_cli_shows_truncation)
 	REQUIRE_OK(mw_put(w, "k", 1, 2, 1, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
 	CHECK(inspect_cmd(uri, "manifest", &out) == 0);
-	CHECK(out && strstr(out, "truncated    never"));
+	CHECK(out && strstr(out, "truncated    never") &&
+		  strstr(out, "from shard s1"));
 	free(out);
 	REQUIRE_OK(mw_append(w, ops, 2, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);

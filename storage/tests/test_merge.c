@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "table/cx_commit.h"
@@ -344,6 +345,54 @@ CX_TEST(merge_two_shards_later_commit_wins_both_orders)
 		CHECK(mw_count(&r, "k4", &v) == 1 && v == 20);
 		CHECK(mw_count(&r, "k5", &v) == 1 && v == 30);
 		mw_rows_free(&r);
+		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
+		cx_obj_close(s);
+	}
+}
+
+/*
+ * A key written by two shards is a cross-shard key conflict, counted by the
+ * merge that judges the other shard's base row, whether that row is older
+ * (shadowed) or newer (shadowing); keys of one shard only are not.  Merged
+ * fragments record their shard.
+ */
+CX_TEST(merge_counts_cross_shard_key_conflicts)
+{
+	for (int newer_base = 0; newer_base < 2; newer_base++)
+	{
+		cx_objstore *s = open_store(newer_base ? "/newer" : "/older");
+		cx_shardwriter *a;
+		cx_shardwriter *b;
+		cx_merge_result res;
+		cx_manifest *m;
+		int64_t		v = -1;
+		mw_rows		r;
+		cx_err		err;
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+		REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
+		REQUIRE_OK(mw_put(newer_base ? b : a, "k", 0, 2, 1, true, &err), &err);
+		sleep_ms(2);
+		REQUIRE_OK(mw_put(newer_base ? a : b, "k", 1, 2, 2, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		CHECK(res.key_conflicts == 0 && res.key_conflict_example[0] == '\0');
+		REQUIRE_OK(cx_merge_shard(s, "b", NULL, &res, &err), &err);
+		/* k1 is the one key both wrote */
+		CHECK(res.key_conflicts == 1 &&
+			  strcmp(res.key_conflict_example, "k1") == 0);
+		CHECK(res.rows_replaced == (newer_base ? 0 : 1));
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_drain(s, b, &err), &err);
+		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+		CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 2);
+		mw_rows_free(&r);
+		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+		CHECK(m->nfragments == 2 &&
+			  strcmp(m->fragments[0].origin_shard, "a") == 0 &&
+			  strcmp(m->fragments[1].origin_shard, "b") == 0);
+		cx_manifest_free(m);
 		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
 		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
 		cx_obj_close(s);
