@@ -823,6 +823,62 @@ CX_TEST(merge_rebase_rechecks_keys_against_fragments_committed_meanwhile)
 	}
 }
 
+/*
+ * Another shard merges a TRUNCATE between our plan and our commit, dropping
+ * the base fragment whose row our merge replaces: the rebase forgets that
+ * deletion instead of failing, drops our new fragment if all its rows are
+ * older than the truncation, and only the rows after it stay visible.
+ */
+CX_TEST(merge_rebase_after_a_truncation_merged_meanwhile)
+{
+	for (int later_row = 0; later_row < 2; later_row++)
+	{
+		const char *suffix = later_row ? "/later" : "/older";
+		cx_objstore *s = open_store(suffix);
+		cx_shardwriter *a;
+		cx_shardwriter *b;
+		cx_merge_result res;
+		cx_manifest *m;
+		mw_rows		r;
+		int64_t		v = -1;
+		cx_err		err;
+		const mw_op truncate[] = {{CX_ROW_DELETE, NULL, 0}};
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+		REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
+		REQUIRE_OK(mw_put(a, "k", 0, 3, 1, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		sleep_ms(2);
+		REQUIRE_OK(mw_put(b, "k", 1, 1, 2, true, &err), &err);	/* replaces k1 */
+		sleep_ms(2);
+		REQUIRE_OK(mw_append(a, truncate, 1, true, &err), &err);
+		sleep_ms(2);
+		if (later_row)
+			REQUIRE_OK(mw_put(b, "z", 0, 1, 3, true, &err), &err);
+		/* we merge b; a's merge (the truncation) slips in before our commit */
+		REQUIRE_OK(merge_interrupted(s, suffix, "b", "a", &res, &err), &err);
+		CHECK(hook_rc == CX_OK && hook_res.generations == 1);
+		CHECK(res.generations == 1 + (uint32_t) later_row);
+		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+		CHECK(m->truncated_before_us > 0);
+		/* shard a's fragment is gone; ours, holding k1 (hidden by the time)
+		 * and z0, stays only if it holds z0 */
+		CHECK(m->nfragments == (uint32_t) later_row);
+		cx_manifest_free(m);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_drain(s, b, &err), &err);
+		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+		CHECK(r.n == (uint32_t) later_row);
+		CHECK(!later_row || (mw_count(&r, "z0", &v) == 1 && v == 3));
+		mw_rows_free(&r);
+		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
+		cx_obj_close(s);
+	}
+}
+
 /* A generation sealed while the merge runs (between its plan and its
  * commit) is neither merged nor drained. */
 CX_TEST(merge_generation_sealed_during_merge_survives_drain)
