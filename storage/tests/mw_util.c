@@ -96,6 +96,14 @@ mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal, cx_err *err)
 }
 
 cx_code
+mw_truncate(cx_shardwriter *w, bool seal, cx_err *err)
+{
+	const mw_op marker = {CX_ROW_DELETE, NULL, 0};
+
+	return mw_append(w, &marker, 1, seal, err);
+}
+
+cx_code
 mw_put(cx_shardwriter *w, const char *prefix, int first, int n, int64_t v,
 	   bool seal, cx_err *err)
 {

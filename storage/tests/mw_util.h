@@ -37,6 +37,9 @@ typedef struct mw_op
 cx_code		mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
 					  cx_err *err);
 
+/* Appends one TRUNCATE marker (a tombstone with a NULL key). */
+cx_code		mw_truncate(cx_shardwriter *w, bool seal, cx_err *err);
+
 /* A row of a hand-made generation. */
 typedef struct mw_genrow
 {

@@ -220,7 +220,6 @@ CX_TEST(truncate_hides_every_shard_and_layer_before_it)
 	uint64_t	pinned;
 	uint32_t	n = 0;
 	cx_err		err;
-	const mw_op truncate[] = {{CX_ROW_DELETE, NULL, 0}};
 
 	REQUIRE(s != NULL);
 	REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
@@ -233,7 +232,7 @@ CX_TEST(truncate_hides_every_shard_and_layer_before_it)
 	pinned = m->version;
 	cx_manifest_free(m);
 	sleep_ms(2);
-	REQUIRE_OK(mw_append(a, truncate, 1, true, &err), &err);
+	REQUIRE_OK(mw_truncate(a, true, &err), &err);
 	sleep_ms(2);
 	REQUIRE_OK(mw_put(b, "z", 0, 1, 7, true, &err), &err);	/* after it */
 	CHECK(value_of(s, "z0", &n) == 7 && n == 1);

@@ -842,7 +842,6 @@ CX_TEST(merge_rebase_after_a_truncation_merged_meanwhile)
 		mw_rows		r;
 		int64_t		v = -1;
 		cx_err		err;
-		const mw_op truncate[] = {{CX_ROW_DELETE, NULL, 0}};
 
 		REQUIRE(s != NULL);
 		REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
@@ -853,7 +852,7 @@ CX_TEST(merge_rebase_after_a_truncation_merged_meanwhile)
 		sleep_ms(2);
 		REQUIRE_OK(mw_put(b, "k", 1, 1, 2, true, &err), &err);	/* replaces k1 */
 		sleep_ms(2);
-		REQUIRE_OK(mw_append(a, truncate, 1, true, &err), &err);
+		REQUIRE_OK(mw_truncate(a, true, &err), &err);
 		sleep_ms(2);
 		if (later_row)
 			REQUIRE_OK(mw_put(b, "z", 0, 1, 3, true, &err), &err);
