@@ -29,6 +29,13 @@
  * shard's generations are drained.  Compaction (a later module) drops
  * tombstones once nothing older can surface.
  *
+ * A TRUNCATE marker among the merged generations (a tombstone with a NULL
+ * key) is not written: the new base version records its time as
+ * truncated_before_us, no row it hides is written, and fragments wholly
+ * older are no longer listed (docs/design/merge.md, "TRUNCATE").  Every
+ * fragment written records the merged shard as its origin; a key whose live
+ * base row came from another shard is counted in key_conflicts.
+ *
  * Costs: the merged generations' keys are held in memory (a cx_keymap; about
  * 100 bytes per distinct key plus the key bytes); finding the base rows they
  * replace reads the key and commit-time columns of every live base fragment

@@ -14,7 +14,9 @@
  * of the key, and only a tombstone in the base keeps that version hidden
  * once this merge's generations are drained (docs/design/merge.md).  Rows
  * with a NULL key are never de-duplicated.  Without a key column every row
- * survives except tombstones, which have nothing to hide there.
+ * survives except tombstones, which have nothing to hide there.  No row a
+ * TRUNCATE hides survives (committed before the cut, or ahead of the marker
+ * in its generation), and the marker itself is not written.
  */
 #include <stdlib.h>
 #include <string.h>
