@@ -55,6 +55,7 @@ typedef struct MaintJob
 	uint32		generations;
 	uint64		merged_through;
 	uint64		rows_written;
+	uint64		key_conflicts;
 	uint32		commits;
 	CxOpenStore *store;
 } MaintJob;
@@ -121,6 +122,21 @@ take_job(uint64 generation, MaintJob *job)
 	return taken;
 }
 
+/* A merge that found keys written by two shards says so once, with a
+ * count and an example (the later commit won without a uniqueness check). */
+static void
+log_key_conflicts(const MaintJob *job, const cx_merge_result *res)
+{
+	if (res->key_conflicts == 0)
+		return;
+	ereport(LOG,
+			errmsg("ctxstore maintenance: merge of shard %s of store \"%s\" found %llu keys also written by another shard, for example %s",
+				   cx_shard_id(), job->uri,
+				   (unsigned long long) res->key_conflicts,
+				   res->key_conflict_example),
+			errhint("Across clusters uniqueness is not checked at commit: the later commit of such a key wins."));
+}
+
 /* Merges until the watermark reaches the job's generation, nothing is left
  * to merge, a call fails, or the worker is asked to stop. */
 static void
@@ -146,6 +162,8 @@ merge_until(MaintJob *job, const cx_merge_options *opt)
 		job->generations += res.generations;
 		job->merged_through = res.merged_through;
 		job->rows_written += res.rows_written;
+		job->key_conflicts += res.key_conflicts;
+		log_key_conflicts(job, &res);
 		job->commits++;
 		if (res.merged_through >= job->until_gen || ShutdownRequestPending)
 			return;
@@ -202,6 +220,7 @@ publish_store_locked(MaintJob *job)
 	st->merge_failures += job->ok ? 0 : 1;
 	st->merged_generations += job->generations;
 	st->merged_rows += job->rows_written;
+	st->key_conflicts += job->key_conflicts;
 	st->last_merge_at = GetCurrentTimestamp();
 	strlcpy(st->last_merge_error, job->ok ? "" : job->failure.msg,
 			sizeof(st->last_merge_error));

@@ -8,8 +8,9 @@
 #   - the answer to the write that commits the rows (the put-if-absent of a
 #     base manifest, shard manifest or WAL entry, whichever the write path
 #     commits with) is lost after the write landed: the COMMIT succeeds, and
-#     its rows appear once.  The table is append-only (unique_key 'false'),
-#     so a commit applied twice would show its rows twice.
+#     its rows appear once.  (Reads de-duplicate by key whatever unique_key
+#     says, so a commit applied twice would also show its rows once; the
+#     unit tests check the stored objects for that.)
 use strict;
 use warnings;
 

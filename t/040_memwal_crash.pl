@@ -7,8 +7,12 @@
 #
 # Then a clean shutdown seals what was not sealed yet.
 #
-# The tables have unique_key 'false', so a row written twice would be read
-# twice: the scan's de-duplication cannot hide a duplicate.
+# Reads de-duplicate by key (whatever unique_key says), so a row written
+# twice shows once here: what this checks is that none is lost and none is
+# visible twice.  That a replay writes each WAL entry into exactly one
+# generation is checked on the stored generations themselves by the unit
+# tests sw_crash_before_seal_replays_exactly_once and
+# sw_replay_that_crashes_before_its_commit_duplicates_nothing.
 use strict;
 use warnings;
 

@@ -10,7 +10,9 @@
 # then the whole cluster killed), which the crashing claim and the next one
 # must replay once.
 #
-# Tables have unique_key 'false': a duplicate would be read twice.
+# Reads de-duplicate by key whatever unique_key says, so a duplicate shows
+# once here; the stored generations are checked for duplicates by the unit
+# tests (sw_crash_before_seal_replays_exactly_once).
 use strict;
 use warnings;
 

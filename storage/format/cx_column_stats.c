@@ -279,6 +279,7 @@ cx_fragment_info_free(cx_fragment_info *fi)
 		return;
 	free(fi->path);
 	free(fi->stats);
+	free(fi->origin_shard);
 	memset(fi, 0, sizeof(*fi));
 }
 
@@ -290,8 +291,10 @@ cx_fragment_info_copy(cx_fragment_info *dst, const cx_fragment_info *src,
 	dst->path = src->path ? cx_strdup(src->path) : NULL;
 	dst->stats = src->ncolumns ?
 		cx_memdup(src->stats, sizeof(cx_colstats) * src->ncolumns) : NULL;
+	dst->origin_shard = src->origin_shard ? cx_strdup(src->origin_shard) : NULL;
 	if ((src->path && dst->path == NULL) ||
-		(src->ncolumns && dst->stats == NULL))
+		(src->ncolumns && dst->stats == NULL) ||
+		(src->origin_shard && dst->origin_shard == NULL))
 	{
 		cx_fragment_info_free(dst);
 		return cx_err_set(err, CX_ERR_NOMEM,

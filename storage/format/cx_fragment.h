@@ -59,6 +59,8 @@ typedef struct cx_fragment_info
 	uint32_t	footer_len;		/* footer bytes, including its trailer */
 	uint32_t	ncolumns;
 	cx_colstats *stats;			/* ncolumns entries, malloc'd */
+	char	   *origin_shard;	/* base fragments: the shard whose rows it
+								 * holds (malloc'd; NULL: unknown) */
 } cx_fragment_info;
 
 void		cx_fragment_info_free(cx_fragment_info *fi);	/* frees members */

@@ -98,8 +98,8 @@ fix_table(merge_state *ms, cx_err *err)
 	if (cx_shard_generation_schema(ms->table, &ms->written_schema,
 								   err) != CX_OK)
 		return err->code;
-	ms->unique = ms->start->unique_key && ms->start->key_column != NULL;
-	if (ms->unique)
+	ms->keyed = ms->start->key_column != NULL;
+	if (ms->keyed)
 		return cx_key_column(ms->table, ms->start->key_column, &ms->key_col,
 							 err);
 	return CX_OK;
@@ -115,8 +115,7 @@ same_text(const char *a, const char *b)
 static cx_code
 check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
 {
-	if (!same_text(next->key_column, ms->start->key_column) ||
-		next->unique_key != ms->start->unique_key)
+	if (!same_text(next->key_column, ms->start->key_column))
 		return cx_err_set(err, CX_ERR_CONFLICT,
 						  "merge of shard %s: the table key changed while merging",
 						  ms->shard_id);
@@ -125,6 +124,31 @@ check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
 						  "merge of shard %s: the base lost its schema while merging",
 						  ms->shard_id);
 	return cx_commit_check_schema(next->schema, ms->table, err);
+}
+
+/*
+ * The newest TRUNCATE marker of the chosen generations (the newest
+ * generation holding one) and the cut it makes with the truncation the
+ * base already records.  Only tables with a key have markers (a tombstone
+ * with a NULL key).
+ */
+static cx_code
+find_truncation(merge_state *ms, cx_err *err)
+{
+	ms->cut_ts = ms->start->truncated_before_us;
+	for (uint32_t i = ms->ngens; ms->keyed && i > 0; i--)
+	{
+		if (cx_marker_find(ms->s, &ms->gens[i - 1].fragment, ms->table,
+						   ms->key_col, &ms->mark, err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
+		if (!ms->mark.found)
+			continue;
+		ms->mark_source = i - 1;
+		if (ms->mark.ts > ms->cut_ts)
+			ms->cut_ts = ms->mark.ts;
+		break;
+	}
+	return CX_OK;
 }
 
 /* Derives the committed version from the newest one (cx_rebase_fn). */
@@ -146,16 +170,22 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 						  (unsigned long long) merged);
 	if (check_table(ms, next, err) != CX_OK)
 		return err->code;
-	if (ms->unique && base != NULL && base->version != ms->start->version &&
+	if (ms->keyed && base != NULL && base->version != ms->start->version &&
 		cx_merge_compare_new(ms, base, err) != CX_OK)
 		return err->code;
 	for (uint32_t i = 0; i < ms->nout; i++)
 		if (cx_manifest_add_fragment(next, &ms->out[i], err) != CX_OK)
 			return err->code;
+	/* A merge of another shard may have merged a TRUNCATE meanwhile and
+	 * removed fragments whose rows we replace: nothing left to delete. */
+	cx_dvset_forget_truncated(&ms->replaced, ms->start, next);
 	if (cx_dvset_apply(&ms->replaced, next, &replaced, err) != CX_OK ||
 		cx_dvset_apply(&ms->rebased, next, &replaced, err) != CX_OK)
 		return err->code;
 	ms->rows_replaced = replaced;
+	/* Also where only another merge raised it: fragments written by merges
+	 * that started before it may lie wholly before it. */
+	(void) cx_manifest_truncate(next, ms->mark.found ? ms->mark.ts : 0);
 	return cx_manifest_set_merged_gen(next, ms->shard_id, last, err);
 }
 
@@ -212,9 +242,11 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		return rc;
 	}
 	rc = fix_table(&ms, err);
-	if (rc == CX_OK && ms.unique)
+	if (rc == CX_OK)
+		rc = find_truncation(&ms, err);
+	if (rc == CX_OK && ms.keyed)
 		rc = cx_merge_build_keymap(&ms, err);
-	if (rc == CX_OK && ms.unique)
+	if (rc == CX_OK && ms.keyed)
 		rc = cx_merge_find_replaced(&ms, err);
 	if (rc == CX_OK)
 		rc = cx_merge_write(&ms, err);
@@ -231,6 +263,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		out->rows_written = ms.rows_written;
 		out->rows_replaced = ms.rows_replaced;
 		out->base_version = version;
+		out->key_conflicts = ms.key_conflicts;
+		memcpy(out->key_conflict_example, ms.key_conflict_example,
+			   sizeof(out->key_conflict_example));
 	}
 	else
 		cx_err_prefix(err, "merging shard %s of %s", shard_id, s->uri);

@@ -8,8 +8,9 @@
  *   2. picks the oldest unmerged generations (number > the shard's watermark
  *      in the base manifest), at most max_generations and max_bytes, but
  *      always at least one (progress), never splitting a generation;
- *   3. keeps, per key, the newest row among them (commit order), and for
- *      unique-key tables finds the live base rows those keys replace (older
+ *   3. keeps, per key, the newest row among them (commit order), and (every
+ *      table with a key column, whatever unique_key says) finds the live
+ *      base rows those keys replace (older
  *      commit time loses; across shards the later commit time wins);
  *   4. writes the surviving rows as new base fragments (with the hidden
  *      columns) and commits ONE base version that adds them, adds deletion
@@ -27,6 +28,13 @@
  * an older unmerged version of the key that must stay hidden after this
  * shard's generations are drained.  Compaction (a later module) drops
  * tombstones once nothing older can surface.
+ *
+ * A TRUNCATE marker among the merged generations (a tombstone with a NULL
+ * key) is not written: the new base version records its time as
+ * truncated_before_us, no row it hides is written, and fragments wholly
+ * older are no longer listed (docs/design/merge.md, "TRUNCATE").  Every
+ * fragment written records the merged shard as its origin; a key whose live
+ * base row came from another shard is counted in key_conflicts.
  *
  * Costs: the merged generations' keys are held in memory (a cx_keymap; about
  * 100 bytes per distinct key plus the key bytes); finding the base rows they

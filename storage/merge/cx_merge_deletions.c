@@ -103,3 +103,29 @@ cx_dvset_apply(cx_dvset *d, cx_manifest *m, uint64_t *count, cx_err *err)
 	}
 	return CX_OK;
 }
+
+void
+cx_dvset_forget_truncated(cx_dvset *d, const cx_manifest *start,
+						  const cx_manifest *m)
+{
+	uint32_t	kept = 0;
+
+	for (uint32_t i = 0; i < d->n; i++)
+	{
+		cx_dvset_entry *e = &d->e[i];
+		int64_t		f = cx_manifest_find_fragment(start, e->path);
+
+		if (m->truncated_before_us > 0 && start->schema != NULL && f >= 0 &&
+			cx_manifest_find_fragment(m, e->path) < 0 &&
+			cx_fragment_all_before(&start->fragments[f],
+								   start->schema->ncolumns,
+								   m->truncated_before_us))
+		{
+			free(e->path);
+			free(e->rows);
+			continue;
+		}
+		d->e[kept++] = *e;
+	}
+	d->n = kept;
+}

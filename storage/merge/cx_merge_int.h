@@ -16,6 +16,7 @@
 #include "table/cx_manifest.h"
 #include "merge/cx_merge.h"
 #include "table/cx_row_key.h"
+#include "table/cx_truncation.h"
 #include "memwal/cx_shard_manifest.h"
 
 /*
@@ -46,6 +47,11 @@ cx_code		cx_dvset_add(cx_dvset *d, const char *path, uint64_t row,
  * the rows in place.  Adds to *count the rows that were not deleted yet. */
 cx_code		cx_dvset_apply(cx_dvset *d, cx_manifest *m, uint64_t *count,
 						   cx_err *err);
+/* Drops from d the fragments m no longer lists because a TRUNCATE removed
+ * them (start listed them, wholly before m's truncated_before_us): their
+ * rows are hidden already. */
+void		cx_dvset_forget_truncated(cx_dvset *d, const cx_manifest *start,
+									  const cx_manifest *m);
 
 typedef struct merge_state
 {
@@ -59,8 +65,9 @@ typedef struct merge_state
 	cx_schema  *table;			/* table schema */
 	cx_schema  *written_schema; /* table + hidden columns */
 
-	/* Unique-key tables only. */
-	bool		unique;
+	/* Tables with a key column only (all of them de-duplicate by key,
+	 * whatever unique_key says). */
+	bool		keyed;
 	uint32_t	key_col;
 	cx_keymap  *map;			/* newest merged version of each key; source =
 								 * index in gens */
@@ -71,11 +78,19 @@ typedef struct merge_state
 	char	  **scanned;		/* fragments already compared on rebase */
 	uint32_t	nscanned;
 
+	/* TRUNCATE: the newest marker of the chosen generations, and the cut
+	 * (rows committed before it are not written). */
+	cx_marker	mark;
+	uint32_t	mark_source;	/* index in gens of mark */
+	int64_t		cut_ts;			/* start's truncated_before_us or mark */
+
 	/* What the merge wrote. */
 	cx_fragment_info *out;
 	uint32_t	nout;
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* set by the rebase that committed */
+	uint64_t	key_conflicts;	/* keys whose base row another shard wrote */
+	char		key_conflict_example[CX_KEY_EXAMPLE_MAX];
 } merge_state;
 
 /* cx_merge_keys.c */

@@ -1,6 +1,6 @@
 /*
  * cx_merge_keys.c — which rows a merge keeps and which base rows it replaces
- * (unique-key tables).
+ * (every table with a key column, whatever unique_key says).
  *
  * The key map holds, per key, the newest version among the merged
  * generations: they are one shard's, visited oldest first and rows in order,
@@ -15,8 +15,14 @@
  *
  * A base row newer than our version (merged from another shard that
  * committed later) wins: our version is not written.  Otherwise the base row
- * gets a deletion vector entry.
+ * gets a deletion vector entry.  Either way, a base row whose fragment came
+ * from another shard (its origin in the manifest) makes the key a
+ * cross-shard key conflict: two clusters wrote it, and the later commit won
+ * without any uniqueness check.  Conflicts are counted where a found base
+ * row is judged, whatever found it.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +83,74 @@ typedef struct base_keys
 {
 	merge_state *ms;
 	const char *path;
+	const char *origin;			/* the fragment's origin shard, or NULL */
 } base_keys;
+
+/* Whether a byte may appear in a log line as it is (UTF-8 passes). */
+static bool
+printable(uint8_t c)
+{
+	return c >= 0x20 && c != 0x7f;
+}
+
+/* A text key, cut at a character boundary to fit, with "..." if cut. */
+static void
+text_example(const uint8_t *key, size_t len, char *out, size_t size)
+{
+	size_t		n = len < size - 1 ? len : size - 4;
+
+	while (n < len && n > 0 && (key[n] & 0xC0) == 0x80)
+		n--;
+	for (size_t i = 0; i < n; i++)
+		out[i] = printable(key[i]) ? (char) key[i] : '?';
+	strcpy(out + n, n < len ? "..." : "");
+}
+
+/* The printable form of a key (CX_KEY_EXAMPLE_MAX bytes in out). */
+static void
+key_example(const merge_state *ms, const uint8_t *key, size_t len, char *out)
+{
+	size_t		size = CX_KEY_EXAMPLE_MAX;
+	int64_t		i = 0;
+
+	switch ((cx_type) ms->table->columns[ms->key_col].type)
+	{
+		case CX_T_INT16:
+			i = len == 2 ? (int16_t) cx_load_u16(key) : 0;
+			break;
+		case CX_T_INT32:
+			i = len == 4 ? (int32_t) cx_load_u32(key) : 0;
+			break;
+		case CX_T_INT64:
+			i = len == 8 ? (int64_t) cx_load_u64(key) : 0;
+			break;
+		case CX_T_STRING:
+		case CX_T_JSON:
+		case CX_T_JSONB:
+		case CX_T_NUMERIC:
+			text_example(key, len, out, size);
+			return;
+		default:
+			strcpy(out, "\\x");
+			for (size_t k = 0; k < len && 2 + 2 * k + 3 < size; k++)
+				snprintf(out + 2 + 2 * k, 3, "%02x", key[k]);
+			return;
+	}
+	snprintf(out, size, "%" PRId64, i);
+}
+
+/* Counts v's key once if the base row judged against it came from another
+ * shard than the one merging. */
+static void
+judge_origin(merge_state *ms, cx_keyver *v, const char *origin,
+			 const cx_keyrow *kr)
+{
+	if (origin == NULL || v->conflict || strcmp(origin, ms->shard_id) == 0)
+		return;
+	v->conflict = true;
+	if (ms->key_conflicts++ == 0)
+		key_example(ms, kr->key, kr->len, ms->key_conflict_example);
+}
 
 static cx_code
 check_base_row(void *arg, const cx_keyrow *kr, cx_err *err)
@@ -87,6 +160,7 @@ check_base_row(void *arg, const cx_keyrow *kr, cx_err *err)
 
 	if (v == NULL)
 		return CX_OK;
+	judge_origin(bk->ms, v, bk->origin, kr);
 	if (kr->ts > v->ts)
 	{
 		v->beaten = true;
@@ -103,7 +177,7 @@ cx_merge_find_replaced(merge_state *ms, cx_err *err)
 	for (uint32_t f = 0; f < base->nfragments; f++)
 	{
 		const cx_fragment_info *fi = &base->fragments[f];
-		base_keys	bk = {ms, fi->path};
+		base_keys	bk = {ms, fi->path, fi->origin_shard};
 
 		if (!may_hold_merged_key(ms, fi) ||
 			cx_manifest_deleted_count(base, f) == fi->rows)
@@ -127,10 +201,11 @@ check_new_row(void *arg, const cx_keyrow *kr, cx_err *err)
 {
 	base_keys  *bk = arg;
 	merge_state *ms = bk->ms;
-	const cx_keyver *v = cx_keymap_get(ms->map, kr->key, kr->len);
+	cx_keyver  *v = cx_keymap_get(ms->map, kr->key, kr->len);
 
 	if (v == NULL || !v->written)
 		return CX_OK;
+	judge_origin(ms, v, bk->origin, kr);
 	if (kr->ts > v->ts)
 		return cx_dvset_add(&ms->rebased, ms->out[v->out_fragment].path,
 							v->out_row, err);
@@ -185,7 +260,7 @@ cx_merge_compare_new(merge_state *ms, const cx_manifest *base, cx_err *err)
 	for (uint32_t f = 0; f < base->nfragments; f++)
 	{
 		const cx_fragment_info *fi = &base->fragments[f];
-		base_keys	bk = {ms, fi->path};
+		base_keys	bk = {ms, fi->path, fi->origin_shard};
 
 		if (in_start(ms, f, fi->path) || already_scanned(ms, fi->path))
 			continue;

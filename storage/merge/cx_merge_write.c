@@ -7,13 +7,16 @@
  * memory stays at about one row group in and one out.  A new fragment is
  * started every target_rows_per_fragment rows.
  *
- * Survivors: in unique-key tables, each key's newest merged version unless
+ * Survivors: in tables with a key column (all de-duplicate, whatever
+ * unique_key says), each key's newest merged version unless
  * a newer base row beat it — including winning tombstones, which are written
  * as tombstone rows: another shard may still hold an older, unmerged version
  * of the key, and only a tombstone in the base keeps that version hidden
  * once this merge's generations are drained (docs/design/merge.md).  Rows
- * with a NULL key are never de-duplicated.  Without a unique key every row
- * survives except tombstones, which have nothing to hide there.
+ * with a NULL key are never de-duplicated.  Without a key column every row
+ * survives except tombstones, which have nothing to hide there.  No row a
+ * TRUNCATE hides survives (committed before the cut, or ahead of the marker
+ * in its generation), and the marker itself is not written.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +93,10 @@ finish_fragment(writer *wr, cx_err *err)
 	memset(&ms->out[ms->nout], 0, sizeof(cx_fragment_info));
 	if (cx_fragw_finish(w, &ms->out[ms->nout], err) != CX_OK)
 		return err->code;
+	/* Counted first, so that a failed copy is freed with the rest. */
 	ms->nout++;
+	if ((ms->out[ms->nout - 1].origin_shard = cx_strdup(ms->shard_id)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	return CX_OK;
 }
 
@@ -136,12 +142,24 @@ survives(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
 	bool		tomb = cx_row_tombstone(g, layout, i);
 
 	*v = NULL;
-	if (!ms->unique ||
+	if (!ms->keyed ||
 		!cx_key_bytes(cx_rowgroup_column(g, ms->key_col), i, &key, &len))
 		return !tomb;
 	*v = cx_keymap_get(ms->map, key, len);
 	return *v != NULL && (*v)->source == source && (*v)->row == row &&
 		!(*v)->beaten;
+}
+
+/* Whether row `row` (row i of g) of generation `source` is hidden by a
+ * TRUNCATE: committed before the cut, or ahead of the marker in the
+ * marker's generation (cx_truncation.h). */
+static bool
+truncated(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
+		  uint32_t i, uint32_t source, uint64_t row)
+{
+	if (ms->mark.found && source == ms->mark_source && row < ms->mark.row)
+		return true;
+	return cx_row_ts(g, layout, i) < ms->cut_ts;
 }
 
 static cx_code
@@ -167,7 +185,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 		{
 			cx_keyver  *v;
 
-			if (survives(wr->ms, g, &layout, i, source, row, &v))
+			if (!truncated(wr->ms, g, &layout, i, source, row) &&
+				survives(wr->ms, g, &layout, i, source, row, &v))
 				rc = emit_row(wr, g, i, v, err);
 		}
 		cx_rowgroup_free(g);
@@ -187,7 +206,9 @@ cx_merge_write(merge_state *ms, cx_err *err)
 	if (wr.values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
-		rc = write_generation(&wr, i, err);
+		if (!cx_fragment_all_before(&ms->gens[i].fragment,
+									ms->table->ncolumns, ms->cut_ts))
+			rc = write_generation(&wr, i, err);
 	if (rc == CX_OK && wr.w != NULL)
 		rc = finish_fragment(&wr, err);
 	if (wr.w != NULL)

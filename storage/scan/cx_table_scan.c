@@ -12,7 +12,9 @@
  *     after this one);
  *   - a winning tombstone hides the key.
  *
- * Plan (unique-key tables with unmerged generations):
+ * Plan (tables with a key column and unmerged generations; every store
+ * de-duplicates by key, whatever unique_key says: that option only decides
+ * whether the writer refuses an INSERT of a live key):
  *   1. begin: read only the key, commit-time and tombstone columns of every
  *      unmerged generation into a key map (the winner per key).  Memory is
  *      bounded by the unmerged layers, never by the base.  Every generation
@@ -24,16 +26,24 @@
  *   3. stream the generations, keeping the rows not marked losers (and not
  *      tombstones): no key is looked up again, and the key column is read
  *      only if the caller wants it.
- * Otherwise (no generations, or no unique key) no map is built: base rows
+ * Otherwise (no generations, or no key column) no map is built: base rows
  * are filtered by their deletion vectors alone (and their tombstone column,
  * read only for fragments whose statistics say they hold tombstones), and
  * generation rows by their tombstone column.
+ *
+ * TRUNCATE (cx_truncation.h): the cut is the newest of the base's
+ * truncated_before_us and the unmerged markers of every shard (found in
+ * step 1); rows committed before it are hidden, and so are the rows of a
+ * marker's generation ahead of it.  Fragments whose commit-time statistics
+ * lie wholly before the cut are not opened, and the commit-time column is
+ * read only of fragments that may hold rows before it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/cx_key_map.h"
 #include "table/cx_row_key.h"
+#include "table/cx_truncation.h"
 #include "scan/cx_scan_int.h"
 
 /* A growable bitmap of row indices. */
@@ -85,12 +95,15 @@ struct cx_tablescan
 	const cx_schema *table;		/* snap->base->schema */
 	bool	   *want_user;		/* table->ncolumns entries */
 	bool	   *want;			/* per fragment: table->ncolumns + 2 */
-	bool		dedup;			/* unique key and unmerged generations */
+	bool		dedup;			/* a key column and unmerged generations */
 	uint32_t	key_col;
 	cx_keymap  *map;			/* dedup only */
 	cx_bits    *losers;			/* dedup only: per generation, the rows that
 								 * are not their key's winner */
 	cx_keyrange range;			/* of the keys in map */
+	int64_t		cut_ts;			/* rows committed before it are truncated */
+	cx_marker  *marks;			/* dedup only: per generation, its last
+								 * TRUNCATE marker */
 	scan_phase	phase;
 	uint32_t	next_source;	/* next base fragment / generation to open */
 	/* The open fragment. */
@@ -98,6 +111,7 @@ struct cx_tablescan
 	uint32_t	source;
 	cx_layout	layout;
 	bool		read_tomb;
+	bool		check_cut;		/* compare commit times with cut_ts */
 	bool		check_keys;		/* compare rows with the map */
 	cx_dvcursor dvc;
 	uint32_t	group;
@@ -184,6 +198,29 @@ source_failed(const cx_tablescan *scan, cx_err *err)
 	return snapgen_failed(snap, &snap->gens[scan->source], err);
 }
 
+/* Each generation's last TRUNCATE marker; the newest of them moves the
+ * cut. */
+static cx_code
+find_markers(cx_tablescan *scan, cx_err *err)
+{
+	const cx_snapshot *snap = scan->snap;
+
+	scan->marks = calloc(snap->ngens, sizeof(cx_marker));
+	if (scan->marks == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	for (uint32_t i = 0; i < snap->ngens; i++)
+	{
+		cx_marker  *m = &scan->marks[i];
+
+		if (cx_marker_find(snap->store, &snap->gens[i].gen->fragment,
+						   scan->table, scan->key_col, m, err) != CX_OK)
+			return snapgen_failed(snap, &snap->gens[i], err);
+		if (m->found && m->ts > scan->cut_ts)
+			scan->cut_ts = m->ts;
+	}
+	return CX_OK;
+}
+
 static cx_code
 build_keymap(cx_tablescan *scan, cx_err *err)
 {
@@ -249,11 +286,12 @@ cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
 	}
 	for (uint32_t c = 0; c < n; c++)
 		scan->want_user[c] = want == NULL || want[c];
-	scan->dedup = base->unique_key && base->key_column != NULL &&
-		snap->ngens > 0;
+	scan->dedup = base->key_column != NULL && snap->ngens > 0;
+	scan->cut_ts = base->truncated_before_us;
 	if (scan->dedup &&
 		(cx_key_column(scan->table, base->key_column, &scan->key_col,
 					   err) != CX_OK ||
+		 find_markers(scan, err) != CX_OK ||
 		 build_keymap(scan, err) != CX_OK))
 	{
 		cx_tablescan_end(scan);
@@ -267,7 +305,8 @@ cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
  * Steps 2 and 3: streaming
  * -------------------------------------------------------------------------- */
 
-/* Opens the next base fragment or generation, or moves to PHASE_DONE. */
+/* Opens the next base fragment or generation, or moves to PHASE_DONE; one
+ * whose rows are all truncated is passed over (scan->r stays NULL). */
 static cx_code
 open_next(cx_tablescan *scan, cx_err *err)
 {
@@ -293,6 +332,8 @@ open_next(cx_tablescan *scan, cx_err *err)
 	}
 	else
 		fi = &snap->gens[scan->source].gen->fragment;
+	if (scan->cut_ts > 0 && cx_fragment_all_before(fi, n, scan->cut_ts))
+		return CX_OK;
 	if (cx_fragr_open(snap->store, fi->path, fi->size, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
@@ -304,6 +345,8 @@ open_next(cx_tablescan *scan, cx_err *err)
 	 * in fragments whose key statistics overlap them. */
 	scan->read_tomb = scan->phase == PHASE_GENS ||
 		cx_layout_may_have_tombstones(fi, &scan->layout);
+	scan->check_cut = scan->cut_ts > 0 &&
+		cx_fragment_any_before(fi, n, scan->cut_ts);
 	scan->check_keys = scan->dedup &&
 		(scan->phase == PHASE_GENS ||
 		 cx_keyrange_may_overlap(&scan->range, scan->key_col < fi->ncolumns ?
@@ -312,6 +355,8 @@ open_next(cx_tablescan *scan, cx_err *err)
 	scan->want[n] = scan->want[n + 1] = false;
 	if (scan->read_tomb)
 		scan->want[scan->layout.tomb_col] = true;
+	if (scan->check_cut)
+		scan->want[scan->layout.ts_col] = true;
 	/* Generation rows are checked against the loser bitmaps, by row
 	 * number: only base rows need their key (and commit time). */
 	if (scan->check_keys && scan->phase == PHASE_BASE)
@@ -363,6 +408,18 @@ gen_row_wins(const cx_tablescan *scan, uint32_t i)
 	return !bits_test(&scan->losers[scan->source], scan->first_row + i);
 }
 
+/* Whether row i of group g is hidden by a TRUNCATE: committed before the
+ * cut, or ahead of its generation's marker. */
+static bool
+truncated(const cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
+{
+	if (scan->phase == PHASE_GENS && scan->marks != NULL &&
+		scan->marks[scan->source].found &&
+		scan->first_row + i < scan->marks[scan->source].row)
+		return true;
+	return scan->check_cut && cx_row_ts(g, &scan->layout, i) < scan->cut_ts;
+}
+
 /* Fills scan->rows with the visible rows of group g (*nvisible of them). */
 static cx_code
 visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
@@ -387,6 +444,7 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 		}
 		else
 			visible = !tomb && (!scan->check_keys || gen_row_wins(scan, i));
+		visible = visible && !truncated(scan, g, i);
 		if (visible)
 			scan->rows[k++] = i;
 	}
@@ -473,6 +531,7 @@ cx_tablescan_end(cx_tablescan *scan)
 	for (uint32_t i = 0; scan->losers != NULL && i < scan->snap->ngens; i++)
 		free(scan->losers[i].words);
 	free(scan->losers);
+	free(scan->marks);
 	cx_keyrange_free(&scan->range);
 	free(scan->rows);
 	free(scan->want);

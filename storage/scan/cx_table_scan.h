@@ -9,7 +9,8 @@
  * Generations at or below the shard's watermark in that base version are
  * skipped (already merged).  Nothing is cached across snapshots.
  *
- * De-duplication (unique-key tables): among all versions of a key the newest
+ * De-duplication (every table with a key column, whatever unique_key says):
+ * among all versions of a key the newest
  * wins — commit order within a shard (generation number, then row order),
  * commit time across shards (docs/design/merge.md, with the tie rule); a
  * winning tombstone hides the key; NULL keys are never de-duplicated.  The
@@ -17,7 +18,7 @@
  * unmerged generations to build a map of their keys (memory bounded by the
  * unmerged layers, not by the base), then streams the base rows that no
  * newer generation row shadows, then the winning generation rows.  Without
- * unmerged generations, or without a unique key, no map is built and rows
+ * unmerged generations, or without a key column, no map is built and rows
  * are filtered by deletion vectors and tombstones only.
  *
  * Rows come out one row group at a time with the wanted columns decoded

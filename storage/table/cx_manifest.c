@@ -29,7 +29,7 @@
 
 /* Smallest encoded fragment entry (empty path, no columns, no deletions),
  * shard entry and extension. */
-#define MIN_FRAGMENT_LEN (CX_FRAGENTRY_MIN_LEN + 4)
+#define MIN_FRAGMENT_LEN(format) (CX_FRAGENTRY_MIN_LEN + 4 + ((format) >= 2 ? 2 : 0))
 #define MIN_SHARD_LEN (2 + 8)
 #define MIN_EXT_LEN (4 + 4)
 
@@ -165,6 +165,7 @@ cx_manifest_clone(const cx_manifest *m)
 	memcpy(c->commit_id, m->commit_id, COMMIT_ID_LEN);
 	c->committed_at_us = m->committed_at_us;
 	c->unique_key = m->unique_key;
+	c->truncated_before_us = m->truncated_before_us;
 	if ((m->operation != NULL &&
 		 (c->operation = cx_strdup(m->operation)) == NULL) ||
 		(m->schema != NULL &&
@@ -316,10 +317,18 @@ check_encodable(const cx_manifest *m, cx_err *err)
 			return cx_err_set(err, CX_ERR_INVALID,
 							  "manifest version %llu: shard list is not a sorted list of valid shard ids",
 							  (unsigned long long) m->version);
+	if (m->truncated_before_us < 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "manifest version %llu: negative truncated_before_us",
+						  (unsigned long long) m->version);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 	{
 		const cx_fragment_info *fi = &m->fragments[i];
 
+		if (fi->origin_shard != NULL && !cx_layout_shard_id_ok(fi->origin_shard))
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "fragment %s: origin shard is not a valid shard id",
+							  fi->path);
 		if (cx_fragentry_check(fi, err) != CX_OK)
 			return cx_err_prefix(err, "fragment %u of manifest version %llu",
 								 i, (unsigned long long) m->version);
@@ -343,6 +352,7 @@ encode_fragment(const cx_fragment_info *fi, const cx_deletion_vector *dv,
 	cx_buf_put_u32(out, dv != NULL ? dv->n : 0);
 	for (uint32_t i = 0; dv != NULL && i < dv->n; i++)
 		cx_buf_put_u32(out, dv->rows[i]);
+	cx_buf_put_str16(out, fi->origin_shard != NULL ? fi->origin_shard : "");
 }
 
 static void
@@ -357,6 +367,7 @@ encode_body(const cx_manifest *m, cx_buf *out)
 		cx_schema_encode(m->schema, out);
 	cx_buf_put_str16(out, m->key_column != NULL ? m->key_column : "");
 	cx_buf_put_u8(out, m->unique_key);
+	cx_buf_put_i64(out, m->truncated_before_us);
 	cx_buf_put_u32(out, m->nfragments);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 		encode_fragment(&m->fragments[i],
@@ -414,14 +425,19 @@ decode_schema(cx_rd *r, cx_manifest *m)
 	return true;
 }
 
-/* key_column (empty = none) and unique_key; checked against the schema. */
+/* key_column (empty = none) and unique_key, checked against the schema;
+ * then (format 2) truncated_before_us. */
 static bool
-decode_key(cx_rd *r, cx_manifest *m)
+decode_key(cx_rd *r, uint16_t format, cx_manifest *m)
 {
 	uint8_t		unique;
 
 	m->key_column = cx_rd_str16(r);
 	unique = cx_rd_u8(r);
+	if (format >= 2)
+		m->truncated_before_us = cx_rd_i64(r);
+	if (m->truncated_before_us < 0)
+		r->bad = true;
 	if (!cx_rd_ok(r))
 		return true;
 	if (m->key_column[0] == '\0')
@@ -459,22 +475,47 @@ decode_dv(cx_rd *r, uint64_t rows, cx_deletion_vector *dv)
 	return true;
 }
 
+/* The origin shard (format 2): empty = unknown, else a valid shard id. */
 static bool
-decode_fragment(cx_rd *r, cx_fragment_info *fi, cx_deletion_vector *dv)
+decode_origin(cx_rd *r, cx_fragment_info *fi)
 {
-	if (!cx_fragentry_decode(r, fi))
+	char	   *origin = cx_rd_str16(r);
+
+	if (!cx_rd_ok(r))
+		return true;
+	if (origin == NULL)
 		return false;
-	return !cx_rd_ok(r) || decode_dv(r, fi->rows, dv);
+	if (origin[0] == '\0')
+		free(origin);
+	else if (cx_layout_shard_id_ok(origin))
+		fi->origin_shard = origin;
+	else
+	{
+		free(origin);
+		r->bad = true;
+	}
+	return true;
 }
 
 static bool
-decode_fragments(cx_rd *r, cx_manifest *m)
+decode_fragment(cx_rd *r, uint16_t format, cx_fragment_info *fi,
+				cx_deletion_vector *dv)
+{
+	if (!cx_fragentry_decode(r, fi))
+		return false;
+	if (cx_rd_ok(r) && !decode_dv(r, fi->rows, dv))
+		return false;
+	return format < 2 || !cx_rd_ok(r) || decode_origin(r, fi);
+}
+
+static bool
+decode_fragments(cx_rd *r, uint16_t format, cx_manifest *m)
 {
 	uint32_t	n = cx_rd_u32(r);
 
 	if (!cx_rd_ok(r) || n == 0)
 		return true;
-	if (n > cx_rd_left(r) / MIN_FRAGMENT_LEN)
+	if (n > cx_rd_left(r) / MIN_FRAGMENT_LEN(format))
 	{
 		r->bad = true;
 		return true;
@@ -487,7 +528,7 @@ decode_fragments(cx_rd *r, cx_manifest *m)
 	{
 		/* Counted before decoding so a half-decoded entry is freed too. */
 		m->nfragments = i + 1;
-		if (!decode_fragment(r, &m->fragments[i], &m->dvs[i]))
+		if (!decode_fragment(r, format, &m->fragments[i], &m->dvs[i]))
 			return false;
 	}
 	return true;
@@ -560,8 +601,8 @@ decode_exts(cx_rd *r, cx_manifest *m)
 
 /* Decodes the body into *m; CX_ERR_CORRUPT unless it is exactly consumed. */
 static cx_code
-decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
-			cx_err *err)
+decode_body(const uint8_t *body, size_t len, uint16_t format, const char *name,
+			cx_manifest *m, cx_err *err)
 {
 	cx_rd		r;
 	const uint8_t *id;
@@ -575,8 +616,8 @@ decode_body(const uint8_t *body, size_t len, const char *name, cx_manifest *m,
 	m->committed_at_us = cx_rd_i64(&r);
 	m->operation = cx_rd_str16(&r);
 	mem_ok = decode_schema(&r, m) &&
-		decode_key(&r, m) &&
-		decode_fragments(&r, m) &&
+		decode_key(&r, format, m) &&
+		decode_fragments(&r, format, m) &&
 		decode_shards(&r, m) &&
 		decode_exts(&r, m);
 	if (!mem_ok)
@@ -612,7 +653,9 @@ cx_manifest_decode(const uint8_t *data, size_t len, const char *name,
 	if (m == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "manifest %s: out of memory while decoding", name);
-	if (decode_body(body, body_len, name, m, err) != CX_OK)
+	/* The frame check passed: the format (bytes 4-5) is 1 or 2. */
+	if (decode_body(body, body_len, cx_load_u16(data + 4), name, m,
+					err) != CX_OK)
 	{
 		cx_manifest_free(m);
 		return err->code;

@@ -25,7 +25,9 @@
 #include "ctxstore/table.h"
 
 #define CX_MANIFEST_MAGIC "CXM1"
-#define CX_MANIFEST_FORMAT 1
+/* Format 2 added truncated_before_us and each fragment's origin shard;
+ * format 1 is still read (neither: nothing truncated, origins unknown). */
+#define CX_MANIFEST_FORMAT 2
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
@@ -101,6 +103,13 @@ cx_code		cx_manifest_set_merged_gen(cx_manifest *m, const char *shard_id,
 cx_code		cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
 									  const uint32_t *rows, uint32_t n,
 									  cx_err *err);
+/*
+ * A merged TRUNCATE: raises m's truncated_before_us to before_us (never
+ * lowers it) and removes every fragment whose commit-time statistics say
+ * all its rows were committed before it.  The objects stay (earlier
+ * versions still list them).  Returns how many fragments it removed.
+ */
+uint32_t	cx_manifest_truncate(cx_manifest *m, int64_t before_us);
 /* Deleted rows of one fragment (0 if none). */
 uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
 

@@ -1,7 +1,7 @@
 /*
  * cx_manifest_edit.c — the MemWAL bookkeeping a base manifest carries: the
  * table's key, the shard list with each shard's merged-generation watermark,
- * and per-fragment deletion vectors.
+ * per-fragment deletion vectors, and the truncation time.
  *
  * These are edited by committers' rebase callbacks (cx_commit.h) on a fresh
  * copy of the newest version, so none of this needs locking; what matters is
@@ -10,6 +10,7 @@
  * built here can always be encoded and read back.
  */
 #include "table/cx_manifest.h"
+#include "table/cx_truncation.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,4 +218,42 @@ cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
 	free(dv->rows);
 	dv->rows = merged;
 	return CX_OK;
+}
+
+/* Removes fragment f (and its deletion vector), keeping the order of the
+ * others. */
+static void
+remove_fragment(cx_manifest *m, uint32_t f)
+{
+	uint32_t	after = m->nfragments - f - 1;
+
+	cx_fragment_info_free(&m->fragments[f]);
+	memmove(&m->fragments[f], &m->fragments[f + 1],
+			after * sizeof(cx_fragment_info));
+	if (m->dvs != NULL)
+	{
+		free(m->dvs[f].rows);
+		memmove(&m->dvs[f], &m->dvs[f + 1],
+				after * sizeof(cx_deletion_vector));
+	}
+	m->nfragments--;
+}
+
+uint32_t
+cx_manifest_truncate(cx_manifest *m, int64_t before_us)
+{
+	uint32_t	dropped = 0;
+
+	if (before_us > m->truncated_before_us)
+		m->truncated_before_us = before_us;
+	if (m->truncated_before_us == 0 || m->schema == NULL)
+		return 0;
+	for (uint32_t f = m->nfragments; f > 0; f--)
+		if (cx_fragment_all_before(&m->fragments[f - 1], m->schema->ncolumns,
+								   m->truncated_before_us))
+		{
+			remove_fragment(m, f - 1);
+			dropped++;
+		}
+	return dropped;
 }

@@ -212,34 +212,45 @@ cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 /* How many rows ahead cx_keyscan_ahead() announces keys. */
 #define KEY_AHEAD 8
 
-/* Calls fn for the live, non-NULL-key rows of one row group. */
-static cx_code
-keyscan_group(const cx_rowgroup *g, const cx_layout *layout, uint32_t key_col,
-			  uint64_t first_row, cx_dvcursor *dvc, cx_keyrow_fn fn,
-			  cx_keyahead_fn ahead, void *arg, cx_err *err)
+typedef struct keyscan_args
 {
-	const cx_colvec *kv = cx_rowgroup_column(g, key_col);
+	uint32_t	key_col;
+	cx_dvcursor dvc;
+	cx_keyrow_fn fn;
+	cx_keyahead_fn ahead;
+	void	   *arg;
+} keyscan_args;
+
+/* Calls fn for the live, non-NULL-key rows of one row group
+ * (cx_keygroup_fn). */
+static cx_code
+keyscan_group(void *args, const cx_rowgroup *g, const cx_layout *layout,
+			  uint64_t first_row, cx_err *err)
+{
+	keyscan_args *a = args;
+	const cx_colvec *kv = cx_rowgroup_column(g, a->key_col);
+	cx_keyahead_fn ahead = a->ahead;
 	uint32_t	n = cx_rowgroup_rows(g);
 	const uint8_t *key;
 	size_t		len;
 
 	for (uint32_t i = 0; ahead != NULL && i < KEY_AHEAD && i < n; i++)
 		if (cx_key_bytes(kv, i, &key, &len))
-			ahead(arg, key, len);
+			ahead(a->arg, key, len);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		cx_keyrow	kr;
 
 		if (ahead != NULL && i + KEY_AHEAD < n &&
 			cx_key_bytes(kv, i + KEY_AHEAD, &key, &len))
-			ahead(arg, key, len);
+			ahead(a->arg, key, len);
 		kr.row = first_row + i;
-		if (cx_dvcursor_deleted(dvc, kr.row) ||
+		if (cx_dvcursor_deleted(&a->dvc, kr.row) ||
 			!cx_key_bytes(kv, i, &kr.key, &kr.len))
 			continue;
 		kr.ts = cx_row_ts(g, layout, i);
 		kr.tombstone = cx_row_tombstone(g, layout, i);
-		if (fn(arg, &kr, err) != CX_OK)
+		if (a->fn(a->arg, &kr, err) != CX_OK)
 			return err->code;
 	}
 	return CX_OK;
@@ -254,16 +265,14 @@ cx_keyscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
 }
 
 cx_code
-cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
-				 const cx_schema *table, uint32_t key_col,
-				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
-				 cx_keyahead_fn ahead, void *arg, cx_err *err)
+cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
+			 const cx_schema *table, uint32_t key_col, cx_keygroup_fn fn,
+			 void *arg, cx_err *err)
 {
 	cx_fragr   *r;
 	cx_layout	layout;
 	bool	   *want = NULL;
 	uint64_t	first_row = 0;
-	cx_dvcursor dvc = {dv, 0};
 	cx_code		rc;
 
 	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
@@ -284,12 +293,22 @@ cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 		rc = cx_fragr_read_group(r, grp, want, &g, err);
 		if (rc != CX_OK)
 			break;
-		rc = keyscan_group(g, &layout, key_col, first_row, &dvc, fn, ahead,
-						   arg, err);
+		rc = fn(arg, g, &layout, first_row, err);
 		first_row += cx_rowgroup_rows(g);
 		cx_rowgroup_free(g);
 	}
 	free(want);
 	cx_fragr_close(r);
 	return rc;
+}
+
+cx_code
+cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+				 const cx_schema *table, uint32_t key_col,
+				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+				 cx_keyahead_fn ahead, void *arg, cx_err *err)
+{
+	keyscan_args a = {key_col, {dv, 0}, fn, ahead, arg};
+
+	return cx_keygroups(s, fi, table, key_col, keyscan_group, &a, err);
 }

@@ -120,6 +120,18 @@ cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 							 const cx_deletion_vector *dv, cx_keyrow_fn fn,
 							 cx_keyahead_fn ahead, void *arg, cx_err *err);
 
+/*
+ * The pass under cx_keyscan: reads only the key, commit-time and tombstone
+ * columns of fragment fi, one row group at a time, and calls fn with each
+ * group (first_row: the fragment row of its first row).
+ */
+typedef cx_code (*cx_keygroup_fn) (void *arg, const cx_rowgroup *g,
+								   const cx_layout *layout, uint64_t first_row,
+								   cx_err *err);
+cx_code		cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
+						 const cx_schema *table, uint32_t key_col,
+						 cx_keygroup_fn fn, void *arg, cx_err *err);
+
 /* Commit time and tombstone flag of row i of a group read with the hidden
  * columns wanted. */
 int64_t		cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i);

@@ -64,29 +64,63 @@ fill_row(cx_datum *d, const char *id, int64_t v, char tag[32], cx_datum items[3]
 	d[2].v.list.n = ntags;
 }
 
+/* Encodes op: a put with the tags of v, or a tombstone with only the key
+ * set (a NULL key: a TRUNCATE marker). */
+static void
+encode_op(const mw_op *op, cx_buf *rows)
+{
+	char		tag[32];
+	cx_datum	d[3];
+	cx_datum	items[3];
+
+	fill_row(d, op->id, op->v, tag, items);
+	if (op->kind == CX_ROW_DELETE)
+		d[1].isnull = d[2].isnull = true;
+	cx_row_encode(mw_schema(), op->kind, d, rows);
+}
+
 cx_code
-mw_put(cx_shardwriter *w, const char *prefix, int first, int n, int64_t v,
-	   bool seal, cx_err *err)
+mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal, cx_err *err)
 {
 	cx_buf		rows;
 	int64_t		ts;
 	cx_code		rc;
 
 	cx_buf_init(&rows);
-	for (int k = first; k < first + n; k++)
-	{
-		char		id[128];
-		char		tag[32];
-		cx_datum	d[3];
-		cx_datum	items[3];
-
-		snprintf(id, sizeof(id), "%s%d", prefix, k);
-		fill_row(d, id, v, tag, items);
-		cx_row_encode(mw_schema(), CX_ROW_PUT, d, &rows);
-	}
+	for (int i = 0; i < n; i++)
+		encode_op(&ops[i], &rows);
 	rc = cx_sw_append(w, mw_schema(), rows.data, rows.len, (uint64_t) n, seal,
 					  &ts, err);
 	cx_buf_free(&rows);
+	return rc;
+}
+
+cx_code
+mw_truncate(cx_shardwriter *w, bool seal, cx_err *err)
+{
+	const mw_op marker = {CX_ROW_DELETE, NULL, 0};
+
+	return mw_append(w, &marker, 1, seal, err);
+}
+
+cx_code
+mw_put(cx_shardwriter *w, const char *prefix, int first, int n, int64_t v,
+	   bool seal, cx_err *err)
+{
+	mw_op	   *ops = calloc((size_t) n + 1, sizeof(mw_op));
+	char	   *ids = calloc((size_t) n + 1, 128);
+	cx_code		rc;
+
+	if (ops == NULL || ids == NULL)
+		abort();
+	for (int k = 0; k < n; k++)
+	{
+		snprintf(ids + (size_t) k * 128, 128, "%s%d", prefix, first + k);
+		ops[k] = (mw_op) {CX_ROW_PUT, ids + (size_t) k * 128, v};
+	}
+	rc = mw_append(w, ops, n, seal, err);
+	free(ops);
+	free(ids);
 	return rc;
 }
 
@@ -335,13 +369,20 @@ take_row(const cx_rowgroup *g, uint32_t i, mw_row *r)
 cx_code
 mw_scan(cx_objstore *s, const bool *want, mw_rows *out, cx_err *err)
 {
+	return mw_scan_version(s, 0, want, out, err);
+}
+
+cx_code
+mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
+				mw_rows *out, cx_err *err)
+{
 	cx_snapshot *snap;
 	cx_tablescan *scan;
 	uint32_t	cap = 0;
 	cx_code		rc;
 
 	memset(out, 0, sizeof(*out));
-	if (cx_snapshot_open(s, 0, &snap, err) != CX_OK)
+	if (cx_snapshot_open(s, version, &snap, err) != CX_OK)
 		return err->code;
 	out->pending = cx_snapshot_pending_generations(snap);
 	rc = cx_tablescan_begin(snap, want, &scan, err);

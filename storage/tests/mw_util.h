@@ -24,6 +24,22 @@ cx_code		mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,
 cx_code		mw_put(cx_shardwriter *w, const char *prefix, int first, int n,
 				   int64_t v, bool seal, cx_err *err);
 
+/* One row of an append: a put (id, v) or a tombstone of id (v unused; a
+ * NULL id is a TRUNCATE marker). */
+typedef struct mw_op
+{
+	cx_row_kind kind;			/* CX_ROW_PUT or CX_ROW_DELETE */
+	const char *id;
+	int64_t		v;
+} mw_op;
+
+/* Appends the rows of ops in order, in one cx_sw_append (one commit time). */
+cx_code		mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
+					  cx_err *err);
+
+/* Appends one TRUNCATE marker (a tombstone with a NULL key). */
+cx_code		mw_truncate(cx_shardwriter *w, bool seal, cx_err *err);
+
 /* A row of a hand-made generation. */
 typedef struct mw_genrow
 {
@@ -76,6 +92,9 @@ typedef struct mw_rows
 /* Scans the newest snapshot (want NULL = all columns). */
 cx_code		mw_scan(cx_objstore *s, const bool *want, mw_rows *out,
 					cx_err *err);
+/* The same for a pinned base version (0: the newest snapshot). */
+cx_code		mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
+							mw_rows *out, cx_err *err);
 void		mw_rows_free(mw_rows *rows);
 /* Occurrences of id; *v receives the value of the last one. */
 int			mw_count(const mw_rows *rows, const char *id, int64_t *v);

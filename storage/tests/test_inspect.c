@@ -363,3 +363,33 @@ CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }
+
+/* The manifest command shows a merged TRUNCATE and each fragment's shard. */
+CX_TEST(inspect_cli_shows_truncation_and_origin_shard)
+{
+	cx_objstore *s;
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_err		err;
+	char	   *out;
+	const char *uri = cx_test_uri("/truncated");
+	const mw_op ops[] = {{CX_ROW_DELETE, NULL, 0}, {CX_ROW_PUT, "a", 1}};
+
+	REQUIRE(getenv("CX_INSPECT") != NULL);
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	REQUIRE_OK(mw_writer(s, "s1", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 1, 2, 1, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
+	CHECK(inspect_cmd(uri, "manifest", &out) == 0);
+	CHECK(out && strstr(out, "truncated    never") &&
+		  strstr(out, "from shard s1"));
+	free(out);
+	REQUIRE_OK(mw_append(w, ops, 2, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
+	CHECK(inspect_cmd(uri, "manifest", &out) == 0);
+	CHECK(out && strstr(out, "truncated    rows committed before 20") &&
+		  strstr(out, "fragments    1"));
+	free(out);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}

@@ -36,6 +36,7 @@ fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
 {
 	static char path[64];
 
+	memset(fi, 0, sizeof(*fi));
 	snprintf(path, sizeof(path), "data/frag-%03d.cxf", i);
 	fi->path = path;
 	fi->size = 100000 + i;
@@ -331,14 +332,15 @@ CX_TEST(manifest_round_trip_minimal)
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
 	/* header, version, id, time, empty operation, no schema, empty key,
-	 * unique_key, three counts, crc */
-	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 2 + 1 + 4 + 4 + 4 + 4);
+	 * unique_key, truncated_before_us, three counts, crc */
+	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 2 + 1 + 8 + 4 + 4 + 4 + 4);
 	CHECK(memcmp(b.data, "CXM1", 4) == 0);
-	CHECK(cx_load_u16(b.data + 4) == 1 && cx_load_u16(b.data + 6) == 0);
+	CHECK(cx_load_u16(b.data + 4) == 2 && cx_load_u16(b.data + 6) == 0);
 	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
 	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
 	CHECK(d->schema == NULL && d->nfragments == 0 && d->nexts == 0);
 	CHECK(d->key_column == NULL && !d->unique_key && d->nshards == 0);
+	CHECK(d->truncated_before_us == 0);
 	CHECK(strcmp(d->operation, "") == 0);
 	cx_manifest_free(d);
 	cx_manifest_free(m);
@@ -1014,18 +1016,21 @@ CX_TEST(manifest_bad_memwal_fields_are_rejected)
 }
 
 /* The example in docs/FORMAT.md ("Manifests", "Example"), byte for byte. */
-CX_TEST(manifest_encoding_matches_format_example)
-{
-	static const uint8_t expect[72] = {
-		0x43, 0x58, 0x4d, 0x31, 0x01, 0x00, 0x00, 0x00, 0x38, 0x00, 0x00, 0x00,
+static const uint8_t format_example[80] = {
+		0x43, 0x58, 0x4d, 0x31, 0x02, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00,
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
 		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
 		0x00, 0x40, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00,
 		0x06, 0x00, 0x61, 0x70, 0x70, 0x65, 0x6e, 0x64,
 		0x00, 0x00, 0x00, 0x00,
+		0x00, 0xa0, 0xab, 0xc9, 0x0b, 0x01, 0x06, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0xe8, 0xf0, 0x30, 0x77};
+		0x34, 0x57, 0xd6, 0xd7};
+
+CX_TEST(manifest_encoding_matches_format_example)
+{
+	const uint8_t *expect = format_example;
 	cx_manifest *m = cx_manifest_new();
 	cx_buf		b;
 	cx_err		err;
@@ -1035,10 +1040,74 @@ CX_TEST(manifest_encoding_matches_format_example)
 	for (int i = 0; i < 16; i++)
 		m->commit_id[i] = (uint8_t) i;
 	m->committed_at_us = 1700000000000000LL;
+	m->truncated_before_us = 1690000000000000LL;
 	m->operation = cx_strdup("append");
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
-	CHECK(b.len == sizeof(expect) && memcmp(b.data, expect, b.len) == 0);
+	CHECK(b.len == sizeof(format_example) && memcmp(b.data, expect, b.len) == 0);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* Format 1 (docs/FORMAT.md, the example before format 2) is still read:
+ * nothing truncated, every origin unknown. */
+CX_TEST(manifest_format_1_is_still_read)
+{
+	cx_buf		v1;
+	cx_manifest *d = NULL;
+	cx_err		err;
+
+	/* The format 2 example without its truncated_before_us (bytes 56-63). */
+	cx_buf_init(&v1);
+	cx_buf_put(&v1, format_example, 56);
+	cx_buf_put(&v1, format_example + 64, sizeof(format_example) - 64);
+	v1.data[4] = 1;
+	v1.data[8] = 56;
+	fix_crc(&v1);
+	CHECK(v1.len == 72 && cx_load_u32(v1.data + 68) == 0x7730f0e8);
+	REQUIRE_OK(cx_manifest_decode(v1.data, v1.len, "v1", &d, &err), &err);
+	CHECK(d->version == 1 && d->truncated_before_us == 0 &&
+		  strcmp(d->operation, "append") == 0);
+	cx_manifest_free(d);
+	cx_buf_free(&v1);
+}
+
+/* truncated_before_us and each fragment's origin shard travel through
+ * encode and decode; a negative time or an invalid shard id is refused on
+ * both sides. */
+CX_TEST(manifest_truncation_and_origin_round_trip)
+{
+	cx_manifest *m = rich_manifest(3, 2);
+	cx_manifest *d = NULL;
+	cx_buf		b;
+	cx_code		code;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	m->truncated_before_us = 1700000000000123LL;
+	m->fragments[1].origin_shard = cx_strdup("shard-b");
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
+	CHECK(d->truncated_before_us == 1700000000000123LL);
+	CHECK(d->fragments[0].origin_shard == NULL);
+	CHECK(d->fragments[1].origin_shard != NULL &&
+		  strcmp(d->fragments[1].origin_shard, "shard-b") == 0);
+	cx_manifest_free(d);
+	{
+		uint8_t    *p = memmem(b.data, b.len, "shard-b", 7);
+
+		REQUIRE(p != NULL);
+		p[5] = '/';
+		fix_crc(&b);
+		CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+	}
+	m->fragments[1].origin_shard[5] = '/';
+	cx_buf_reset(&b);
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->fragments[1].origin_shard[5] = '-';
+	m->truncated_before_us = -1;
+	CHECK_CODE(cx_manifest_encode(m, &b, &err), CX_ERR_INVALID);
 	cx_manifest_free(m);
 	cx_buf_free(&b);
 }

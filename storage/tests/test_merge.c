@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "table/cx_commit.h"
@@ -351,6 +352,54 @@ CX_TEST(merge_two_shards_later_commit_wins_both_orders)
 }
 
 /*
+ * A key written by two shards is a cross-shard key conflict, counted by the
+ * merge that judges the other shard's base row, whether that row is older
+ * (shadowed) or newer (shadowing); keys of one shard only are not.  Merged
+ * fragments record their shard.
+ */
+CX_TEST(merge_counts_cross_shard_key_conflicts)
+{
+	for (int newer_base = 0; newer_base < 2; newer_base++)
+	{
+		cx_objstore *s = open_store(newer_base ? "/newer" : "/older");
+		cx_shardwriter *a;
+		cx_shardwriter *b;
+		cx_merge_result res;
+		cx_manifest *m;
+		int64_t		v = -1;
+		mw_rows		r;
+		cx_err		err;
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+		REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
+		REQUIRE_OK(mw_put(newer_base ? b : a, "k", 0, 2, 1, true, &err), &err);
+		sleep_ms(2);
+		REQUIRE_OK(mw_put(newer_base ? a : b, "k", 1, 2, 2, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		CHECK(res.key_conflicts == 0 && res.key_conflict_example[0] == '\0');
+		REQUIRE_OK(cx_merge_shard(s, "b", NULL, &res, &err), &err);
+		/* k1 is the one key both wrote */
+		CHECK(res.key_conflicts == 1 &&
+			  strcmp(res.key_conflict_example, "k1") == 0);
+		CHECK(res.rows_replaced == (newer_base ? 0 : 1));
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_drain(s, b, &err), &err);
+		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+		CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 2);
+		mw_rows_free(&r);
+		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+		CHECK(m->nfragments == 2 &&
+			  strcmp(m->fragments[0].origin_shard, "a") == 0 &&
+			  strcmp(m->fragments[1].origin_shard, "b") == 0);
+		cx_manifest_free(m);
+		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
+		cx_obj_close(s);
+	}
+}
+
+/*
  * A tombstone hides the key before and after its merge.  Across shards it
  * must also keep hiding an OLDER version that another shard merges later:
  * that is why merges write winning tombstones into the base.
@@ -401,12 +450,15 @@ CX_TEST(merge_tombstones_hide_across_shards)
 	cx_obj_close(s);
 }
 
-CX_TEST(merge_without_unique_key_keeps_duplicates)
+/* unique_key false only lets the writer accept an insert of a live key: the
+ * store still de-duplicates by key, in scans and merges (newest wins). */
+CX_TEST(merge_and_scan_dedup_without_unique_key)
 {
 	cx_objstore *s = open_store("/store");
 	cx_shardwriter *w;
 	cx_merge_result res;
 	mw_rows r;
+	int64_t		v = -1;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
@@ -414,14 +466,16 @@ CX_TEST(merge_without_unique_key_keeps_duplicates)
 	REQUIRE_OK(mw_put(w, "k", 0, 3, 1, true, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 0, 3, 2, true, &err), &err);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
-	CHECK(r.n == 6 && mw_count(&r, "k1", NULL) == 2 && r.stats.keymap_keys == 0);
+	CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 2);
 	mw_rows_free(&r);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
-	CHECK(res.rows_written == 6 && res.rows_replaced == 0);
+	CHECK(res.rows_written == 3 && res.rows_replaced == 0);
 	REQUIRE_OK(mw_put(w, "k", 0, 3, 3, true, &err), &err);
 	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	CHECK(res.rows_written == 3 && res.rows_replaced == 3);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
-	CHECK(r.n == 9 && mw_count(&r, "k1", NULL) == 3);
+	CHECK(r.n == 3 && mw_count(&r, "k1", &v) == 1 && v == 3);
 	mw_rows_free(&r);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
@@ -762,6 +816,61 @@ CX_TEST(merge_rebase_rechecks_keys_against_fragments_committed_meanwhile)
 			snprintf(id, sizeof(id), "k%d", k);
 			CHECK(mw_count(&r, id, &v) == 1 && v == (k < 5 ? 1 : 2));
 		}
+		mw_rows_free(&r);
+		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+		REQUIRE_OK(cx_sw_close(b, false, &err), &err);
+		cx_obj_close(s);
+	}
+}
+
+/*
+ * Another shard merges a TRUNCATE between our plan and our commit, dropping
+ * the base fragment whose row our merge replaces: the rebase forgets that
+ * deletion instead of failing, drops our new fragment if all its rows are
+ * older than the truncation, and only the rows after it stay visible.
+ */
+CX_TEST(merge_rebase_after_a_truncation_merged_meanwhile)
+{
+	for (int later_row = 0; later_row < 2; later_row++)
+	{
+		const char *suffix = later_row ? "/later" : "/older";
+		cx_objstore *s = open_store(suffix);
+		cx_shardwriter *a;
+		cx_shardwriter *b;
+		cx_merge_result res;
+		cx_manifest *m;
+		mw_rows		r;
+		int64_t		v = -1;
+		cx_err		err;
+
+		REQUIRE(s != NULL);
+		REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+		REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
+		REQUIRE_OK(mw_put(a, "k", 0, 3, 1, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		sleep_ms(2);
+		REQUIRE_OK(mw_put(b, "k", 1, 1, 2, true, &err), &err);	/* replaces k1 */
+		sleep_ms(2);
+		REQUIRE_OK(mw_truncate(a, true, &err), &err);
+		sleep_ms(2);
+		if (later_row)
+			REQUIRE_OK(mw_put(b, "z", 0, 1, 3, true, &err), &err);
+		/* we merge b; a's merge (the truncation) slips in before our commit */
+		REQUIRE_OK(merge_interrupted(s, suffix, "b", "a", &res, &err), &err);
+		CHECK(hook_rc == CX_OK && hook_res.generations == 1);
+		CHECK(res.generations == 1 + (uint32_t) later_row);
+		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+		CHECK(m->truncated_before_us > 0);
+		/* shard a's fragment is gone; ours, holding k1 (hidden by the time)
+		 * and z0, stays only if it holds z0 */
+		CHECK(m->nfragments == (uint32_t) later_row);
+		cx_manifest_free(m);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_drain(s, b, &err), &err);
+		REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+		CHECK(r.n == (uint32_t) later_row);
+		CHECK(!later_row || (mw_count(&r, "z0", &v) == 1 && v == 3));
 		mw_rows_free(&r);
 		REQUIRE_OK(cx_sw_close(a, false, &err), &err);
 		REQUIRE_OK(cx_sw_close(b, false, &err), &err);

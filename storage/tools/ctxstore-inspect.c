@@ -366,9 +366,10 @@ print_fragment_entry(const cx_manifest *m, uint32_t i,
 	const cx_schema *cols = with_hidden != NULL &&
 		f->ncolumns == with_hidden->ncolumns ? with_hidden : NULL;
 
-	printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "\n",
+	printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "  from shard %s\n",
 		   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),
-		   f->footer_offset, f->footer_len);
+		   f->footer_offset, f->footer_len,
+		   f->origin_shard != NULL ? f->origin_shard : "(unknown)");
 	if (cols == NULL && f->ncolumns > 0)
 		printf("    statistics of %" PRIu32 " columns match no schema of the table\n",
 			   f->ncolumns);
@@ -405,6 +406,15 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 		print_schema(m->schema);
 	printf("key          %s%s\n", m->key_column ? m->key_column : "(none yet)",
 		   m->key_column ? (m->unique_key ? " (unique)" : " (not unique)") : "");
+	printf("truncated    ");
+	if (m->truncated_before_us > 0)
+	{
+		printf("rows committed before ");
+		print_utc_us(m->truncated_before_us);
+		putchar('\n');
+	}
+	else
+		printf("never\n");
 	printf("shards       %" PRIu32 "\n", m->nshards);
 	for (uint32_t i = 0; i < m->nshards; i++)
 		printf("  %s  merged through generation %" PRIu64 "\n",

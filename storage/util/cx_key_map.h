@@ -29,6 +29,8 @@ typedef struct cx_keyver
 	uint32_t	source;			/* the caller's number for a fragment */
 	bool		tombstone;		/* the winning row deletes the key */
 	bool		beaten;			/* a newer row outside the map won */
+	bool		conflict;		/* a merge found a live base row of the key
+								 * that another shard wrote */
 	/* Where a merge wrote the winner (fragment number, row), if it did. */
 	bool		written;
 	uint32_t	out_fragment;

@@ -195,6 +195,10 @@ typedef struct cx_merge_options
 
 void		cx_merge_options_default(cx_merge_options *o);
 
+/* Room for a key's printable form in messages: text keys cut to fit (with
+ * "..."), integers in decimal, other types in hex. */
+#define CX_KEY_EXAMPLE_MAX 72
+
 typedef struct cx_merge_result
 {
 	uint32_t	generations;	/* merged; 0 when there was nothing to do */
@@ -202,6 +206,12 @@ typedef struct cx_merge_result
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
 	uint64_t	base_version;	/* committed base version (0 if none) */
+	/* Keys of the merged generations whose live base row (shadowed or
+	 * shadowing) came from another shard: a key written by two clusters,
+	 * where the later commit won without a uniqueness check.  One of them,
+	 * printable ("" when none), for the log. */
+	uint64_t	key_conflicts;
+	char		key_conflict_example[CX_KEY_EXAMPLE_MAX];
 } cx_merge_result;
 
 /* opt may be NULL (defaults).  CX_ERR_CONFLICT when another merge merged

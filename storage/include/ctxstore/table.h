@@ -25,10 +25,14 @@ typedef struct cx_manifest
 	cx_schema  *schema;			/* NULL until the first data commit */
 	/* Table properties, set once (cx_manifest_set_key) when the store gets
 	 * its first writer: the key column by name (NULL: none yet), and whether
-	 * a key has at most one live row (unique_key: merges and scans
-	 * de-duplicate) or rows are only appended. */
+	 * the writer refuses an insert of a live key (unique_key; merges and
+	 * scans de-duplicate by key either way). */
 	char	   *key_column;
 	bool		unique_key;
+	/* A merged TRUNCATE: rows committed before this time (Unix us) are
+	 * hidden, whatever layer holds them; 0: nothing truncated.  Never
+	 * decreases along the version chain. */
+	int64_t		truncated_before_us;
 	uint32_t	nfragments;
 	struct cx_fragment_info *fragments;
 	/* NULL (no fragment has deletions) or nfragments entries, parallel to
