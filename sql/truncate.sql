@@ -1,7 +1,8 @@
 --
 -- TRUNCATE buffers one marker (a DELETE with a NULL key) that hides every
 -- row committed before it and every row the transaction wrote before it;
--- it is transactional like every other change.
+-- it is transactional like every other change.  Pinned tables are
+-- read-only.
 --
 CREATE EXTENSION ctxstore;
 CREATE SERVER trunc_srv FOREIGN DATA WRAPPER ctxstore;
@@ -38,11 +39,24 @@ SELECT * FROM trunc_t ORDER BY id;
 COMMIT;
 SELECT s -> 'acked_transactions' AS transactions, s -> 'acked_rows' AS acked_rows
 FROM ctxstore.stats('trunc_t') s;
--- A pinned table cannot be truncated.
+-- A pinned table is read-only: no TRUNCATE, UPDATE, DELETE or maintenance
+-- (25006, with a hint).
 CREATE FOREIGN TABLE trunc_v1 (id text, n int)
   SERVER trunc_srv OPTIONS (uri 'file://@store_root@/trunc', version '1');
 TRUNCATE trunc_v1;
 \echo :LAST_ERROR_SQLSTATE
+UPDATE trunc_v1 SET n = 0;
+\echo :LAST_ERROR_SQLSTATE
+DELETE FROM trunc_v1;
+\echo :LAST_ERROR_SQLSTATE
+SELECT ctxstore.flush('trunc_v1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT ctxstore.merge_wal('trunc_v1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT ctxstore.cleanup_wal('trunc_v1');
+\echo :LAST_ERROR_SQLSTATE
+-- ctxstore.versions() shows each version's operation and rows.
+SELECT version, operation, rows FROM ctxstore.versions('trunc_t');
 
 SET client_min_messages = warning;
 DROP EXTENSION ctxstore CASCADE;
