@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
 #include "access/table.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -121,8 +122,11 @@ cx_add_update_targets(PlannerInfo *root, Index rtindex,
 	add_row_identity_var(root, makeVar(rtindex, attr->attnum, attr->atttypid,
 									   attr->atttypmod, attr->attcollation, 0),
 						 rtindex, KEY_JUNK);
+	/* Of type record, as PostgreSQL's own whole-row identity, so that the
+	 * partitions of one table (each its own row type) can share it. */
 	if (operation == CMD_DELETE && root->parse->returningList != NIL)
-		add_row_identity_var(root, makeWholeRowVar(target_rte, rtindex, 0, false),
+		add_row_identity_var(root, makeVar(rtindex, InvalidAttrNumber, RECORDOID,
+										   -1, InvalidOid, 0),
 							 rtindex, DELETED_ROW_JUNK);
 }
 
@@ -439,6 +443,26 @@ cx_batch_size(ResultRelInfo *rinfo)
 	return INSERT_BATCH_SIZE;
 }
 
+/*
+ * PostgreSQL moves an updated row to another partition only out of a local
+ * partition; out of a foreign one the row would stay where it no longer
+ * belongs, so the UPDATE is refused.
+ */
+static void
+check_partition(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+
+	if (rel->rd_rel->relispartition &&
+		!ExecPartitionCheck(rinfo, slot, estate, false))
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("cannot move a row out of foreign partition \"%s\"",
+					   RelationGetRelationName(rel)),
+				errdetail("The updated row no longer satisfies the partition constraint."),
+				errhint("DELETE the row and INSERT it with the new values."));
+}
+
 /* The new version of an updated row replaces the whole row: slot holds
  * every column (unchanged ones from the scan). */
 static TupleTableSlot *
@@ -446,8 +470,10 @@ cx_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 			   TupleTableSlot *planSlot)
 {
 	CxModifyState *state = rinfo->ri_FdwState;
-	MemoryContext old = MemoryContextSwitchTo(state->row_cxt);
+	MemoryContext old;
 
+	check_partition(estate, rinfo, slot);
+	old = MemoryContextSwitchTo(state->row_cxt);
 	convert_row(state, slot);
 	cxfdw_pending_append(state->pending, CX_ROW_PUT, state->values);
 	MemoryContextSwitchTo(old);

@@ -82,6 +82,21 @@ DELETE FROM dml_extra WHERE id = 'a' RETURNING extra;
 UPDATE dml_extra SET n = 1 RETURNING extra;
 SELECT * FROM dml_t ORDER BY id;
 
+-- Partitions, each its own store: UPDATE and DELETE RETURNING across them.
+-- PostgreSQL does not move a row out of a foreign partition, so an UPDATE
+-- that would is refused.
+CREATE TABLE dml_parted (id text, part int, n int) PARTITION BY LIST (part);
+CREATE FOREIGN TABLE dml_p1 PARTITION OF dml_parted FOR VALUES IN (1)
+  SERVER dml_srv OPTIONS (uri 'file://@store_root@/dml_p1');
+CREATE FOREIGN TABLE dml_p2 PARTITION OF dml_parted FOR VALUES IN (2)
+  SERVER dml_srv OPTIONS (uri 'file://@store_root@/dml_p2');
+INSERT INTO dml_parted VALUES ('a', 1, 1), ('b', 2, 1), ('c', 2, 1);
+UPDATE dml_parted SET n = n + 1 RETURNING tableoid::regclass, *;
+DELETE FROM dml_parted WHERE id <> 'a' RETURNING tableoid::regclass, *;
+UPDATE dml_parted SET part = 2 WHERE id = 'a';
+\echo :LAST_ERROR_SQLSTATE
+SELECT tableoid::regclass, * FROM dml_parted ORDER BY id;
+
 -- A DELETE of 100,000 rows buffers key-only tombstones: it fits a
 -- transaction limit that the same rows in full (an UPDATE) would not.
 CREATE FOREIGN TABLE dml_big (id text, session_id text, payload text)
