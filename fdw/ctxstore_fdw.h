@@ -9,8 +9,10 @@
  *   cx_columns.c     store schemas from table columns, column matching
  *   cx_store.c       per-backend store handles and manifest cache, access checks
  *   cx_scan.c        planner, executor scan and EXPLAIN
- *   cx_modify.c      INSERT / COPY FROM into the transaction's buffer
- *   cx_xact.c        the transaction buffers and their commit / abort hooks
+ *   cx_modify.c      INSERT, COPY FROM, UPDATE, DELETE, TRUNCATE into the
+ *                    transaction's buffer
+ *   cx_xact.c        the transaction buffers, their key maps and their
+ *                    commit / abort hooks
  *   cx_tableopts.c   write settings from table options, the table key check
  *   cx_functions.c   SQL functions in schema ctxstore
  *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix

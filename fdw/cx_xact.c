@@ -17,6 +17,11 @@
  * Encoded rows live in a malloc'd cx_buf (that is what cx_row_encode appends
  * to); the bookkeeping lives in TopTransactionContext.  Every exit of the
  * transaction (commit, abort, prepare) frees both.
+ *
+ * Key maps say which buffered row is the newest of each key (and where the
+ * newest TRUNCATE marker hides what precedes it): scans build one over the
+ * rows buffered when they begin, to shadow committed rows; inserts check
+ * each row against the buffer's own, kept up to date by every append.
  */
 #include "postgres.h"
 
