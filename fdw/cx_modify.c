@@ -15,6 +15,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type_d.h"
 #include "access/table.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -443,6 +444,15 @@ cx_batch_size(ResultRelInfo *rinfo)
 	return INSERT_BATCH_SIZE;
 }
 
+/* EXPLAIN VERBOSE of an INSERT says how many rows go to the FDW at a time. */
+static void
+cx_explain_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
+				  List *fdw_private, int subplan_index, ExplainState *es)
+{
+	if (es->verbose && mtstate->operation == CMD_INSERT)
+		ExplainPropertyInteger("Batch Size", NULL, rinfo->ri_BatchSize, es);
+}
+
 /*
  * PostgreSQL moves an updated row to another partition only out of a local
  * partition; out of a foreign one the row would stay where it no longer
@@ -565,4 +575,5 @@ cxfdw_modify_routine(FdwRoutine *routine)
 	routine->BeginForeignInsert = cx_begin_insert;
 	routine->IsForeignRelUpdatable = cx_updatable;
 	routine->ExecForeignTruncate = cx_exec_truncate;
+	routine->ExplainForeignModify = cx_explain_modify;
 }

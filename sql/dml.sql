@@ -23,6 +23,11 @@ INSERT INTO dml_t VALUES ('d', 's2', 4, 'four') RETURNING id, n;
 UPDATE dml_t SET note = upper(note) WHERE id = 'd' RETURNING *;
 DELETE FROM dml_t WHERE session_id = 's2' RETURNING id, note, n;
 SELECT * FROM dml_t ORDER BY id;
+-- Without RETURNING inserts are batched, with it not.
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO dml_t VALUES ('x', 's9', 0, 'x');
+EXPLAIN (VERBOSE, COSTS OFF)
+  INSERT INTO dml_t VALUES ('x', 's9', 0, 'x') ON CONFLICT DO NOTHING;
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO dml_t VALUES ('x', 's9', 0, 'x') RETURNING id;
 
 -- The key cannot change: DELETE and INSERT instead.
 UPDATE dml_t SET id = 'z' WHERE id = 'a';
