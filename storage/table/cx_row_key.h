@@ -77,12 +77,19 @@ cx_code		cx_keyrange_add(cx_keyrange *r, const uint8_t *key, size_t len,
  * hold a key of the range.  Types whose statistics cannot bound a bytewise
  * key (no statistics; floats, with their NaN rules) always may. */
 bool		cx_keyrange_may_overlap(const cx_keyrange *r, const cx_colstats *st);
+/* The same for one value. */
+bool		cx_stats_may_hold(cx_type type, const cx_colstats *st,
+							  const uint8_t *value, size_t len);
 
-/* One live row, as cx_keyscan() reports it. */
+/* One live row, as cx_keyscan() and cx_colscan() report it. */
 typedef struct cx_keyrow
 {
-	const uint8_t *key;			/* valid during the callback */
+	const uint8_t *key;			/* the scanned column's value; valid during
+								 * the callback */
 	size_t		len;
+	const uint8_t *rowkey;		/* cx_colscan() with a key_col: the row's key
+								 * (never NULL); otherwise the same as key */
+	size_t		rowkey_len;
 	int64_t		ts;				/* commit time */
 	bool		tombstone;
 	uint64_t	row;			/* index within the fragment */
@@ -110,6 +117,29 @@ cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 							 const cx_schema *table, uint32_t key_col,
 							 const cx_deletion_vector *dv, cx_keyrow_fn fn,
 							 cx_keyahead_fn ahead, void *arg, cx_err *err);
+
+/*
+ * The general pass cx_keyscan() is one case of: reads `column` (reported as
+ * kr->key; rows where it is NULL are skipped), the hidden columns and, when
+ * key_col >= 0, the key column too (kr->rowkey; rows with a NULL key are
+ * skipped).  group_may_hold, when not NULL, sees the statistics of `column`
+ * in each row group and returns false to skip the group unread.
+ */
+typedef bool (*cx_group_filter_fn) (void *arg, const cx_colstats *st);
+typedef struct cx_colscan_spec
+{
+	uint32_t	column;
+	int64_t		key_col;		/* -1: none */
+	const cx_deletion_vector *dv;	/* NULL: nothing deleted */
+	cx_group_filter_fn group_may_hold;
+	cx_keyrow_fn fn;
+	cx_keyahead_fn ahead;		/* as for cx_keyscan_ahead(), or NULL */
+	void	   *arg;
+} cx_colscan_spec;
+
+cx_code		cx_colscan(cx_objstore *s, const cx_fragment_info *fi,
+					   const cx_schema *table, const cx_colscan_spec *spec,
+					   cx_err *err);
 
 /* Commit time and tombstone flag of row i of a group read with the hidden
  * columns wanted. */
