@@ -8,6 +8,12 @@
  * searches.  For types whose statistics do not bound values bytewise
  * (floats, types without statistics) the values are sorted bytewise and
  * nothing is pruned.
+ *
+ * Fragments a key index segment of the column covers are answered by the
+ * segment instead (cx_key_index.h): one segment per fragment (the first the
+ * manifest lists), its entries filtered by the fragment's deletion vector
+ * as it is now.  A segment that cannot be read (missing, damaged) is no
+ * error: its fragments fall back to column reads.
  */
 #include "table/cx_base_probe.h"
 
@@ -15,6 +21,7 @@
 #include <string.h>
 
 #include "format/cx_encoding.h"
+#include "table/cx_key_index_int.h"
 #include "table/cx_row_key.h"
 
 typedef struct probe_value
@@ -35,6 +42,17 @@ typedef struct probe_set
 typedef struct probe
 {
 	probe_set	set;
+	const cx_manifest *m;
+	const uint8_t *const *values;
+	const size_t *lens;
+	uint32_t   *order;			/* value indices sorted bytewise: segment
+								 * order */
+	int32_t    *owner;			/* per fragment: the segment answering for
+								 * it, or -1 */
+	int64_t    *where;			/* per position in the segment being read:
+								 * the fragment of m, or -1 */
+	uint32_t	nwhere;
+	uint32_t	segment;		/* being read */
 	bool		key_probe;		/* the probed column is the key column */
 	uint32_t	fragment;		/* being read */
 	uint32_t	cap;			/* of out->hits */
@@ -186,7 +204,181 @@ match_row(void *arg, const cx_keyrow *kr, cx_err *err)
 	return CX_OK;
 }
 
-/* Reads the probed column of every live fragment that may hold a value. */
+/* --------------------------------------------------------------------------
+ * Key index segments
+ * -------------------------------------------------------------------------- */
+
+static int
+bytewise_cmp(const void *a, const void *b, void *arg)
+{
+	const probe *pr = arg;
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+	int			c = cx_keyseg_value_cmp(pr->values[x], pr->lens[x],
+										pr->values[y], pr->lens[y]);
+
+	return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* Whether a segment's value range holds one of the probed values. */
+static bool
+segment_may_hold(const probe *pr, const cx_keyseg_ref *ref)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = pr->set.n;
+
+	if (ref->entries == 0)
+		return false;
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+		uint32_t	v = pr->order[mid];
+
+		if (cx_keyseg_value_cmp(pr->values[v], pr->lens[v], ref->min,
+								ref->min_len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pr->set.n &&
+		cx_keyseg_value_cmp(pr->values[pr->order[lo]], pr->lens[pr->order[lo]],
+							ref->max, ref->max_len) <= 0;
+}
+
+/* An entry of the segment being read: a hit if its fragment is one the
+ * segment answers for and the row is still live. */
+static cx_code
+match_entry(void *arg, uint32_t i, const cx_keyentry *e, cx_err *err)
+{
+	probe	   *pr = arg;
+	int64_t		f = e->fragment < pr->nwhere ? pr->where[e->fragment] : -1;
+	cx_keyrow	kr;
+
+	if (f < 0 || pr->owner[f] != (int32_t) pr->segment ||
+		(e->tombstone && !pr->key_probe) ||
+		cx_dv_deletes(pr->m->dvs != NULL ? &pr->m->dvs[f] : NULL, e->row))
+		return CX_OK;
+	kr.key = e->value;
+	kr.len = e->len;
+	kr.rowkey = e->key != NULL ? e->key : e->value;
+	kr.rowkey_len = e->key != NULL ? e->key_len : e->len;
+	kr.ts = e->ts;
+	kr.tombstone = e->tombstone;
+	kr.row = e->row;
+	pr->fragment = (uint32_t) f;
+	return add_hit(pr, pr->order[i], &kr, err);
+}
+
+/* owner[f]: the first segment of the column that lists fragment f. */
+static void
+assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
+{
+	for (uint32_t f = 0; f < pr->m->nfragments; f++)
+		pr->owner[f] = -1;
+	for (uint32_t i = 0; i < ix->n; i++)
+	{
+		const cx_keyseg_ref *ref = &ix->segs[i];
+
+		for (uint32_t k = 0; ref->column == column && k < ref->nfragments; k++)
+		{
+			int64_t		f = cx_manifest_find_fragment(pr->m, ref->fragments[k]);
+
+			if (f >= 0 && pr->owner[f] < 0)
+				pr->owner[f] = (int32_t) i;
+		}
+	}
+}
+
+/* where[]: the fragment of m at each position of the segment's list. */
+static cx_code
+map_positions(probe *pr, const cx_keyseg_ref *ref, bool *owns_any,
+			  cx_err *err)
+{
+	int64_t    *grown = realloc(pr->where, (ref->nfragments + 1) * sizeof(int64_t));
+
+	if (grown == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	pr->where = grown;
+	pr->nwhere = ref->nfragments;
+	*owns_any = false;
+	for (uint32_t k = 0; k < ref->nfragments; k++)
+	{
+		pr->where[k] = cx_manifest_find_fragment(pr->m, ref->fragments[k]);
+		if (pr->where[k] >= 0 &&
+			pr->owner[pr->where[k]] == (int32_t) pr->segment)
+			*owns_any = true;
+	}
+	return CX_OK;
+}
+
+/* After a segment could not be read: its hits are dropped and its
+ * fragments read by column instead. */
+static void
+disown(probe *pr, uint32_t nhits_before)
+{
+	cx_probe_result *out = pr->out;
+
+	while (out->nhits > nhits_before)
+		free(out->hits[--out->nhits].key);
+	for (uint32_t f = 0; f < pr->m->nfragments; f++)
+		if (pr->owner[f] == (int32_t) pr->segment)
+			pr->owner[f] = -1;
+}
+
+static cx_code
+probe_segment(cx_objstore *s, probe *pr, const cx_keyseg_ref *ref,
+			  cx_err *err)
+{
+	uint32_t	before = pr->out->nhits;
+	bool		owns_any = false;
+	cx_code		rc;
+
+	if (map_positions(pr, ref, &owns_any, err) != CX_OK)
+		return err->code;
+	if (!owns_any || !segment_may_hold(pr, ref))
+		return CX_OK;
+	rc = cx_keyseg_lookup(s, ref, pr->values, pr->lens, pr->order, pr->set.n,
+						  match_entry, pr, err);
+	if (rc == CX_OK)
+		pr->out->index_segments_read++;
+	else if (rc == CX_ERR_NOT_FOUND || rc == CX_ERR_CORRUPT)
+		disown(pr, before);
+	else
+		return rc;
+	return CX_OK;
+}
+
+/* Answers from the key index what it covers; owner[] then says which
+ * fragments are left for column reads. */
+static cx_code
+probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
+{
+	cx_keyindex ix;
+	cx_code		rc;
+
+	pr->owner = malloc((pr->m->nfragments + 1) * sizeof(int32_t));
+	pr->order = malloc(((size_t) pr->set.n + 1) * sizeof(uint32_t));
+	if (pr->owner == NULL || pr->order == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	for (uint32_t i = 0; i < pr->set.n; i++)
+		pr->order[i] = i;
+	qsort_r(pr->order, pr->set.n, sizeof(uint32_t), bytewise_cmp, pr);
+	if (cx_keyindex_load(pr->m, &ix, err) != CX_OK)
+		return err->code;
+	assign_owners(pr, &ix, column);
+	rc = CX_OK;
+	for (uint32_t i = 0; rc == CX_OK && i < ix.n; i++)
+	{
+		pr->segment = i;
+		if (ix.segs[i].column == column)
+			rc = probe_segment(s, pr, &ix.segs[i], err);
+	}
+	cx_keyindex_free(&ix);
+	return rc;
+}
+
+/* Reads the probed column of the live fragments no segment answers for
+ * that may hold a value. */
 static cx_code
 probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 				uint32_t key_col, probe *pr, cx_err *err)
@@ -198,7 +390,7 @@ probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 	{
 		const cx_fragment_info *fi = &m->fragments[f];
 
-		if (cx_manifest_deleted_count(m, f) == fi->rows ||
+		if (pr->owner[f] >= 0 || cx_manifest_deleted_count(m, f) == fi->rows ||
 			!probe_set_may_hold(&pr->set, column < fi->ncolumns ?
 								&fi->stats[column] : NULL))
 			continue;
@@ -249,7 +441,7 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 			  cx_probe_result *out, cx_err *err)
 {
 	uint64_t	bytes_before = s->stats.bytes_read;
-	probe		pr = {{0}, false, 0, 0, out};
+	probe		pr = {0};
 	uint32_t	key_col;
 	cx_code		rc;
 
@@ -258,12 +450,21 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 		return CX_OK;
 	if (probe_columns(m, column, &key_col, err) != CX_OK)
 		return err->code;
+	pr.out = out;
+	pr.m = m;
+	pr.values = values;
+	pr.lens = lens;
 	pr.key_probe = column == key_col;
 	rc = probe_set_init(&pr.set, (cx_type) m->schema->columns[column].type,
 						values, lens, n, err);
 	if (rc == CX_OK)
+		rc = probe_index(s, &pr, column, err);
+	if (rc == CX_OK)
 		rc = probe_fragments(s, m, column, key_col, &pr, err);
 	free(pr.set.v);
+	free(pr.order);
+	free(pr.owner);
+	free(pr.where);
 	if (rc != CX_OK)
 	{
 		cx_probe_result_free(out);

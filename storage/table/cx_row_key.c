@@ -201,6 +201,24 @@ cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 	return !d.isnull && d.v.b;
 }
 
+bool
+cx_dv_deletes(const cx_deletion_vector *dv, uint64_t row)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = dv != NULL ? dv->n : 0;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (dv->rows[mid] < row)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return dv != NULL && lo < dv->n && dv->rows[lo] == row;
+}
+
 /* How many rows ahead cx_keyscan_ahead() announces keys. */
 #define KEY_AHEAD 8
 

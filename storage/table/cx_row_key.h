@@ -147,6 +147,10 @@ int64_t		cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i);
 bool		cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout,
 							 uint32_t i);
 
+/* Whether dv (NULL: nothing deleted) deletes row, for rows visited in any
+ * order (binary search). */
+bool		cx_dv_deletes(const cx_deletion_vector *dv, uint64_t row);
+
 /* A cursor over a deletion vector for rows visited in ascending order. */
 typedef struct cx_dvcursor
 {

@@ -1,0 +1,302 @@
+/*
+ * test_key_index.c — key index segments (cx_key_index.h): the probe answers
+ * from them exactly as from column reads, with the index fresh, stale
+ * (fragments and deletions added after it), missing or damaged; several
+ * levels of blocks; merges of segments; the "index" commit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "merge/cx_merge.h"
+#include "table/cx_base_probe.h"
+#include "table/cx_key_index.h"
+#include "cx_test.h"
+#include "mw_util.h"
+
+/* Seals rows as one generation of shard "f" and merges it into the base. */
+static cx_code
+seal_and_merge(cx_objstore *s, const mw_genrow *rows, int n, cx_err *err)
+{
+	cx_merge_result res;
+
+	if (mw_fake_seal(s, "f", rows, n, err) != CX_OK ||
+		cx_merge_shard(s, "f", NULL, &res, err) != CX_OK)
+		return err->code;
+	return CX_OK;
+}
+
+/* Rows "<prefix><i>" for i in [first, first + n), v = i % 7, ts = ts0 + i;
+ * ids point into ids (16 bytes each). */
+static void
+make_rows(mw_genrow *rows, char (*ids)[16], const char *prefix, int first,
+		  int n, int64_t ts0)
+{
+	for (int i = 0; i < n; i++)
+	{
+		snprintf(ids[i], 16, "%s%d", prefix, first + i);
+		rows[i] = (mw_genrow) {ids[i], (first + i) % 7, ts0 + first + i, false};
+	}
+}
+
+static cx_code
+merge_range(cx_objstore *s, const char *prefix, int first, int n,
+			int64_t ts0, cx_err *err)
+{
+	mw_genrow  *rows = calloc(n, sizeof(mw_genrow));
+	char	  (*ids)[16] = calloc(n, 16);
+	cx_code		rc;
+
+	if (rows == NULL || ids == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "test: out of memory");
+	else
+	{
+		make_rows(rows, ids, prefix, first, n, ts0);
+		rc = seal_and_merge(s, rows, n, err);
+	}
+	free(rows);
+	free(ids);
+	return rc;
+}
+
+/* The probe of m without its index: what the index must reproduce. */
+static cx_code
+probe_by_columns(cx_objstore *s, const cx_manifest *m, uint32_t column,
+				 const uint8_t *const *values, const size_t *lens, uint32_t n,
+				 cx_probe_result *out, cx_err *err)
+{
+	cx_manifest *bare = cx_manifest_clone(m);
+	cx_keyindex none = {0};
+	cx_code		rc;
+
+	if (bare == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "test: out of memory");
+	rc = cx_keyindex_store(bare, &none, err);
+	if (rc == CX_OK)
+		rc = cx_base_probe(s, bare, column, values, lens, n, out, err);
+	cx_manifest_free(bare);
+	return rc;
+}
+
+static bool
+same_hits(const cx_probe_result *a, const cx_probe_result *b)
+{
+	if (a->nhits != b->nhits)
+		return false;
+	for (uint32_t i = 0; i < a->nhits; i++)
+	{
+		const cx_probe_hit *x = &a->hits[i];
+		const cx_probe_hit *y = &b->hits[i];
+
+		if (x->value != y->value || x->fragment != y->fragment ||
+			x->row != y->row || x->ts != y->ts ||
+			x->tombstone != y->tombstone || x->key_len != y->key_len ||
+			memcmp(x->key, y->key, x->key_len) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The probes a test compares: some keys present, some absent, and the
+ * values 0..6 of v (many rows each). */
+typedef struct probe_values
+{
+	const uint8_t *keys[6];
+	size_t		key_lens[6];
+	int64_t		v[7];
+	const uint8_t *vs[7];
+	size_t		v_lens[7];
+} probe_values;
+
+static void
+probe_values_init(probe_values *pv)
+{
+	static const char *const keys[] = {"a5", "b17", "zz", "a0", "c3", "a5"};
+
+	for (int i = 0; i < 6; i++)
+	{
+		pv->keys[i] = (const uint8_t *) keys[i];
+		pv->key_lens[i] = strlen(keys[i]);
+	}
+	for (int i = 0; i < 7; i++)
+	{
+		pv->v[i] = i;
+		pv->vs[i] = (const uint8_t *) &pv->v[i];
+		pv->v_lens[i] = 8;
+	}
+}
+
+/* Probes m's key and v columns with and without the index; the hits must
+ * be the same.  *segments and *scanned: what the indexed key probe used. */
+static bool
+index_agrees(cx_objstore *s, const cx_manifest *m, uint32_t *segments,
+			 uint32_t *scanned)
+{
+	probe_values pv;
+	cx_probe_result a;
+	cx_probe_result b;
+	cx_err		err;
+	bool		same;
+
+	probe_values_init(&pv);
+	if (cx_base_probe(s, m, 0, pv.keys, pv.key_lens, 6, &a, &err) != CX_OK)
+		return false;
+	*segments = a.index_segments_read;
+	*scanned = a.fragments_scanned;
+	same = probe_by_columns(s, m, 0, pv.keys, pv.key_lens, 6, &b, &err) == CX_OK &&
+		a.nhits >= 4 && same_hits(&a, &b);
+	cx_probe_result_free(&a);
+	cx_probe_result_free(&b);
+	if (!same ||
+		cx_base_probe(s, m, 1, pv.vs, pv.v_lens, 7, &a, &err) != CX_OK)
+		return false;
+	same = probe_by_columns(s, m, 1, pv.vs, pv.v_lens, 7, &b, &err) == CX_OK &&
+		a.nhits >= 100 && same_hits(&a, &b);
+	cx_probe_result_free(&a);
+	cx_probe_result_free(&b);
+	return same;
+}
+
+static cx_code
+index_both(cx_objstore *s, const cx_keyindex_options *opt,
+		   cx_keyindex_result *key_res, cx_err *err)
+{
+	cx_keyindex_result v_res;
+
+	if (cx_keyindex_update(s, 0, opt, key_res, err) != CX_OK)
+		return err->code;
+	return cx_keyindex_update(s, 1, opt, &v_res, err);
+}
+
+/* a0..a49, then b0..b49 and a new version of a5 (a DV in fragment 0), then
+ * a tombstone of c3 and b0..b9 again. */
+static cx_code
+three_merges(cx_objstore *s, int which, cx_err *err)
+{
+	static const mw_genrow tomb[] = {{"c3", 1, 5000, true}};
+
+	switch (which)
+	{
+		case 0:
+			return merge_range(s, "a", 0, 50, 1000, err);
+		case 1:
+			if (merge_range(s, "b", 0, 50, 2000, err) != CX_OK)
+				return err->code;
+			return merge_range(s, "a", 5, 1, 3000, err);
+		default:
+			if (seal_and_merge(s, tomb, 1, err) != CX_OK)
+				return err->code;
+			return merge_range(s, "b", 0, 10, 4000, err);
+	}
+}
+
+/* The first two merges, both columns indexed; *m the version that lists
+ * the index. */
+static cx_code
+indexed_base(cx_objstore *s, cx_keyindex_result *res, cx_manifest **m,
+			 cx_err *err)
+{
+	if (three_merges(s, 0, err) != CX_OK || three_merges(s, 1, err) != CX_OK ||
+		index_both(s, NULL, res, err) != CX_OK)
+		return err->code;
+	return cx_manifest_load_latest(s, m, err);
+}
+
+CX_TEST(key_index_answers_probes_fresh_and_stale)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_result res;
+	uint32_t	segments;
+	uint32_t	scanned;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(indexed_base(s, &res, &m, &err), &err);
+	CHECK(res.segments_written == 1 && res.fragments_covered == 3 &&
+		  res.keys_indexed == 100 && res.base_version > 0);
+	CHECK(strcmp(m->operation, "index") == 0);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(segments == 1 && scanned == 0);
+	cx_manifest_free(m);
+	/* stale: new fragments and deletion vectors on indexed ones */
+	REQUIRE_OK(three_merges(s, 2, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(segments == 1 && scanned > 0);
+	cx_manifest_free(m);
+	/* extended: only the new fragments are indexed */
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	CHECK(res.segments_written == 1 && res.fragments_covered == 2 &&
+		  res.keys_indexed == 11);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	CHECK(res.segments_written == 0 && res.base_version == 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(scanned == 0);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* A missing or damaged segment: the probe reads columns instead. */
+CX_TEST(key_index_missing_or_damaged_segment_falls_back)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex ix;
+	cx_keyindex_result res;
+	uint32_t	segments;
+	uint32_t	scanned;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(indexed_base(s, &res, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	REQUIRE(ix.n == 2 && ix.segs[0].column == 0);
+	REQUIRE_OK(cx_obj_put(s, ix.segs[0].path, "garbage", 7, CX_PUT_OVERWRITE,
+						  &err), &err);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(segments == 0 && scanned == 3);
+	REQUIRE_OK(cx_obj_delete(s, ix.segs[0].path, &err), &err);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(segments == 0 && scanned == 3);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* Small blocks: several index levels; merging segments keeps answers. */
+CX_TEST(key_index_deep_segments_and_merges)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_options opt;
+	cx_keyindex_result res;
+	cx_keyindex ix;
+	uint32_t	segments;
+	uint32_t	scanned;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	cx_keyindex_options_default(&opt);
+	opt.block_bytes = 128;
+	opt.max_segments = 2;
+	for (int i = 0; i < 3; i++)
+	{
+		REQUIRE_OK(three_merges(s, i, &err), &err);
+		REQUIRE_OK(index_both(s, &opt, &res, &err), &err);
+		CHECK(res.segments_written >= 1);
+		CHECK(res.segments_merged == (i == 2 ? 3u : 0u));
+	}
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	/* one merged segment per column, covering the five fragments, without
+	 * the rows deleted since they were indexed (a5, b0..b9) */
+	CHECK(ix.n == 2);
+	CHECK(ix.n == 2 && ix.segs[0].column == 0 &&
+		  ix.segs[0].nfragments == 5 && ix.segs[0].entries == 112 - 11);
+	CHECK(index_agrees(s, m, &segments, &scanned));
+	CHECK(segments == 1 && scanned == 0);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
