@@ -124,39 +124,7 @@ cx_code		cx_keysegw_add(cx_keysegw *w, const cx_keyentry *e, cx_err *err);
 cx_code		cx_keysegw_finish(cx_keysegw *w, cx_keyseg_ref *ref, cx_err *err);
 void		cx_keysegw_abort(cx_keysegw *w);
 
-/*
- * Building (cx_key_index_build.c).  cx_keyindex_update indexes column
- * `column` of the live fragments of the newest base version that no segment
- * of the column covers yet, one segment per max_entries entries, and when
- * the column then has more than max_segments segments merges them all into
- * one (a streaming k-way merge: one block per segment in memory).  It
- * commits one base version with operation "index"; on a lost race it
- * rebases (the segments stay valid: fragments are immutable), and a version
- * a merge committed in between is fine (its new fragments are indexed by
- * the next update).  Nothing to do: no commit, result all zero.
- */
-typedef struct cx_keyindex_options
-{
-	uint32_t	block_bytes;	/* default CX_KEYSEG_BLOCK_BYTES */
-	uint32_t	max_segments;	/* per column before a merge; default 4 */
-	uint64_t	max_entries;	/* per segment built from fragments; default
-								 * 1048576 (what the build holds in memory) */
-} cx_keyindex_options;
-
-void		cx_keyindex_options_default(cx_keyindex_options *o);
-
-typedef struct cx_keyindex_result
-{
-	uint32_t	segments_written;
-	uint64_t	keys_indexed;	/* entries of the segments built from
-								 * fragments */
-	uint32_t	fragments_covered;	/* newly */
-	uint32_t	segments_merged;	/* segments replaced by a merged one */
-	uint64_t	base_version;	/* committed, 0 if nothing to do */
-} cx_keyindex_result;
-
-cx_code		cx_keyindex_update(cx_objstore *s, uint32_t column,
-							   const cx_keyindex_options *opt,
-							   cx_keyindex_result *res, cx_err *err);
+/* Building: cx_keyindex_update() and cx_keyindex_update_table(), declared in
+ * ctxstore/table.h (cx_key_index_build.c). */
 
 #endif							/* CX_KEY_INDEX_H */

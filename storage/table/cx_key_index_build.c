@@ -536,3 +536,69 @@ cx_keyindex_update(cx_objstore *s, uint32_t column,
 	cx_manifest_free(m);
 	return rc;
 }
+
+static void
+add_result(cx_keyindex_result *sum, const cx_keyindex_result *r)
+{
+	sum->segments_written += r->segments_written;
+	sum->keys_indexed += r->keys_indexed;
+	sum->fragments_covered += r->fragments_covered;
+	sum->segments_merged += r->segments_merged;
+	if (r->base_version != 0)
+		sum->base_version = r->base_version;
+}
+
+/* The schema index of the key column and of also_column (-1: none). */
+static cx_code
+table_columns(const cx_manifest *m, const char *also_column, uint32_t *key,
+			  int64_t *also, cx_err *err)
+{
+	int			i;
+
+	if (cx_key_column(m->schema, m->key_column, key, err) != CX_OK)
+		return err->code;
+	*also = -1;
+	if (also_column == NULL)
+		return CX_OK;
+	i = cx_schema_find(m->schema, also_column);
+	if (i < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "key index: \"%.64s\" is not a column of the store",
+						  also_column);
+	*also = (uint32_t) i == *key ? -1 : i;
+	return CX_OK;
+}
+
+cx_code
+cx_keyindex_update_table(cx_objstore *s, const char *also_column,
+						 const cx_keyindex_options *opt,
+						 cx_keyindex_result *res, cx_err *err)
+{
+	cx_manifest *m;
+	cx_keyindex_result one;
+	uint32_t	key;
+	int64_t		also = -1;
+	cx_code		rc;
+
+	memset(res, 0, sizeof(*res));
+	if (cx_manifest_load_latest(s, &m, err) != CX_OK)
+		return err->code;
+	if (m == NULL || m->schema == NULL || m->key_column == NULL)
+	{
+		cx_manifest_free(m);
+		return CX_OK;			/* no key yet: nothing to index */
+	}
+	rc = table_columns(m, also_column, &key, &also, err);
+	cx_manifest_free(m);
+	if (rc == CX_OK)
+	{
+		rc = cx_keyindex_update(s, key, opt, &one, err);
+		add_result(res, &one);
+	}
+	if (rc == CX_OK && also >= 0)
+	{
+		rc = cx_keyindex_update(s, (uint32_t) also, opt, &one, err);
+		add_result(res, &one);
+	}
+	return rc;
+}

@@ -386,3 +386,33 @@ CX_TEST(merge_into_an_indexed_base_reads_little)
 	CHECK(read_indexed < merged * 100);
 	cx_obj_close(s);
 }
+
+CX_TEST(key_index_update_table_indexes_key_and_upsert_column)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_result res;
+	cx_keyindex ix;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	/* no store yet: nothing to do */
+	REQUIRE_OK(cx_keyindex_update_table(s, "v", NULL, &res, &err), &err);
+	CHECK(res.segments_written == 0 && res.base_version == 0);
+	REQUIRE_OK(three_merges(s, 0, &err), &err);
+	CHECK_CODE(cx_keyindex_update_table(s, "nope", NULL, &res, &err),
+			   CX_ERR_SCHEMA);
+	REQUIRE_OK(cx_keyindex_update_table(s, "v", NULL, &res, &err), &err);
+	CHECK(res.segments_written == 2 && res.keys_indexed == 100 &&
+		  res.fragments_covered == 2 && res.base_version > 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	CHECK(ix.n == 2 && ix.segs[0].column == 0 && ix.segs[1].column == 1);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	/* the key named again is indexed once */
+	REQUIRE_OK(three_merges(s, 1, &err), &err);
+	REQUIRE_OK(cx_keyindex_update_table(s, "id", NULL, &res, &err), &err);
+	CHECK(res.segments_written == 1 && res.fragments_covered == 2);
+	cx_obj_close(s);
+}
