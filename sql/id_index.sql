@@ -22,6 +22,23 @@ SELECT operation FROM ctxstore.versions('id_index') ORDER BY version DESC LIMIT 
 SELECT count(*), sum(n) FROM id_index;
 SELECT n FROM id_index WHERE id = 'k42';
 
+-- The maintenance worker indexes after each merge by itself (waited for
+-- up to 30 s).
+CREATE FOREIGN TABLE id_index_auto (id text, n int) SERVER id_index_srv
+  OPTIONS (uri 'file://@store_root@/id_index_auto', merge_after_generations '0');
+INSERT INTO id_index_auto VALUES ('a', 1), ('b', 2);
+SELECT ctxstore.merge_wal('id_index_auto') > 0 AS merged;
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    EXIT WHEN (SELECT operation FROM ctxstore.versions('id_index_auto')
+               ORDER BY version DESC LIMIT 1) = 'index';
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT operation FROM ctxstore.versions('id_index_auto') ORDER BY version DESC LIMIT 1;
+SELECT ctxstore.create_id_index('id_index_auto')->>'segments_written' AS left_to_do;
+
 -- A pinned table is read-only.
 CREATE FOREIGN TABLE id_index_pinned (id text, n int) SERVER id_index_srv
   OPTIONS (uri 'file://@store_root@/id_index', version '1');
