@@ -2,7 +2,8 @@
  * ctxstore-inspect — look inside a ctxstore store without a server.
  *
  *   ctxstore-inspect URI versions              list committed versions
- *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest)
+ *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest),
+ *                                              key index segments included
  *   ctxstore-inspect URI fragment KEY          schema, row groups, chunk stats
  *   ctxstore-inspect URI shard ID [VERSION]    dump a shard manifest (default latest)
  *   ctxstore-inspect URI rows [VERSION|latest] [LIMIT]
@@ -580,9 +581,10 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 
 /*
  * verify: every object listed is checked (manifests decode, fragments'
- * footers and chunks pass their checksums), and every object a version
- * lists (a base version's fragments, a shard version's generations) must be
- * among them.  Every version present counts as retained: GC removes only
+ * footers and chunks and key index segments' blocks pass their checksums,
+ * a segment's entries are in order), and every object a version lists (a
+ * base version's fragments and index segments, a shard version's
+ * generations) must be among them.  Every version present counts as retained: GC removes only
  * objects no retained version lists (docs/design/memwal.md, "What GC
  * must respect").
  */
