@@ -49,6 +49,7 @@ typedef struct probe
 								 * order */
 	int32_t    *owner;			/* per fragment: the segment answering for
 								 * it, or -1 */
+	uint32_t   *by_path;		/* m's fragments sorted by path */
 	int64_t    *where;			/* per position in the segment being read:
 								 * the fragment of m, or -1 */
 	uint32_t	nwhere;
@@ -59,16 +60,6 @@ typedef struct probe
 	cx_probe_result *out;
 } probe;
 
-static int
-cmp_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	int			c = memcmp(a, b, alen < blen ? alen : blen);
-
-	if (c != 0)
-		return c;
-	return alen < blen ? -1 : alen > blen;
-}
-
 /* Statistics order where it is also equality (every type but floats),
  * bytewise otherwise. */
 static int
@@ -76,7 +67,7 @@ value_cmp(const probe_set *set, const uint8_t *a, size_t alen,
 		  const uint8_t *b, size_t blen)
 {
 	if (!set->ordered)
-		return cmp_bytes(a, alen, b, blen);
+		return cx_keyseg_value_cmp(a, alen, b, blen);
 	return cx_stats_cmp(set->type, a, alen, b, blen);
 }
 
@@ -172,10 +163,9 @@ add_hit(probe *pr, uint32_t value, const cx_keyrow *kr, cx_err *err)
 		pr->cap = cap;
 	}
 	h = &out->hits[out->nhits];
-	h->key = malloc(kr->rowkey_len > 0 ? kr->rowkey_len : 1);
+	h->key = cx_keyseg_copy(kr->rowkey, kr->rowkey_len);
 	if (h->key == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-	memcpy(h->key, kr->rowkey, kr->rowkey_len);
 	h->key_len = kr->rowkey_len;
 	h->value = value;
 	h->fragment = pr->fragment;
@@ -269,6 +259,52 @@ match_entry(void *arg, uint32_t i, const cx_keyentry *e, cx_err *err)
 	return add_hit(pr, pr->order[i], &kr, err);
 }
 
+static int
+path_cmp(const void *a, const void *b, void *arg)
+{
+	const cx_manifest *m = arg;
+
+	return strcmp(m->fragments[*(const uint32_t *) a].path,
+				  m->fragments[*(const uint32_t *) b].path);
+}
+
+/* Sorts m's fragments by path: segments name fragments by path, and a
+ * version may list thousands. */
+static cx_code
+sort_paths(probe *pr, cx_err *err)
+{
+	pr->by_path = malloc((pr->m->nfragments + 1) * sizeof(uint32_t));
+	if (pr->by_path == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	for (uint32_t f = 0; f < pr->m->nfragments; f++)
+		pr->by_path[f] = f;
+	qsort_r(pr->by_path, pr->m->nfragments, sizeof(uint32_t), path_cmp,
+			(void *) pr->m);
+	return CX_OK;
+}
+
+/* The fragment of m whose path is path, or -1. */
+static int64_t
+find_path(const probe *pr, const char *path)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = pr->m->nfragments;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+		int			c = strcmp(pr->m->fragments[pr->by_path[mid]].path, path);
+
+		if (c == 0)
+			return pr->by_path[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
 /* owner[f]: the first segment of the column that lists fragment f. */
 static void
 assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
@@ -281,7 +317,7 @@ assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
 
 		for (uint32_t k = 0; ref->column == column && k < ref->nfragments; k++)
 		{
-			int64_t		f = cx_manifest_find_fragment(pr->m, ref->fragments[k]);
+			int64_t		f = find_path(pr, ref->fragments[k]);
 
 			if (f >= 0 && pr->owner[f] < 0)
 				pr->owner[f] = (int32_t) i;
@@ -303,7 +339,7 @@ map_positions(probe *pr, const cx_keyseg_ref *ref, bool *owns_any,
 	*owns_any = false;
 	for (uint32_t k = 0; k < ref->nfragments; k++)
 	{
-		pr->where[k] = cx_manifest_find_fragment(pr->m, ref->fragments[k]);
+		pr->where[k] = find_path(pr, ref->fragments[k]);
 		if (pr->where[k] >= 0 &&
 			pr->owner[pr->where[k]] == (int32_t) pr->segment)
 			*owns_any = true;
@@ -363,8 +399,20 @@ probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 	for (uint32_t i = 0; i < pr->set.n; i++)
 		pr->order[i] = i;
 	qsort_r(pr->order, pr->set.n, sizeof(uint32_t), bytewise_cmp, pr);
-	if (cx_keyindex_load(pr->m, &ix, err) != CX_OK)
+	rc = cx_keyindex_load(pr->m, &ix, err);
+	if (rc == CX_ERR_CORRUPT || rc == CX_ERR_UNSUPPORTED)
+	{
+		/* an index this build cannot read: answered by column reads */
+		assign_owners(pr, &ix, column);
+		return CX_OK;
+	}
+	if (rc != CX_OK)
+		return rc;
+	if (ix.n > 0 && sort_paths(pr, err) != CX_OK)
+	{
+		cx_keyindex_free(&ix);
 		return err->code;
+	}
 	assign_owners(pr, &ix, column);
 	rc = CX_OK;
 	for (uint32_t i = 0; rc == CX_OK && i < ix.n; i++)
@@ -464,6 +512,7 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 	free(pr.set.v);
 	free(pr.order);
 	free(pr.owner);
+	free(pr.by_path);
 	free(pr.where);
 	if (rc != CX_OK)
 	{

@@ -39,10 +39,20 @@ cx_keyindex_free(cx_keyindex *ix)
 	memset(ix, 0, sizeof(*ix));
 }
 
+uint8_t *
+cx_keyseg_copy(const uint8_t *p, size_t len)
+{
+	uint8_t    *c = malloc(len > 0 ? len : 1);
+
+	if (c != NULL && len > 0)
+		memcpy(c, p, len);
+	return c;
+}
+
 static bool
 copy_bytes(uint8_t **dst, const uint8_t *src, uint32_t len)
 {
-	*dst = src != NULL ? cx_memdup(src, len > 0 ? len : 1) : NULL;
+	*dst = src != NULL ? cx_keyseg_copy(src, len) : NULL;
 	return src == NULL || *dst != NULL;
 }
 
@@ -104,14 +114,13 @@ encode_index(const cx_keyindex *ix, cx_buf *out, cx_err *err)
 	return CX_OK;
 }
 
+/* A copy of a bytes32 field (an empty value is a valid bound: the key ''). */
 static uint8_t *
 take_copy(cx_rd *r, uint32_t *len)
 {
 	const uint8_t *p = cx_rd_bytes32(r, len);
 
-	if (p == NULL || *len == 0)
-		return NULL;
-	return cx_memdup(p, *len);
+	return p != NULL ? cx_keyseg_copy(p, *len) : NULL;
 }
 
 static bool
@@ -125,6 +134,12 @@ decode_ref(cx_rd *r, cx_keyseg_ref *ref)
 	ref->entries = cx_rd_u64(r);
 	ref->min = take_copy(r, &ref->min_len);
 	ref->max = take_copy(r, &ref->max_len);
+	if (ref->entries == 0)
+	{
+		free(ref->min);
+		free(ref->max);
+		ref->min = ref->max = NULL;
+	}
 	ref->nfragments = cx_rd_u32(r);
 	/* each path takes at least its u16 length */
 	if (!cx_rd_ok(r) || ref->nfragments > cx_rd_left(r) / 2)
@@ -232,7 +247,9 @@ int
 cx_keyseg_value_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
 					size_t blen)
 {
-	int			c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t		n = alen < blen ? alen : blen;
+	/* an empty value may have no bytes at all (a NULL pointer) */
+	int			c = n > 0 ? memcmp(a, b, n) : 0;
 
 	if (c != 0)
 		return c;
@@ -443,17 +460,19 @@ static cx_code
 route(const lookup *lk, const child *kids, uint32_t n, uint32_t depth,
 	  uint32_t from, uint32_t to, cx_err *err)
 {
-	for (uint32_t k = 0; k < n; k++)
-	{
-		uint32_t	lo = from;
-		uint32_t	hi;
+	uint32_t	lo = from;
+	uint32_t	hi = from;
 
+	/* both bounds only move forward: values and children ascend */
+	for (uint32_t k = 0; k < n && lo < to; k++)
+	{
 		/* the first value not below this child's first value ... */
 		while (lo < to && k > 0 &&
 			   value_vs(lk, lo, kids[k].first, kids[k].first_len) < 0)
 			lo++;
 		/* ... through the last not above the next child's first */
-		hi = lo;
+		if (hi < lo)
+			hi = lo;
 		while (hi < to && (k + 1 == n ||
 						   value_vs(lk, hi, kids[k + 1].first,
 									kids[k + 1].first_len) <= 0))

@@ -55,12 +55,6 @@ free_entries(build *b)
 	b->npaths = 0;
 }
 
-static uint8_t *
-copy_of(const uint8_t *p, size_t len)
-{
-	return cx_memdup(p, len > 0 ? len : 1);
-}
-
 static cx_code
 collect_row(void *arg, const cx_keyrow *kr, cx_err *err)
 {
@@ -82,11 +76,11 @@ collect_row(void *arg, const cx_keyrow *kr, cx_err *err)
 	}
 	e = &b->e[b->n];
 	memset(e, 0, sizeof(*e));
-	e->value = copy_of(kr->key, kr->len);
+	e->value = cx_keyseg_copy(kr->key, kr->len);
 	e->len = (uint32_t) kr->len;
 	if (b->key_col >= 0)
 	{
-		e->key = copy_of(kr->rowkey, kr->rowkey_len);
+		e->key = cx_keyseg_copy(kr->rowkey, kr->rowkey_len);
 		e->key_len = (uint32_t) kr->rowkey_len;
 	}
 	e->fragment = b->npaths - 1;

@@ -37,4 +37,8 @@ typedef struct cx_keyseg_root
 int			cx_keyseg_value_cmp(const uint8_t *a, size_t alen,
 								const uint8_t *b, size_t blen);
 
+/* A malloc'd copy of a value that may be empty (p then may be NULL); NULL
+ * on OOM. */
+uint8_t    *cx_keyseg_copy(const uint8_t *p, size_t len);
+
 #endif							/* CX_KEY_INDEX_INT_H */

@@ -72,7 +72,7 @@ level_add(level *l, const uint8_t *first, uint32_t len, uint64_t offset,
 		l->cap = cap;
 	}
 	c = &l->c[l->n];
-	if ((c->first = cx_memdup(first, len > 0 ? len : 1)) == NULL)
+	if ((c->first = cx_keyseg_copy(first, len)) == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "key index: out of memory");
 	c->first_len = len;
 	c->offset = offset;
@@ -327,9 +327,9 @@ describe(const cx_keysegw *w, uint32_t tail_len, cx_keyseg_ref *ref,
 	ref->entries = w->entries;
 	if (w->entries > 0)
 	{
-		ref->min = cx_memdup(w->min.data, w->min.len > 0 ? w->min.len : 1);
+		ref->min = cx_keyseg_copy(w->min.data, w->min.len);
 		ref->min_len = (uint32_t) w->min.len;
-		ref->max = cx_memdup(w->last.data, w->last.len > 0 ? w->last.len : 1);
+		ref->max = cx_keyseg_copy(w->last.data, w->last.len);
 		ref->max_len = (uint32_t) w->last.len;
 	}
 	ref->fragments = calloc(1, sizeof(char *));

@@ -239,7 +239,8 @@ CX_TEST(key_index_answers_probes_fresh_and_stale)
 	cx_obj_close(s);
 }
 
-/* A missing or damaged segment: the probe reads columns instead. */
+/* A missing or damaged segment, or an index section this build cannot
+ * read: the probe reads columns instead. */
 CX_TEST(key_index_missing_or_damaged_segment_falls_back)
 {
 	cx_objstore *s = mw_open_store();
@@ -262,6 +263,12 @@ CX_TEST(key_index_missing_or_damaged_segment_falls_back)
 	CHECK(index_agrees(s, m, 100, &segments, &scanned));
 	CHECK(segments == 0 && scanned == 3);
 	cx_keyindex_free(&ix);
+	/* a manifest section this build cannot read (format 99) */
+	for (uint32_t i = 0; i < m->nexts; i++)
+		if (m->exts[i].tag == CX_KEYINDEX_EXT_TAG)
+			m->exts[i].data[0] = 99;
+	CHECK(index_agrees(s, m, 100, &segments, &scanned));
+	CHECK(segments == 0 && scanned == 3);
 	cx_manifest_free(m);
 	cx_obj_close(s);
 }
@@ -470,3 +477,28 @@ CX_TEST(key_index_updates_race_merges)
 	cx_obj_close(s2);
 	cx_obj_close(s);
 }
+
+/* The empty string is a key like any other, and may be a segment's min. */
+CX_TEST(key_index_empty_string_key)
+{
+	static const mw_genrow rows[] = {{"", 3, 10, false}, {"x", 3, 11, false}};
+	const uint8_t *empty = (const uint8_t *) "";
+	size_t		len = 0;
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_result res;
+	cx_probe_result r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(seal_and_merge(s, rows, 2, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_base_probe(s, m, 0, &empty, &len, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && r.index_segments_read == 1 && r.hits[0].row == 0 &&
+		  r.hits[0].key_len == 0);
+	cx_probe_result_free(&r);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
