@@ -83,6 +83,18 @@ RETURNS integer
 AS 'MODULE_PATHNAME', 'ctxstore_pending_wal_generations'
 LANGUAGE C STRICT VOLATILE;
 
+-- Builds or extends the store's key index: indexes the key column (and the
+-- upsert_key column, when the table sets one) of the base fragments no index
+-- segment covers yet, merges a column's segments when there are more than
+-- four, and commits one base version (operation "index").  Returns what it
+-- did: segments_written, keys_indexed, fragments_covered, segments_merged,
+-- base_version (0 when there was nothing to do).  Works without the workers;
+-- the maintenance worker also runs it after each merge.
+CREATE FUNCTION ctxstore.create_id_index(t regclass)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ctxstore_create_id_index'
+LANGUAGE C STRICT VOLATILE;
+
 -- The workers: one row per worker (writer, maintenance).  Store URIs and
 -- errors are shown to members of pg_read_all_stats only.
 CREATE FUNCTION ctxstore.worker_info(

@@ -11,7 +11,9 @@
  * merge watermark reaches the generation the job names (each call merges
  * at most the job's step of generations, merge_max_generations or more when
  * the store is behind, and merge_max_bytes, oldest first, and always makes
- * progress), then reports and wakes the writer, which drains.
+ * progress), then reports and wakes the writer, which drains.  After a
+ * job that merged it brings the store's key index up to date
+ * (cx_keyindex_update_table), never on the append path.
  *
  * A job is bounded: each call merges at least one generation and the target
  * is fixed when the job is posted.  SIGTERM stops it between two calls
@@ -206,6 +208,30 @@ run_job(MaintJob *job)
 	dsm_detach(seg);
 }
 
+/*
+ * After a job that merged: brings the store's key index up to date with the
+ * fragments the merge added (and merges the index's segments when there are
+ * too many), after the writer got the job's outcome, so that no merge waits
+ * for it.  A failure only costs lookups speed (fragments not indexed are
+ * read by column), so it is logged and the next merge tries again.
+ */
+static void
+index_after_merge(MaintJob *job)
+{
+	cx_keyindex_result res;
+	cx_err		err;
+
+	if (!job->ok || job->commits == 0 || job->store == NULL ||
+		ShutdownRequestPending)
+		return;
+	if (cx_keyindex_update_table(job->store->handle, NULL, NULL, &res,
+								 &err) != CX_OK)
+		ereport(LOG,
+				errmsg("ctxstore maintenance: indexing store \"%s\" failed",
+					   job->uri),
+				errdetail_internal("%s", err.msg));
+}
+
 /* The store's merge counters and this worker's requests on it. */
 static void
 publish_store_locked(MaintJob *job)
@@ -295,6 +321,7 @@ cx_maint_main(Datum main_arg)
 		{
 			run_job(&job);
 			finish_job(&job);
+			index_after_merge(&job);
 			continue;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

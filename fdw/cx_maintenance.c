@@ -7,16 +7,19 @@
  *   cleanup_wal(t)              seal, then merge if at least
  *                               cleanup_min_generations are pending
  *   pending_wal_generations(t)  unmerged generations of this cluster's shard
+ *   create_id_index(t)          build or extend the store's key index
  *
  * The first three ask the writer worker (cx_writer_control) and wait for it,
  * through the same slot and the same bounded, interruptible wait as a
- * COMMIT; they need shared_preload_libraries.  pending_wal_generations reads
- * the store itself and works without the workers.
+ * COMMIT; they need shared_preload_libraries.  pending_wal_generations and
+ * create_id_index work on the store themselves, without the workers.
  */
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "commands/defrem.h"
 #include "fmgr.h"
+#include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -26,6 +29,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_functions.h"
+#include "cx_pgerror.h"
 #include "cx_writer_protocol.h"
 
 /* Hands kind for the store of ri (table rel) to the writer and waits. */
@@ -163,4 +167,58 @@ ctxstore_pending_wal_generations(PG_FUNCTION_ARGS)
 			pending = shards[i].generations;
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_INT32((int32) pending);
+}
+
+/* The table's upsert_key option (a column name), or NULL. */
+static const char *
+upsert_column(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignTable(relid)->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "upsert_key") == 0)
+			return defGetString(d);
+	}
+	return NULL;
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_create_id_index);
+
+/* ctxstore.create_id_index(regclass) returns jsonb: what the update of the
+ * key index (key column, and the upsert_key column when set) did. */
+Datum
+ctxstore_create_id_index(PG_FUNCTION_ARGS)
+{
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_OWNER);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	cx_keyindex_result res;
+	StringInfoData buf;
+	CxStore    *st;
+	cx_err		err;
+
+	if (ri->version != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				errmsg("ctxstore.create_id_index() cannot index foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
+					   ri->relname, ri->version),
+				errhint("Call it on a table of the store that is not pinned."));
+	st = cxfdw_store_open(ri, CX_ACCESS_WRITE);
+	if (cx_keyindex_update_table(cxfdw_store_handle(st),
+								 upsert_column(ri->relid), NULL, &res,
+								 &err) != CX_OK)
+		cx_pg_error(&err, "could not index the store of foreign table \"%s\"",
+					ri->relname);
+	relation_close(rel, AccessShareLock);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	json_uint(&buf, "segments_written", res.segments_written, true);
+	json_uint(&buf, "keys_indexed", res.keys_indexed, false);
+	json_uint(&buf, "fragments_covered", res.fragments_covered, false);
+	json_uint(&buf, "segments_merged", res.segments_merged, false);
+	json_uint(&buf, "base_version", res.base_version, false);
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }

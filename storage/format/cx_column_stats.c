@@ -54,7 +54,9 @@ load_f64(const uint8_t *p)
 static int
 cmp_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	int			c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t		n = alen < blen ? alen : blen;
+	/* an empty value may have no bytes at all (a NULL pointer) */
+	int			c = n > 0 ? memcmp(a, b, n) : 0;
 
 	if (c != 0)
 		return c < 0 ? -1 : 1;

@@ -38,9 +38,8 @@
  *
  * Costs: the merged generations' keys are held in memory (a cx_keymap; about
  * 100 bytes per distinct key plus the key bytes); finding the base rows they
- * replace reads the key and commit-time columns of every live base fragment
- * whose key statistics overlap the merged keys: O(base keys) per merge until
- * a key index exists.
+ * replace is a probe of the base for the merged keys (cx_base_probe.h): the
+ * key index where it covers the base, key columns elsewhere.
  *
  * Failpoints (cx_failpoint.h), each reached after the step it names:
  *   merge.after_upload   the new base fragments are uploaded, the base

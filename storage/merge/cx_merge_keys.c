@@ -6,12 +6,10 @@
  * generations: they are one shard's, visited oldest first and rows in order,
  * so the last version seen is the newest (commit order).
  *
- * Replaced base rows are found by reading only the key and commit-time
- * columns of the live base fragments (projection) and looking each key up.
- * That is O(base keys) per merge until a key index exists (a later issue);
- * fragments whose key statistics cannot contain any merged key are skipped,
- * which is what keeps the cost down when keys arrive roughly in order
- * (time-ordered ids) or the base is compacted into key ranges.
+ * Replaced base rows are found by probing the base for the merged keys
+ * (cx_base_probe.h): the key index answers for the fragments it covers, and
+ * only the key columns of the others are read, of the fragments and row
+ * groups whose key statistics may hold a merged key.
  *
  * A base row newer than our version (merged from another shard that
  * committed later) wins: our version is not written.  Otherwise the base row
@@ -27,6 +25,7 @@
 #include <string.h>
 
 #include "merge/cx_merge_int.h"
+#include "table/cx_base_probe.h"
 
 typedef struct gen_keys
 {
@@ -169,25 +168,62 @@ check_base_row(void *arg, const cx_keyrow *kr, cx_err *err)
 	return cx_dvset_add(&bk->ms->replaced, bk->path, kr->row, err);
 }
 
+/* Every merged key, for the probe (pointers into the key map). */
+static cx_code
+merged_keys(const merge_state *ms, const uint8_t ***values, size_t **lens,
+			uint32_t *n, cx_err *err)
+{
+	uint64_t	count = cx_keymap_count(ms->map);
+
+	if (count > UINT32_MAX)
+		return cx_err_set(err, CX_ERR_LIMIT, "merge: too many keys to probe");
+	*n = (uint32_t) count;
+	*values = malloc((count + 1) * sizeof(uint8_t *));
+	*lens = malloc((count + 1) * sizeof(size_t));
+	if (*values == NULL || *lens == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	for (uint64_t i = 0; i < count; i++)
+		cx_keymap_key(ms->map, i, &(*values)[i], &(*lens)[i]);
+	return CX_OK;
+}
+
+/* Judges each base row holding a merged key as the key scan did. */
+static cx_code
+judge_hits(merge_state *ms, const cx_probe_result *r, cx_err *err)
+{
+	for (uint32_t i = 0; i < r->nhits; i++)
+	{
+		const cx_probe_hit *h = &r->hits[i];
+		const cx_fragment_info *fi = &ms->start->fragments[h->fragment];
+		base_keys	bk = {ms, fi->path, fi->origin_shard};
+		cx_keyrow	kr = {h->key, h->key_len, h->key, h->key_len, h->ts,
+		h->tombstone, h->row};
+
+		if (check_base_row(&bk, &kr, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
 cx_code
 cx_merge_find_replaced(merge_state *ms, cx_err *err)
 {
-	const cx_manifest *base = ms->start;
+	const uint8_t **values = NULL;
+	size_t	   *lens = NULL;
+	uint32_t	n = 0;
+	cx_probe_result r = {0};
+	cx_code		rc;
 
-	for (uint32_t f = 0; f < base->nfragments; f++)
-	{
-		const cx_fragment_info *fi = &base->fragments[f];
-		base_keys	bk = {ms, fi->path, fi->origin_shard};
-
-		if (!may_hold_merged_key(ms, fi) ||
-			cx_manifest_deleted_count(base, f) == fi->rows)
-			continue;
-		if (cx_keyscan(ms->s, fi, ms->table, ms->key_col,
-					   base->dvs != NULL ? &base->dvs[f] : NULL,
-					   check_base_row, &bk, err) != CX_OK)
-			return cx_manifest_fragment_failed(base, fi->path, err);
-	}
-	return CX_OK;
+	rc = merged_keys(ms, &values, &lens, &n, err);
+	if (rc == CX_OK)
+		rc = cx_base_probe(ms->s, ms->start, ms->key_col,
+						   (const uint8_t *const *) values, lens, n, &r, err);
+	if (rc == CX_OK)
+		rc = judge_hits(ms, &r, err);
+	cx_probe_result_free(&r);
+	free(values);
+	free(lens);
+	return rc;
 }
 
 /*

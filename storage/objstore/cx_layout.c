@@ -117,13 +117,29 @@ cx_layout_shard_hint(const char *shard_id, char *key)
 	shard_key(shard_id, SHARD_HINT_NAME, key);
 }
 
-void
-cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key)
+/* "<prefix><id as hex><suffix>": the keys of randomly named objects. */
+static void
+random_name_key(const char *prefix, const uint8_t id[CX_FRAGMENT_ID_LEN],
+				const char *suffix, char *key, size_t keysize)
 {
 	char		hex[2 * CX_FRAGMENT_ID_LEN + 1];
 
 	hex_encode(id, CX_FRAGMENT_ID_LEN, hex);
-	snprintf(key, CX_FRAGMENT_KEY_SIZE, CX_FRAGMENT_PREFIX "%s" CX_FRAGMENT_SUFFIX, hex);
+	snprintf(key, keysize, "%s%s%s", prefix, hex, suffix);
+}
+
+void
+cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key)
+{
+	random_name_key(CX_FRAGMENT_PREFIX, id, CX_FRAGMENT_SUFFIX, key,
+					CX_FRAGMENT_KEY_SIZE);
+}
+
+void
+cx_layout_index_segment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key)
+{
+	random_name_key(CX_INDEX_SEGMENT_PREFIX, id, CX_INDEX_SEGMENT_SUFFIX, key,
+					CX_INDEX_SEGMENT_KEY_SIZE);
 }
 
 bool
@@ -183,17 +199,28 @@ cx_layout_is_temporary(const char *path)
 		hex_decode(tag + tag_len, CX_TEMP_RANDOM_LEN, random);
 }
 
-static cx_object_kind
-parse_fragment(const char *key, cx_object_name *name)
+/* Whether key is "<prefix><32 hex><suffix>"; the id into name. */
+static bool
+parse_random_name(const char *key, const char *prefix, const char *suffix,
+				  cx_object_name *name)
 {
-	size_t		plen = strlen(CX_FRAGMENT_PREFIX);
+	size_t		plen = strlen(prefix);
 
-	if (strlen(key) != CX_FRAGMENT_KEY_SIZE - 1 ||
-		strncmp(key, CX_FRAGMENT_PREFIX, plen) != 0 ||
-		strcmp(key + plen + 2 * CX_FRAGMENT_ID_LEN, CX_FRAGMENT_SUFFIX) != 0 ||
-		!hex_decode(key + plen, CX_FRAGMENT_ID_LEN, name->fragment_id))
-		return CX_OBJECT_NONE;
-	return CX_OBJECT_FRAGMENT;
+	return strlen(key) == plen + 2 * CX_FRAGMENT_ID_LEN + strlen(suffix) &&
+		strncmp(key, prefix, plen) == 0 &&
+		strcmp(key + plen + 2 * CX_FRAGMENT_ID_LEN, suffix) == 0 &&
+		hex_decode(key + plen, CX_FRAGMENT_ID_LEN, name->fragment_id);
+}
+
+static cx_object_kind
+parse_random_named(const char *key, cx_object_name *name)
+{
+	if (parse_random_name(key, CX_FRAGMENT_PREFIX, CX_FRAGMENT_SUFFIX, name))
+		return CX_OBJECT_FRAGMENT;
+	if (parse_random_name(key, CX_INDEX_SEGMENT_PREFIX,
+						  CX_INDEX_SEGMENT_SUFFIX, name))
+		return CX_OBJECT_INDEX_SEGMENT;
+	return CX_OBJECT_NONE;
 }
 
 /* A key below "_shards/": its shard id, then which of the shard's keys. */
@@ -234,7 +261,7 @@ parse_key(const char *key, cx_object_name *name)
 		return CX_OBJECT_BASE_VERSION;
 	if (strncmp(key, SHARDS_PREFIX, strlen(SHARDS_PREFIX)) == 0)
 		return parse_shard_object(key, name);
-	return parse_fragment(key, name);
+	return parse_random_named(key, name);
 }
 
 cx_object_kind

@@ -30,6 +30,12 @@
 #define CX_FRAGMENT_KEY_SIZE \
 	(sizeof(CX_FRAGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_FRAGMENT_SUFFIX))
 
+#define CX_INDEX_SEGMENT_PREFIX "index/"
+#define CX_INDEX_SEGMENT_SUFFIX ".cxk"
+/* An index segment key and its NUL. */
+#define CX_INDEX_SEGMENT_KEY_SIZE \
+	(sizeof(CX_INDEX_SEGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_INDEX_SEGMENT_SUFFIX))
+
 /* What a temporary name adds to the name it stands for: a leading '.' and
  * CX_TEMP_TAG with 16 hex digits after it. */
 #define CX_TEMP_TAG ".tmp."
@@ -60,6 +66,10 @@ void		cx_layout_shard_hint(const char *shard_id, char *key);
 
 /* "data/<id as 32 lowercase hex>.cxf" into key (CX_FRAGMENT_KEY_SIZE). */
 void		cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key);
+
+/* "index/<id as 32 lowercase hex>.cxk" into key (CX_INDEX_SEGMENT_KEY_SIZE). */
+void		cx_layout_index_segment(const uint8_t id[CX_FRAGMENT_ID_LEN],
+									char *key);
 
 /* Whether shard_id is [A-Za-z0-9._-]{1,128} and not "." or "..": one safe
  * key segment. */

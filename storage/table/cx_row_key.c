@@ -161,25 +161,40 @@ cx_keyrange_add(cx_keyrange *r, const uint8_t *key, size_t len, cx_err *err)
 	return CX_OK;
 }
 
+/* Whether a column with statistics st (NULL: unknown) may hold a value in
+ * [lo, hi] (ordered as statistics order values). */
+static bool
+bounds_may_overlap(cx_type type, const cx_colstats *st, const uint8_t *lo,
+				   size_t lolen, const uint8_t *hi, size_t hilen)
+{
+	if (st == NULL || !cx_type_has_stats(type) ||
+		type == CX_T_FLOAT32 || type == CX_T_FLOAT64)
+		return true;
+	if (st->value_count == 0)
+		return false;			/* every value of the column is NULL */
+	/* A stored min may be a prefix of the true min: still a lower bound.  A
+	 * max is never truncated (it is absent instead). */
+	if (st->has_max && cx_stats_cmp(type, st->max, st->max_len, lo, lolen) < 0)
+		return false;
+	if (st->has_min && cx_stats_cmp(type, st->min, st->min_len, hi, hilen) > 0)
+		return false;
+	return true;
+}
+
 bool
 cx_keyrange_may_overlap(const cx_keyrange *r, const cx_colstats *st)
 {
 	if (r->empty)
 		return false;
-	if (st == NULL || !cx_type_has_stats(r->type) ||
-		r->type == CX_T_FLOAT32 || r->type == CX_T_FLOAT64)
-		return true;
-	if (st->value_count == 0)
-		return false;			/* every key of the fragment is NULL */
-	/* A stored min may be a prefix of the true min: still a lower bound.  A
-	 * max is never truncated (it is absent instead). */
-	if (st->has_max &&
-		cx_stats_cmp(r->type, st->max, st->max_len, r->min.data, r->min.len) < 0)
-		return false;
-	if (st->has_min &&
-		cx_stats_cmp(r->type, st->min, st->min_len, r->max.data, r->max.len) > 0)
-		return false;
-	return true;
+	return bounds_may_overlap(r->type, st, r->min.data, r->min.len,
+							  r->max.data, r->max.len);
+}
+
+bool
+cx_stats_may_hold(cx_type type, const cx_colstats *st, const uint8_t *value,
+				  size_t len)
+{
+	return bounds_may_overlap(type, st, value, len, value, len);
 }
 
 /* --------------------------------------------------------------------------
@@ -209,48 +224,70 @@ cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout, uint32_t i)
 	return !d.isnull && d.v.b;
 }
 
+bool
+cx_dv_deletes(const cx_deletion_vector *dv, uint64_t row)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = dv != NULL ? dv->n : 0;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (dv->rows[mid] < row)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return dv != NULL && lo < dv->n && dv->rows[lo] == row;
+}
+
 /* How many rows ahead cx_keyscan_ahead() announces keys. */
 #define KEY_AHEAD 8
 
-typedef struct keyscan_args
+/* Announces the scanned column's value of rows [from, to) of a group. */
+static void
+announce(const cx_colscan_spec *spec, const cx_colvec *v, uint32_t from,
+		 uint32_t to)
 {
-	uint32_t	key_col;
-	cx_dvcursor dvc;
-	cx_keyrow_fn fn;
-	cx_keyahead_fn ahead;
-	void	   *arg;
-} keyscan_args;
-
-/* Calls fn for the live, non-NULL-key rows of one row group
- * (cx_keygroup_fn). */
-static cx_code
-keyscan_group(void *args, const cx_rowgroup *g, const cx_layout *layout,
-			  uint64_t first_row, cx_err *err)
-{
-	keyscan_args *a = args;
-	const cx_colvec *kv = cx_rowgroup_column(g, a->key_col);
-	cx_keyahead_fn ahead = a->ahead;
-	uint32_t	n = cx_rowgroup_rows(g);
-	const uint8_t *key;
+	const uint8_t *p;
 	size_t		len;
 
-	for (uint32_t i = 0; ahead != NULL && i < KEY_AHEAD && i < n; i++)
-		if (cx_key_bytes(kv, i, &key, &len))
-			ahead(a->arg, key, len);
+	for (uint32_t i = from; spec->ahead != NULL && i < to; i++)
+		if (cx_key_bytes(v, i, &p, &len))
+			spec->ahead(spec->arg, p, len);
+}
+
+/* Calls spec->fn for the live rows of one row group whose column (and key,
+ * if asked for) is not NULL. */
+static cx_code
+colscan_group(const cx_rowgroup *g, const cx_layout *layout,
+			  const cx_colscan_spec *spec, uint64_t first_row,
+			  cx_dvcursor *dvc, cx_err *err)
+{
+	const cx_colvec *cv = cx_rowgroup_column(g, spec->column);
+	const cx_colvec *kv = spec->key_col >= 0 ?
+		cx_rowgroup_column(g, (uint32_t) spec->key_col) : NULL;
+	uint32_t	n = cx_rowgroup_rows(g);
+
+	announce(spec, cv, 0, n < KEY_AHEAD ? n : KEY_AHEAD);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		cx_keyrow	kr;
 
-		if (ahead != NULL && i + KEY_AHEAD < n &&
-			cx_key_bytes(kv, i + KEY_AHEAD, &key, &len))
-			ahead(a->arg, key, len);
+		if (i + KEY_AHEAD < n)
+			announce(spec, cv, i + KEY_AHEAD, i + KEY_AHEAD + 1);
 		kr.row = first_row + i;
-		if (cx_dvcursor_deleted(&a->dvc, kr.row) ||
-			!cx_key_bytes(kv, i, &kr.key, &kr.len))
+		if (cx_dvcursor_deleted(dvc, kr.row) ||
+			!cx_key_bytes(cv, i, &kr.key, &kr.len))
+			continue;
+		kr.rowkey = kr.key;
+		kr.rowkey_len = kr.len;
+		if (kv != NULL && !cx_key_bytes(kv, i, &kr.rowkey, &kr.rowkey_len))
 			continue;
 		kr.ts = cx_row_ts(g, layout, i);
 		kr.tombstone = cx_row_tombstone(g, layout, i);
-		if (a->fn(a->arg, &kr, err) != CX_OK)
+		if (spec->fn(spec->arg, &kr, err) != CX_OK)
 			return err->code;
 	}
 	return CX_OK;
@@ -265,35 +302,76 @@ cx_keyscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
 }
 
 cx_code
-cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
-			 const cx_schema *table, uint32_t key_col, cx_keygroup_fn fn,
-			 void *arg, cx_err *err)
+cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
+				 const cx_schema *table, uint32_t key_col,
+				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
+				 cx_keyahead_fn ahead, void *arg, cx_err *err)
+{
+	cx_colscan_spec spec = {key_col, -1, dv, NULL, fn, ahead, arg};
+
+	return cx_colscan(s, fi, table, &spec, err);
+}
+
+/* The columns a column pass reads: the column, the key, the hidden ones. */
+static cx_code
+colscan_columns(const cx_fragr *r, const cx_layout *layout,
+				const cx_colscan_spec *spec, const char *path, bool **want,
+				cx_err *err)
+{
+	uint32_t	ncols = cx_fragr_schema(r)->ncolumns;
+
+	if (spec->column >= layout->ncolumns ||
+		(spec->key_col >= 0 && spec->key_col >= (int64_t) layout->ncolumns))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "column pass over %s: no such column", path);
+	if ((*want = calloc(ncols, sizeof(bool))) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory reading %s", path);
+	(*want)[spec->column] = true;
+	if (spec->key_col >= 0)
+		(*want)[spec->key_col] = true;
+	(*want)[layout->ts_col] = (*want)[layout->tomb_col] = true;
+	return CX_OK;
+}
+
+/*
+ * The pass both entry points share: reads the columns spec names of each row
+ * group its filter lets through, and hands the group to group_fn when there
+ * is one, else spec->fn each of its rows.
+ */
+static cx_code
+colscan_pass(cx_objstore *s, const cx_fragment_info *fi,
+			 const cx_schema *table, const cx_colscan_spec *spec,
+			 cx_keygroup_fn group_fn, cx_err *err)
 {
 	cx_fragr   *r;
 	cx_layout	layout;
 	bool	   *want = NULL;
 	uint64_t	first_row = 0;
+	cx_dvcursor dvc = {spec->dv, 0};
 	cx_code		rc;
 
 	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
 		return err->code;
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
-	if (rc == CX_OK &&
-		(want = calloc(cx_fragr_schema(r)->ncolumns, sizeof(bool))) == NULL)
-		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory reading %s", fi->path);
 	if (rc == CX_OK)
-	{
-		want[key_col] = true;
-		want[layout.ts_col] = want[layout.tomb_col] = true;
-	}
+		rc = colscan_columns(r, &layout, spec, fi->path, &want, err);
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
 	{
 		cx_rowgroup *g;
 
+		if (spec->group_may_hold != NULL &&
+			!spec->group_may_hold(spec->arg,
+								  &cx_fragr_chunk(r, grp, spec->column)->stats))
+		{
+			first_row += cx_fragr_group_rows(r, grp);
+			continue;
+		}
 		rc = cx_fragr_read_group(r, grp, want, &g, err);
 		if (rc != CX_OK)
 			break;
-		rc = fn(arg, g, &layout, first_row, err);
+		rc = group_fn != NULL ?
+			group_fn(spec->arg, g, &layout, first_row, err) :
+			colscan_group(g, &layout, spec, first_row, &dvc, err);
 		first_row += cx_rowgroup_rows(g);
 		cx_rowgroup_free(g);
 	}
@@ -303,12 +381,18 @@ cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
 }
 
 cx_code
-cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
-				 const cx_schema *table, uint32_t key_col,
-				 const cx_deletion_vector *dv, cx_keyrow_fn fn,
-				 cx_keyahead_fn ahead, void *arg, cx_err *err)
+cx_colscan(cx_objstore *s, const cx_fragment_info *fi, const cx_schema *table,
+		   const cx_colscan_spec *spec, cx_err *err)
 {
-	keyscan_args a = {key_col, {dv, 0}, fn, ahead, arg};
+	return colscan_pass(s, fi, table, spec, NULL, err);
+}
 
-	return cx_keygroups(s, fi, table, key_col, keyscan_group, &a, err);
+cx_code
+cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
+			 const cx_schema *table, uint32_t key_col, cx_keygroup_fn fn,
+			 void *arg, cx_err *err)
+{
+	cx_colscan_spec spec = {key_col, -1, NULL, NULL, NULL, NULL, arg};
+
+	return colscan_pass(s, fi, table, &spec, fn, err);
 }

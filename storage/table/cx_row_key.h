@@ -86,12 +86,19 @@ cx_code		cx_keyrange_add(cx_keyrange *r, const uint8_t *key, size_t len,
  * hold a key of the range.  Types whose statistics cannot bound a bytewise
  * key (no statistics; floats, with their NaN rules) always may. */
 bool		cx_keyrange_may_overlap(const cx_keyrange *r, const cx_colstats *st);
+/* The same for one value. */
+bool		cx_stats_may_hold(cx_type type, const cx_colstats *st,
+							  const uint8_t *value, size_t len);
 
-/* One live row, as cx_keyscan() reports it. */
+/* One live row, as cx_keyscan() and cx_colscan() report it. */
 typedef struct cx_keyrow
 {
-	const uint8_t *key;			/* valid during the callback */
+	const uint8_t *key;			/* the scanned column's value; valid during
+								 * the callback */
 	size_t		len;
+	const uint8_t *rowkey;		/* cx_colscan() with a key_col: the row's key
+								 * (never NULL); otherwise the same as key */
+	size_t		rowkey_len;
 	int64_t		ts;				/* commit time */
 	bool		tombstone;
 	uint64_t	row;			/* index within the fragment */
@@ -121,9 +128,32 @@ cx_code		cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 							 cx_keyahead_fn ahead, void *arg, cx_err *err);
 
 /*
- * The pass under cx_keyscan: reads only the key, commit-time and tombstone
- * columns of fragment fi, one row group at a time, and calls fn with each
- * group (first_row: the fragment row of its first row).
+ * The general pass cx_keyscan() is one case of: reads `column` (reported as
+ * kr->key; rows where it is NULL are skipped), the hidden columns and, when
+ * key_col >= 0, the key column too (kr->rowkey; rows with a NULL key are
+ * skipped).  group_may_hold, when not NULL, sees the statistics of `column`
+ * in each row group and returns false to skip the group unread.
+ */
+typedef bool (*cx_group_filter_fn) (void *arg, const cx_colstats *st);
+typedef struct cx_colscan_spec
+{
+	uint32_t	column;
+	int64_t		key_col;		/* -1: none */
+	const cx_deletion_vector *dv;	/* NULL: nothing deleted */
+	cx_group_filter_fn group_may_hold;
+	cx_keyrow_fn fn;
+	cx_keyahead_fn ahead;		/* as for cx_keyscan_ahead(), or NULL */
+	void	   *arg;
+} cx_colscan_spec;
+
+cx_code		cx_colscan(cx_objstore *s, const cx_fragment_info *fi,
+					   const cx_schema *table, const cx_colscan_spec *spec,
+					   cx_err *err);
+
+/*
+ * The same pass over the key column (and the hidden ones) handing over whole
+ * row groups: fn sees each group with first_row, the fragment row of its
+ * first row (deletion vectors are the caller's business).
  */
 typedef cx_code (*cx_keygroup_fn) (void *arg, const cx_rowgroup *g,
 								   const cx_layout *layout, uint64_t first_row,
@@ -137,6 +167,10 @@ cx_code		cx_keygroups(cx_objstore *s, const cx_fragment_info *fi,
 int64_t		cx_row_ts(const cx_rowgroup *g, const cx_layout *layout, uint32_t i);
 bool		cx_row_tombstone(const cx_rowgroup *g, const cx_layout *layout,
 							 uint32_t i);
+
+/* Whether dv (NULL: nothing deleted) deletes row, for rows visited in any
+ * order (binary search). */
+bool		cx_dv_deletes(const cx_deletion_vector *dv, uint64_t row);
 
 /* A cursor over a deletion vector for rows visited in ascending order. */
 typedef struct cx_dvcursor

@@ -7,6 +7,7 @@
 
 #include "table/cx_commit.h"
 #include "format/cx_row_codec.h"
+#include "cx_test.h"
 #include "mw_util.h"
 
 cx_schema *
@@ -24,6 +25,17 @@ mw_schema(void)
 			abort();
 	}
 	return schema;
+}
+
+cx_objstore *
+mw_open_store(void)
+{
+	cx_objstore *s = NULL;
+	cx_err		err;
+
+	if (cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err) != CX_OK)
+		return NULL;
+	return s;
 }
 
 cx_code

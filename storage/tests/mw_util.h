@@ -16,6 +16,8 @@
 #include "scan/cx_table_scan.h"
 
 cx_schema  *mw_schema(void);	/* static; do not free */
+/* The test's store "<tmpdir>/store" (NULL if it cannot be opened). */
+cx_objstore *mw_open_store(void);
 
 /* Opens a writer of shard_id on s with key "id". */
 cx_code		mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,

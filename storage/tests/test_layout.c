@@ -74,6 +74,17 @@ CX_TEST(layout_fragment_keys_parse_back)
 	CHECK(strcmp(key, fresh) == 0);
 }
 
+CX_TEST(layout_index_segment_keys_parse_back)
+{
+	char		key[CX_INDEX_SEGMENT_KEY_SIZE];
+	cx_object_name want = numbered(CX_OBJECT_INDEX_SEGMENT, "", 0);
+
+	for (int i = 0; i < CX_FRAGMENT_ID_LEN; i++)
+		want.fragment_id[i] = (uint8_t) (i * 17 + 0x0f);
+	cx_layout_index_segment(want.fragment_id, key);
+	CHECK(parses_as(key, "index/0f2031425364758697a8b9cadbecfd0e.cxk", &want));
+}
+
 CX_TEST(layout_shard_keys_parse_back)
 {
 	static const char *const ids[] = {"s1", "a.b_c-D", MAX_ID};

@@ -11,20 +11,9 @@
 #include "cx_test.h"
 #include "mw_util.h"
 
-static cx_objstore *
-open_store(void)
-{
-	cx_objstore *s = NULL;
-	cx_err		err;
-
-	if (cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err) != CX_OK)
-		return NULL;
-	return s;
-}
-
 CX_TEST(tablescan_of_empty_store)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_snapshot *snap;
 	cx_tablescan *scan;
 	const cx_rowgroup *g;
@@ -50,7 +39,7 @@ CX_TEST(tablescan_of_empty_store)
  * key map, whatever the size of the table. */
 CX_TEST(tablescan_large_base_streams_without_a_keymap)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	cx_merge_options o;
@@ -86,7 +75,7 @@ CX_TEST(tablescan_large_base_streams_without_a_keymap)
  * hidden ones internally); hidden columns never appear in the schema. */
 CX_TEST(tablescan_projection_reads_fewer_bytes)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	bool		only_v[3] = {false, true, false};
@@ -137,7 +126,7 @@ CX_TEST(tablescan_projection_reads_fewer_bytes)
 /* Deletion vectors alone (no generations) need no key map. */
 CX_TEST(tablescan_applies_deletion_vectors_without_keymap)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	mw_rows r;
@@ -164,7 +153,7 @@ CX_TEST(tablescan_applies_deletion_vectors_without_keymap)
 /* A pinned version reads exactly its base fragments. */
 CX_TEST(tablescan_pinned_version_reads_its_base_only)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	cx_snapshot *snap;
@@ -202,7 +191,7 @@ CX_TEST(tablescan_pinned_version_reads_its_base_only)
  * TRUNCATE marker: test_delete.c.) */
 CX_TEST(tablescan_null_keys_and_base_tombstones)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_merge_result res;
 	mw_rows r;
 	cx_err		err;
@@ -237,7 +226,7 @@ CX_TEST(tablescan_null_keys_and_base_tombstones)
 CX_TEST(tablescan_losers_within_and_across_generations)
 {
 	enum { N = 3000 };
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	mw_rows r;
 	cx_err		err;
 	mw_genrow  *g1 = calloc(N + 6, sizeof(mw_genrow));
@@ -285,7 +274,7 @@ CX_TEST(tablescan_losers_within_and_across_generations)
  * column; one with them is filtered. */
 CX_TEST(tablescan_reads_tombstone_column_only_when_needed)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_merge_result res;
 	cx_snapshot *snap;
 	const cx_manifest *m;
@@ -315,7 +304,7 @@ CX_TEST(tablescan_reads_tombstone_column_only_when_needed)
  * without its key column, as if nothing were pending. */
 CX_TEST(tablescan_reads_base_keys_only_where_pending_keys_may_be)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	bool		only_v[3] = {false, true, false};
@@ -364,7 +353,7 @@ hooked_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 	if (hook_writer != NULL && strncmp(key, "_shards/a/", 10) == 0)
 	{
 		cx_shardwriter *w = hook_writer;
-		cx_objstore *other = open_store();
+		cx_objstore *other = mw_open_store();
 		cx_merge_result res;
 		cx_err		e2;
 
@@ -380,7 +369,7 @@ hooked_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 
 CX_TEST(tablescan_snapshot_survives_a_merge_and_drain_during_its_open)
 {
-	cx_objstore *s = open_store();
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	const cx_objstore_ops *saved;
 	mw_rows r;

@@ -2,7 +2,8 @@
  * ctxstore-inspect — look inside a ctxstore store without a server.
  *
  *   ctxstore-inspect URI versions              list committed versions
- *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest)
+ *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest),
+ *                                              key index segments included
  *   ctxstore-inspect URI fragment KEY          schema, row groups, chunk stats
  *   ctxstore-inspect URI shard ID [VERSION]    dump a shard manifest (default latest)
  *   ctxstore-inspect URI rows [VERSION|latest] [LIMIT]
@@ -28,6 +29,7 @@
 #include "table/cx_commit.h"
 #include "format/cx_fragment.h"
 #include "objstore/cx_layout.h"
+#include "table/cx_key_index.h"
 #include "table/cx_manifest.h"
 #include "objstore/cx_objstore.h"
 #include "memwal/cx_shard_manifest.h"
@@ -381,6 +383,36 @@ print_fragment_entry(const cx_manifest *m, uint32_t i,
 	}
 }
 
+/* The key index segments m lists, each with what it covers. */
+static void
+print_key_index(const cx_manifest *m)
+{
+	cx_keyindex ix;
+	cx_err		err;
+
+	if (cx_keyindex_load(m, &ix, &err) != CX_OK)
+	{
+		printf("key index    unreadable: %s\n", err.msg);
+		return;
+	}
+	if (ix.n > 0)
+		printf("key index    %" PRIu32 " segments\n", ix.n);
+	for (uint32_t i = 0; i < ix.n; i++)
+	{
+		const cx_keyseg_ref *r = &ix.segs[i];
+		const char *col = m->schema != NULL && r->column < m->schema->ncolumns ?
+			m->schema->columns[r->column].name : "?";
+
+		printf("  %s  column %s  %" PRIu64 " bytes  %" PRIu64 " entries  %" PRIu32 " fragments\n",
+			   r->path, col, r->size, r->entries, r->nfragments);
+		for (uint32_t k = 0; k < r->nfragments; k++)
+			printf("    %s%s\n", r->fragments[k],
+				   cx_manifest_find_fragment(m, r->fragments[k]) < 0 ?
+				   " (no longer listed)" : "");
+	}
+	cx_keyindex_free(&ix);
+}
+
 static int
 cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 {
@@ -423,8 +455,10 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 	for (uint32_t i = 0; i < m->nfragments; i++)
 		print_fragment_entry(m, i, with_hidden);
 	for (uint32_t i = 0; i < m->nexts; i++)
-		printf("extension    tag %" PRIu32 ", %" PRIu32 " bytes\n",
-			   m->exts[i].tag, m->exts[i].len);
+		if (m->exts[i].tag != CX_KEYINDEX_EXT_TAG)
+			printf("extension    tag %" PRIu32 ", %" PRIu32 " bytes\n",
+				   m->exts[i].tag, m->exts[i].len);
+	print_key_index(m);
 	cx_schema_free(with_hidden);
 	cx_manifest_free(m);
 	return 0;
@@ -557,9 +591,10 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 
 /*
  * verify: every object listed is checked (manifests decode, fragments'
- * footers and chunks pass their checksums), and every object a version
- * lists (a base version's fragments, a shard version's generations) must be
- * among them.  Every version present counts as retained: GC removes only
+ * footers and chunks and key index segments' blocks pass their checksums,
+ * a segment's entries are in order), and every object a version lists (a
+ * base version's fragments and index segments, a shard version's
+ * generations) must be among them.  Every version present counts as retained: GC removes only
  * objects no retained version lists (docs/design/memwal.md, "What GC
  * must respect").
  */
@@ -612,6 +647,8 @@ collect_key(void *arg, const char *key, uint64_t size)
 	return true;
 }
 
+static void verify_failed(verify_ctx *ctx, const cx_err *err);
+
 static void
 add_ref(verify_ctx *ctx, const char *key, const char *by)
 {
@@ -632,10 +669,20 @@ static void
 add_base_refs(verify_ctx *ctx, const cx_manifest *m)
 {
 	char		by[64];
+	cx_keyindex ix;
+	cx_err		err;
 
 	snprintf(by, sizeof(by), "base version %" PRIu64, m->version);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 		add_ref(ctx, m->fragments[i].path, by);
+	if (cx_keyindex_load(m, &ix, &err) != CX_OK)
+	{
+		verify_failed(ctx, &err);
+		return;
+	}
+	for (uint32_t i = 0; i < ix.n; i++)
+		add_ref(ctx, ix.segs[i].path, by);
+	cx_keyindex_free(&ix);
 }
 
 static void
@@ -681,6 +728,16 @@ verify_fragment(verify_ctx *ctx, const char *key)
 		cx_rowgroup_free(rg);
 	}
 	cx_fragr_close(r);
+}
+
+static void
+verify_index_segment(verify_ctx *ctx, const char *key)
+{
+	cx_err		err;
+	uint64_t	entries;
+
+	if (cx_keyseg_check(ctx->store, key, &entries, &err) != CX_OK)
+		verify_failed(ctx, &err);
 }
 
 typedef enum small_object
@@ -747,6 +804,9 @@ verify_object(verify_ctx *ctx, const char *key)
 	{
 		case CX_OBJECT_FRAGMENT:
 			verify_fragment(ctx, key);
+			break;
+		case CX_OBJECT_INDEX_SEGMENT:
+			verify_index_segment(ctx, key);
 			break;
 		case CX_OBJECT_BASE_VERSION:
 			verify_small_object(ctx, key, BASE_MANIFEST);

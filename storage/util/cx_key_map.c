@@ -296,6 +296,14 @@ cx_keymap_count(const cx_keymap *m)
 	return m->count;
 }
 
+void
+cx_keymap_key(const cx_keymap *m, uint64_t i, const uint8_t **key,
+			  size_t *len)
+{
+	*key = m->entries[i].key;
+	*len = m->entries[i].len;
+}
+
 uint64_t
 cx_keymap_memory(const cx_keymap *m)
 {

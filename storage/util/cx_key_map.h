@@ -62,6 +62,10 @@ void		cx_keymap_prefetch(const cx_keymap *m, const uint8_t *key,
 cx_keyver  *cx_keymap_get(const cx_keymap *m, const uint8_t *key, size_t len);
 
 uint64_t	cx_keymap_count(const cx_keymap *m);
+/* The i-th key inserted (i < cx_keymap_count()); the bytes stay valid while
+ * the map lives. */
+void		cx_keymap_key(const cx_keymap *m, uint64_t i, const uint8_t **key,
+						  size_t *len);
 /* Bytes allocated by the map: slot array plus key storage. */
 uint64_t	cx_keymap_memory(const cx_keymap *m);
 

@@ -26,7 +26,8 @@ typedef enum cx_object_kind
 	CX_OBJECT_SHARD_VERSION,	/* _shards/<id>/_versions/<20 digits>.shard */
 	CX_OBJECT_SHARD_HINT,		/* _shards/<id>/_latest */
 	CX_OBJECT_WAL_ENTRY,		/* _shards/<id>/wal/<20 digits>.wal */
-	CX_OBJECT_ACCESS_CHECK		/* CX_ACCESS_CHECK_KEY */
+	CX_OBJECT_ACCESS_CHECK,		/* CX_ACCESS_CHECK_KEY */
+	CX_OBJECT_INDEX_SEGMENT		/* index/<32 lowercase hex>.cxk */
 } cx_object_kind;
 
 /* A key taken apart; fields the kind does not have are zero. */
@@ -35,7 +36,7 @@ typedef struct cx_object_name
 	cx_object_kind kind;
 	uint64_t	number;			/* version or WAL seq, >= 1 */
 	char		shard_id[CX_SHARD_ID_MAX + 1];
-	uint8_t		fragment_id[CX_FRAGMENT_ID_LEN];
+	uint8_t		fragment_id[CX_FRAGMENT_ID_LEN];	/* or index segment id */
 } cx_object_name;
 
 /*

@@ -105,4 +105,48 @@ bool		cx_table_fits(const cx_manifest *base, const cx_table_decl *t,
 cx_code		cx_table_check_fit(const cx_manifest *base, const cx_table_decl *t,
 							   cx_err *err);
 
+/*
+ * The key index (storage/table/cx_key_index.h: segments listed by the base
+ * manifest, used by every probe of the base by key).
+ *
+ * Building (cx_key_index_build.c).  cx_keyindex_update indexes column
+ * `column` of the live fragments of the newest base version that no segment
+ * of the column covers yet, one segment per max_entries entries, and when
+ * the column then has more than max_segments segments merges them all into
+ * one (a streaming k-way merge: one block per segment in memory).  It
+ * commits one base version with operation "index"; on a lost race it
+ * rebases (the segments stay valid: fragments are immutable), and a version
+ * a merge committed in between is fine (its new fragments are indexed by
+ * the next update).  Nothing to do: no commit, result all zero.
+ */
+typedef struct cx_keyindex_options
+{
+	uint32_t	block_bytes;	/* default 4096 */
+	uint32_t	max_segments;	/* per column before a merge; default 4 */
+	uint64_t	max_entries;	/* per segment built from fragments; default
+								 * 1048576 (what the build holds in memory) */
+} cx_keyindex_options;
+
+void		cx_keyindex_options_default(cx_keyindex_options *o);
+
+typedef struct cx_keyindex_result
+{
+	uint32_t	segments_written;
+	uint64_t	keys_indexed;	/* entries of the segments built from
+								 * fragments */
+	uint32_t	fragments_covered;	/* newly */
+	uint32_t	segments_merged;	/* segments replaced by a merged one */
+	uint64_t	base_version;	/* committed, 0 if nothing to do */
+} cx_keyindex_result;
+
+cx_code		cx_keyindex_update(cx_objstore *s, uint32_t column,
+							   const cx_keyindex_options *opt,
+							   cx_keyindex_result *res, cx_err *err);
+/* The same for the key column and, when also_column is not NULL, for that
+ * column too (the table's upsert key); results added up, base_version the
+ * last committed.  Nothing to do for a store without a key yet. */
+cx_code		cx_keyindex_update_table(cx_objstore *s, const char *also_column,
+									 const cx_keyindex_options *opt,
+									 cx_keyindex_result *res, cx_err *err);
+
 #endif							/* CTXSTORE_TABLE_H */
