@@ -52,6 +52,10 @@ cx_pg_errcode(cx_code code)
 		case CX_ERR_IO_PERMANENT:
 			/* As CX_ERR_IO; the engine just does not retry it. */
 			return ERRCODE_IO_ERROR;
+		case CX_ERR_UNIQUE:
+			return ERRCODE_UNIQUE_VIOLATION;
+		case CX_ERR_CARDINALITY:
+			return ERRCODE_CARDINALITY_VIOLATION;
 		case CX_OK:
 			break;
 	}
