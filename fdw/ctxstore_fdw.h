@@ -178,11 +178,36 @@ extern CxPending *cxfdw_pending_open(const CxRelInfo *ri, CxStore *st);
 extern const cx_schema *cxfdw_pending_schema(const CxPending *p);
 /* The store column that is the key of the pending rows. */
 extern const char *cxfdw_pending_key(const CxPending *p);
+extern const CxStoreSettings *cxfdw_pending_settings(const CxPending *p);
 extern void cxfdw_pending_append(CxPending *p, cx_row_kind kind,
 								 const cx_datum *values);
 extern uint64 cxfdw_pending_rows(const CxPending *p);
 /* The bytes of the rows buffered so far; valid until the next append. */
 extern const uint8_t *cxfdw_pending_data(const CxPending *p, size_t *len);
+extern cx_row_kind cxfdw_pending_decode(const CxPending *p, size_t *pos,
+										size_t end, cx_datum *values,
+										cx_buf *scratch);
+
+/* A key as the engine compares keys (bytewise); p points into fixed or
+ * into the value. */
+typedef struct CxKeyBytes
+{
+	const uint8_t *p;
+	size_t		len;
+	uint8_t		fixed[16];
+} CxKeyBytes;
+
+extern void cxfdw_key_bytes(cx_type type, const cx_datum *d, CxKeyBytes *out);
+
+/* The newest buffered row of each key, and where the newest TRUNCATE marker
+ * (a DELETE with a NULL key) hides the rows before it. */
+typedef struct CxKeyMap CxKeyMap;
+
+extern CxKeyMap *cxfdw_pending_keymap(const CxPending *p, size_t end);
+extern const CxKeyMap *cxfdw_pending_keys(CxPending *p);
+extern bool cxfdw_keymap_find(const CxKeyMap *m, const CxKeyBytes *key,
+							  size_t *offset, cx_row_kind *kind);
+extern bool cxfdw_keymap_truncated(const CxKeyMap *m, size_t *visible_from);
 
 /* ---- write settings (cx_option.c, cx_tableopts.c) ---- */
 
@@ -194,6 +219,9 @@ extern void cxfdw_settings_default(CxStoreSettings *s);
 extern int	cxfdw_setting_set(CxStoreSettings *s, const char *name,
 							  const char *value);
 extern void cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out);
+/* Raises unless upsert_key is unset or names a column other than the key. */
+extern void cxfdw_check_upsert_key(const CxRelInfo *ri,
+								   const CxStoreSettings *s);
 extern void cxfdw_check_table_key(const CxRelInfo *ri,
 								  const CxStoreSettings *s,
 								  const cx_manifest *base);

@@ -38,7 +38,7 @@ control_table(CxControlKind kind, const char *fname, CxRelInfo *ri,
 
 	if (ri->version != 0)
 		ereport(ERROR,
-				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				errmsg("%s() cannot maintain foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
 					   fname, ri->relname, ri->version),
 				errhint("Call it on a table of the store that is not pinned."));

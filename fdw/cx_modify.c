@@ -1,16 +1,28 @@
 /*
- * cx_modify.c — INSERT and COPY FROM into a ctxstore foreign table.
+ * cx_modify.c — INSERT, COPY FROM, UPDATE, DELETE and TRUNCATE of a ctxstore
+ * foreign table.
  *
- * Inserting converts each row to engine values in the store's column order
- * (NULL for store columns the table lacks) and appends it to the
- * transaction's buffer for the table (cx_xact.c); nothing reaches the store
- * before COMMIT.  UPDATE, DELETE and ON CONFLICT are refused at plan time.
+ * Every change becomes rows appended to the transaction's buffer for the
+ * table (cx_xact.c) in the store's column order; nothing reaches the store
+ * before COMMIT.  An inserted row is sent as the request its table's options
+ * ask for (insert_kind); an updated row as the key's new whole row (PUT); a
+ * deleted row as a tombstone (DELETE with only the key); TRUNCATE as one
+ * DELETE with a NULL key.  The key is the row identity of UPDATE and DELETE:
+ * the scan below them fetches it, and changing it is refused.
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/inherit.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -20,43 +32,137 @@
 /* Rows the executor collects before calling ExecForeignBatchInsert. */
 #define INSERT_BATCH_SIZE 64
 
+/* Names of the junk columns UPDATE and DELETE get from the scan. */
+#define KEY_JUNK "cx_key"
+#define DELETED_ROW_JUNK "cx_deleted_row"
+
+/*
+ * Whether the writer worker resolves write requests (CX_ROW_INSERT,
+ * CX_ROW_INSERT_IF_ABSENT, CX_ROW_UPSERT).  Until it does, it refuses them,
+ * so insert_kind() sends what they ask for as CX_ROW_PUT.
+ */
+#define WRITER_RESOLVES_REQUESTS 0
+
 typedef struct CxModifyState
 {
 	CxRelInfo  *ri;
 	TupleDesc	tupdesc;
 	CxPending  *pending;
+	const CxStoreSettings *settings;
 	CxBinding	binding;
 	cx_datum   *values;			/* one per store column */
-	int			key_col;		/* the key's store column, -1 if none */
+	int			key_col;		/* the key's store column */
+	int			key_att;		/* and its attribute, -1 if the table has
+								 * none */
+	bool		do_nothing;		/* INSERT ... ON CONFLICT DO NOTHING */
+	AttrNumber	key_junk;		/* UPDATE, DELETE: the key in the plan's row */
+	AttrNumber	deleted_row_junk;	/* DELETE RETURNING: the whole old row */
 	MemoryContext row_cxt;		/* conversions of one row */
 } CxModifyState;
+
+static const char *
+operation_name(CmdType operation)
+{
+	switch (operation)
+	{
+		case CMD_UPDATE:
+			return "UPDATE";
+		case CMD_DELETE:
+			return "DELETE";
+		default:
+			return "INSERT";
+	}
+}
+
+/* The attribute (0-based) of the table that holds its key, or -1. */
+static int
+key_attribute(const CxRelInfo *ri, const char *key)
+{
+	for (int att = 0; att < ri->natts; att++)
+		if (ri->columns[att].attname != NULL &&
+			strcmp(ri->columns[att].name, key) == 0)
+			return att;
+	return -1;
+}
+
+/* The key attribute of a table that UPDATE or DELETE identifies rows of. */
+static int
+row_identity_attribute(Relation rel, CmdType operation)
+{
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	CxStoreSettings s;
+	int			att;
+
+	cxfdw_table_settings(ri, &s);
+	att = key_attribute(ri, s.key_column);
+	if (att < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_COLUMN),
+				errmsg("cannot %s foreign table \"%s\": it has no column for its key \"%s\"",
+					   operation_name(operation), ri->relname, s.key_column),
+				errdetail("UPDATE and DELETE identify rows by their key."),
+				errhint("Add the key column to the foreign table, or set its key option to a column it has."));
+	return att;
+}
+
+/*
+ * The scan below UPDATE and DELETE returns each row's key; DELETE RETURNING
+ * also needs the whole row it deletes (the store gets only the key).
+ */
+static void
+cx_add_update_targets(PlannerInfo *root, Index rtindex,
+					  RangeTblEntry *target_rte, Relation target_relation)
+{
+	CmdType		operation = root->parse->commandType;
+	Form_pg_attribute attr;
+
+	attr = TupleDescAttr(RelationGetDescr(target_relation),
+						 row_identity_attribute(target_relation, operation));
+	add_row_identity_var(root, makeVar(rtindex, attr->attnum, attr->atttypid,
+									   attr->atttypmod, attr->attcollation, 0),
+						 rtindex, KEY_JUNK);
+	if (operation == CMD_DELETE && root->parse->returningList != NIL)
+		add_row_identity_var(root, makeWholeRowVar(target_rte, rtindex, 0, false),
+							 rtindex, DELETED_ROW_JUNK);
+}
 
 static List *
 cx_plan_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 			   int subplan_index)
 {
-	if (plan->operation == CMD_UPDATE || plan->operation == CMD_DELETE)
-		ereport(ERROR,
-				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("%s on ctxstore foreign tables is not supported yet",
-					   plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE"),
-				errhint("ctxstore foreign tables accept INSERT and COPY FROM."));
-	if (plan->onConflictAction != ONCONFLICT_NONE)
-		ereport(ERROR,
-				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				errmsg("INSERT with ON CONFLICT on ctxstore foreign tables is not supported yet"));
-	return NIL;
+	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+
+	if (plan->operation == CMD_UPDATE)
+	{
+		Relation	rel = table_open(rte->relid, NoLock);
+		int			att = row_identity_attribute(rel, CMD_UPDATE);
+		Bitmapset  *updated = get_rel_all_updated_cols(root,
+													   find_base_rel(root, resultRelation));
+
+		if (bms_is_member(att + 1 - FirstLowInvalidHeapAttributeNumber, updated))
+			ereport(ERROR,
+					errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					errmsg("cannot update key column \"%s\" of foreign table \"%s\"",
+						   NameStr(TupleDescAttr(RelationGetDescr(rel), att)->attname),
+						   RelationGetRelationName(rel)),
+					errdetail("A row's key is its identity in the store."),
+					errhint("DELETE the row and INSERT it with the new key."));
+		table_close(rel, NoLock);
+	}
+	/* ON CONFLICT DO UPDATE never reaches a foreign table: the parser
+	 * refuses it (it needs a unique index). */
+	return list_make1(makeBoolean(plan->onConflictAction == ONCONFLICT_NOTHING));
 }
 
 static int
 cx_updatable(Relation rel)
 {
-	return 1 << CMD_INSERT;
+	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }
 
-/* Whose privileges and user mapping an insert uses. */
+/* Whose privileges and user mapping a change uses. */
 static Oid
-insert_user(EState *estate, ResultRelInfo *rinfo)
+modify_user(EState *estate, ResultRelInfo *rinfo)
 {
 	Index		rti = rinfo->ri_RangeTableIndex;
 	RangeTblEntry *rte;
@@ -69,20 +175,16 @@ insert_user(EState *estate, ResultRelInfo *rinfo)
 	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }
 
-static CxModifyState *
-begin_insert(EState *estate, ResultRelInfo *rinfo)
+/* The buffer a change of ri goes to, after the checks every change makes. */
+static CxPending *
+open_for_write(CxRelInfo *ri)
 {
-	Relation	rel = rinfo->ri_RelationDesc;
-	CxModifyState *state = palloc0(sizeof(CxModifyState));
-	CxRelInfo  *ri = cxfdw_rel_info(rel, insert_user(estate, rinfo));
-	CxStore    *st;
-
 	if (ri->version != 0)
 		ereport(ERROR,
 				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				errmsg("foreign table \"%s\" is pinned to version " UINT64_FORMAT " of its store and is read-only",
 					   ri->relname, ri->version),
-				errhint("Insert through a foreign table without the version option."));
+				errhint("Write through a foreign table without the version option."));
 	if (!cx_writer_available())
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -90,17 +192,27 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 					   ri->relname),
 				errdetail("ctxstore was not loaded through shared_preload_libraries."),
 				errhint("Add ctxstore to shared_preload_libraries in postgresql.conf and restart the server."));
+	return cxfdw_pending_open(ri, cxfdw_store_open(ri, CX_ACCESS_WRITE));
+}
 
-	st = cxfdw_store_open(ri, CX_ACCESS_WRITE);
+static CxModifyState *
+begin_modify(EState *estate, ResultRelInfo *rinfo)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+	CxModifyState *state = palloc0(sizeof(CxModifyState));
+	CxRelInfo  *ri = cxfdw_rel_info(rel, modify_user(estate, rinfo));
+
 	state->ri = ri;
 	state->tupdesc = RelationGetDescr(rel);
-	state->pending = cxfdw_pending_open(ri, st);
+	state->pending = open_for_write(ri);
+	state->settings = cxfdw_pending_settings(state->pending);
 	cxfdw_bind(ri, cxfdw_pending_schema(state->pending), &state->binding);
 	state->key_col = cx_schema_find(state->binding.schema,
-									cxfdw_pending_key(state->pending));
+									state->settings->key_column);
+	state->key_att = state->binding.col_att[state->key_col];
 	state->values = palloc(sizeof(cx_datum) * Max(state->binding.schema->ncolumns, 1));
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
-										   "ctxstore insert row",
+										   "ctxstore modified row",
 										   ALLOCSET_DEFAULT_SIZES);
 	return state;
 }
@@ -109,15 +221,35 @@ static void
 cx_begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 				List *fdw_private, int subplan_index, int eflags)
 {
+	CmdType		operation = mtstate->operation;
+	List	   *tlist = outerPlanState(mtstate)->plan->targetlist;
+	CxModifyState *state;
+
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
+	state = begin_modify(mtstate->ps.state, rinfo);
+	state->do_nothing = boolVal(linitial(fdw_private));
+	if (operation == CMD_UPDATE || operation == CMD_DELETE)
+	{
+		state->key_junk = ExecFindJunkAttributeInTlist(tlist, KEY_JUNK);
+		if (!AttributeNumberIsValid(state->key_junk))
+			elog(ERROR, "could not find junk column %s", KEY_JUNK);
+		state->deleted_row_junk = ExecFindJunkAttributeInTlist(tlist,
+															   DELETED_ROW_JUNK);
+	}
+	rinfo->ri_FdwState = state;
 }
 
 static void
 cx_begin_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
-	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
+	CxModifyState *state = begin_modify(mtstate->ps.state, rinfo);
+	ModifyTable *plan = (ModifyTable *) mtstate->ps.plan;
+
+	/* COPY FROM has no plan. */
+	state->do_nothing = plan != NULL &&
+		plan->onConflictAction == ONCONFLICT_NOTHING;
+	rinfo->ri_FdwState = state;
 }
 
 /* Foreign tables get no constraint checks from the executor; NOT NULL is
@@ -137,7 +269,7 @@ check_not_null(CxModifyState *state, int att)
 static void
 check_key(CxModifyState *state)
 {
-	if (state->key_col >= 0 && state->values[state->key_col].isnull)
+	if (state->values[state->key_col].isnull)
 		ereport(ERROR,
 				errcode(ERRCODE_NOT_NULL_VIOLATION),
 				errmsg("null value in key column \"%s\" of foreign table \"%s\"",
@@ -147,12 +279,12 @@ check_key(CxModifyState *state)
 				errhint("Give the key column (the table's key option, default \"id\") a value."));
 }
 
+/* Converts slot's row into state->values (in row_cxt). */
 static void
-insert_row(CxModifyState *state, TupleTableSlot *slot)
+convert_row(CxModifyState *state, TupleTableSlot *slot)
 {
 	const CxBinding *b = &state->binding;
 	CxConvErrContext ec;
-	MemoryContext old;
 
 	slot_getallattrs(slot);
 	for (int att = 0; att < state->ri->natts; att++)
@@ -160,7 +292,6 @@ insert_row(CxModifyState *state, TupleTableSlot *slot)
 			check_not_null(state, att);
 
 	cxfdw_conv_errcontext_push(&ec, state->ri);
-	old = MemoryContextSwitchTo(state->row_cxt);
 	for (uint32 c = 0; c < b->schema->ncolumns; c++)
 	{
 		int			att = b->col_att[c];
@@ -172,29 +303,126 @@ insert_row(CxModifyState *state, TupleTableSlot *slot)
 		cxfdw_to_cx(&state->ri->columns[att].type, slot->tts_values[att],
 					&state->values[c]);
 	}
-	ec.att = -1;
-	check_key(state);
-	cxfdw_pending_append(state->pending, CX_ROW_PUT, state->values);
-	MemoryContextSwitchTo(old);
 	cxfdw_conv_errcontext_pop(&ec);
+	check_key(state);
+}
+
+/*
+ * The request an inserted row is sent as: an upsert if the table names an
+ * upsert key, an insert-if-absent for ON CONFLICT DO NOTHING, an insert that
+ * must not meet a live key if the key is unique, else a plain new version.
+ */
+static cx_row_kind
+insert_kind(const CxModifyState *state)
+{
+	cx_row_kind kind;
+
+	if (state->settings->upsert_key[0] != '\0')
+		kind = CX_ROW_UPSERT;
+	else if (state->do_nothing)
+		kind = CX_ROW_INSERT_IF_ABSENT;
+	else if (state->settings->unique_key)
+		kind = CX_ROW_INSERT;
+	else
+		kind = CX_ROW_PUT;
+	return WRITER_RESOLVES_REQUESTS ? kind : CX_ROW_PUT;
+}
+
+/* Whether the transaction (this statement included) holds a live row of
+ * the key in state->values. */
+static bool
+key_pending(CxModifyState *state)
+{
+	CxKeyBytes	key;
+	size_t		offset;
+	cx_row_kind kind;
+
+	cxfdw_key_bytes(state->binding.schema->columns[state->key_col].type,
+					&state->values[state->key_col], &key);
+	return cxfdw_keymap_find(cxfdw_pending_keys(state->pending), &key,
+							 &offset, &kind) && kind != CX_ROW_DELETE;
+}
+
+static void
+unique_violation(CxModifyState *state, TupleTableSlot *slot)
+{
+	Form_pg_attribute attr = TupleDescAttr(state->tupdesc, state->key_att);
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(attr->atttypid, &out, &varlena);
+	ereport(ERROR,
+			errcode(ERRCODE_UNIQUE_VIOLATION),
+			errmsg("duplicate key value violates the unique key of foreign table \"%s\"",
+				   state->ri->relname),
+			errdetail("Key (%s)=(%s) already exists.", NameStr(attr->attname),
+					  OidOutputFunctionCall(out, slot->tts_values[state->key_att])),
+			errhint("Set unique_key 'false' on the table to make a later insert replace the row."));
+}
+
+/*
+ * Buffers one inserted row; false if ON CONFLICT DO NOTHING skips it.  Keys
+ * live in this transaction are checked here, before the row is sent; the
+ * writer checks those of committed rows.
+ */
+static bool
+insert_row(CxModifyState *state, TupleTableSlot *slot)
+{
+	cx_row_kind kind = insert_kind(state);
+	bool		inserted = true;
+	MemoryContext old = MemoryContextSwitchTo(state->row_cxt);
+
+	convert_row(state, slot);
+	if (state->settings->upsert_key[0] != '\0')
+		;						/* the writer resolves repeats */
+	else if (state->do_nothing)
+		inserted = !key_pending(state);
+	else if (state->settings->unique_key && key_pending(state))
+		unique_violation(state, slot);
+	if (inserted)
+		cxfdw_pending_append(state->pending, kind, state->values);
+	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->row_cxt);
+	return inserted;
 }
 
 static TupleTableSlot *
 cx_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 			   TupleTableSlot *planSlot)
 {
-	insert_row(rinfo->ri_FdwState, slot);
-	return slot;
+	return insert_row(rinfo->ri_FdwState, slot) ? slot : NULL;
 }
 
+static void
+swap_slots(TupleTableSlot **slots, int i, int j)
+{
+	TupleTableSlot *slot = slots[i];
+
+	slots[i] = slots[j];
+	slots[j] = slot;
+}
+
+/*
+ * Moves the inserted rows first: the executor counts *numSlots of them.  The
+ * arrays are the executor's own slots, which it clears and reuses, so they
+ * are reordered, never overwritten.
+ */
 static TupleTableSlot **
 cx_exec_batch_insert(EState *estate, ResultRelInfo *rinfo,
 					 TupleTableSlot **slots, TupleTableSlot **planSlots,
 					 int *numSlots)
 {
+	int			ninserted = 0;
+
 	for (int i = 0; i < *numSlots; i++)
-		insert_row(rinfo->ri_FdwState, slots[i]);
+	{
+		if (!insert_row(rinfo->ri_FdwState, slots[i]))
+			continue;
+		swap_slots(slots, ninserted, i);
+		swap_slots(planSlots, ninserted, i);
+		ninserted++;
+	}
+	*numSlots = ninserted;
 	return slots;
 }
 
@@ -211,14 +439,104 @@ cx_batch_size(ResultRelInfo *rinfo)
 	return INSERT_BATCH_SIZE;
 }
 
+/* The new version of an updated row replaces the whole row: slot holds
+ * every column (unchanged ones from the scan). */
+static TupleTableSlot *
+cx_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	CxModifyState *state = rinfo->ri_FdwState;
+	MemoryContext old = MemoryContextSwitchTo(state->row_cxt);
+
+	convert_row(state, slot);
+	cxfdw_pending_append(state->pending, CX_ROW_PUT, state->values);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->row_cxt);
+	return slot;
+}
+
+/* RETURNING of a DELETE shows the row as the scan read it. */
+static void
+store_deleted_row(CxModifyState *state, TupleTableSlot *slot,
+				  TupleTableSlot *planSlot)
+{
+	bool		isnull;
+	Datum		d = ExecGetJunkAttribute(planSlot, state->deleted_row_junk,
+										 &isnull);
+	HeapTupleHeader td = DatumGetHeapTupleHeader(d);
+	HeapTupleData tuple;
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = state->ri->relid;
+	tuple.t_data = td;
+	/* A heap-tuple slot keeps the HeapTuple itself: give it a copy. */
+	ExecForceStoreHeapTuple(heap_copytuple(&tuple), slot, true);
+}
+
+/* A deleted row becomes a tombstone: the key and nothing else. */
+static TupleTableSlot *
+cx_exec_delete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	CxModifyState *state = rinfo->ri_FdwState;
+	uint32		ncolumns = state->binding.schema->ncolumns;
+	bool		isnull;
+	Datum		key = ExecGetJunkAttribute(planSlot, state->key_junk, &isnull);
+	MemoryContext old = MemoryContextSwitchTo(state->row_cxt);
+
+	Assert(!isnull);
+	for (uint32 c = 0; c < ncolumns; c++)
+		state->values[c].isnull = true;
+	cxfdw_to_cx(&state->ri->columns[state->key_att].type, key,
+				&state->values[state->key_col]);
+	state->values[state->key_col].isnull = false;
+	cxfdw_pending_append(state->pending, CX_ROW_DELETE, state->values);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->row_cxt);
+	if (AttributeNumberIsValid(state->deleted_row_junk))
+		store_deleted_row(state, slot, planSlot);
+	return slot;
+}
+
+/*
+ * TRUNCATE buffers one DELETE with a NULL key per table: at commit it hides
+ * every row committed before it.  Foreign tables have no foreign keys to
+ * cascade to, and PostgreSQL itself restarts the sequences RESTART IDENTITY
+ * names, so both options need nothing here.
+ */
+static void
+cx_exec_truncate(List *rels, DropBehavior behavior, bool restart_seqs)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = lfirst(lc);
+		CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+		CxPending  *pending = open_for_write(ri);
+		uint32		ncolumns = cxfdw_pending_schema(pending)->ncolumns;
+		cx_datum   *values = palloc(sizeof(cx_datum) * Max(ncolumns, 1));
+
+		for (uint32 c = 0; c < ncolumns; c++)
+			values[c].isnull = true;
+		cxfdw_pending_append(pending, CX_ROW_DELETE, values);
+		pfree(values);
+	}
+}
+
 void
 cxfdw_modify_routine(FdwRoutine *routine)
 {
+	routine->AddForeignUpdateTargets = cx_add_update_targets;
 	routine->PlanForeignModify = cx_plan_modify;
 	routine->BeginForeignModify = cx_begin_modify;
 	routine->ExecForeignInsert = cx_exec_insert;
 	routine->ExecForeignBatchInsert = cx_exec_batch_insert;
 	routine->GetForeignModifyBatchSize = cx_batch_size;
+	routine->ExecForeignUpdate = cx_exec_update;
+	routine->ExecForeignDelete = cx_exec_delete;
 	routine->BeginForeignInsert = cx_begin_insert;
 	routine->IsForeignRelUpdatable = cx_updatable;
+	routine->ExecForeignTruncate = cx_exec_truncate;
 }

@@ -626,6 +626,35 @@ cxfdw_setting_set(CxStoreSettings *s, const char *name, const char *value)
 	return -1;
 }
 
+/*
+ * upsert_key names a store column of the table other than the key: an
+ * insert supersedes the live row whose value of it equals the new row's.
+ */
+void
+cxfdw_check_upsert_key(const CxRelInfo *ri, const CxStoreSettings *s)
+{
+	bool		found = false;
+
+	if (s->upsert_key[0] == '\0')
+		return;
+	for (int att = 0; att < ri->natts; att++)
+		found |= ri->columns[att].attname != NULL &&
+			strcmp(ri->columns[att].name, s->upsert_key) == 0;
+	if (!found)
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_COLUMN),
+				errmsg("upsert_key column \"%s\" of foreign table \"%s\" does not exist",
+					   s->upsert_key, ri->relname),
+				errhint("Name a column of the table in upsert_key, as in OPTIONS (SET upsert_key 'external_id')."));
+	if (strcmp(s->upsert_key, s->key_column) == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("upsert_key of foreign table \"%s\" names its key column \"%s\"",
+					   ri->relname, s->key_column),
+				errdetail("Rows are already replaced by their key when unique_key is false."),
+				errhint("Name a second column that identifies a row, or drop the upsert_key option."));
+}
+
 /* The default of the table option name, as text. */
 const char *
 cxfdw_option_default(const char *name)

@@ -6,9 +6,12 @@
  * fragments minus their deletion vectors, unioned with the unmerged
  * generations of every shard, at most one row per key, one row group at a
  * time, fetching only the columns the query references (its target list and
- * its quals).  Then, unless the table is pinned to a version, it returns the
- * rows the current transaction has buffered for the table (read-your-writes).
- * Quals are all evaluated locally by the executor.
+ * its quals).  Unless the table is pinned to a version, the rows the current
+ * transaction has buffered for the table shadow it (read-your-writes): a
+ * snapshot row whose key has a buffered row is skipped, and after the
+ * snapshot the newest buffered row of each key is returned unless it is a
+ * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
+ * buffered row before it.  Quals are all evaluated locally by the executor.
  *
  * Snapshots are shared, reference-counted, by the planning and the execution
  * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):
@@ -79,6 +82,11 @@ typedef struct CxScanState
 	/* The transaction's own rows: bytes [pending_pos, pending_end). */
 	CxPending  *pending;
 	CxBinding	pending_bind;
+	CxKeyMap   *pending_keys;	/* of the bytes before pending_end */
+	int			store_key_col;	/* the key's column in the snapshot */
+	int			pending_key_col;	/* and in the buffered rows */
+	cx_type		key_type;
+	size_t		pending_start;	/* after the newest TRUNCATE marker */
 	size_t		pending_pos;
 	size_t		pending_end;
 	cx_datum   *pending_values;
@@ -281,10 +289,15 @@ wanted_columns(CxScanState *s)
 	return want;
 }
 
+/*
+ * Finds the transaction's rows for the table, and what they shadow.  Rows
+ * this statement writes itself are not its input: only the bytes buffered
+ * now are read.
+ */
 static void
 begin_pending(CxScanState *s)
 {
-	size_t		len;
+	const cx_schema *schema;
 
 	s->pending = s->ri->version == 0 ? cxfdw_pending_find(s->ri->relid) : NULL;
 	if (s->pending == NULL || cxfdw_pending_rows(s->pending) == 0)
@@ -292,12 +305,34 @@ begin_pending(CxScanState *s)
 		s->pending = NULL;
 		return;
 	}
-	cxfdw_bind(s->ri, cxfdw_pending_schema(s->pending), &s->pending_bind);
-	s->pending_values = palloc(sizeof(cx_datum) *
-							   s->pending_bind.schema->ncolumns);
-	/* Rows this statement inserts itself are not its input. */
-	cxfdw_pending_data(s->pending, &len);
-	s->pending_end = len;
+	schema = cxfdw_pending_schema(s->pending);
+	cxfdw_bind(s->ri, schema, &s->pending_bind);
+	s->pending_values = palloc(sizeof(cx_datum) * schema->ncolumns);
+	cxfdw_pending_data(s->pending, &s->pending_end);
+	s->pending_keys = cxfdw_pending_keymap(s->pending, s->pending_end);
+	cxfdw_keymap_truncated(s->pending_keys, &s->pending_start);
+	s->pending_pos = s->pending_start;
+	s->pending_key_col = cx_schema_find(schema, cxfdw_pending_key(s->pending));
+	s->key_type = schema->columns[s->pending_key_col].type;
+}
+
+/* Whether the snapshot's rows are read at all, and which of their columns:
+ * the key's too when buffered rows may shadow some. */
+static void
+choose_store_columns(CxScanState *s, const cx_manifest *base)
+{
+	size_t		from;
+
+	if (base->schema == NULL ||
+		(s->pending != NULL && cxfdw_keymap_truncated(s->pending_keys, &from)))
+		return;
+	cxfdw_bind(s->ri, base->schema, &s->bind);
+	s->want = wanted_columns(s);
+	if (s->pending == NULL)
+		return;
+	s->store_key_col = cx_schema_find(base->schema,
+									  cxfdw_pending_key(s->pending));
+	s->want[s->store_key_col] = true;
 }
 
 /* Starts reading the snapshot's rows (none for an empty store). */
@@ -340,13 +375,9 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 		return;
 
 	base = cx_snapshot_base(s->snap->snap);
-	if (base->schema != NULL)
-	{
-		cxfdw_bind(s->ri, base->schema, &s->bind);
-		s->want = wanted_columns(s);
-	}
-	begin_store_scan(s);
 	begin_pending(s);
+	choose_store_columns(s, base);
+	begin_store_scan(s);
 }
 
 static void
@@ -374,29 +405,64 @@ fill_from_group(CxScanState *s, TupleTableSlot *slot)
 	cxfdw_conv_errcontext_pop(&ec);
 }
 
-/* Decodes the next buffered row of the transaction into slot. */
+/* Whether the transaction wrote a row of key since the scan's snapshot; if
+ * so, *offset and *kind tell its newest. */
+static bool
+pending_newest(CxScanState *s, const cx_datum *key, size_t *offset,
+			   cx_row_kind *kind)
+{
+	CxKeyBytes	k;
+
+	cxfdw_key_bytes(s->key_type, key, &k);
+	return cxfdw_keymap_find(s->pending_keys, &k, offset, kind);
+}
+
+/* Whether the current snapshot row is replaced or deleted by a row of the
+ * transaction. */
+static bool
+store_row_shadowed(CxScanState *s)
+{
+	cx_datum	key;
+	size_t		offset;
+	cx_row_kind kind;
+
+	if (s->pending == NULL)
+		return false;
+	cx_colvec_get(cx_rowgroup_column(s->group, s->store_key_col),
+				  s->rows[s->pos], &key);
+	return !key.isnull && pending_newest(s, &key, &offset, &kind);
+}
+
+/* Moves to the next buffered row that is the newest of its key and not a
+ * DELETE, decoded into pending_values; false after the last. */
+static bool
+next_pending_row(CxScanState *s)
+{
+	while (s->pending != NULL && s->pending_pos < s->pending_end)
+	{
+		size_t		offset = s->pending_pos;
+		size_t		newest;
+		cx_row_kind kind;
+
+		kind = cxfdw_pending_decode(s->pending, &s->pending_pos,
+									s->pending_end, s->pending_values,
+									&s->scratch);
+		if (kind == CX_ROW_DELETE)
+			continue;
+		if (pending_newest(s, &s->pending_values[s->pending_key_col],
+						   &newest, &kind) &&
+			newest == offset && kind != CX_ROW_DELETE)
+			return true;
+	}
+	return false;
+}
+
+/* Fills slot from the buffered row in pending_values. */
 static void
 fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 {
 	CxConvErrContext ec;
-	const uint8_t *data;
-	size_t		len;
-	cx_rd		rd;
-	cx_row_kind kind;
-	cx_err		err;
 	ListCell   *lc;
-
-	/* Re-read the address each time: appends may have moved the buffer.
-	 * Subtransaction rollbacks only cut rows written after the scan began,
-	 * but clamp anyway so that a surprise is an error, not a wild read. */
-	data = cxfdw_pending_data(s->pending, &len);
-	cx_rd_init(&rd, data, Min(len, s->pending_end));
-	rd.pos = s->pending_pos;
-	if (cx_row_decode(s->pending_bind.schema, &rd, &kind, s->pending_values,
-					  &s->scratch, &err) != CX_OK)
-		cx_pg_error(&err, "could not decode a row buffered for foreign table \"%s\"",
-					s->ri->relname);
-	s->pending_pos = rd.pos;
 
 	cxfdw_conv_errcontext_push(&ec, s->ri);
 	foreach(lc, s->retrieved)
@@ -444,15 +510,19 @@ cx_iterate(ForeignScanState *node)
 	/* Columns the query does not use stay NULL. */
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 
-	if (next_store_row(s))
+	while (next_store_row(s))
 	{
-		fill_from_group(s, slot);
+		bool		shadowed = store_row_shadowed(s);
+
+		if (!shadowed)
+			fill_from_group(s, slot);
 		s->pos++;
+		if (!shadowed)
+			return ExecStoreVirtualTuple(slot);
 	}
-	else if (s->pending != NULL && s->pending_pos < s->pending_end)
-		fill_from_pending(s, slot);
-	else
+	if (!next_pending_row(s))
 		return slot;
+	fill_from_pending(s, slot);
 	return ExecStoreVirtualTuple(slot);
 }
 
@@ -464,7 +534,7 @@ cx_rescan(ForeignScanState *node)
 	cx_tablescan_end(s->scan);
 	s->scan = NULL;
 	begin_store_scan(s);
-	s->pending_pos = 0;
+	s->pending_pos = s->pending_start;
 }
 
 static void

@@ -19,17 +19,19 @@
 
 #include "ctxstore_fdw.h"
 
+/* Copies the column name of option (key or upsert_key) into field. */
 static void
-set_key(CxStoreSettings *s, const CxRelInfo *ri, const char *key)
+set_column_name(char *field, const CxRelInfo *ri, const char *option,
+				const char *name)
 {
-	if (strlen(key) >= sizeof(s->key_column))
+	if (strlen(name) >= NAMEDATALEN)
 		ereport(ERROR,
 				errcode(ERRCODE_NAME_TOO_LONG),
-				errmsg("key column name of foreign table \"%s\" is too long",
-					   ri->relname),
-				errdetail("Key column names are limited to %d bytes.",
-						  (int) sizeof(s->key_column) - 1));
-	strlcpy(s->key_column, key, sizeof(s->key_column));
+				errmsg("%s column name of foreign table \"%s\" is too long",
+					   option, ri->relname),
+				errdetail("Column names are limited to %d bytes.",
+						  NAMEDATALEN - 1));
+	strlcpy(field, name, NAMEDATALEN);
 }
 
 static void
@@ -59,10 +61,14 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
 		int			i;
 
 		if (strcmp(opt->defname, "key") == 0)
-			set_key(out, ri, defGetString(opt));
+			set_column_name(out->key_column, ri, "key", defGetString(opt));
+		else if (strcmp(opt->defname, "upsert_key") == 0)
+			set_column_name(out->upsert_key, ri, "upsert_key",
+							defGetString(opt));
 		else if ((i = cxfdw_setting_set(out, opt->defname, defGetString(opt))) >= 0)
 			out->explicit_mask |= UINT32_C(1) << i;
 	}
+	cxfdw_check_upsert_key(ri, out);
 }
 
 /*

@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -48,8 +49,11 @@ struct CxPending
 	CxStoreSettings settings;	/* the table's write options */
 	cx_schema  *schema;			/* the store's, or the table's for a new
 								 * store; malloc'd */
+	int			key_col;		/* the key's column in schema */
 	cx_buf		rows;			/* malloc'd */
 	uint64		nrows;
+	CxKeyMap   *keys;			/* newest row per key, kept up to date once
+								 * asked for; NULL: not built */
 	CxMark	   *marks;
 	int			nmarks;
 	int			maxmarks;
@@ -60,6 +64,235 @@ static HTAB *pending = NULL;
 
 /* Bytes buffered by the current transaction, all tables together. */
 static size_t pending_bytes = 0;
+
+/* ---- keys of buffered rows ---- */
+
+typedef struct CxKeyEntry
+{
+	CxKeyBytes	key;			/* hash key; bytes owned by the map */
+	size_t		offset;			/* where the key's newest row begins */
+	cx_row_kind kind;
+} CxKeyEntry;
+
+struct CxKeyMap
+{
+	HTAB	   *entries;
+	MemoryContext cxt;
+	size_t		visible_from;	/* rows before the newest TRUNCATE marker
+								 * (0 if none) are hidden */
+	bool		truncated;
+};
+
+/* The key as the engine compares keys: bytewise, the value of a fixed-width
+ * type or the bytes of a variable-width one. */
+void
+cxfdw_key_bytes(cx_type type, const cx_datum *d, CxKeyBytes *out)
+{
+	switch (type)
+	{
+		case CX_T_BOOL:
+			out->fixed[0] = d->v.b;
+			out->len = 1;
+			break;
+		case CX_T_INT16:
+			memcpy(out->fixed, &d->v.i16, out->len = sizeof(int16));
+			break;
+		case CX_T_INT32:
+		case CX_T_DATE:
+			memcpy(out->fixed, &d->v.i32, out->len = sizeof(int32));
+			break;
+		case CX_T_FLOAT32:
+			memcpy(out->fixed, &d->v.f32, out->len = sizeof(float));
+			break;
+		case CX_T_FLOAT64:
+			memcpy(out->fixed, &d->v.f64, out->len = sizeof(double));
+			break;
+		case CX_T_UUID:
+			memcpy(out->fixed, d->v.uuid, out->len = sizeof(d->v.uuid));
+			break;
+		case CX_T_INTERVAL:
+			memcpy(out->fixed, &d->v.interval.usec, sizeof(int64));
+			memcpy(out->fixed + 8, &d->v.interval.days, sizeof(int32));
+			memcpy(out->fixed + 12, &d->v.interval.months, sizeof(int32));
+			out->len = 16;
+			break;
+		case CX_T_STRING:
+		case CX_T_BINARY:
+		case CX_T_JSON:
+		case CX_T_JSONB:
+		case CX_T_NUMERIC:
+		case CX_T_EXTERNAL:
+			out->p = d->v.bytes.ptr;
+			out->len = d->v.bytes.len;
+			return;
+		default:				/* the 64-bit types; lists are never keys */
+			memcpy(out->fixed, &d->v.i64, out->len = sizeof(int64));
+			break;
+	}
+	out->p = out->fixed;
+}
+
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	const CxKeyBytes *k = key;
+
+	return hash_bytes(k->p, (int) k->len);
+}
+
+static int
+key_match(const void *a, const void *b, Size keysize)
+{
+	const CxKeyBytes *x = a;
+	const CxKeyBytes *y = b;
+
+	return x->len == y->len && memcmp(x->p, y->p, x->len) == 0 ? 0 : 1;
+}
+
+static CxKeyMap *
+keymap_create(MemoryContext parent)
+{
+	CxKeyMap   *m = MemoryContextAllocZero(parent, sizeof(CxKeyMap));
+	HASHCTL		ctl;
+
+	m->cxt = AllocSetContextCreate(parent, "ctxstore pending keys",
+								   ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = sizeof(CxKeyBytes);
+	ctl.entrysize = sizeof(CxKeyEntry);
+	ctl.hash = key_hash;
+	ctl.match = key_match;
+	ctl.hcxt = m->cxt;
+	m->entries = hash_create("ctxstore pending keys", 256, &ctl,
+							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+							 HASH_CONTEXT);
+	return m;
+}
+
+static void
+keymap_free(CxKeyMap *m)
+{
+	MemoryContextDelete(m->cxt);
+	pfree(m);
+}
+
+/* Records the row at offset as the newest of its key (NULL key and kind
+ * DELETE: a TRUNCATE marker). */
+static void
+keymap_note(CxKeyMap *m, const cx_datum *key, cx_type type, size_t offset,
+			size_t next, cx_row_kind kind)
+{
+	CxKeyBytes	k;
+	CxKeyEntry *e;
+	bool		found;
+
+	if (key->isnull)
+	{
+		Assert(kind == CX_ROW_DELETE);
+		m->visible_from = next;
+		m->truncated = true;
+		return;
+	}
+	cxfdw_key_bytes(type, key, &k);
+	e = hash_search(m->entries, &k, HASH_ENTER, &found);
+	if (!found)
+	{
+		uint8	   *copy = MemoryContextAlloc(m->cxt, Max(k.len, 1));
+
+		memcpy(copy, k.p, k.len);
+		e->key.p = copy;
+		e->key.len = k.len;
+	}
+	e->offset = offset;
+	e->kind = kind;
+}
+
+/* The newest buffered row of key after the newest TRUNCATE marker. */
+bool
+cxfdw_keymap_find(const CxKeyMap *m, const CxKeyBytes *key, size_t *offset,
+				  cx_row_kind *kind)
+{
+	CxKeyEntry *e = hash_search(m->entries, key, HASH_FIND, NULL);
+
+	if (e == NULL || e->offset < m->visible_from)
+		return false;
+	*offset = e->offset;
+	*kind = e->kind;
+	return true;
+}
+
+bool
+cxfdw_keymap_truncated(const CxKeyMap *m, size_t *visible_from)
+{
+	*visible_from = m->visible_from;
+	return m->truncated;
+}
+
+/*
+ * Decodes the buffered row at *pos into values (variable-width ones point
+ * into the buffer or scratch: valid until the next append) and moves *pos
+ * past it.
+ */
+cx_row_kind
+cxfdw_pending_decode(const CxPending *p, size_t *pos, size_t end,
+					 cx_datum *values, cx_buf *scratch)
+{
+	cx_rd		rd;
+	cx_row_kind kind;
+	cx_err		err;
+
+	/* Clamp to the buffer: a surprise is then an error, not a wild read. */
+	cx_rd_init(&rd, p->rows.data, Min(p->rows.len, end));
+	rd.pos = *pos;
+	if (cx_row_decode(p->schema, &rd, &kind, values, scratch, &err) != CX_OK)
+		cx_pg_error(&err, "could not decode a row buffered for store %s",
+					p->uri);
+	*pos = rd.pos;
+	return kind;
+}
+
+/* The newest row of each key among the buffer's bytes [0, end), in memory
+ * of the current context, for a scan to read a fixed set of rows by. */
+CxKeyMap *
+cxfdw_pending_keymap(const CxPending *p, size_t end)
+{
+	CxKeyMap   *m = keymap_create(CurrentMemoryContext);
+	cx_datum   *values = palloc(sizeof(cx_datum) * p->schema->ncolumns);
+	cx_buf		scratch;
+	size_t		pos = 0;
+	cx_type		type = p->schema->columns[p->key_col].type;
+
+	cx_buf_init(&scratch);
+	while (pos < end)
+	{
+		size_t		offset = pos;
+		cx_row_kind kind = cxfdw_pending_decode(p, &pos, end, values,
+												&scratch);
+
+		keymap_note(m, &values[p->key_col], type, offset, pos, kind);
+	}
+	cx_buf_free(&scratch);
+	pfree(values);
+	return m;
+}
+
+/*
+ * The newest buffered row of every key, kept up to date by every append
+ * until a savepoint rollback cuts the buffer (then rebuilt on the next call):
+ * what checks of each inserted row against the transaction's rows use, so
+ * that they cost no pass over the buffer per statement.
+ */
+const CxKeyMap *
+cxfdw_pending_keys(CxPending *p)
+{
+	if (p->keys == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		p->keys = cxfdw_pending_keymap(p, p->rows.len);
+		MemoryContextSwitchTo(old);
+	}
+	return p->keys;
+}
 
 CxPending *
 cxfdw_pending_find(Oid relid)
@@ -164,6 +397,7 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 
 		cxfdw_check_table_key(ri, &p->settings, base);
 		p->schema = schema_for_write(ri, base);
+		p->key_col = cx_schema_find(p->schema, p->settings.key_column);
 	}
 	return p;
 }
@@ -172,6 +406,12 @@ const char *
 cxfdw_pending_key(const CxPending *p)
 {
 	return p->settings.key_column;
+}
+
+const CxStoreSettings *
+cxfdw_pending_settings(const CxPending *p)
+{
+	return &p->settings;
 }
 
 const cx_schema *
@@ -219,6 +459,11 @@ static void
 truncate_rows(CxPending *p, size_t offset, uint64 nrows)
 {
 	pending_bytes -= p->rows.len - offset;
+	if (p->keys != NULL && offset < p->rows.len)
+	{
+		keymap_free(p->keys);
+		p->keys = NULL;
+	}
 	p->rows.len = offset;
 	p->rows.failed = false;
 	p->nrows = nrows;
@@ -243,6 +488,10 @@ cxfdw_pending_append(CxPending *p, cx_row_kind kind, const cx_datum *values)
 				errdetail("Could not buffer a row for store %s.", p->uri));
 	}
 	p->nrows++;
+	if (p->keys != NULL)
+		keymap_note(p->keys, &values[p->key_col],
+					p->schema->columns[p->key_col].type, before,
+					p->rows.len, kind);
 	if (pending_bytes > limit)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

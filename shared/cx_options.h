@@ -95,6 +95,9 @@ typedef struct CxTableRef
 typedef struct CxStoreSettings
 {
 	char		key_column[NAMEDATALEN];	/* store column of the key */
+	char		upsert_key[NAMEDATALEN];	/* store column an insert
+											 * supersedes the live row of
+											 * by value; "" = none */
 	bool		unique_key;
 	bool		seal_on_insert;
 	int			flush_interval_s;	/* 0 = no timed flush */

@@ -45,7 +45,10 @@ EXPLAIN (COSTS OFF) SELECT * FROM mw_seal_r;
 -- unique_key: the same key twice is one row, the newer one, whether the two
 -- are in one transaction, in two commits, or one merged and one not.
 INSERT INTO mw_seal VALUES ('a', 2);
-INSERT INTO mw_seal VALUES ('d', 1), ('d', 2);
+BEGIN;
+INSERT INTO mw_seal VALUES ('d', 1);
+UPDATE mw_seal SET n = 2 WHERE id = 'd';
+COMMIT;
 SELECT * FROM mw_seal_r ORDER BY id;
 -- The scan opened every generation twice (its keys first, then its rows)
 -- and hid the two replaced versions.
