@@ -519,6 +519,12 @@ cx_resident_append_staged(CxResident *r, bool seal, CxWriteResult *res,
 
 	if (r->w == NULL)
 		return writer_gone(r, fail);
+	if (cx_sw_staged_rows(r->w) == 0)
+	{
+		/* Every row was dropped (ON CONFLICT DO NOTHING): nothing to write. */
+		cx_resident_result(r, res);
+		return CX_OK;
+	}
 	r->claim_rows = 0;
 	if (!seal)
 		record_unsealed(r);

@@ -34,10 +34,6 @@
 
 #include "cx_writer_int.h"
 
-/* Most bytes of rows one append carries: a bigger group is split (a single
- * larger request is appended alone). */
-#define GROUP_MAX_BYTES ((Size) 256 * 1024 * 1024)
-
 /* A slot taken in this round. */
 typedef struct RoundSlot
 {
@@ -66,13 +62,17 @@ typedef struct RoundItem
 	bool		finished;		/* outcome recorded */
 } RoundItem;
 
-/* Write requests that share one store identity and schema: one append. */
+/*
+ * Write requests that share one store identity: one append.  Not split by
+ * schema or size: the store's shard writer has one staging area, so a second
+ * group of the store would wipe the first one's staged rows (a request whose
+ * schema is not the store's fails alone when it is staged).
+ */
 typedef struct RoundGroup
 {
 	CxResident *store;			/* NULL until found (or if it failed) */
 	RoundItem **items;
 	int			nitems;
-	Size		bytes;
 	uint64		acked;
 	uint64		acked_rows;
 	uint64		failed;
@@ -243,9 +243,7 @@ same_group(const RoundGroup *g, const RoundItem *b)
 	return strcmp(a->view.uri, b->view.uri) == 0 &&
 		a->view.options_len == b->view.options_len &&
 		memcmp(a->view.options_bytes, b->view.options_bytes,
-			   a->view.options_len) == 0 &&
-		cx_schema_equal(a->schema, b->schema) &&
-		g->bytes + b->view.rows_len <= GROUP_MAX_BYTES;
+			   a->view.options_len) == 0;
 }
 
 /* Groups the live write items, keeping submission order within each. */
@@ -269,7 +267,6 @@ group_items(Round *r)
 			g->items = palloc(sizeof(RoundItem *) * r->nitems);
 		}
 		g->items[g->nitems++] = it;
-		g->bytes += it->view.rows_len;
 	}
 }
 
@@ -361,14 +358,20 @@ fail_withdrawn(Round *r)
 	}
 }
 
-/* Whether any staged request of the group asks for a seal. */
+/* Whether any staged request of the group asks for a seal, and whether
+ * any is staged. */
 static bool
-group_seals(const RoundGroup *g)
+group_seals(const RoundGroup *g, bool *any)
 {
+	bool		seal = false;
+
+	*any = false;
 	for (int i = 0; i < g->nitems; i++)
-		if (g->items[i]->staged && g->items[i]->view.settings->seal_on_insert)
-			return true;
-	return false;
+	{
+		*any |= g->items[i]->staged;
+		seal |= g->items[i]->staged && g->items[i]->view.settings->seal_on_insert;
+	}
+	return seal;
 }
 
 /* One append for the group's staged rows; those requests share its outcome. */
@@ -378,12 +381,15 @@ commit_group(Round *r, RoundGroup *g)
 	RoundItem  *first = g->items[0];
 	CxWriteResult res = {0};
 	CxFailure	fail;
+	bool		seal;
+	bool		any;
 	cx_code		rc;
 
-	if (g->store == NULL)
+	seal = group_seals(g, &any);
+	if (g->store == NULL || !any)
 		return;
-	rc = cx_resident_append_staged(g->store, group_seals(g), &res, &fail);
-	if (rc == CX_OK)
+	rc = cx_resident_append_staged(g->store, seal, &res, &fail);
+	if (rc == CX_OK && res.commit_ts != 0)
 		r->appends++;
 	else
 	{

@@ -93,6 +93,39 @@ $node->safe_psql('postgres', "INSERT INTO race VALUES ('one-group', 10)");
 is($node->safe_psql('postgres', "SELECT n FROM race WHERE id = 'one-group'"),
 	'10', 'a deleted key can be inserted again');
 
+# One group commit holding a request the store refuses and one it takes:
+# two tables with different columns on a new store (the backend cannot
+# tell yet), queued while the writer is stopped.  The first sets the
+# store's schema; the second fails alone, the first is written.
+my $muri = store_uri('writer_unique_mixed');
+$node->safe_psql('postgres', qq{
+CREATE FOREIGN TABLE mixed_good (id text NOT NULL, n int) SERVER lake
+  OPTIONS (uri '$muri');
+CREATE FOREIGN TABLE mixed_bad (id text NOT NULL, s text) SERVER lake
+  OPTIONS (uri '$muri');
+});
+{
+	my $writer = writer_pid();
+	kill 'STOP', $writer;
+	my @sessions = map {
+		my ($table, $value) = @$_;
+		my $bg = $node->background_psql('postgres', on_error_stop => 0);
+		my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+		$bg->query_until(qr/started/,
+			"\\echo started\nINSERT INTO $table VALUES ('$table', $value);\n");
+		$node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
+		  or die 'the INSERT never waited for the writer';
+		$bg;
+	} ([ 'mixed_good', '1' ], [ 'mixed_bad', "'x'" ]);
+	kill 'CONT', $writer;
+	my ($good_err, $bad_err) = finish_sessions(@sessions);
+	is($good_err, '', 'a request grouped with a refused one commits');
+	like($bad_err, qr/schema mismatch/, 'the refused request fails alone');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM mixed_good"),
+		'1', 'the grouped request is written');
+}
+
 # ---- kill -9 of the writer during UPDATE and DELETE commits ----
 
 my $nrows = 400;
