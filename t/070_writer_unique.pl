@@ -32,14 +32,14 @@ sub writer_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
 }
 
-# A session whose INSERT of key $id (n = $n) was sent; with $wait, one that
-# is now waiting for the (stopped) writer.
-sub start_insert
+# A session whose statement $sql was sent; with $wait, one that is now
+# waiting for the (stopped) writer.
+sub start_statement
 {
-	my ($id, $n, $wait) = @_;
+	my ($sql, $wait) = @_;
 	my $bg = $node->background_psql('postgres', on_error_stop => 0);
 	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
-	$bg->query_until(qr/started/, "\\echo started\nINSERT INTO race VALUES ('$id', $n);\n");
+	$bg->query_until(qr/started/, "\\echo started\n$sql;\n");
 	if ($wait)
 	{
 		$node->poll_query_until('postgres',
@@ -68,7 +68,8 @@ sub race
 	my ($id, $stop) = @_;
 	my $writer = writer_pid();
 	kill 'STOP', $writer if $stop;
-	my @sessions = map { start_insert($id, $_, $stop) } 1 .. 8;
+	my @sessions =
+	  map { start_statement("INSERT INTO race VALUES ('$id', $_)", $stop) } 1 .. 8;
 	kill 'CONT', $writer if $stop;
 	my @err = finish_sessions(@sessions);
 	my $lost = grep { /duplicate key value violates the unique key/ } @err;
@@ -107,17 +108,9 @@ CREATE FOREIGN TABLE mixed_bad (id text NOT NULL, s text) SERVER lake
 {
 	my $writer = writer_pid();
 	kill 'STOP', $writer;
-	my @sessions = map {
-		my ($table, $value) = @$_;
-		my $bg = $node->background_psql('postgres', on_error_stop => 0);
-		my $pid = $bg->query_safe('SELECT pg_backend_pid()');
-		$bg->query_until(qr/started/,
-			"\\echo started\nINSERT INTO $table VALUES ('$table', $value);\n");
-		$node->poll_query_until('postgres',
-			"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
-		  or die 'the INSERT never waited for the writer';
-		$bg;
-	} ([ 'mixed_good', '1' ], [ 'mixed_bad', "'x'" ]);
+	my @sessions = (
+		start_statement("INSERT INTO mixed_good VALUES ('good', 1)", 1),
+		start_statement("INSERT INTO mixed_bad VALUES ('bad', 'x')", 1));
 	kill 'CONT', $writer;
 	my ($good_err, $bad_err) = finish_sessions(@sessions);
 	is($good_err, '', 'a request grouped with a refused one commits');
