@@ -135,10 +135,18 @@ extern void cx_resident_init(void);
  * writer claimed (a re-claim after fencing is logged). */
 extern cx_code cx_resident_get(const CxBatchView *req, CxResident **out,
 							   CxFailure *fail);
-extern cx_code cx_resident_append(CxResident *r, const cx_schema *schema,
-								  const uint8 *rows, Size len, uint64 nrows,
-								  bool seal, CxWriteResult *res,
-								  CxFailure *fail);
+/*
+ * A group commit: each request is staged (resolved against the store's live
+ * rows; a unique or cardinality violation fails that request alone), then
+ * the staged rows are appended as one append (cx_sw_stage and
+ * cx_sw_append_staged in ctxstore/memwal.h).  Staging writes nothing.
+ */
+extern cx_code cx_resident_stage(CxResident *r, const cx_schema *schema,
+								 const uint8 *rows, Size len, uint64 nrows,
+								 CxFailure *fail);
+extern void cx_resident_unstage(CxResident *r);
+extern cx_code cx_resident_append_staged(CxResident *r, bool seal,
+										 CxWriteResult *res, CxFailure *fail);
 /* Seals the memtable (one shard-manifest commit if it is not empty). */
 extern cx_code cx_resident_seal(CxResident *r, uint64 *sealed_rows,
 								CxFailure *fail);

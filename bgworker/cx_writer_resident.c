@@ -112,6 +112,7 @@ sw_options(const CxStoreSettings *s, cx_sw_options *o)
 	o->writer_info = writer_info();
 	o->key_column = s->key_column;
 	o->unique_key = s->unique_key;
+	o->upsert_column = s->upsert_key[0] != '\0' ? s->upsert_key : NULL;
 	o->pending_generations_max = (uint32_t) s->pending_generations_max;
 	o->fragment.compression_level = s->compression_level;
 }
@@ -121,6 +122,7 @@ static bool
 writer_settings_differ(const CxStoreSettings *a, const CxStoreSettings *b)
 {
 	return strcmp(a->key_column, b->key_column) != 0 ||
+		strcmp(a->upsert_key, b->upsert_key) != 0 ||
 		a->unique_key != b->unique_key ||
 		a->pending_generations_max != b->pending_generations_max ||
 		a->compression_level != b->compression_level;
@@ -471,18 +473,62 @@ hint_for(const CxResident *r, cx_code rc)
 	return CX_HINT_NONE;
 }
 
+/* The writer was dropped (fenced) by an earlier call of this round. */
+static cx_code
+writer_gone(CxResident *r, CxFailure *fail)
+{
+	cx_failure_set(fail, CX_ERR_FENCED,
+				   "shard %s of store %s was claimed by another writer during this commit",
+				   cx_shard_id(), r->os->uri);
+	fail->hint = CX_HINT_FENCED;
+	return CX_ERR_FENCED;
+}
+
 cx_code
-cx_resident_append(CxResident *r, const cx_schema *schema, const uint8 *rows,
-				   Size len, uint64 nrows, bool seal, CxWriteResult *res,
-				   CxFailure *fail)
+cx_resident_stage(CxResident *r, const cx_schema *schema, const uint8 *rows,
+				  Size len, uint64 nrows, CxFailure *fail)
+{
+	cx_sw_resolved resolved;
+	cx_err		err;
+	cx_code		rc;
+
+	if (r->w == NULL)
+		return writer_gone(r, fail);
+	rc = cx_sw_stage(r->w, schema, rows, len, nrows, &resolved, &err);
+	if (rc != CX_OK)
+	{
+		fail_from(fail, &err, hint_for(r, rc));
+		(void) after_call(r, rc, &err);
+	}
+	return rc;
+}
+
+void
+cx_resident_unstage(CxResident *r)
+{
+	if (r->w != NULL)
+		cx_sw_unstage(r->w);
+}
+
+cx_code
+cx_resident_append_staged(CxResident *r, bool seal, CxWriteResult *res,
+						  CxFailure *fail)
 {
 	cx_err		err;
 	cx_code		rc;
 
+	if (r->w == NULL)
+		return writer_gone(r, fail);
+	if (cx_sw_staged_rows(r->w) == 0)
+	{
+		/* Every row was dropped (ON CONFLICT DO NOTHING): nothing to write. */
+		cx_resident_result(r, res);
+		return CX_OK;
+	}
 	r->claim_rows = 0;
 	if (!seal)
 		record_unsealed(r);
-	rc = cx_sw_append(r->w, schema, rows, len, nrows, seal, &res->commit_ts, &err);
+	rc = cx_sw_append_staged(r->w, seal, &res->commit_ts, &err);
 	if (rc != CX_OK)
 	{
 		fail_from(fail, &err, hint_for(r, rc));

@@ -3,9 +3,15 @@
  *
  * A round takes every QUEUED slot at once (QUEUED -> TAKEN), maps each
  * slot's batch, and groups the write requests by store identity (URI +
- * options) and schema, in submission order.  Each group becomes ONE append to
- * the store's resident shard writer holding every row of every request in it
- * (sealed if any of them asks for seal_on_insert): 2 PUTs sealed, 1 unsealed.
+ * options) and schema, in submission order.  Every request of every group is
+ * staged first: the store's resident shard writer resolves it against the
+ * live rows (a unique or cardinality violation fails that request, and so
+ * its whole transaction, alone; later requests see earlier ones' rows).
+ * A transaction that fails in one store is withdrawn from every other store
+ * before anything is appended, so a violation never leaves a transaction
+ * half-written.  Then each group becomes ONE append holding the resolved rows
+ * of its surviving requests (sealed if any of them asks for seal_on_insert):
+ * 2 PUTs sealed, 1 unsealed.
  * Whatever is queued while this runs waits for the next round, which is what
  * makes the commit a group commit.  Control requests (flush, merge, cleanup)
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
@@ -14,8 +20,10 @@
  * set.
  *
  * Failure isolation: a group's failure fails only that group's requests; a
- * request whose rows do not decode is failed alone before its group is
- * appended.  Only engine calls run while an engine object is half-built, so
+ * request whose rows do not decode or do not resolve is failed (with its
+ * transaction) before its group is appended.  An append that fails after
+ * another store's append of the same transaction landed leaves that one
+ * written: the backend's error says how many stores were.  Only engine calls run while an engine object is half-built, so
  * an ERROR can never strand a malloc'd one; an ERROR elsewhere in the round
  * fails the requests that have no outcome yet and leaves the worker running.
  */
@@ -26,10 +34,6 @@
 
 #include "cx_writer_int.h"
 
-/* Most bytes of rows one append carries: a bigger group is split (a single
- * larger request is appended alone). */
-#define GROUP_MAX_BYTES ((Size) 256 * 1024 * 1024)
-
 /* A slot taken in this round. */
 typedef struct RoundSlot
 {
@@ -39,6 +43,7 @@ typedef struct RoundSlot
 	dsm_segment *seg;			/* NULL if the batch could not be mapped */
 	CxBatchHeader *hdr;
 	bool		deferred;		/* a waiter owns it (and seg) now */
+	bool		doomed;			/* a request failed: none is written */
 	int			nacked;			/* requests carried out */
 	/* First failure, copied to the shared slot when the round ends. */
 	int			nfailed;
@@ -53,15 +58,21 @@ typedef struct RoundItem
 	int			reqno;
 	CxBatchView view;
 	cx_schema  *schema;			/* writes; malloc'd, freed at the end */
+	bool		staged;			/* its resolved rows await the append */
 	bool		finished;		/* outcome recorded */
 } RoundItem;
 
-/* Write requests that share one store identity and schema: one append. */
+/*
+ * Write requests that share one store identity: one append.  Not split by
+ * schema or size: the store's shard writer has one staging area, so a second
+ * group of the store would wipe the first one's staged rows (a request whose
+ * schema is not the store's fails alone when it is staged).
+ */
 typedef struct RoundGroup
 {
+	CxResident *store;			/* NULL until found (or if it failed) */
 	RoundItem **items;
 	int			nitems;
-	Size		bytes;
 	uint64		acked;
 	uint64		acked_rows;
 	uint64		failed;
@@ -232,9 +243,7 @@ same_group(const RoundGroup *g, const RoundItem *b)
 	return strcmp(a->view.uri, b->view.uri) == 0 &&
 		a->view.options_len == b->view.options_len &&
 		memcmp(a->view.options_bytes, b->view.options_bytes,
-			   a->view.options_len) == 0 &&
-		cx_schema_equal(a->schema, b->schema) &&
-		g->bytes + b->view.rows_len <= GROUP_MAX_BYTES;
+			   a->view.options_len) == 0;
 }
 
 /* Groups the live write items, keeping submission order within each. */
@@ -258,57 +267,129 @@ group_items(Round *r)
 			g->items = palloc(sizeof(RoundItem *) * r->nitems);
 		}
 		g->items[g->nitems++] = it;
-		g->bytes += it->view.rows_len;
 	}
 }
 
-/* The group's rows back to back (the single request's own bytes when it
- * is alone), and whether any of its requests asks for a seal. */
-static const uint8 *
-group_rows(const RoundGroup *g, uint64 *nrows, bool *seal)
+static void
+group_fail(RoundGroup *g, RoundItem *it, const CxFailure *fail)
 {
-	uint8	   *all;
-	Size		off = 0;
-
-	*nrows = 0;
-	*seal = false;
-	for (int i = 0; i < g->nitems; i++)
-	{
-		*nrows += g->items[i]->view.nrows;
-		*seal |= g->items[i]->view.settings->seal_on_insert;
-	}
-	if (g->nitems == 1)
-		return g->items[0]->view.rows;
-	all = palloc_extended(g->bytes, MCXT_ALLOC_HUGE);
-	for (int i = 0; i < g->nitems; i++)
-	{
-		memcpy(all + off, g->items[i]->view.rows, g->items[i]->view.rows_len);
-		off += g->items[i]->view.rows_len;
-	}
-	return all;
+	item_fail(it, fail);
+	it->slot->doomed = true;
+	g->failed++;
 }
 
-/* One append for the whole group; every request shares its outcome. */
+/*
+ * Stages the group's requests whose transactions are not doomed, from
+ * scratch.  True if a request failed whose transaction has other requests:
+ * they may be staged (here or in another group) and must be withdrawn.
+ */
+static bool
+stage_group(RoundGroup *g)
+{
+	CxFailure	fail;
+	bool		withdraw = false;
+
+	if (g->store == NULL &&
+		cx_resident_get(&g->items[0]->view, &g->store, &fail) != CX_OK)
+	{
+		for (int i = 0; i < g->nitems; i++)
+		{
+			if (g->items[i]->finished)
+				continue;
+			group_fail(g, g->items[i], &fail);
+			withdraw |= g->items[i]->slot->hdr->nrequests > 1;
+		}
+		return withdraw;
+	}
+	cx_resident_unstage(g->store);
+	for (int i = 0; i < g->nitems; i++)
+	{
+		RoundItem  *it = g->items[i];
+
+		it->staged = false;
+		if (it->finished || it->slot->doomed)
+			continue;
+		if (cx_resident_stage(g->store, it->schema, it->view.rows,
+							  it->view.rows_len, it->view.nrows, &fail) == CX_OK)
+			it->staged = true;
+		else
+		{
+			group_fail(g, it, &fail);
+			withdraw |= it->slot->hdr->nrequests > 1;
+		}
+	}
+	return withdraw;
+}
+
+/*
+ * Stages every group.  A failure that dooms a transaction with requests
+ * elsewhere stages everything again without it; each such pass dooms one
+ * more transaction, so there are at most as many passes as slots.  A
+ * request that failed in an earlier pass stays failed (conservative: a row
+ * withdrawn later may have been what it collided with).
+ */
+static void
+stage_groups(Round *r)
+{
+	bool		again = true;
+
+	for (int pass = 0; again && pass <= r->nslots; pass++)
+	{
+		again = false;
+		for (int i = 0; i < r->ngroups; i++)
+			again |= stage_group(&r->groups[i]);
+	}
+}
+
+/* The requests of doomed transactions that did not fail themselves. */
+static void
+fail_withdrawn(Round *r)
+{
+	CxFailure	fail;
+
+	for (int i = 0; i < r->nitems; i++)
+	{
+		RoundItem  *it = &r->items[i];
+
+		if (it->finished || !it->slot->doomed || !is_write(it))
+			continue;
+		fail = it->slot->failure;
+		item_fail(it, &fail);
+	}
+}
+
+/* Whether any staged request of the group asks for a seal, and whether
+ * any is staged. */
+static bool
+group_seals(const RoundGroup *g, bool *any)
+{
+	bool		seal = false;
+
+	*any = false;
+	for (int i = 0; i < g->nitems; i++)
+	{
+		*any |= g->items[i]->staged;
+		seal |= g->items[i]->staged && g->items[i]->view.settings->seal_on_insert;
+	}
+	return seal;
+}
+
+/* One append for the group's staged rows; those requests share its outcome. */
 static void
 commit_group(Round *r, RoundGroup *g)
 {
 	RoundItem  *first = g->items[0];
-	CxResident *store;
 	CxWriteResult res = {0};
 	CxFailure	fail;
-	const uint8 *rows;
-	uint64		nrows;
 	bool		seal;
+	bool		any;
 	cx_code		rc;
 
-	rc = cx_resident_get(&first->view, &store, &fail);
-	if (rc == CX_OK)
-	{
-		rows = group_rows(g, &nrows, &seal);
-		rc = cx_resident_append(store, first->schema, rows, g->bytes,
-								nrows, seal, &res, &fail);
-	}
-	if (rc == CX_OK)
+	seal = group_seals(g, &any);
+	if (g->store == NULL || !any)
+		return;
+	rc = cx_resident_append_staged(g->store, seal, &res, &fail);
+	if (rc == CX_OK && res.commit_ts != 0)
 		r->appends++;
 	else
 	{
@@ -321,6 +402,8 @@ commit_group(Round *r, RoundGroup *g)
 	{
 		RoundItem  *it = g->items[i];
 
+		if (!it->staged || it->finished)
+			continue;
 		if (rc == CX_OK)
 		{
 			item_done(it, &res);
@@ -458,6 +541,8 @@ run(Round *r)
 {
 	map_batches(r);
 	group_items(r);
+	stage_groups(r);
+	fail_withdrawn(r);
 	for (int i = 0; i < r->ngroups; i++)
 		commit_group(r, &r->groups[i]);
 	run_controls(r);

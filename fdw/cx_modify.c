@@ -43,7 +43,7 @@
  * CX_ROW_INSERT_IF_ABSENT, CX_ROW_UPSERT).  Until it does, it refuses them,
  * so insert_kind() sends what they ask for as CX_ROW_PUT.
  */
-#define WRITER_RESOLVES_REQUESTS 0
+#define WRITER_RESOLVES_REQUESTS 1
 
 typedef struct CxModifyState
 {

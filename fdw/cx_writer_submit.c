@@ -296,6 +296,7 @@ report_failure(const CxCall *call, const CxWriterSlot *failed,
 	int			nwritten = nrequests - failed->nfailed;
 	const char *uri;
 	const char *hint = failure_hint(failed->failure.hint);
+	const char *violation = cx_pg_violation(failed->failure.code);
 
 	if (failed->outcome_unknown)
 		report_no_worker(call, GIVEUP_UNKNOWN);
@@ -306,6 +307,8 @@ report_failure(const CxCall *call, const CxWriterSlot *failed,
 				 failed->failure.msg, nwritten);
 	else
 		strlcpy(err.msg, failed->failure.msg, sizeof(err.msg));
+	if (violation != NULL && call->kind == CX_BATCH_WRITE)
+		cx_pg_error(&err, violation, uri);
 	if (hint == NULL)
 		cx_pg_error(&err, call->failed, uri);
 	ereport(ERROR,

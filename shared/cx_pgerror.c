@@ -52,6 +52,10 @@ cx_pg_errcode(cx_code code)
 		case CX_ERR_IO_PERMANENT:
 			/* As CX_ERR_IO; the engine just does not retry it. */
 			return ERRCODE_IO_ERROR;
+		case CX_ERR_UNIQUE:
+			return ERRCODE_UNIQUE_VIOLATION;
+		case CX_ERR_CARDINALITY:
+			return ERRCODE_CARDINALITY_VIOLATION;
 		case CX_OK:
 			break;
 	}
@@ -79,6 +83,24 @@ hint_for(cx_code code)
 			return "The store refused access to the object named in the detail: for a file:// store, let the server's operating-system user write the store's directory; for s3:// or az://, grant the credentials in the user mapping write access.";
 		case CX_ERR_NOSPACE:
 			return "The disk or quota holding the store is full; free space, then retry.";
+		case CX_ERR_UNIQUE:
+			return "To skip rows whose key exists use INSERT ... ON CONFLICT DO NOTHING; to replace them, set the table option unique_key 'false' or use UPDATE.";
+		case CX_ERR_CARDINALITY:
+			return "An upsert supersedes at most one row: delete all but one of the rows holding that upsert-key value.";
+		default:
+			return NULL;
+	}
+}
+
+const char *
+cx_pg_violation(cx_code code)
+{
+	switch (code)
+	{
+		case CX_ERR_UNIQUE:
+			return "duplicate key value violates the unique key of ctxstore store \"%s\"";
+		case CX_ERR_CARDINALITY:
+			return "an insert into ctxstore store \"%s\" matches more than one row by its upsert key";
 		default:
 			return NULL;
 	}

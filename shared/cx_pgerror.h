@@ -15,6 +15,11 @@
 /* The SQLSTATE (an ERRCODE_* value) an engine error code is reported as. */
 extern int	cx_pg_errcode(cx_code code);
 
+/* For the codes that are constraint violations (unique key, upsert
+ * cardinality), the errmsg format (one %s: the store), else NULL: the
+ * engine's message, which names the keys, is the DETAIL. */
+extern const char *cx_pg_violation(cx_code code);
+
 /*
  * Raises err at elevel: errmsg is the printf-style context ("could not read
  * store \"%s\""), errdetail the engine's message, plus a hint for the codes

@@ -73,7 +73,8 @@ SELECT * FROM schema_dropped;
 
 -- Two tables creating one new store in one transaction with different
 -- columns: the table written first sets the schema, the other one's rows are
--- refused at COMMIT, and the error says that the first one's landed.
+-- refused at COMMIT, and so is the whole transaction: the writer resolves
+-- every request of it before it appends any, so nothing of it lands.
 CREATE FOREIGN TABLE schema_race1 (id text, n int)
   SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_race');
 CREATE FOREIGN TABLE schema_race2 (id text, s text)

@@ -155,6 +155,15 @@ cx_row_encode(const cx_schema *schema, cx_row_kind kind,
 	}
 }
 
+void
+cx_value_bytes(cx_type type, const cx_datum *d, cx_buf *out)
+{
+	if (cx_type_width(type) > 0)
+		encode_fixed(type, d, out);
+	else
+		cx_buf_put(out, d->v.bytes.ptr, d->v.bytes.len);
+}
+
 /* ---- decoding ---- */
 
 /* Reads a bitmap of n bits and checks its padding bits are clear. */
@@ -360,4 +369,28 @@ cx_rows_check(const cx_schema *schema, const uint8_t *rows, size_t len,
 						"%zu bytes left over after %llu encoded rows",
 						cx_rd_left(&r), (unsigned long long) nrows);
 	return rc;
+}
+
+cx_code
+cx_value_from_bytes(cx_type type, const uint8_t *p, size_t len, cx_datum *d,
+					cx_err *err)
+{
+	int			width = cx_type_width(type);
+	cx_rd		r;
+
+	memset(d, 0, sizeof(*d));
+	if (width == 0)
+	{
+		d->v.bytes.ptr = p;
+		d->v.bytes.len = len;
+		return CX_OK;
+	}
+	cx_rd_init(&r, p, len);
+	if ((size_t) width == len)
+		decode_fixed(type, &r, d);
+	if ((size_t) width != len || !cx_rd_ok(&r))
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "a %s value of %zu bytes (it has %d)",
+						  cx_type_name(type), len, width);
+	return CX_OK;
 }

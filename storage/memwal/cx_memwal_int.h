@@ -9,11 +9,16 @@
  *   cx_memtable.c           the memtable: encoded row batches since the last
  *                           seal
  *   cx_generation_writer.c  writing rows out as a generation fragment
+ *   cx_shard_resolve.c      resolving write requests into PUTs and DELETEs
+ *                           (staging), against the key caches and the base
+ *   cx_key_cache.c          the newest version of each key of a set of rows
  */
 #ifndef CX_SWINT_H
 #define CX_SWINT_H
 
 #include "memwal/cx_shard_writer.h"
+#include "memwal/cx_key_cache.h"
+#include "table/cx_manifest.h"
 
 /* --------------------------------------------------------------------------
  * Memtable: the row batches appended since the last seal, in cx_row_encode()
@@ -93,6 +98,28 @@ struct cx_shardwriter
 	cx_memtable mt;
 
 	/*
+	 * Resolving requests (cx_shard_resolve.c).  The writer's view of the
+	 * live rows is base (the newest base version it knows, refreshed when
+	 * it sees a newer one, at the latest when the shard drains) plus keys
+	 * (this shard's rows base does not hold: trimmed through base's
+	 * watermark only after base is replaced, so the two never miss a row),
+	 * plus staged (the requests staged for the next append, whose resolved
+	 * rows are staged_rows).  keys_lost: an update of keys failed after an
+	 * append, so keys no longer covers every row; requests are refused
+	 * until the writer is reopened.
+	 */
+	char	   *upsert_column;
+	cx_manifest *base;
+	cx_keycache *keys;
+	cx_keycache *staged;
+	cx_buf		staged_rows;
+	uint64_t	staged_nrows;
+	bool		keys_lost;
+	bool		columns_known;	/* key_col and upsert_col are set */
+	uint32_t	key_col;
+	int32_t		upsert_col;		/* -1: no upsert column */
+
+	/*
 	 * Puts whose outcome is unknown (the put failed and reading it back
 	 * failed, or found nothing although a timed-out request may still land).
 	 * Each holds its place until the same bytes are put there again and
@@ -164,10 +191,22 @@ cx_code		cx_sw_register(cx_shardwriter *w, cx_err *err);
  * later ones compare.  CX_ERR_SCHEMA on a mismatch. */
 cx_code		cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema,
 							   cx_err *err);
-/* Refreshes w->merged_gen from the newest base manifest. */
+/* Refreshes w->merged_gen from the newest base manifest, which becomes the
+ * writer's base view (cx_sw_keep_base). */
 cx_code		cx_sw_read_watermark(cx_shardwriter *w, cx_err *err);
 
 /* cx_shard_claim.c */
 cx_code		cx_sw_claim(cx_shardwriter *w, cx_err *err);
+
+/* cx_shard_resolve.c */
+/* After the claim: the key cache from the listed unmerged generations. */
+cx_code		cx_sw_keys_open(cx_shardwriter *w, cx_err *err);
+/* Takes base (ownership) as the writer's base view if it is newer than the
+ * one it has, and trims the key cache through its watermark. */
+void		cx_sw_keep_base(cx_shardwriter *w, cx_manifest *base);
+/* The staged rows are in the memtable now (appended, or perhaps appended),
+ * committed at ts into generation gen. */
+void		cx_sw_keys_appended(cx_shardwriter *w, int64_t ts, uint64_t gen);
+void		cx_sw_keys_free(cx_shardwriter *w);
 
 #endif							/* CX_SWINT_H */

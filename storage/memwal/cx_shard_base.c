@@ -90,7 +90,10 @@ cx_sw_register(cx_shardwriter *w, cx_err *err)
 	else if (rc == CX_OK)
 		rc = cx_commit(w->s, "register shard", register_rebase, w, NULL,
 					   &version, err);
-	cx_manifest_free(base);
+	if (rc == CX_OK && done)
+		cx_sw_keep_base(w, base);
+	else
+		cx_manifest_free(base);
 	if (rc != CX_OK)
 		return cx_err_prefix(err, "registering shard %s in %s", w->shard_id,
 							 w->s->uri);
@@ -165,6 +168,9 @@ cx_sw_read_watermark(cx_shardwriter *w, cx_err *err)
 		return err->code;
 	if (base != NULL)
 		rc = adopt_base(w, base, err);
-	cx_manifest_free(base);
+	if (rc == CX_OK)
+		cx_sw_keep_base(w, base);
+	else
+		cx_manifest_free(base);
 	return rc;
 }

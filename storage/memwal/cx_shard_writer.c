@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "util/cx_failpoint.h"
-#include "format/cx_row_codec.h"
 #include "table/cx_manifest.h"
 #include "memwal/cx_memwal_int.h"
 #include "memwal/cx_wal.h"
@@ -420,36 +419,71 @@ append_sealed(cx_shardwriter *w, const uint8_t *rows, size_t len,
 	return err->code;
 }
 
+/* Appends the staged rows; *kept says whether they are in the memtable (or
+ * sealed) now, acknowledged or not. */
+static cx_code
+append_rows(cx_shardwriter *w, bool seal_now, int64_t ts, bool *kept,
+			cx_err *err)
+{
+	const uint8_t *rows = w->staged_rows.data;
+	size_t		len = w->staged_rows.len;
+	uint64_t	nrows = w->staged_nrows;
+	uint64_t	seals = w->stats.seals;
+	uint64_t	mt_rows = w->mt.rows;
+	cx_code		rc;
+
+	if (seal_now)
+		rc = append_sealed(w, rows, len, nrows, ts, err);
+	else
+		rc = append_wal(w, rows, len, nrows, ts, err);
+	*kept = rc == CX_OK || w->stats.seals > seals || w->mt.rows > mt_rows;
+	return rc;
+}
+
+cx_code
+cx_sw_append_staged(cx_shardwriter *w, bool seal_now, int64_t *commit_ts,
+					cx_err *err)
+{
+	uint64_t	gen;
+	int64_t		ts;
+	bool		kept = false;
+	cx_code		rc;
+
+	*commit_ts = 0;
+	rc = begin_write(w, err);
+	if (rc == CX_OK && w->staged_nrows > 0)
+		rc = check_pending(w, err);
+	if (rc == CX_OK && w->staged_nrows > 0)
+	{
+		gen = w->m->next_gen;	/* where the memtable goes */
+		ts = cx_sw_next_ts(w);
+		rc = append_rows(w, seal_now, ts, &kept, err);
+		if (kept)
+			cx_sw_keys_appended(w, ts, gen);
+		if (rc == CX_OK)
+		{
+			w->stats.appends++;
+			*commit_ts = ts;
+		}
+	}
+	cx_sw_unstage(w);
+	return rc;
+}
+
 cx_code
 cx_sw_append(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 			 size_t rows_len, uint64_t nrows, bool seal_now,
 			 int64_t *commit_ts, cx_err *err)
 {
-	int64_t		ts;
-	cx_code		rc;
+	cx_sw_resolved resolved;
 
-	if (begin_write(w, err) != CX_OK)
-		return err->code;
-	if (nrows == 0 || rows == NULL)
+	*commit_ts = 0;
+	if (cx_sw_staged_rows(w) > 0)
 		return cx_err_set(err, CX_ERR_INVALID,
-						  "shard %s: an append needs at least one row", w->shard_id);
-	/* Before anything is written: an unsealed append's rows go to the WAL
-	 * as they are, and every replay would trip over a malformed one. */
-	if (cx_rows_check(schema, rows, rows_len, nrows, err) != CX_OK)
-		return cx_err_prefix(err, "shard %s: appending", w->shard_id);
-	if (cx_sw_check_schema(w, schema, err) != CX_OK ||
-		check_pending(w, err) != CX_OK)
+						  "shard %s: an append while requests are staged", w->shard_id);
+	if (cx_sw_stage(w, schema, rows, rows_len, nrows, &resolved, err) != CX_OK)
 		return err->code;
-	ts = cx_sw_next_ts(w);
-	if (seal_now)
-		rc = append_sealed(w, rows, rows_len, nrows, ts, err);
-	else
-		rc = append_wal(w, rows, rows_len, nrows, ts, err);
-	if (rc != CX_OK)
-		return rc;
-	w->stats.appends++;
-	*commit_ts = ts;
-	return CX_OK;
+	return cx_sw_append_staged(w, seal_now, commit_ts, err);
 }
 
 /* --------------------------------------------------------------------------
@@ -512,6 +546,7 @@ sw_free(cx_shardwriter *w)
 	if (w->schema != NULL)
 		cx_schema_free(w->schema);
 	cx_memtable_free(&w->mt);
+	cx_sw_keys_free(w);
 	free(w);
 }
 
@@ -523,10 +558,13 @@ copy_options(cx_shardwriter *w, const cx_sw_options *opt, cx_err *err)
 	if ((opt->writer_info != NULL &&
 		 (w->writer_info = cx_strdup(opt->writer_info)) == NULL) ||
 		(opt->key_column != NULL &&
-		 (w->key_column = cx_strdup(opt->key_column)) == NULL))
+		 (w->key_column = cx_strdup(opt->key_column)) == NULL) ||
+		(opt->upsert_column != NULL &&
+		 (w->upsert_column = cx_strdup(opt->upsert_column)) == NULL))
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
 	w->opt.writer_info = w->writer_info;
 	w->opt.key_column = w->key_column;
+	w->opt.upsert_column = w->upsert_column;
 	if (w->opt.pending_generations_max == 0)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "pending_generations_max must be at least 1");
@@ -554,12 +592,14 @@ cx_sw_open(cx_objstore *s, const char *shard_id, const cx_sw_options *opt,
 	w->s = s;
 	cx_memtable_init(&w->mt);
 	cx_buf_init(&w->wal_bytes);
+	cx_buf_init(&w->staged_rows);
 	if ((w->shard_id = cx_strdup(shard_id)) == NULL)
 	{
 		sw_free(w);
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
 	}
-	if (copy_options(w, opt, err) != CX_OK || cx_sw_claim(w, err) != CX_OK)
+	if (copy_options(w, opt, err) != CX_OK || cx_sw_claim(w, err) != CX_OK ||
+		cx_sw_keys_open(w, err) != CX_OK)
 	{
 		sw_free(w);
 		return err->code;

@@ -81,6 +81,10 @@ cx_code_name(cx_code code)
 			return "nospace";
 		case CX_ERR_IO_PERMANENT:
 			return "io_permanent";
+		case CX_ERR_UNIQUE:
+			return "unique";
+		case CX_ERR_CARDINALITY:
+			return "cardinality";
 	}
 	return "unknown";
 }

@@ -34,9 +34,13 @@ typedef enum cx_code
 	CX_ERR_PERMISSION,		/* file permissions, or the object store
 							 * refused a write the credentials may not do */
 	CX_ERR_NOSPACE,			/* the disk or a quota is full */
-	CX_ERR_IO_PERMANENT		/* any other: a read-only file system, a write
+	CX_ERR_IO_PERMANENT,	/* any other: a read-only file system, a write
 							 * the object store rejected as malformed or
 							 * aimed at a missing bucket or container */
+	CX_ERR_UNIQUE,			/* an insert of a key that is live; the
+							 * message names the key */
+	CX_ERR_CARDINALITY		/* an upsert whose upsert-key value more than
+							 * one live row holds; the message names two */
 } cx_code;
 
 #define CX_ERR_MSG_LEN 512

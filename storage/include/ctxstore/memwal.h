@@ -62,7 +62,10 @@ typedef struct cx_sw_options
 	const char *writer_info;	/* "host pid ..." recorded in claims */
 	const char *key_column;		/* table key; recorded in the base manifest
 								 * on registration if none yet */
-	bool		unique_key;
+	bool		unique_key;		/* an upsert whose key is live but not its
+								 * match is a unique violation */
+	const char *upsert_column;	/* upsert_key: the column CX_ROW_UPSERT
+								 * requests match on (NULL: none) */
 	uint32_t	pending_generations_max;	/* 4096: appends are refused
 											 * once this many generations
 											 * are unmerged; warning about
@@ -99,18 +102,49 @@ cx_code		cx_sw_open(cx_objstore *s, const char *shard_id,
 					   cx_err *err);
 
 /*
- * Appends nrows rows encoded with cx_row_encode() in the order of schema
- * (the table's user columns; the writer adds the hidden columns).  schema
- * must match the store's (CX_ERR_SCHEMA otherwise; the first append to an
- * empty store records it).  *commit_ts receives the commit time given to
- * these rows, strictly increasing per shard even if the clock steps back.
- * CX_ERR_LIMIT when the shard has pending_generations_max unmerged
- * generations (after re-reading the merge watermark once).  An error whose
- * outcome is unknown (an unsealed append's WAL put failed and could not be
- * read back) leaves the rows in the memtable: they were not acknowledged,
- * but they may be durable, so they become visible with the next seal either
- * way (docs/DESIGN.md section 6).
+ * Write requests are staged, then appended.  cx_sw_stage() resolves one
+ * request (nrows rows encoded with cx_row_encode() in the order of schema,
+ * the table's user columns; the writer adds the hidden columns) into the
+ * PUTs and DELETEs it stands for, against the rows of the requests staged
+ * before it, this shard's unmerged rows and the base (cx_row_kind says what
+ * each kind does; docs/design/memwal.md, "Resolving requests"):
+ * CX_ERR_UNIQUE or CX_ERR_CARDINALITY (the message names the keys) fail that
+ * request alone and leave the staged ones as they were.  schema must match
+ * the store's (CX_ERR_SCHEMA otherwise; the first request to an empty store
+ * records it).  *out counts what the request resolved to.  Staged rows are
+ * written by nobody until cx_sw_append_staged().
  */
+typedef struct cx_sw_resolved
+{
+	uint64_t	rows;			/* PUTs and DELETEs it resolved to */
+	uint64_t	dropped;		/* INSERT_IF_ABSENT rows whose key was live */
+	uint64_t	superseded;		/* live rows an UPSERT deleted */
+} cx_sw_resolved;
+
+cx_code		cx_sw_stage(cx_shardwriter *w, const cx_schema *schema,
+						const uint8_t *rows, size_t rows_len, uint64_t nrows,
+						cx_sw_resolved *out, cx_err *err);
+/* Rows staged (0: nothing to append). */
+uint64_t	cx_sw_staged_rows(const cx_shardwriter *w);
+/* Drops the staged requests. */
+void		cx_sw_unstage(cx_shardwriter *w);
+
+/*
+ * Appends every staged row as ONE append and unstages them, whatever the
+ * outcome (no staged rows: nothing is written, *commit_ts = 0).
+ * *commit_ts receives the commit time given to these rows, strictly
+ * increasing per shard even if the clock steps back.  CX_ERR_LIMIT when the
+ * shard has pending_generations_max unmerged generations (after re-reading
+ * the merge watermark once).  An error whose outcome is unknown (an unsealed
+ * append's WAL put failed and could not be read back) leaves the rows in the
+ * memtable: they were not acknowledged, but they may be durable, so they
+ * become visible with the next seal either way (docs/DESIGN.md section 6),
+ * and later requests are resolved against them.
+ */
+cx_code		cx_sw_append_staged(cx_shardwriter *w, bool seal,
+								int64_t *commit_ts, cx_err *err);
+
+/* One request staged and appended alone (nothing else may be staged). */
 cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 						 const uint8_t *rows, size_t rows_len, uint64_t nrows,
 						 bool seal, int64_t *commit_ts, cx_err *err);
