@@ -211,9 +211,12 @@ run_job(MaintJob *job)
 /*
  * After a job that merged: brings the store's key index up to date with the
  * fragments the merge added (and merges the index's segments when there are
- * too many), after the writer got the job's outcome, so that no merge waits
- * for it.  A failure only costs lookups speed (fragments not indexed are
- * read by column), so it is logged and the next merge tries again.
+ * too many) before the job is reported done, so that a merge_wal() that
+ * returns has its index commit behind it (versions are predictable).  It
+ * reads only the new fragments' key column, far less than the merge read,
+ * and appends never wait for jobs.  A failure only costs lookup speed
+ * (fragments not indexed are read by column), so it is logged and the next
+ * merge tries again.
  */
 static void
 index_after_merge(MaintJob *job)
@@ -320,8 +323,8 @@ cx_maint_main(Datum main_arg)
 		if (take_job(generation, &job))
 		{
 			run_job(&job);
-			finish_job(&job);
 			index_after_merge(&job);
+			finish_job(&job);
 			continue;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
