@@ -57,7 +57,9 @@ typedef struct MaintJob
 	uint32		generations;
 	uint64		merged_through;
 	uint64		rows_written;
+	uint64		bytes_merged;
 	uint64		key_conflicts;
+	char		upsert_key[NAMEDATALEN];	/* indexed beside the key */
 	uint32		commits;
 	CxOpenStore *store;
 } MaintJob;
@@ -164,6 +166,7 @@ merge_until(MaintJob *job, const cx_merge_options *opt)
 		job->generations += res.generations;
 		job->merged_through = res.merged_through;
 		job->rows_written += res.rows_written;
+		job->bytes_merged += res.bytes_merged;
 		job->key_conflicts += res.key_conflicts;
 		log_key_conflicts(job, &res);
 		job->commits++;
@@ -201,6 +204,8 @@ run_job(MaintJob *job)
 		{
 			set_maint_open(job->uri, true);
 			merge_options_from(view.settings, job->step_generations, &opt);
+			strlcpy(job->upsert_key, view.settings->upsert_key,
+					sizeof(job->upsert_key));
 			merge_until(job, &opt);
 		}
 		pfree(view.options);
@@ -227,8 +232,9 @@ index_after_merge(MaintJob *job)
 	if (!job->ok || job->commits == 0 || job->store == NULL ||
 		ShutdownRequestPending)
 		return;
-	if (cx_keyindex_update_table(job->store->handle, NULL, NULL, &res,
-								 &err) != CX_OK)
+	if (cx_keyindex_update_table(job->store->handle,
+								 job->upsert_key[0] != '\0' ? job->upsert_key : NULL,
+								 NULL, &res, &err) != CX_OK)
 		ereport(LOG,
 				errmsg("ctxstore maintenance: indexing store \"%s\" failed",
 					   job->uri),
@@ -249,6 +255,7 @@ publish_store_locked(MaintJob *job)
 	st->merge_failures += job->ok ? 0 : 1;
 	st->merged_generations += job->generations;
 	st->merged_rows += job->rows_written;
+	st->merged_bytes += job->bytes_merged;
 	st->key_conflicts += job->key_conflicts;
 	st->last_merge_at = GetCurrentTimestamp();
 	strlcpy(st->last_merge_error, job->ok ? "" : job->failure.msg,

@@ -9,6 +9,7 @@
  *   cx_columns.c     store schemas from table columns, column matching
  *   cx_store.c       per-backend store handles and manifest cache, access checks
  *   cx_scan.c        planner, executor scan and EXPLAIN
+ *   cx_keypath.c     scans that read only given keys (key = / IN / ANY)
  *   cx_modify.c      INSERT, COPY FROM, UPDATE, DELETE, TRUNCATE into the
  *                    transaction's buffer
  *   cx_xact.c        the transaction buffers, their key maps and their
@@ -196,7 +197,7 @@ typedef struct CxKeyBytes
 {
 	const uint8_t *p;
 	size_t		len;
-	uint8_t		fixed[16];
+	uint8_t		fixed[CX_KEY_FIXED_MAX];
 } CxKeyBytes;
 
 extern void cxfdw_key_bytes(cx_type type, const cx_datum *d, CxKeyBytes *out);
@@ -248,6 +249,30 @@ void		cx_writer_control(CxControlKind kind, const CxWriteRequest *request,
 /* The recovery worker's flush (cx_maintenance.c), a cx_recorded_flush_fn. */
 extern void cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
 								 CxWriteResult *res);
+
+/* ---- key lookups (cx_keypath.c) ---- */
+
+/* A restriction clause that names keys: key = value or key = ANY (values). */
+typedef struct CxKeyClause
+{
+	Expr	   *clause;			/* the whole clause (it stays a qual) */
+	Expr	   *values;			/* the side that is not the key */
+	bool		is_array;		/* = ANY / IN: values is an array */
+	Oid			value_type;		/* of a value (an element of the array) */
+	int			key_att;		/* the key's attribute, 0-based */
+} CxKeyClause;
+
+extern int	cxfdw_key_attribute(const CxRelInfo *ri);
+extern bool cxfdw_key_clause(RelOptInfo *baserel, const CxRelInfo *ri,
+							 CxKeyClause *out);
+extern void cxfdw_key_clause_of_plan(Expr *clause, Expr *values,
+									 const CxRelInfo *ri, CxKeyClause *out);
+extern double cxfdw_key_clause_rows(const CxKeyClause *kc);
+/* Whether the snapshot ri reads has a live row of key (cx_scan.c). */
+extern bool cxfdw_key_committed(const CxRelInfo *ri, const cx_datum *key);
+extern cx_datum *cxfdw_key_values(const CxKeyClause *kc, ExprState *values,
+								  const CxTypeInfo *ti, ExprContext *econtext,
+								  uint32 *n);
 
 /* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
 

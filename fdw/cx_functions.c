@@ -227,6 +227,7 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
 	json_uint(buf, "failures", ws->merge_failures);
 	json_uint(buf, "generations", ws->merged_generations);
 	json_uint(buf, "rows", ws->merged_rows);
+	json_uint(buf, "bytes", ws->merged_bytes);
 	json_uint(buf, "key_conflicts", ws->key_conflicts);
 	json_key(buf, "last_merge_at");
 	if (ws->last_merge_at == 0)

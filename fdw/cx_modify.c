@@ -38,13 +38,6 @@
 #define KEY_JUNK "cx_key"
 #define DELETED_ROW_JUNK "cx_deleted_row"
 
-/*
- * Whether the writer worker resolves write requests (CX_ROW_INSERT,
- * CX_ROW_INSERT_IF_ABSENT, CX_ROW_UPSERT).  Until it does, it refuses them,
- * so insert_kind() sends what they ask for as CX_ROW_PUT.
- */
-#define WRITER_RESOLVES_REQUESTS 1
-
 typedef struct CxModifyState
 {
 	CxRelInfo  *ri;
@@ -76,34 +69,24 @@ operation_name(CmdType operation)
 	}
 }
 
-/* The attribute (0-based) of the table that holds its key, or -1. */
-static int
-key_attribute(const CxRelInfo *ri, const char *key)
-{
-	for (int att = 0; att < ri->natts; att++)
-		if (ri->columns[att].attname != NULL &&
-			strcmp(ri->columns[att].name, key) == 0)
-			return att;
-	return -1;
-}
-
 /* The key attribute of a table that UPDATE or DELETE identifies rows of. */
 static int
 row_identity_attribute(Relation rel, CmdType operation)
 {
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	int			att = cxfdw_key_attribute(ri);
 	CxStoreSettings s;
-	int			att;
 
-	cxfdw_table_settings(ri, &s);
-	att = key_attribute(ri, s.key_column);
 	if (att < 0)
+	{
+		cxfdw_table_settings(ri, &s);
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_COLUMN),
 				errmsg("cannot %s foreign table \"%s\": it has no column for its key \"%s\"",
 					   operation_name(operation), ri->relname, s.key_column),
 				errdetail("UPDATE and DELETE identify rows by their key."),
 				errhint("Add the key column to the foreign table, or set its key option to a column it has."));
+	}
 	return att;
 }
 
@@ -320,32 +303,55 @@ convert_row(CxModifyState *state, TupleTableSlot *slot)
 static cx_row_kind
 insert_kind(const CxModifyState *state)
 {
-	cx_row_kind kind;
-
 	if (state->settings->upsert_key[0] != '\0')
-		kind = CX_ROW_UPSERT;
-	else if (state->do_nothing)
-		kind = CX_ROW_INSERT_IF_ABSENT;
-	else if (state->settings->unique_key)
-		kind = CX_ROW_INSERT;
-	else
-		kind = CX_ROW_PUT;
-	return WRITER_RESOLVES_REQUESTS ? kind : CX_ROW_PUT;
+		return CX_ROW_UPSERT;
+	if (state->do_nothing)
+		return CX_ROW_INSERT_IF_ABSENT;
+	if (state->settings->unique_key)
+		return CX_ROW_INSERT;
+	return CX_ROW_PUT;
 }
 
-/* Whether the transaction (this statement included) holds a live row of
- * the key in state->values. */
+/* The newest buffered row of the key in state->values (this statement's
+ * included): false if the transaction wrote none since its last TRUNCATE. */
 static bool
-key_pending(CxModifyState *state)
+pending_version(CxModifyState *state, cx_row_kind *kind)
 {
 	CxKeyBytes	key;
 	size_t		offset;
-	cx_row_kind kind;
 
 	cxfdw_key_bytes(state->binding.schema->columns[state->key_col].type,
 					&state->values[state->key_col], &key);
 	return cxfdw_keymap_find(cxfdw_pending_keys(state->pending), &key,
-							 &offset, &kind) && kind != CX_ROW_DELETE;
+							 &offset, kind);
+}
+
+/* Whether the transaction holds a live row of the key in state->values. */
+static bool
+key_pending(CxModifyState *state)
+{
+	cx_row_kind kind;
+
+	return pending_version(state, &kind) && kind != CX_ROW_DELETE;
+}
+
+/*
+ * Whether the key in state->values is live for this transaction: as its
+ * newest buffered row says if it wrote the key, else as the snapshot says
+ * unless a buffered TRUNCATE hid every committed row.  (The writer checks
+ * again at COMMIT and drops the row if a concurrent commit took the key.)
+ */
+static bool
+key_live(CxModifyState *state)
+{
+	cx_row_kind kind;
+	size_t		from;
+
+	if (pending_version(state, &kind))
+		return kind != CX_ROW_DELETE;
+	if (cxfdw_keymap_truncated(cxfdw_pending_keys(state->pending), &from))
+		return false;
+	return cxfdw_key_committed(state->ri, &state->values[state->key_col]);
 }
 
 static void
@@ -367,8 +373,9 @@ unique_violation(CxModifyState *state, TupleTableSlot *slot)
 
 /*
  * Buffers one inserted row; false if ON CONFLICT DO NOTHING skips it.  Keys
- * live in this transaction are checked here, before the row is sent; the
- * writer checks those of committed rows.
+ * live in this transaction are checked here, before the row is sent (and,
+ * for DO NOTHING, committed ones too, so the command tag counts what is
+ * inserted); the writer checks committed rows again at COMMIT.
  */
 static bool
 insert_row(CxModifyState *state, TupleTableSlot *slot)
@@ -381,7 +388,7 @@ insert_row(CxModifyState *state, TupleTableSlot *slot)
 	if (state->settings->upsert_key[0] != '\0')
 		;						/* the writer resolves repeats */
 	else if (state->do_nothing)
-		inserted = !key_pending(state);
+		inserted = !key_live(state);
 	else if (state->settings->unique_key && key_pending(state))
 		unique_violation(state, slot);
 	if (inserted)

@@ -11,7 +11,9 @@
  * snapshot row whose key has a buffered row is skipped, and after the
  * snapshot the newest buffered row of each key is returned unless it is a
  * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
- * buffered row before it.  Quals are all evaluated locally by the executor.
+ * buffered row before it.  Quals are all evaluated locally by the executor;
+ * a qual naming keys (cx_keypath.c) also makes the scan read only the row
+ * groups that hold them.
  *
  * Snapshots are shared, reference-counted, by the planning and the execution
  * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):
@@ -35,6 +37,7 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "utils/ruleutils.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -70,10 +73,14 @@ typedef struct CxScanState
 	List	   *retrieved;		/* attribute numbers the query needs */
 	CxBinding	bind;			/* table columns vs the store's */
 	bool	   *want;			/* per store column: fetch it */
+	CxKeyClause key;			/* a qual naming keys (key.clause NULL: none) */
+	ExprState  *key_values;		/* its keys, evaluated as the scan begins */
+	ExprContext *econtext;
 
 	/* Position in the store: rows[pos] of group, of nrows visible rows. */
 	cx_tablescan *scan;			/* NULL: empty store, or EXPLAIN only */
 	bool		scan_done;
+	bool		scan_pending_start;	/* begin_store_scan at the next row */
 	const cx_rowgroup *group;
 	const uint32_t *rows;
 	uint32_t	nrows;
@@ -215,13 +222,22 @@ retrieved_attrs(Bitmapset *attrs, int natts)
 	return result;
 }
 
-/* Estimates the rows and records, as baserel->fdw_private, the attributes
- * to fetch: those the query outputs or filters on. */
+/* What planning found out about a scan, as baserel->fdw_private. */
+typedef struct CxPlanInfo
+{
+	List	   *retrieved;		/* attributes to fetch */
+	bool		has_key;		/* key holds a qual naming keys */
+	CxKeyClause key;
+} CxPlanInfo;
+
+/* Estimates the rows and records the attributes to fetch (those the query
+ * outputs or filters on) and the qual naming keys, if there is one. */
 static void
 cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	Relation	rel = table_open(foreigntableid, NoLock);
 	CxRelInfo  *ri = cxfdw_rel_info(rel, planner_user(root, baserel));
+	CxPlanInfo *pi = palloc0(sizeof(CxPlanInfo));
 	Bitmapset  *attrs = NULL;
 	ListCell   *lc;
 
@@ -235,14 +251,23 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	foreach(lc, baserel->baserestrictinfo)
 		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
 					   baserel->relid, &attrs);
-	baserel->fdw_private = retrieved_attrs(attrs, ri->natts);
+	pi->retrieved = retrieved_attrs(attrs, ri->natts);
+	pi->has_key = cxfdw_key_clause(baserel, ri, &pi->key);
+	/* A key has at most one row. */
+	if (pi->has_key)
+		baserel->rows = clamp_row_est(Min(baserel->rows,
+										  cxfdw_key_clause_rows(&pi->key)));
+	baserel->fdw_private = pi;
 }
 
+/* A key lookup costs its rows; any other scan reads every row. */
 static void
 cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
+	const CxPlanInfo *pi = baserel->fdw_private;
+	double		read = pi->has_key ? baserel->rows : baserel->tuples;
 	Cost		startup = STORE_STARTUP_COST + baserel->baserestrictcost.startup;
-	Cost		total = startup + baserel->tuples *
+	Cost		total = startup + read *
 		(cpu_tuple_cost + baserel->baserestrictcost.per_tuple);
 
 	add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL,
@@ -251,13 +276,23 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 													   NIL, NULL, NULL, NIL));
 }
 
+/*
+ * fdw_private: the attributes to fetch and the qual naming keys (NULL if
+ * none); fdw_exprs: that qual's keys, so that setrefs fixes their
+ * parameters.  The qual stays among the plan's quals (rechecked).
+ */
 static ForeignScan *
 cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		ForeignPath *best_path, List *tlist, List *scan_clauses,
 		Plan *outer_plan)
 {
+	const CxPlanInfo *pi = baserel->fdw_private;
+
 	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid, NIL, list_make1(baserel->fdw_private),
+							baserel->relid,
+							pi->has_key ? list_make1(pi->key.values) : NIL,
+							list_make2(pi->retrieved,
+									   pi->has_key ? pi->key.clause : NULL),
 							NIL, NIL, outer_plan);
 }
 
@@ -335,20 +370,85 @@ choose_store_columns(CxScanState *s, const cx_manifest *base)
 	s->want[s->store_key_col] = true;
 }
 
-/* Starts reading the snapshot's rows (none for an empty store). */
+/* A scan of the rows of n keys (in the key column's type). */
+static cx_code
+begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
+			   const cx_datum *keys, uint32 n, cx_tablescan **scan,
+			   cx_err *err)
+{
+	const uint8_t **bytes = palloc(sizeof(uint8_t *) * Max(n, 1));
+	size_t	   *lens = palloc(sizeof(size_t) * Max(n, 1));
+	uint8_t    *fixed = palloc(CX_KEY_FIXED_MAX * Max(n, 1));
+
+	for (uint32 i = 0; i < n; i++)
+		(void) cx_datum_key_bytes(ti->type, &keys[i],
+								  fixed + (size_t) i * CX_KEY_FIXED_MAX,
+								  &bytes[i], &lens[i]);
+	return cx_tablescan_begin_keys(snap, want, bytes, lens, n, scan, err);
+}
+
+/* Starts reading the snapshot's rows (none for an empty store): those of
+ * the keys a qual names (evaluated now: parameters may differ per rescan),
+ * or all of them. */
 static void
 begin_store_scan(CxScanState *s)
 {
 	cx_err		err;
+	cx_code		rc;
 
 	s->scan_done = true;
+	s->scan_pending_start = false;
 	s->pos = s->nrows = 0;
 	if (s->want == NULL)
 		return;
-	if (cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err) != CX_OK)
+	if (s->key_values != NULL)
+	{
+		const CxTypeInfo *ti = &s->ri->columns[s->key.key_att].type;
+		MemoryContext old = MemoryContextSwitchTo(s->econtext->ecxt_per_query_memory);
+		uint32		n;
+		cx_datum   *keys = cxfdw_key_values(&s->key, s->key_values, ti,
+											s->econtext, &n);
+
+		rc = begin_key_scan(s->snap->snap, s->want, ti, keys, n, &s->scan,
+							&err);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		rc = cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err);
+	if (rc != CX_OK)
 		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
 					s->ri->uri, s->ri->relname);
 	s->scan_done = false;
+}
+
+/* Whether a committed row of key (a value of ri's key column) is in the
+ * snapshot ri reads, for INSERT ... ON CONFLICT DO NOTHING. */
+bool
+cxfdw_key_committed(const CxRelInfo *ri, const cx_datum *key)
+{
+	CxSnap	   *snap = snap_get(ri);
+	const cx_manifest *base = cx_snapshot_base(snap->snap);
+	int			key_att = cxfdw_key_attribute(ri);
+	cx_tablescan *scan = NULL;
+	const cx_rowgroup *g;
+	const uint32_t *rows;
+	uint32_t	n = 0;
+	bool	   *want;
+	cx_err		err;
+	cx_code		rc;
+
+	if (base->schema == NULL || key_att < 0)
+		return false;
+	want = palloc0(sizeof(bool) * base->schema->ncolumns);
+	rc = begin_key_scan(snap->snap, want, &ri->columns[key_att].type, key, 1,
+						&scan, &err);
+	if (rc == CX_OK)
+		rc = cx_tablescan_next(scan, &g, &rows, &n, &err);
+	cx_tablescan_end(scan);
+	if (rc != CX_OK)
+		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
+					ri->uri, ri->relname);
+	return n > 0;
 }
 
 static void
@@ -363,6 +463,13 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->ri = cxfdw_rel_info(node->ss.ss_currentRelation,
 						   OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId());
 	s->retrieved = linitial(plan->fdw_private);
+	if (lsecond(plan->fdw_private) != NULL)
+	{
+		cxfdw_key_clause_of_plan(lsecond(plan->fdw_private),
+								 linitial(plan->fdw_exprs), s->ri, &s->key);
+		s->key_values = ExecInitExpr(s->key.values, &node->ss.ps);
+		s->econtext = node->ss.ps.ps_ExprContext;
+	}
 	cx_buf_init(&s->scratch);
 	s->cleanup.func = release_store_objects;
 	s->cleanup.arg = s;
@@ -377,7 +484,10 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	base = cx_snapshot_base(s->snap->snap);
 	begin_pending(s);
 	choose_store_columns(s, base);
-	begin_store_scan(s);
+	/* The store scan begins with the first row asked for: the keys of a
+	 * lookup may be parameters that are only set then. */
+	s->scan_done = true;
+	s->scan_pending_start = true;
 }
 
 static void
@@ -510,6 +620,8 @@ cx_iterate(ForeignScanState *node)
 	/* Columns the query does not use stay NULL. */
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 
+	if (s->scan_pending_start)
+		begin_store_scan(s);
 	while (next_store_row(s))
 	{
 		bool		shadowed = store_row_shadowed(s);
@@ -533,7 +645,8 @@ cx_rescan(ForeignScanState *node)
 
 	cx_tablescan_end(s->scan);
 	s->scan = NULL;
-	begin_store_scan(s);
+	s->scan_done = true;
+	s->scan_pending_start = true;
 	s->pending_pos = s->pending_start;
 }
 
@@ -556,11 +669,25 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 							cx_snapshot_version(s->snap->snap), es);
 	ExplainPropertyUInteger("Generations", NULL,
 							cx_snapshot_pending_generations(s->snap->snap), es);
+	if (s->key.clause != NULL)
+		ExplainPropertyText("Key Lookup",
+							deparse_expression((Node *) s->key.clause,
+											   set_deparse_context_plan(es->deparse_cxt,
+																		node->ss.ps.plan,
+																		NIL),
+											   false, false),
+							es);
 	if (es->analyze && s->scan != NULL)
 	{
 		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
 
 		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
+		if (s->key.clause != NULL)
+		{
+			ExplainPropertyUInteger("Row Groups Read", NULL, st->row_groups_read, es);
+			ExplainPropertyUInteger("Row Groups Skipped", NULL,
+									st->row_groups_skipped, es);
+		}
 		ExplainPropertyUInteger("Rows Hidden", NULL, st->rows_hidden, es);
 	}
 	if (es->verbose && s->retrieved != NIL)

@@ -93,48 +93,7 @@ struct CxKeyMap
 void
 cxfdw_key_bytes(cx_type type, const cx_datum *d, CxKeyBytes *out)
 {
-	switch (type)
-	{
-		case CX_T_BOOL:
-			out->fixed[0] = d->v.b;
-			out->len = 1;
-			break;
-		case CX_T_INT16:
-			memcpy(out->fixed, &d->v.i16, out->len = sizeof(int16));
-			break;
-		case CX_T_INT32:
-		case CX_T_DATE:
-			memcpy(out->fixed, &d->v.i32, out->len = sizeof(int32));
-			break;
-		case CX_T_FLOAT32:
-			memcpy(out->fixed, &d->v.f32, out->len = sizeof(float));
-			break;
-		case CX_T_FLOAT64:
-			memcpy(out->fixed, &d->v.f64, out->len = sizeof(double));
-			break;
-		case CX_T_UUID:
-			memcpy(out->fixed, d->v.uuid, out->len = sizeof(d->v.uuid));
-			break;
-		case CX_T_INTERVAL:
-			memcpy(out->fixed, &d->v.interval.usec, sizeof(int64));
-			memcpy(out->fixed + 8, &d->v.interval.days, sizeof(int32));
-			memcpy(out->fixed + 12, &d->v.interval.months, sizeof(int32));
-			out->len = 16;
-			break;
-		case CX_T_STRING:
-		case CX_T_BINARY:
-		case CX_T_JSON:
-		case CX_T_JSONB:
-		case CX_T_NUMERIC:
-		case CX_T_EXTERNAL:
-			out->p = d->v.bytes.ptr;
-			out->len = d->v.bytes.len;
-			return;
-		default:				/* the 64-bit types; lists are never keys */
-			memcpy(out->fixed, &d->v.i64, out->len = sizeof(int64));
-			break;
-	}
-	out->p = out->fixed;
+	(void) cx_datum_key_bytes(type, d, out->fixed, &out->p, &out->len);
 }
 
 static uint32

@@ -109,6 +109,7 @@ typedef struct CxWriterStoreStats
 	uint64		merge_failures;
 	uint64		merged_generations;
 	uint64		merged_rows;
+	uint64		merged_bytes;	/* of the generations merged */
 	uint64		key_conflicts;	/* keys merges found written by another
 								 * shard too (cx_merge_result) */
 	TimestampTz last_merge_at;	/* 0 = never */

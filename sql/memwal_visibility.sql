@@ -42,9 +42,9 @@ SELECT format('INSERT INTO mw_seal VALUES (%L, 0)', 'f' || i)
 SELECT ctxstore.pending_wal_generations('mw_seal');
 EXPLAIN (COSTS OFF) SELECT * FROM mw_seal_r;
 
--- unique_key: the same key twice is one row, the newer one, whether the two
--- are in one transaction, in two commits, or one merged and one not.
-INSERT INTO mw_seal VALUES ('a', 2);
+-- a new version of a key replaces the old one: one row, the newer one, in
+-- two commits, or one merged and one not.
+UPDATE mw_seal SET n = 2 WHERE id = 'a';
 BEGIN;
 INSERT INTO mw_seal VALUES ('d', 1);
 UPDATE mw_seal SET n = 2 WHERE id = 'd';
@@ -60,7 +60,7 @@ SELECT ctxstore.merge_wal('mw_seal');
 SELECT ctxstore.pending_wal_generations('mw_seal');
 EXPLAIN (COSTS OFF) SELECT * FROM mw_seal_r;
 SELECT * FROM mw_seal_r ORDER BY id;
-INSERT INTO mw_seal VALUES ('a', 3);
+UPDATE mw_seal SET n = 3 WHERE id = 'a';
 SELECT * FROM mw_seal_r WHERE id = 'a';
 SELECT ctxstore.merge_wal('mw_seal');
 SELECT * FROM mw_seal_r ORDER BY id;
@@ -99,7 +99,7 @@ SELECT ctxstore.pending_wal_generations('mw_defer');
 
 -- cleanup_wal seals before it merges: the unsealed row is merged too.
 INSERT INTO mw_defer VALUES ('z', 1);
-INSERT INTO mw_defer VALUES ('x', 2);
+UPDATE mw_defer SET n = 2 WHERE id = 'x';
 SELECT * FROM mw_defer_r ORDER BY id;
 SELECT ctxstore.cleanup_wal('mw_defer');
 SELECT ctxstore.pending_wal_generations('mw_defer');
@@ -112,10 +112,11 @@ SELECT * FROM mw_defer_r ORDER BY id;
 -- ---- merge_after_generations 2: merges keep pending bounded ----
 CREATE FOREIGN TABLE mw_auto (id text, n int) SERVER mw_srv
   OPTIONS (uri 'file://@store_root@/mw_auto', merge_after_generations '2',
-           flush_interval '1h', cleanup_interval '0');
+           flush_interval '1h', cleanup_interval '0', unique_key 'false');
 CREATE FOREIGN TABLE mw_auto_r (id text, n int) SERVER mw_srv
-  OPTIONS (uri 'file://@store_root@/mw_auto');
--- Twenty single-row commits, each key written twice.
+  OPTIONS (uri 'file://@store_root@/mw_auto', unique_key 'false');
+-- Twenty single-row commits, each key written twice (unique_key 'false':
+-- the second replaces the first).
 SELECT format('INSERT INTO mw_auto VALUES (%L, %s)', 'k' || (i % 10), i)
   FROM generate_series(1, 20) i \gexec
 -- Merges run beside the appends (they never block them), so the count is

@@ -38,16 +38,8 @@ CREATE SCHEMA imported AUTHORIZATION app;
 GRANT CREATE ON SCHEMA public TO app;
 });
 
-# Runs $sql as app; returns stdout, or "ERROR <sqlstate>: <stderr>".
-sub as_app
-{
-	my ($sql) = @_;
-	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql",
-		extra_params => [ '-U', 'app' ]);
-	return $out if $rc == 0;
-	my ($state) = $err =~ /ERROR:  (\w{5}):/;
-	return 'ERROR ' . ($state // '?') . ": $err";
-}
+# Runs $sql as app (CxStores::psql_as).
+sub as_app { return psql_as($node, 'app', @_); }
 
 sub paths
 {

@@ -23,7 +23,7 @@ use MIME::Base64;
 use POSIX qw(strftime);
 
 our @EXPORT = qw(emu store_uri file_table server_sql proxy_fault proxy_clear proxy_stat
-  proxy_endpoint az_account_sas);
+  proxy_endpoint az_account_sas psql_as);
 
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
@@ -83,6 +83,18 @@ sub az_account_sas
 	my $enc = sub { my ($v) = @_; $v =~ s/([^A-Za-z0-9\-._~])/sprintf('%%%02X', ord $1)/ge; $v };
 	return "sv=2021-08-06&ss=b&srt=sco&sp=$perms&se=" . $enc->($se)
 	  . '&spr=https,http&sig=' . $enc->($sig);
+}
+
+# Runs $sql on $node as role $user (verbose errors); returns stdout, or
+# "ERROR <sqlstate>: <stderr>".
+sub psql_as
+{
+	my ($node, $user, $sql) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql",
+		extra_params => [ '-U', $user ]);
+	return $out if $rc == 0;
+	my ($state) = $err =~ /ERROR:  (\w{5}):/;
+	return 'ERROR ' . ($state // '?') . ": $err";
 }
 
 # The URI of store $name of a kind: file, s3 or az.

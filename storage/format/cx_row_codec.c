@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/cx_encoding.h"
+
 #define BITMAP_BYTES(n) (((size_t) (n) + 7) / 8)
 
 static inline bool
@@ -155,13 +157,27 @@ cx_row_encode(const cx_schema *schema, cx_row_kind kind,
 	}
 }
 
-void
-cx_value_bytes(cx_type type, const cx_datum *d, cx_buf *out)
+bool
+cx_datum_key_bytes(cx_type type, const cx_datum *d,
+				   uint8_t fixed[CX_KEY_FIXED_MAX], const uint8_t **p,
+				   size_t *len)
 {
-	if (cx_type_width(type) > 0)
-		encode_fixed(type, d, out);
+	int			width = cx_type_width(type);
+
+	if (d->isnull)
+		return false;
+	if (width > 0)
+	{
+		cx_fixed_encode(type, d, fixed);
+		*p = fixed;
+		*len = (size_t) width;
+	}
 	else
-		cx_buf_put(out, d->v.bytes.ptr, d->v.bytes.len);
+	{
+		*p = d->v.bytes.ptr;
+		*len = d->v.bytes.len;
+	}
+	return true;
 }
 
 /* ---- decoding ---- */

@@ -27,14 +27,7 @@
 cx_code		cx_rows_check(const cx_schema *schema, const uint8_t *rows,
 						  size_t len, uint64_t nrows, cx_err *err);
 
-/*
- * A non-NULL scalar value in the form a column stores it (cx_key_bytes()):
- * a fixed-width type as its little-endian bytes, any other as its bytes.
- * Keys are compared in this form, whether they come from a row or from a
- * fragment.
- */
-void		cx_value_bytes(cx_type type, const cx_datum *d, cx_buf *out);
-/* The value such bytes hold (a variable-width one points into them);
+/* The value cx_datum_key_bytes() bytes hold (a variable-width one points into them);
  * CX_ERR_CORRUPT if a fixed-width type's bytes have the wrong length. */
 cx_code		cx_value_from_bytes(cx_type type, const uint8_t *p, size_t len,
 								cx_datum *d, cx_err *err);

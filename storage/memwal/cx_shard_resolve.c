@@ -180,9 +180,12 @@ static void
 take_value(resolve *rs, const cx_column *col, const cx_datum *d, size_t *off,
 		   size_t *len)
 {
+	uint8_t		fixed[CX_KEY_FIXED_MAX];
+	const uint8_t *p;
+
 	*off = rs->vals.len;
-	cx_value_bytes((cx_type) col->type, d, &rs->vals);
-	*len = rs->vals.len - *off;
+	(void) cx_datum_key_bytes((cx_type) col->type, d, fixed, &p, len);
+	cx_buf_put(&rs->vals, p, *len);
 }
 
 static cx_code

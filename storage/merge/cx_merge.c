@@ -259,6 +259,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 	if (rc == CX_OK)
 	{
 		out->generations = ms.ngens;
+		out->bytes_merged = 0;
+		for (uint32_t i = 0; i < ms.ngens; i++)
+			out->bytes_merged += ms.gens[i].fragment.size;
 		out->merged_through = ms.gens[ms.ngens - 1].gen;
 		out->rows_written = ms.rows_written;
 		out->rows_replaced = ms.rows_replaced;

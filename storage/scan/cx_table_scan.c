@@ -37,6 +37,13 @@
  * marker's generation ahead of it.  Fragments whose commit-time statistics
  * lie wholly before the cut are not opened, and the commit-time column is
  * read only of fragments that may hold rows before it.
+ *
+ * Key lookups (cx_tablescan_begin_keys): the base rows holding the keys are
+ * found first through cx_base_probe (the key index, or the key column of
+ * fragments whose statistics may hold a key); only base fragments and row
+ * groups holding one of those rows are read, and only those rows can be
+ * visible.  Generations whose key statistics cannot hold a key are neither
+ * mapped nor read; in the others, rows of other keys are hidden.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +51,7 @@
 #include "util/cx_key_map.h"
 #include "table/cx_row_key.h"
 #include "table/cx_truncation.h"
+#include "scan/cx_key_lookup.h"
 #include "scan/cx_scan_int.h"
 
 /* A growable bitmap of row indices. */
@@ -102,6 +110,7 @@ struct cx_tablescan
 								 * are not their key's winner */
 	cx_keyrange range;			/* of the keys in map */
 	int64_t		cut_ts;			/* rows committed before it are truncated */
+	cx_lookup  *lookup;			/* key lookups only: the keys */
 	cx_marker  *marks;			/* dedup only: per generation, its last
 								 * TRUNCATE marker */
 	scan_phase	phase;
@@ -153,6 +162,10 @@ add_gen_key(void *arg, const cx_keyrow *kr, cx_err *err)
 	const cx_snapgen *gens = gk->scan->snap->gens;
 	cx_keyver  *v;
 	bool		found;
+
+	if (gk->scan->lookup != NULL &&
+		!cx_lookup_has(gk->scan->lookup, kr->key, kr->len))
+		return CX_OK;			/* never returned: no need to rank it */
 
 	if (cx_keymap_upsert(gk->scan->map, kr->key, kr->len, &v, &found,
 						 err) != CX_OK ||
@@ -221,6 +234,16 @@ find_markers(cx_tablescan *scan, cx_err *err)
 	return CX_OK;
 }
 
+/* Whether fragment fi may hold a key of the lookup (always without one). */
+static bool
+may_hold_a_lookup_key(const cx_tablescan *scan, const cx_fragment_info *fi)
+{
+	return scan->lookup == NULL ||
+		cx_keyrange_may_overlap(cx_lookup_range(scan->lookup),
+								scan->key_col < fi->ncolumns ?
+								&fi->stats[scan->key_col] : NULL);
+}
+
 static cx_code
 build_keymap(cx_tablescan *scan, cx_err *err)
 {
@@ -245,6 +268,8 @@ build_keymap(cx_tablescan *scan, cx_err *err)
 	{
 		gen_keys	gk = {scan, i};
 
+		if (!may_hold_a_lookup_key(scan, &snap->gens[i].gen->fragment))
+			continue;
 		scan->stats.fragments_opened++;
 		if (cx_keyscan_ahead(snap->store, &snap->gens[i].gen->fragment,
 							 scan->table, scan->key_col, NULL, add_gen_key,
@@ -256,9 +281,26 @@ build_keymap(cx_tablescan *scan, cx_err *err)
 	return CX_OK;
 }
 
-cx_code
-cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
-				   cx_err *err)
+/* The keys of a lookup; the table's key column must exist. */
+static cx_code
+begin_lookup(cx_tablescan *scan, const uint8_t *const *keys,
+			 const size_t *lens, uint32_t nkeys, cx_err *err)
+{
+	const cx_manifest *base = scan->snap->base;
+
+	if (base->key_column == NULL)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "key lookup: the store has no key column");
+	if (cx_key_column(scan->table, base->key_column, &scan->key_col,
+					  err) != CX_OK)
+		return err->code;
+	return cx_lookup_new(scan->snap->store, base, scan->key_col, keys, lens,
+						 nkeys, &scan->lookup, err);
+}
+
+static cx_code
+begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
+	  const size_t *lens, uint32_t nkeys, cx_tablescan **out, cx_err *err)
 {
 	cx_tablescan *scan = calloc(1, sizeof(cx_tablescan));
 	const cx_manifest *base = snap->base;
@@ -288,11 +330,12 @@ cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
 		scan->want_user[c] = want == NULL || want[c];
 	scan->dedup = base->key_column != NULL && snap->ngens > 0;
 	scan->cut_ts = base->truncated_before_us;
-	if (scan->dedup &&
-		(cx_key_column(scan->table, base->key_column, &scan->key_col,
-					   err) != CX_OK ||
-		 find_markers(scan, err) != CX_OK ||
-		 build_keymap(scan, err) != CX_OK))
+	if ((keys != NULL && begin_lookup(scan, keys, lens, nkeys, err) != CX_OK) ||
+		(scan->dedup &&
+		 (cx_key_column(scan->table, base->key_column, &scan->key_col,
+						err) != CX_OK ||
+		  find_markers(scan, err) != CX_OK ||
+		  build_keymap(scan, err) != CX_OK)))
 	{
 		cx_tablescan_end(scan);
 		return err->code;
@@ -301,9 +344,42 @@ cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
 	return CX_OK;
 }
 
+cx_code
+cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
+				   cx_err *err)
+{
+	return begin(snap, want, NULL, NULL, 0, out, err);
+}
+
+cx_code
+cx_tablescan_begin_keys(cx_snapshot *snap, const bool *want,
+						const uint8_t *const *keys, const size_t *lens,
+						uint32_t nkeys, cx_tablescan **out, cx_err *err)
+{
+	static const uint8_t *const none[1] = {NULL};
+
+	return begin(snap, want, keys != NULL ? keys : none, lens, nkeys, out,
+				 err);
+}
+
 /* --------------------------------------------------------------------------
  * Steps 2 and 3: streaming
  * -------------------------------------------------------------------------- */
+
+/* Whether a lookup can find a row in the source about to be opened: a base
+ * fragment holding one of the rows the probe found, a generation whose key
+ * statistics may hold a key. */
+static bool
+lookup_may_hold(const cx_tablescan *scan, const cx_fragment_info *fi)
+{
+	uint32_t	n;
+
+	if (scan->lookup == NULL)
+		return true;
+	if (scan->phase == PHASE_BASE)
+		return cx_lookup_base_rows(scan->lookup, scan->source, &n) != NULL;
+	return may_hold_a_lookup_key(scan, fi);
+}
 
 /* Opens the next base fragment or generation, or moves to PHASE_DONE; one
  * whose rows are all truncated is passed over (scan->r stays NULL). */
@@ -332,7 +408,8 @@ open_next(cx_tablescan *scan, cx_err *err)
 	}
 	else
 		fi = &snap->gens[scan->source].gen->fragment;
-	if (scan->cut_ts > 0 && cx_fragment_all_before(fi, n, scan->cut_ts))
+	if ((scan->cut_ts > 0 && cx_fragment_all_before(fi, n, scan->cut_ts)) ||
+		!lookup_may_hold(scan, fi))
 		return CX_OK;
 	if (cx_fragr_open(snap->store, fi->path, fi->size, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
@@ -364,6 +441,9 @@ open_next(cx_tablescan *scan, cx_err *err)
 		scan->want[scan->key_col] = true;
 		scan->want[scan->layout.ts_col] = true;
 	}
+	/* A lookup keeps only generation rows of its keys. */
+	if (scan->lookup != NULL && scan->phase == PHASE_GENS)
+		scan->want[scan->key_col] = true;
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;
 	scan->group = 0;
@@ -420,6 +500,23 @@ truncated(const cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
 	return scan->check_cut && cx_row_ts(g, &scan->layout, i) < scan->cut_ts;
 }
 
+/* Whether a lookup may return row i of group g: a base row the probe
+ * found, a generation row of one of its keys. */
+static bool
+lookup_wants(const cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
+{
+	const uint8_t *key;
+	size_t		len;
+
+	if (scan->lookup == NULL)
+		return true;
+	if (scan->phase == PHASE_BASE)
+		return cx_lookup_base_rows_in(scan->lookup, scan->source,
+									  scan->first_row + i, 1);
+	return cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len) &&
+		cx_lookup_has(scan->lookup, key, len);
+}
+
 /* Fills scan->rows with the visible rows of group g (*nvisible of them). */
 static cx_code
 visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
@@ -427,6 +524,7 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 {
 	uint32_t	n = cx_rowgroup_rows(g);
 	uint32_t	k = 0;
+	uint32_t	unwanted = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 	{
@@ -434,6 +532,11 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 		bool		tomb = scan->read_tomb &&
 			cx_row_tombstone(g, &scan->layout, i);
 
+		if (!lookup_wants(scan, g, i))
+		{
+			unwanted++;			/* another key: not hidden, not asked for */
+			continue;
+		}
 		if (scan->phase == PHASE_BASE)
 		{
 			visible = !cx_dvcursor_deleted(&scan->dvc, scan->first_row + i);
@@ -449,9 +552,25 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 			scan->rows[k++] = i;
 	}
 	scan->stats.rows_returned += k;
-	scan->stats.rows_hidden += n - k;
+	scan->stats.rows_hidden += n - k - unwanted;
 	*nvisible = k;
 	return CX_OK;
+}
+
+/* Whether a lookup can skip the open base fragment's next row group unread:
+ * it holds none of the rows the probe found. */
+static bool
+lookup_skips_group(cx_tablescan *scan)
+{
+	uint32_t	n = cx_fragr_group_rows(scan->r, scan->group);
+
+	if (scan->lookup == NULL || scan->phase != PHASE_BASE ||
+		cx_lookup_base_rows_in(scan->lookup, scan->source, scan->first_row, n))
+		return false;
+	scan->group++;
+	scan->first_row += n;
+	scan->stats.row_groups_skipped++;
+	return true;
 }
 
 static cx_code
@@ -459,6 +578,9 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 {
 	uint32_t	n;
 
+	if (lookup_skips_group(scan))
+		return CX_OK;
+	scan->stats.row_groups_read++;
 	if (cx_fragr_read_group(scan->r, scan->group, scan->want, &scan->g,
 							err) != CX_OK)
 		return err->code;
@@ -532,6 +654,7 @@ cx_tablescan_end(cx_tablescan *scan)
 		free(scan->losers[i].words);
 	free(scan->losers);
 	free(scan->marks);
+	cx_lookup_free(scan->lookup);
 	cx_keyrange_free(&scan->range);
 	free(scan->rows);
 	free(scan->want);

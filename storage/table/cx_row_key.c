@@ -102,29 +102,6 @@ cx_key_bytes(const cx_colvec *v, uint32_t i, const uint8_t **p, size_t *len)
 	return true;
 }
 
-bool
-cx_datum_key_bytes(cx_type type, const cx_datum *d,
-				   uint8_t fixed[CX_KEY_FIXED_MAX], const uint8_t **p,
-				   size_t *len)
-{
-	int			width = cx_type_width(type);
-
-	if (d->isnull)
-		return false;
-	if (width > 0)
-	{
-		cx_fixed_encode(type, d, fixed);
-		*p = fixed;
-		*len = (size_t) width;
-	}
-	else
-	{
-		*p = d->v.bytes.ptr;
-		*len = d->v.bytes.len;
-	}
-	return true;
-}
-
 void
 cx_keyrange_init(cx_keyrange *r, cx_type type)
 {

@@ -56,15 +56,6 @@ cx_code		cx_key_column(const cx_schema *table, const char *key_column,
 bool		cx_key_bytes(const cx_colvec *v, uint32_t i, const uint8_t **p,
 						 size_t *len);
 
-/* The key bytes of a value of a key column of type `type` (the same bytes
- * cx_key_bytes gives for it once stored): fixed-width values are encoded
- * into fixed (CX_KEY_FIXED_MAX bytes), variable-width ones point into d.
- * False when d is NULL. */
-#define CX_KEY_FIXED_MAX 16
-bool		cx_datum_key_bytes(cx_type type, const cx_datum *d,
-							   uint8_t fixed[CX_KEY_FIXED_MAX],
-							   const uint8_t **p, size_t *len);
-
 /*
  * The smallest and largest of a set of keys, ordered as column statistics
  * order values, so that fragments whose key statistics lie outside it can be

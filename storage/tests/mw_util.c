@@ -384,9 +384,10 @@ mw_scan(cx_objstore *s, const bool *want, mw_rows *out, cx_err *err)
 	return mw_scan_version(s, 0, want, out, err);
 }
 
-cx_code
-mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
-				mw_rows *out, cx_err *err)
+/* A scan of every row, or of the rows of n keys when keys is not NULL. */
+static cx_code
+scan_rows(cx_objstore *s, uint64_t version, const bool *want,
+		  const char *const *keys, uint32_t n, mw_rows *out, cx_err *err)
 {
 	cx_snapshot *snap;
 	cx_tablescan *scan;
@@ -397,7 +398,21 @@ mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
 	if (cx_snapshot_open(s, version, &snap, err) != CX_OK)
 		return err->code;
 	out->pending = cx_snapshot_pending_generations(snap);
-	rc = cx_tablescan_begin(snap, want, &scan, err);
+	if (keys == NULL)
+		rc = cx_tablescan_begin(snap, want, &scan, err);
+	else
+	{
+		const uint8_t *bytes[64];
+		size_t		lens[64];
+
+		for (uint32_t i = 0; i < n && i < 64; i++)
+		{
+			bytes[i] = (const uint8_t *) keys[i];
+			lens[i] = strlen(keys[i]);
+		}
+		rc = cx_tablescan_begin_keys(snap, want, bytes, lens, n < 64 ? n : 64,
+									 &scan, err);
+	}
 	while (rc == CX_OK)
 	{
 		const cx_rowgroup *g;
@@ -424,6 +439,20 @@ mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
 	if (out->n > 0)
 		qsort(out->r, out->n, sizeof(mw_row), cmp_row);
 	return rc;
+}
+
+cx_code
+mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
+				mw_rows *out, cx_err *err)
+{
+	return scan_rows(s, version, want, NULL, 0, out, err);
+}
+
+cx_code
+mw_scan_keys(cx_objstore *s, const char *const *keys, uint32_t n,
+			 mw_rows *out, cx_err *err)
+{
+	return scan_rows(s, 0, NULL, keys, n, out, err);
 }
 
 void

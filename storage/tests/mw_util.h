@@ -97,6 +97,10 @@ cx_code		mw_scan(cx_objstore *s, const bool *want, mw_rows *out,
 /* The same for a pinned base version (0: the newest snapshot). */
 cx_code		mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
 							mw_rows *out, cx_err *err);
+/* Scans the newest snapshot for the rows of n keys (at most 64), all
+ * columns (cx_tablescan_begin_keys). */
+cx_code		mw_scan_keys(cx_objstore *s, const char *const *keys, uint32_t n,
+						 mw_rows *out, cx_err *err);
 void		mw_rows_free(mw_rows *rows);
 /* Occurrences of id; *v receives the value of the last one. */
 int			mw_count(const mw_rows *rows, const char *id, int64_t *v);

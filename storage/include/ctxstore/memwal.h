@@ -236,6 +236,7 @@ void		cx_merge_options_default(cx_merge_options *o);
 typedef struct cx_merge_result
 {
 	uint32_t	generations;	/* merged; 0 when there was nothing to do */
+	uint64_t	bytes_merged;	/* their fragments' sizes */
 	uint64_t	merged_through; /* new watermark */
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */

@@ -39,6 +39,16 @@ typedef struct cx_tablescan cx_tablescan;
 cx_code		cx_tablescan_begin(cx_snapshot *snap, const bool *want,
 							   cx_tablescan **out, cx_err *err);
 /*
+ * The same, restricted to the rows whose key is one of nkeys keys (key bytes,
+ * cx_datum_key_bytes(); repeats allowed, none = no rows): only the row groups
+ * that hold a version of one of them are read (docs/design/scan.md, "Key
+ * lookups").
+ */
+cx_code		cx_tablescan_begin_keys(cx_snapshot *snap, const bool *want,
+									const uint8_t *const *keys,
+									const size_t *lens, uint32_t nkeys,
+									cx_tablescan **out, cx_err *err);
+/*
  * Next batch of rows: *group receives a row group whose wanted columns are
  * decoded (indices are base-schema column indices) and *rows and *nrows the
  * indices of its visible rows, ascending.  *group = NULL at the end.  The
@@ -55,6 +65,8 @@ typedef struct cx_tablescan_stats
 	uint64_t	fragments_opened;	/* base fragments and generations */
 	uint64_t	keymap_keys;	/* distinct unmerged keys (0: no map built) */
 	uint64_t	keymap_bytes;	/* memory the de-duplication map holds */
+	uint64_t	row_groups_read;
+	uint64_t	row_groups_skipped; /* by a key lookup, unread */
 	uint64_t	rows_returned;
 	uint64_t	rows_hidden;	/* deleted, shadowed by a newer version, or
 								 * tombstones */

@@ -145,6 +145,15 @@ typedef enum cx_row_kind
 void		cx_row_encode(const cx_schema *schema, cx_row_kind kind,
 						  const cx_datum *values, cx_buf *out);
 
+/* The bytes a value is compared by as a key: the form a column stores it
+ * in, a fixed-width type's little-endian bytes (encoded into fixed) or a
+ * variable-width value's own bytes (*p points into d).  False when d is
+ * NULL. */
+#define CX_KEY_FIXED_MAX 16
+bool		cx_datum_key_bytes(cx_type type, const cx_datum *d,
+							   uint8_t fixed[CX_KEY_FIXED_MAX],
+							   const uint8_t **p, size_t *len);
+
 /*
  * Decodes the next row from r into *kind and values[schema->ncolumns].  Variable-width
  * values point into r's bytes.  List values are returned in v.list form with

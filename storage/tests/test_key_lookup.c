@@ -1,0 +1,104 @@
+/*
+ * test_key_lookup.c — scans restricted to given keys
+ * (cx_tablescan_begin_keys): the rows they return are exactly those a full
+ * scan returns for the keys (newest version, deletions and TRUNCATE
+ * honoured, each key once), and they read only the base row groups holding
+ * one of the keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge/cx_merge.h"
+#include "cx_test.h"
+#include "mw_util.h"
+
+/* 3000 rows "k0".."k2999" (v 1) merged into a base of 500-row groups, then,
+ * unmerged: k10 updated (v 2), k20 deleted, n1 new (v 3). */
+static cx_code
+build_store(cx_objstore *s, cx_shardwriter **w, cx_err *err)
+{
+	const mw_op later[] = {
+		{CX_ROW_PUT, "k10", 2}, {CX_ROW_DELETE, "k20", 0}, {CX_ROW_PUT, "n1", 3}};
+	cx_merge_options mo;
+	cx_merge_result res;
+
+	cx_merge_options_default(&mo);
+	mo.fragment.rows_per_group = 500;
+	if (mw_writer(s, "s1", false, w, err) != CX_OK ||
+		mw_put(*w, "k", 0, 3000, 1, true, err) != CX_OK ||
+		cx_merge_shard(s, "s1", &mo, &res, err) != CX_OK ||
+		mw_append(*w, later, 3, true, err) != CX_OK)
+		return err->code;
+	return CX_OK;
+}
+
+/* Every key's rows in the lookup equal its rows in the full scan. */
+static void
+check_against_full_scan(const mw_rows *full, const mw_rows *got,
+						const char *const *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		int64_t		vf = -1,
+					vg = -1;
+
+		CHECK(mw_count(full, keys[i], &vf) == mw_count(got, keys[i], &vg));
+		CHECK(vf == vg);
+	}
+}
+
+CX_TEST(key_lookup_reads_only_the_row_groups_of_its_keys)
+{
+	static const char *const keys[] = {"k10", "k20", "k2500", "n1", "zz", "k10"};
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w = NULL;
+	mw_rows		full,
+				got;
+	int64_t		v = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &w, &err), &err);
+	REQUIRE_OK(mw_scan(s, NULL, &full, &err), &err);
+	REQUIRE_OK(mw_scan_keys(s, keys, 6, &got, &err), &err);
+	CHECK(got.n == 3);
+	CHECK(mw_count(&got, "k10", &v) == 1 && v == 2);
+	CHECK(mw_count(&got, "k2500", &v) == 1 && v == 1);
+	CHECK(mw_count(&got, "n1", &v) == 1 && v == 3);
+	CHECK(mw_count(&got, "k20", NULL) == 0);
+	check_against_full_scan(&full, &got, keys, 6);
+	/* k10, k20 (group 0) and k2500 (group 5): the other four unread */
+	CHECK(got.stats.row_groups_read == 2 + 1);	/* and the generation's */
+	CHECK(got.stats.row_groups_skipped == 4);
+	CHECK(full.stats.row_groups_skipped == 0);
+	mw_rows_free(&got);
+
+	/* No keys: no rows, nothing read. */
+	REQUIRE_OK(mw_scan_keys(s, keys, 0, &got, &err), &err);
+	CHECK(got.n == 0 && got.stats.row_groups_read == 0);
+	mw_rows_free(&got);
+	mw_rows_free(&full);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+CX_TEST(key_lookup_honours_truncate)
+{
+	static const char *const keys[] = {"k5", "k6", "n1"};
+	const mw_op after[] = {{CX_ROW_PUT, "k5", 9}};
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w = NULL;
+	mw_rows		got;
+	int64_t		v = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &w, &err), &err);
+	REQUIRE_OK(mw_truncate(w, true, &err), &err);
+	REQUIRE_OK(mw_append(w, after, 1, true, &err), &err);
+	REQUIRE_OK(mw_scan_keys(s, keys, 3, &got, &err), &err);
+	CHECK(got.n == 1 && mw_count(&got, "k5", &v) == 1 && v == 9);
+	mw_rows_free(&got);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
