@@ -4,22 +4,19 @@
 #   1. point lookups: LOOKUPS random prepared `WHERE id = $1` lookups in one
 #      session on a ROWS-row store, merged into the base and indexed, against
 #      the heap table (p50 and p99 latency, from pgbench's per-transaction log);
-#   2. the uniqueness check: single-row INSERT transactions of new keys into a
-#      unique-key store of SMALL rows and into the ROWS-row store (mean
-#      latency of each, and their ratio);
-#   3. merges: generation bytes merged against the bytes the maintenance
-#      worker's merges read, for INSERTS single-row commits into the big store.
+#   2. merges: generation bytes merged against the bytes the maintenance
+#      worker's merges read, for INSERTS single-row commits into the big store
+#      merged in one merge_wal.
+# (The uniqueness check's cost by store size is bench/unique.sh.)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 rows=${ROWS:-1000000}
-small=${SMALL:-1000}
 lookups=${LOOKUPS:-1000}
 inserts=${INSERTS:-2000}
 
 bench_start
 trap bench_stop EXIT
 create_context_tables big "merge_after_generations '0'"
-create_context_tables small "merge_after_generations '0'"
 
 load() {  # $1 = n
   echo "SELECT 'id-' || g, 'ext-' || g, 'bot-' || (g % 7), 'session-' || (g / 50), 'user',
@@ -29,10 +26,8 @@ load() {  # $1 = n
 }
 psql_b -c "SET ctxstore.max_transaction_bytes = '-1'" \
   -c "INSERT INTO heap_big $(load "$rows")" -c "INSERT INTO ctx_big SELECT * FROM heap_big" \
-  -c "INSERT INTO ctx_small $(load "$small")" -c "VACUUM ANALYZE heap_big"
-for t in ctx_big ctx_small; do
-  psql_b -c "SELECT ctxstore.merge_wal('$t')" -c "SELECT ctxstore.create_id_index('$t')" >/dev/null
-done
+  -c "VACUUM ANALYZE heap_big" \
+  -c "SELECT ctxstore.merge_wal('ctx_big')" -c "SELECT ctxstore.create_id_index('ctx_big')" >/dev/null
 
 # Latencies in ms of a pgbench run of script $1 (one client, -t $2), from its
 # per-transaction log: prints "p50 p99 mean".
@@ -54,9 +49,8 @@ insert_new() {  # $1 = table
 
 read -r hp50 hp99 _ <<<"$(latencies "$(lookup heap_big)" "$lookups")"
 read -r cp50 cp99 _ <<<"$(latencies "$(lookup ctx_big)" "$lookups")"
-read -r _ _ small_mean <<<"$(latencies "$(insert_new ctx_small)" "$inserts")"
 before=$(psql_b -tAc "SELECT ctxstore.stats('ctx_big')->'merge'")
-read -r _ _ big_mean <<<"$(latencies "$(insert_new ctx_big)" "$inserts")"
+latencies "$(insert_new ctx_big)" "$inserts" >/dev/null
 psql_b -c "SELECT ctxstore.merge_wal('ctx_big')" >/dev/null
 after=$(psql_b -tAc "SELECT ctxstore.stats('ctx_big')->'merge'")
 
@@ -70,5 +64,4 @@ echo "keys, $rows-row store (merged, indexed), $(nproc) cores"
 printf '%-44s %10s %12s %8s\n' measure heap ctxstore ratio
 printf '%-44s %10s %12s %8s\n' "point lookup p50 ms ($lookups prepared)" "$hp50" "$cp50" "$(ratio "$cp50" "$hp50")"
 printf '%-44s %10s %12s %8s\n' "point lookup p99 ms" "$hp99" "$cp99" "$(ratio "$cp99" "$hp99")"
-printf '%-44s %10s %12s %8s\n' "unique INSERT mean ms, $small vs $rows rows" "$small_mean" "$big_mean" "$(ratio "$big_mean" "$small_mean")"
-printf '%-44s %10s %12s %8s\n' "merge bytes: merged vs read" "$merged" "$merge_read" "$(ratio "$merge_read" "$merged")"
+echo "merge of $inserts single-row commits: $merged bytes merged, $merge_read bytes read ($(ratio "$merge_read" "$merged")x)"

@@ -287,13 +287,13 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		Plan *outer_plan)
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
+	List	   *private = list_make1(pi->retrieved);
 
+	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
 	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
 							baserel->relid,
 							pi->has_key ? list_make1(pi->key.values) : NIL,
-							list_make2(pi->retrieved,
-									   pi->has_key ? pi->key.clause : NULL),
-							NIL, NIL, outer_plan);
+							private, NIL, NIL, outer_plan);
 }
 
 /* ---- execution ---- */

@@ -64,9 +64,10 @@ is(conflicts_of($a), '0', 'the first merge (A) found no base row of another shar
 cmp_ok(conflicts_of($b), '>=', 1, 'the merge of B counted the key A wrote');
 is_deeply([ new_lines($offsets) ], [ 0, 1 ], 'one LOG line, from the merge that saw it');
 
-# A writes the key again: its merge now finds B's base row.
+# A updates the key (it is live: an INSERT would be 23505): its merge now
+# finds B's base row.
 $offsets = log_offsets();
-$a->safe_psql('postgres', "INSERT INTO conflicts VALUES ('k', 3)");
+$a->safe_psql('postgres', "UPDATE conflicts SET n = 3 WHERE id = 'k'");
 $a->safe_psql('postgres', "SELECT ctxstore.merge_wal('conflicts')");
 is($_->safe_psql('postgres', "SELECT string_agg(n::text, ',') FROM conflicts"),
 	'3', 'still one row, the newest, on ' . $_->name) for @nodes;
