@@ -263,6 +263,7 @@ typedef struct CxKeyClause
 } CxKeyClause;
 
 extern int	cxfdw_key_attribute(const CxRelInfo *ri);
+extern bool cxfdw_key_type_supported(const CxTypeInfo *ti);
 extern bool cxfdw_key_clause(RelOptInfo *baserel, const CxRelInfo *ri,
 							 CxKeyClause *out);
 extern void cxfdw_key_clause_of_plan(Expr *clause, Expr *values,

@@ -45,10 +45,11 @@ cxfdw_key_attribute(const CxRelInfo *ri)
 	return -1;
 }
 
-/* Whether values of this column compare equal exactly when their stored
- * bytes do. */
-static bool
-byte_equality_type(const CxTypeInfo *ti, Oid collation)
+/* Whether a column of this type can be a key: its values compare equal
+ * exactly when their stored bytes do (bpchar too: a column's values are all
+ * padded alike). */
+bool
+cxfdw_key_type_supported(const CxTypeInfo *ti)
 {
 	switch (ti->type)
 	{
@@ -57,17 +58,30 @@ byte_equality_type(const CxTypeInfo *ti, Oid collation)
 		case CX_T_INT32:
 		case CX_T_INT64:
 		case CX_T_DATE:
+		case CX_T_TIME:
 		case CX_T_TIMESTAMP:
 		case CX_T_TIMESTAMPTZ:
 		case CX_T_UUID:
 		case CX_T_BINARY:
-			return true;
 		case CX_T_STRING:
-			return ti->typid != BPCHAROID &&
-				(!OidIsValid(collation) || get_collation_isdeterministic(collation));
+			return true;
 		default:
 			return false;
 	}
+}
+
+/* Whether a qual's equality on the key is byte equality: a key type, not
+ * bpchar (whose equality ignores trailing blanks of values of any length),
+ * text under a deterministic collation. */
+static bool
+byte_equality_type(const CxTypeInfo *ti, Oid collation)
+{
+	if (!cxfdw_key_type_supported(ti))
+		return false;
+	if (ti->type != CX_T_STRING)
+		return true;
+	return ti->typid != BPCHAROID &&
+		(!OidIsValid(collation) || get_collation_isdeterministic(collation));
 }
 
 /* Whether node is the key column of the scanned relation (under any

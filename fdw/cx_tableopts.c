@@ -17,6 +17,8 @@
 #include "miscadmin.h"
 #include "utils/lsyscache.h"
 
+#include "utils/builtins.h"
+
 #include "ctxstore_fdw.h"
 
 /* Copies the column name of option (key or upsert_key) into field. */
@@ -77,6 +79,28 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
  * written yet), and that it agrees with the key the store recorded with its
  * first writer (base may be NULL: an empty store).
  */
+/*
+ * The store tells keys apart by their stored bytes, so a key's type must be
+ * one whose equality is byte equality: not an array, a float (0 = -0, NaN),
+ * numeric (1.0 = 1.00), interval ('1 day' = '24 hours'), json (no equality)
+ * or a type stored by its send form.
+ */
+static void
+check_key_type(const CxRelInfo *ri)
+{
+	int			att = cxfdw_key_attribute(ri);
+
+	if (att < 0 || cxfdw_key_type_supported(&ri->columns[att].type))
+		return;
+	ereport(ERROR,
+			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			errmsg("key column \"%s\" of foreign table \"%s\" has type %s, which cannot be a key",
+				   ri->columns[att].attname, ri->relname,
+				   format_type_be(ri->columns[att].type.typid)),
+			errdetail("Keys are compared by their stored bytes, and values of this type can be equal with different bytes."),
+			errhint("Use a key of type text, varchar, an integer type, uuid, bytea, date or a timestamp type."));
+}
+
 void
 cxfdw_check_table_key(const CxRelInfo *ri, const CxStoreSettings *s,
 					  const cx_manifest *base)
@@ -102,4 +126,5 @@ cxfdw_check_table_key(const CxRelInfo *ri, const CxStoreSettings *s,
 						  base->unique_key ? "unique" : "not unique",
 						  key, s->unique_key ? "unique" : "not unique"),
 				errhint("Set the table's key and unique_key options to the store's: they are fixed by the store's first writer."));
+	check_key_type(ri);
 }

@@ -26,5 +26,18 @@ INSERT INTO keys_s VALUES ('x', NULL);
 INSERT INTO keys_s VALUES (NULL, 's1');
 SELECT * FROM keys_s;
 
+-- Keys are told apart by their stored bytes: a type whose equal values can
+-- differ in bytes cannot be a key, and nothing is written.
+CREATE FOREIGN TABLE keys_float (id float8, v text) SERVER keys_srv
+  OPTIONS (uri 'file://@store_root@/keys_float');
+INSERT INTO keys_float VALUES (0, 'zero');
+CREATE FOREIGN TABLE keys_numeric (id numeric, v text) SERVER keys_srv
+  OPTIONS (uri 'file://@store_root@/keys_numeric');
+INSERT INTO keys_numeric VALUES (1.0, 'one');
+CREATE FOREIGN TABLE keys_array (id int[], v text) SERVER keys_srv
+  OPTIONS (uri 'file://@store_root@/keys_array');
+INSERT INTO keys_array VALUES ('{1}', 'one');
+SELECT count(*) FROM keys_float;
+
 SET client_min_messages = warning;
 DROP EXTENSION ctxstore CASCADE;
