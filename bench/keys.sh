@@ -24,7 +24,7 @@ load() {  # $1 = n
           timestamptz '2026-01-01' + g * interval '1 second'
         FROM generate_series(1, $1) g"
 }
-psql_b -c "SET ctxstore.max_transaction_bytes = '-1'" \
+psql_b -c "SET ctxstore.max_transaction_bytes = '4GB'" \
   -c "INSERT INTO heap_big $(load "$rows")" -c "INSERT INTO ctx_big SELECT * FROM heap_big" \
   -c "VACUUM ANALYZE heap_big" \
   -c "SELECT ctxstore.merge_wal('ctx_big')" -c "SELECT ctxstore.create_id_index('ctx_big')" >/dev/null
