@@ -30,8 +30,9 @@ COMMIT;
 SELECT * FROM trunc_t ORDER BY id;
 
 -- RESTART IDENTITY and CASCADE are accepted.  The commit hands the marker
--- and the rows after it to the writer (whose scans then hide every row
--- committed before the marker: storage's part, tested there).
+-- and the rows after it to the writer in one commit: every row committed
+-- before it is gone, the row after it stays, before and after the merge
+-- (a version whose operation is "truncate").
 BEGIN;
 TRUNCATE trunc_t RESTART IDENTITY CASCADE;
 INSERT INTO trunc_t VALUES ('z', 26);
@@ -39,6 +40,12 @@ SELECT * FROM trunc_t ORDER BY id;
 COMMIT;
 SELECT s -> 'acked_transactions' AS transactions, s -> 'acked_rows' AS acked_rows
 FROM ctxstore.stats('trunc_t') s;
+SELECT * FROM trunc_t ORDER BY id;
+SELECT ctxstore.merge_wal('trunc_t') > 0 AS merged;
+SELECT * FROM trunc_t ORDER BY id;
+-- The truncated keys are free again.
+INSERT INTO trunc_t VALUES ('a', 100);
+SELECT * FROM trunc_t ORDER BY id;
 -- A pinned table is read-only: no TRUNCATE, UPDATE, DELETE or maintenance
 -- (25006, with a hint).
 CREATE FOREIGN TABLE trunc_v1 (id text, n int)

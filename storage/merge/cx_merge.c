@@ -253,7 +253,8 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 	if (rc == CX_OK)
 		rc = CX_FAILPOINT("merge.after_upload", err);
 	if (rc == CX_OK)
-		rc = cx_commit(s, "merge", merge_rebase, &ms, NULL, &version, err);
+		rc = cx_commit(s, ms.mark.found ? "truncate" : "merge", merge_rebase,
+					   &ms, NULL, &version, err);
 	if (rc == CX_OK)
 		rc = CX_FAILPOINT("merge.after_commit", err);
 	if (rc == CX_OK)

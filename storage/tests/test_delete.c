@@ -197,6 +197,7 @@ CX_TEST(truncate_then_puts_in_the_same_append)
 		CHECK(value_of(s, "c", &n) == 2);
 		REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
 		CHECK(m->truncated_before_us > 0 && m->nfragments == 1);
+		CHECK(strcmp(m->operation, "truncate") == 0);
 		cx_manifest_free(m);
 		REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 		cx_obj_close(s);
