@@ -270,7 +270,8 @@ extern void cxfdw_key_clause_of_plan(Expr *clause, Expr *values,
 									 const CxRelInfo *ri, CxKeyClause *out);
 extern double cxfdw_key_clause_rows(const CxKeyClause *kc);
 /* Whether the snapshot ri reads has a live row of key (cx_scan.c). */
-extern bool cxfdw_key_committed(const CxRelInfo *ri, const cx_datum *key);
+extern bool cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
+								const cx_datum *key);
 extern cx_datum *cxfdw_key_values(const CxKeyClause *kc, ExprState *values,
 								  const CxTypeInfo *ti, ExprContext *econtext,
 								  uint32 *n);

@@ -351,7 +351,8 @@ key_live(CxModifyState *state)
 		return kind != CX_ROW_DELETE;
 	if (cxfdw_keymap_truncated(cxfdw_pending_keys(state->pending), &from))
 		return false;
-	return cxfdw_key_committed(state->ri, &state->values[state->key_col]);
+	return cxfdw_key_committed(state->ri, &state->ri->columns[state->key_att].type,
+							   &state->values[state->key_col]);
 }
 
 static void

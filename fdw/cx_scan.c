@@ -421,14 +421,15 @@ begin_store_scan(CxScanState *s)
 	s->scan_done = false;
 }
 
-/* Whether a committed row of key (a value of ri's key column) is in the
- * snapshot ri reads, for INSERT ... ON CONFLICT DO NOTHING. */
+/* Whether a committed row of key (a value of ri's key column, of type
+ * key_type) is in the snapshot ri reads, for INSERT ... ON CONFLICT DO
+ * NOTHING. */
 bool
-cxfdw_key_committed(const CxRelInfo *ri, const cx_datum *key)
+cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
+					const cx_datum *key)
 {
 	CxSnap	   *snap = snap_get(ri);
 	const cx_manifest *base = cx_snapshot_base(snap->snap);
-	int			key_att = cxfdw_key_attribute(ri);
 	cx_tablescan *scan = NULL;
 	const cx_rowgroup *g;
 	const uint32_t *rows;
@@ -437,11 +438,10 @@ cxfdw_key_committed(const CxRelInfo *ri, const cx_datum *key)
 	cx_err		err;
 	cx_code		rc;
 
-	if (base->schema == NULL || key_att < 0)
+	if (base->schema == NULL)
 		return false;
 	want = palloc0(sizeof(bool) * base->schema->ncolumns);
-	rc = begin_key_scan(snap->snap, want, &ri->columns[key_att].type, key, 1,
-						&scan, &err);
+	rc = begin_key_scan(snap->snap, want, key_type, key, 1, &scan, &err);
 	if (rc == CX_OK)
 		rc = cx_tablescan_next(scan, &g, &rows, &n, &err);
 	cx_tablescan_end(scan);

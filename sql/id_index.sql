@@ -39,6 +39,14 @@ END $$;
 SELECT operation FROM ctxstore.versions('id_index_auto') ORDER BY version DESC LIMIT 1;
 SELECT ctxstore.create_id_index('id_index_auto')->>'segments_written' AS left_to_do;
 
+-- With an upsert_key the worker indexes that column too: nothing is left.
+CREATE FOREIGN TABLE id_index_upsert (id text, ext text) SERVER id_index_srv
+  OPTIONS (uri 'file://@store_root@/id_index_upsert', merge_after_generations '0',
+           upsert_key 'ext');
+INSERT INTO id_index_upsert VALUES ('a', 'x'), ('b', 'y');
+SELECT ctxstore.merge_wal('id_index_upsert') > 0 AS merged;
+SELECT ctxstore.create_id_index('id_index_upsert')->>'segments_written' AS left_to_do;
+
 -- A pinned table is read-only.
 CREATE FOREIGN TABLE id_index_pinned (id text, n int) SERVER id_index_srv
   OPTIONS (uri 'file://@store_root@/id_index', version '1');

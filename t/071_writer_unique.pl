@@ -141,29 +141,20 @@ SELECT ctxstore.flush('$table');
 sub start_changers
 {
 	my ($table) = @_;
-	my @clients;
+	my @scripts;
 	for my $c (1 .. 4)
 	{
-		my $base = $node->basedir . "/$table-$c";
-		open my $fh, '>', "$base.sql" or die "$base.sql: $!";
+		my $script = '';
 		for (my $i = $c; $i <= $nrows; $i += 4)
 		{
 			my ($sql, $what) = $i % 2 == 0
 			  ? ("UPDATE $table SET n = $i WHERE id = 'r-$i'", 'upd')
 			  : ("DELETE FROM $table WHERE id = 'r-$i'", 'del');
-			print $fh "$sql;\n\\if :ERROR\n\\else\n\\echo ack $what r-$i\n\\endif\n";
+			$script .= acked_statement($sql, "$what r-$i");
 		}
-		close $fh;
-		push @clients,
-		  {
-			out => "$base.out",
-			run => IPC::Run::start(
-				[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-f', "$base.sql" ],
-				'>', "$base.out", '2>', "$base.err",
-				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default))
-		  };
+		push @scripts, $script;
 	}
-	return \@clients;
+	return start_scripts($node, $table, \@scripts);
 }
 
 sub acked_changes

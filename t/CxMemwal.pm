@@ -14,7 +14,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(memwal_node store_uri start_clients acked_so_far
+our @EXPORT = qw(memwal_node store_uri start_scripts acked_statement start_clients acked_so_far
   wait_for_acks finish_clients kill9_cluster wait_until check_exactly_once
   stored_ids);
 
@@ -59,24 +59,18 @@ sub wait_until
 	return 0;
 }
 
-# Starts $nclients psql sessions, each inserting $per_client single-row
-# transactions (id "$prefix-<client>-<i>") into $table and printing
-# "ack <id>" only after a COMMIT that succeeded.  A session ends when its
-# script does or when its connection is lost.
-sub start_clients
+# Starts one psql session per script of @$scripts (SQL text), named
+# "$prefix-<n>" in $node's directory; each prints what its script echoes.
+# A session ends when its script does or when its connection is lost.
+sub start_scripts
 {
-	my ($node, $table, $prefix, $nclients, $per_client) = @_;
+	my ($node, $prefix, $scripts) = @_;
 	my @clients;
-	for my $c (1 .. $nclients)
+	for my $c (1 .. @$scripts)
 	{
 		my $base = $node->basedir . "/$prefix-$c";
 		open my $fh, '>', "$base.sql" or die "$base.sql: $!";
-		for my $i (1 .. $per_client)
-		{
-			my $id = "$prefix-$c-$i";
-			print $fh "INSERT INTO $table (id, n) VALUES ('$id', $i);\n"
-			  . "\\if :ERROR\n\\else\n\\echo ack $id\n\\endif\n";
-		}
+		print $fh $scripts->[ $c - 1 ];
 		close $fh;
 		# Output to files: IPC::Run only moves scalar data while pumped.
 		push @clients,
@@ -89,6 +83,30 @@ sub start_clients
 		  };
 	}
 	return \@clients;
+}
+
+# psql lines that run $sql and print "ack $what" only if it succeeded.
+sub acked_statement
+{
+	my ($sql, $what) = @_;
+	return "$sql;\n\\if :ERROR\n\\else\n\\echo ack $what\n\\endif\n";
+}
+
+# Starts $nclients psql sessions, each inserting $per_client single-row
+# transactions (id "$prefix-<client>-<i>") into $table and printing
+# "ack <id>" only after a COMMIT that succeeded.
+sub start_clients
+{
+	my ($node, $table, $prefix, $nclients, $per_client) = @_;
+	my @scripts;
+	for my $c (1 .. $nclients)
+	{
+		push @scripts, join('', map {
+			acked_statement("INSERT INTO $table (id, n) VALUES ('$prefix-$c-$_', $_)",
+				"$prefix-$c-$_")
+		} 1 .. $per_client);
+	}
+	return start_scripts($node, $prefix, \@scripts);
 }
 
 # Acknowledged ids printed so far, as a hash.

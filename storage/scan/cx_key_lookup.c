@@ -94,23 +94,29 @@ take_keys(cx_lookup *l, const uint8_t *const *keys, const size_t *lens,
 	return CX_OK;
 }
 
-/* Buckets the probe's live hits by fragment, rows ascending. */
+/* Buckets the probe's live hits by fragment, rows ascending: counted
+ * first, so each fragment's rows are allocated once. */
 static cx_code
 take_base_rows(cx_lookup *l, const cx_probe_result *r, cx_err *err)
 {
 	for (uint32_t i = 0; i < r->nhits; i++)
+		if (!r->hits[i].tombstone)
+			l->base[r->hits[i].fragment].n++;
+	for (uint32_t f = 0; f < l->nfragments; f++)
+	{
+		if (l->base[f].n == 0)
+			continue;
+		l->base[f].rows = malloc(l->base[f].n * sizeof(uint64_t));
+		if (l->base[f].rows == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "key lookup: out of memory");
+		l->base[f].n = 0;
+	}
+	for (uint32_t i = 0; i < r->nhits; i++)
 	{
 		const cx_probe_hit *h = &r->hits[i];
-		base_rows  *b = &l->base[h->fragment];
-		uint64_t   *grown;
 
-		if (h->tombstone)
-			continue;
-		grown = realloc(b->rows, (b->n + 1) * sizeof(uint64_t));
-		if (grown == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "key lookup: out of memory");
-		b->rows = grown;
-		b->rows[b->n++] = h->row;
+		if (!h->tombstone)
+			l->base[h->fragment].rows[l->base[h->fragment].n++] = h->row;
 	}
 	for (uint32_t f = 0; f < l->nfragments; f++)
 		qsort(l->base[f].rows, l->base[f].n, sizeof(uint64_t), row_cmp);

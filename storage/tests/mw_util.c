@@ -38,16 +38,22 @@ mw_open_store(void)
 	return s;
 }
 
+void
+mw_writer_options(bool unique_key, cx_sw_options *o)
+{
+	cx_sw_options_default(o);
+	o->writer_info = "test";
+	o->key_column = "id";
+	o->unique_key = unique_key;
+}
+
 cx_code
 mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,
 		  cx_shardwriter **w, cx_err *err)
 {
 	cx_sw_options o;
 
-	cx_sw_options_default(&o);
-	o.writer_info = "test";
-	o.key_column = "id";
-	o.unique_key = unique_key;
+	mw_writer_options(unique_key, &o);
 	return cx_sw_open(s, shard_id, &o, w, err);
 }
 

@@ -20,6 +20,8 @@ cx_schema  *mw_schema(void);	/* static; do not free */
 cx_objstore *mw_open_store(void);
 
 /* Opens a writer of shard_id on s with key "id". */
+/* The options mw_writer opens with. */
+void		mw_writer_options(bool unique_key, cx_sw_options *o);
 cx_code		mw_writer(cx_objstore *s, const char *shard_id, bool unique_key,
 					  cx_shardwriter **w, cx_err *err);
 /* Appends rows "<prefix><first>" .. "<prefix><first + n - 1>" with v = v. */

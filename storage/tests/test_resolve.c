@@ -24,10 +24,7 @@ open_writer(cx_objstore **s, bool unique, bool upsert, uint32_t pending_max,
 {
 	cx_sw_options o;
 
-	cx_sw_options_default(&o);
-	o.writer_info = "test";
-	o.key_column = "id";
-	o.unique_key = unique;
+	mw_writer_options(unique, &o);
 	o.upsert_column = upsert ? "v" : NULL;
 	if (pending_max > 0)
 		o.pending_generations_max = pending_max;
