@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Smallest encoded column: str16 name (>= 3 bytes), type, elem_type, has_ext. */
-#define MIN_ENCODED_COLUMN 6
+/* Smallest encoded column: str16 name (>= 3 bytes), type, elem_type,
+ * has_ext, field_id, precision, scale. */
+#define MIN_ENCODED_COLUMN 12
 
 static const struct
 {
@@ -101,15 +102,46 @@ column_type_problem(int type, int elem_type, const char *ext_type)
 }
 
 static const char *
+decimal_problem(const cx_column *c)
+{
+	if (c->precision == 0)
+		return c->scale == 0 ? NULL : "scale given without a precision";
+	if (c->type != CX_T_NUMERIC)
+		return "precision given for a non-numeric column";
+	if (c->precision > CX_DECIMAL_PRECISION_MAX)
+		return "decimal precision too large";
+	if (c->scale > c->precision)
+		return "decimal scale larger than its precision";
+	return NULL;
+}
+
+static bool
+field_id_is_valid(int32_t id)
+{
+	return (id >= 1 && id <= CX_FIELD_ID_USER_MAX) ||
+		id == CX_FIELD_ID_COMMIT_TS || id == CX_FIELD_ID_TOMBSTONE;
+}
+
+static const char *
 column_problem(const cx_schema *s, uint32_t upto, const cx_column *c)
 {
+	const char *why;
+
 	if (c->name == NULL || c->name[0] == '\0')
 		return "empty column name";
 	if (strlen(c->name) > UINT16_MAX)
 		return "column name too long";
+	if (!field_id_is_valid(c->field_id))
+		return "invalid field id";
 	for (uint32_t i = 0; i < upto; i++)
+	{
 		if (strcmp(s->columns[i].name, c->name) == 0)
 			return "duplicate column name";
+		if (s->columns[i].field_id == c->field_id)
+			return "duplicate field id";
+	}
+	if ((why = decimal_problem(c)) != NULL)
+		return why;
 	return column_type_problem(c->type, c->elem_type, c->ext_type);
 }
 
@@ -157,12 +189,25 @@ schema_push(cx_schema *s, const cx_column *c)
 	return true;
 }
 
+static int32_t
+next_user_field_id(const cx_schema *s)
+{
+	int32_t		max = 0;
+
+	for (uint32_t i = 0; i < s->ncolumns; i++)
+		if (s->columns[i].field_id <= CX_FIELD_ID_USER_MAX &&
+			s->columns[i].field_id > max)
+			max = s->columns[i].field_id;
+	return max + 1;
+}
+
 cx_code
 cx_schema_add(cx_schema *s, const char *name, cx_type type,
 			  cx_type elem_type, const char *ext_type, cx_err *err)
 {
 	cx_column	c = {.name = (char *) name, .type = type,
-	.elem_type = elem_type, .ext_type = (char *) ext_type};
+		.elem_type = elem_type, .ext_type = (char *) ext_type,
+	.field_id = next_user_field_id(s)};
 	const char *why = column_problem(s, s->ncolumns, &c);
 
 	if (why != NULL)
@@ -225,6 +270,15 @@ cx_schema_find(const cx_schema *s, const char *name)
 	return -1;
 }
 
+int
+cx_schema_find_field(const cx_schema *s, int32_t field_id)
+{
+	for (uint32_t i = 0; i < s->ncolumns; i++)
+		if (s->columns[i].field_id == field_id)
+			return (int) i;
+	return -1;
+}
+
 static bool
 str_equal_or_both_null(const char *a, const char *b)
 {
@@ -237,6 +291,7 @@ bool
 cx_column_same_type(const cx_column *a, const cx_column *b)
 {
 	return a->type == b->type && a->elem_type == b->elem_type &&
+		a->precision == b->precision && a->scale == b->scale &&
 		str_equal_or_both_null(a->ext_type, b->ext_type);
 }
 
@@ -247,6 +302,7 @@ cx_schema_equal(const cx_schema *a, const cx_schema *b)
 		return false;
 	for (uint32_t i = 0; i < a->ncolumns; i++)
 		if (strcmp(a->columns[i].name, b->columns[i].name) != 0 ||
+			a->columns[i].field_id != b->columns[i].field_id ||
 			!cx_column_same_type(&a->columns[i], &b->columns[i]))
 			return false;
 	return true;
@@ -266,6 +322,9 @@ cx_schema_encode(const cx_schema *s, cx_buf *out)
 		cx_buf_put_u8(out, c->ext_type != NULL);
 		if (c->ext_type != NULL)
 			cx_buf_put_str16(out, c->ext_type);
+		cx_buf_put_u32(out, (uint32_t) c->field_id);
+		cx_buf_put_u8(out, c->precision);
+		cx_buf_put_u8(out, c->scale);
 	}
 }
 
@@ -283,6 +342,9 @@ decode_column(cx_rd *r, cx_column *c)
 		r->bad = true;
 	if (has_ext == 1 && cx_rd_ok(r))
 		c->ext_type = cx_rd_str16(r);
+	c->field_id = (int32_t) cx_rd_u32(r);
+	c->precision = cx_rd_u8(r);
+	c->scale = cx_rd_u8(r);
 	return cx_rd_ok(r);
 }
 

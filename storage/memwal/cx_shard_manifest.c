@@ -57,6 +57,8 @@ cx_shard_generation_schema(const cx_schema *table, cx_schema **out,
 		cx_schema_free(g);
 		return err->code;
 	}
+	g->columns[g->ncolumns - 2].field_id = CX_FIELD_ID_COMMIT_TS;
+	g->columns[g->ncolumns - 1].field_id = CX_FIELD_ID_TOMBSTONE;
 	*out = g;
 	return CX_OK;
 }

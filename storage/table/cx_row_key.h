@@ -26,10 +26,10 @@
 #include "table/cx_manifest.h"
 #include "format/cx_schema.h"
 
-/* Hidden columns; user columns may not start with "_cx_". */
-#define CX_HIDDEN_PREFIX "_cx_"
-#define CX_COL_COMMIT_TS "_cx_commit_ts"
-#define CX_COL_TOMBSTONE "_cx_tombstone"
+/* Hidden columns; user columns may not start with "_ctx_". */
+#define CX_HIDDEN_PREFIX "_ctx_"
+#define CX_COL_COMMIT_TS "_ctx_commit_ts"
+#define CX_COL_TOMBSTONE "_ctx_tombstone"
 
 typedef struct cx_layout
 {

@@ -322,7 +322,7 @@ CX_TEST(sw_schema_is_recorded_then_enforced)
 	REQUIRE_OK(cx_schema_add(other, "id", CX_T_STRING, 0, NULL, &err), &err);
 	REQUIRE_OK(cx_schema_add(other, "n", CX_T_INT32, 0, NULL, &err), &err);
 	REQUIRE_OK(cx_schema_add(hidden, "id", CX_T_STRING, 0, NULL, &err), &err);
-	REQUIRE_OK(cx_schema_add(hidden, "_cx_x", CX_T_INT32, 0, NULL, &err), &err);
+	REQUIRE_OK(cx_schema_add(hidden, "_ctx_x", CX_T_INT32, 0, NULL, &err), &err);
 	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
 	/* Reserved column names are refused before anything is recorded.  The
 	 * row (NULL, NULL) is well-formed for both schemas. */

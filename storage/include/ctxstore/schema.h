@@ -42,6 +42,22 @@ typedef enum cx_type
 
 const char *cx_type_name(cx_type t);	/* "int64", "string", ... */
 
+/*
+ * Field ids name a column for as long as it exists, whatever it is renamed
+ * to: Parquet files and Iceberg metadata carry them, and readers match a
+ * fragment's columns to the table's by id.  Table columns get 1, 2, ... in
+ * order of creation; the hidden columns of fragments have fixed ids in a
+ * reserved range below the ids Iceberg reserves for its own metadata columns.
+ */
+#define CX_FIELD_ID_USER_MAX 2147483399
+#define CX_FIELD_ID_COMMIT_TS 2147483401
+#define CX_FIELD_ID_TOMBSTONE 2147483402
+
+/* The longest numeric precision stored as a Parquet DECIMAL (the most
+ * Iceberg and most readers accept); wider or unconstrained numerics are
+ * stored as canonical text. */
+#define CX_DECIMAL_PRECISION_MAX 38
+
 typedef struct cx_column
 {
 	char	   *name;			/* malloc'd */
@@ -49,6 +65,11 @@ typedef struct cx_column
 	uint8_t		elem_type;		/* element cx_type for CX_T_LIST, else 0 */
 	char	   *ext_type;		/* PostgreSQL type name for CX_T_EXTERNAL (or
 								 * a list of it), else NULL */
+	int32_t		field_id;		/* >= 1, unique in the schema */
+	/* CX_T_NUMERIC only: 1..CX_DECIMAL_PRECISION_MAX and 0..precision when
+	 * the column is a DECIMAL(precision, scale); 0 and 0 otherwise. */
+	uint8_t		precision;
+	uint8_t		scale;
 } cx_column;
 
 typedef struct cx_schema
@@ -57,15 +78,22 @@ typedef struct cx_schema
 	cx_column  *columns;
 } cx_schema;
 
-/* Builder: cx_schema_new() then cx_schema_add() per column. */
+/* Builder: cx_schema_new() then cx_schema_add() per column.  The new column
+ * gets the next user field id (one more than the largest user id so far);
+ * callers that need another id, or a DECIMAL, set the members afterwards and
+ * cx_schema_validate() checks them. */
 cx_schema  *cx_schema_new(void);
 cx_code		cx_schema_add(cx_schema *s, const char *name, cx_type type,
 						  cx_type elem_type, const char *ext_type, cx_err *err);
+/* Index of the column with this field id, or -1. */
+int			cx_schema_find_field(const cx_schema *s, int32_t field_id);
 cx_schema  *cx_schema_clone(const cx_schema *s);	/* NULL on OOM */
 void		cx_schema_free(cx_schema *s);
 /* Index of the column with this name, or -1. */
 int			cx_schema_find(const cx_schema *s, const char *name);
+/* Same names, types, field ids and decimal shapes, in the same order. */
 bool		cx_schema_equal(const cx_schema *a, const cx_schema *b);
+/* Same type, element type, external type name and decimal shape. */
 bool		cx_column_same_type(const cx_column *a, const cx_column *b);
 
 /* Serialised form shared by fragment footers and manifests (FORMAT.md). */
