@@ -119,7 +119,8 @@ static bool
 field_id_is_valid(int32_t id)
 {
 	return (id >= 1 && id <= CX_FIELD_ID_USER_MAX) ||
-		id == CX_FIELD_ID_COMMIT_TS || id == CX_FIELD_ID_TOMBSTONE;
+		id == CX_FIELD_ID_COMMIT_TS || id == CX_FIELD_ID_TOMBSTONE ||
+		id == CX_FIELD_ID_DELETE_FILE_PATH || id == CX_FIELD_ID_DELETE_POS;
 }
 
 static const char *

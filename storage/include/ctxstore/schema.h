@@ -49,9 +49,16 @@ const char *cx_type_name(cx_type t);	/* "int64", "string", ... */
  * order of creation; the hidden columns of fragments have fixed ids in a
  * reserved range below the ids Iceberg reserves for its own metadata columns.
  */
-#define CX_FIELD_ID_USER_MAX 2147483399
+#define CX_FIELD_ID_USER_MAX 999999999
+/* A list column's element has its own id (Parquet and Iceberg need one):
+ * the column's id plus this offset. */
+#define CX_FIELD_ID_ELEMENT_OFFSET 1000000000
 #define CX_FIELD_ID_COMMIT_TS 2147483401
 #define CX_FIELD_ID_TOMBSTONE 2147483402
+/* The columns of an Iceberg position-delete file, as the Iceberg spec
+ * numbers them. */
+#define CX_FIELD_ID_DELETE_FILE_PATH 2147483546
+#define CX_FIELD_ID_DELETE_POS 2147483545
 
 /* The longest numeric precision stored as a Parquet DECIMAL (the most
  * Iceberg and most readers accept); wider or unconstrained numerics are
@@ -70,6 +77,10 @@ typedef struct cx_column
 	 * the column is a DECIMAL(precision, scale); 0 and 0 otherwise. */
 	uint8_t		precision;
 	uint8_t		scale;
+	/* Written as a REQUIRED Parquet column (NULLs refused by the writer).
+	 * Only fragments' own columns use it (hidden and delete-file columns);
+	 * table columns are never required, and manifests do not encode it. */
+	bool		required;
 } cx_column;
 
 typedef struct cx_schema
