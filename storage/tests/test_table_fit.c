@@ -41,8 +41,8 @@ fit(const cx_manifest *m, const cx_column *cols, uint32_t n, const char *key,
 CX_TEST(table_fit_checks_key_then_columns)
 {
 	cx_manifest *m = keyed_store();
-	cx_column	cols[] = {{"id", CX_T_INT64, 0, NULL}, {NULL, 0, 0, NULL},
-	{"body", CX_T_STRING, 0, NULL}};
+	cx_column	cols[] = {{.name = "id", .type = CX_T_INT64, .field_id = 1},
+	{.name = NULL}, {.name = "body", .type = CX_T_STRING, .field_id = 2}};
 	int			col;
 
 	CHECK(fit(m, cols, 3, "id", true, &col) == CX_FITS);
@@ -60,7 +60,7 @@ CX_TEST(table_fit_checks_key_then_columns)
 
 CX_TEST(table_fit_of_a_store_without_schema_uses_the_table_columns)
 {
-	cx_column	cols[] = {{"id", CX_T_INT64, 0, NULL}};
+	cx_column	cols[] = {{.name = "id", .type = CX_T_INT64, .field_id = 1}};
 	int			col;
 	cx_err		err;
 	cx_table_decl t = {cols, 1, "id", true};
