@@ -13,7 +13,10 @@ pgbench_b() { "$pgbin/pgbench" -h "$bench_dir" -p "$bench_port" -U postgres "$@"
 
 bench_start() {
   bash "$repo/scripts/install-deps.sh" >/dev/null
-  make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/dev/null
+  # CTXSTORE_BENCH_INSTALL=0: CTXSTORE_PGBIN's tree already holds the build
+  # to measure (bench/compare.sh installs one build per PostgreSQL copy).
+  [ "${CTXSTORE_BENCH_INSTALL:-1}" = 0 ] ||
+    make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/dev/null
   [ -f "$bench_dir/data/postmaster.pid" ] && as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -m immediate stop >/dev/null 2>&1
   rm -rf "$bench_dir"
   mkdir -p "$bench_dir/stores"
