@@ -69,9 +69,11 @@ describe() {  # $1 = commit or worktree
 # Build $1 (base or candidate) and install it alone into its PostgreSQL copy
 # (the ctxstore files of an earlier install removed first).
 build() {
-  local dir=$builds/$1 pg=${pgdir[$1]}
+  local dir pg=${pgdir[$1]}
+  # Names of one length: source paths compiled into the builds (__FILE__)
+  # then lay out both alike.
+  dir=$(mktemp -d "$builds/src.XXXXXX")
   make_pg_copy "$pg"
-  mkdir "$dir"
   export_tree "${source[$1]}" "$dir"
   rm -f "$pg/$pg_tail/ctxstore-inspect" "$pg"/usr/lib/postgresql/15/lib/ctxstore.so \
     "$pg"/usr/share/postgresql/15/extension/ctxstore[-.]*
@@ -95,12 +97,12 @@ run_once() {
 }
 
 # The side-by-side table of the runs in directory $1.  A table of a bench
-# script is a header line of words, then rows "label value... [unit words]";
-# a row has a value per column, the columns named by the header's words
-# after the first (the last name maybe two words, as "vs batch").  Other lines are shown once when
-# both builds printed the same, else each build's.
+# script is a header line of words, then rows "label value... [unit words]"
+# with a value per column, the columns named by the header's words after
+# the first.  The other lines of the first runs are shown once when both
+# builds printed the same, else each build's.
 compare() {
-  awk -v runs="$runs" '
+  awk '
     function is_num(t) { return t ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     function is_header(  i) { for (i = 1; i <= NF; i++) if (is_num($i)) return 0; return NF >= 2 }
     # Values of a row: set nvals and val[]; the label is what precedes them.
@@ -158,11 +160,12 @@ compare() {
       if (is_header()) { nhdr = NF; for (i = 1; i <= NF; i++) hdr[i] = $i; header_line = $0; ncols = 0 }
       else keep($0)
     }
-    END {
-      if (ncols == 0) keep(header_line)
+    function print_others(  i) {
       for (i = 1; i <= nothers; i++)
         if (other["base", i] == other["candidate", i]) print other["base", i]
         else printf "base:      %s\ncandidate: %s\n", other["base", i], other["candidate", i]
+    }
+    function print_tables(  w, k, part, name, key, b, c, s) {
       w = 8
       for (k = 1; k <= nkeys; k++) {
         split(keys[k], part, SUBSEP)
@@ -176,7 +179,8 @@ compare() {
         s = spread(cell[key, "base"]); if (spread(cell[key, "candidate"]) > s) s = spread(cell[key, "candidate"])
         printf "%-" w "s %12s %12s %9s %7.0f%%\n", name[k], fmt(b), fmt(c), b ? sprintf("%.2f", c / b) : "-", 100 * s
       }
-    }' "$1"/base.*.out "$1"/candidate.*.out
+    }
+    END { if (ncols == 0) keep(header_line); print_others(); print_tables() }' "$1"/base.*.out "$1"/candidate.*.out
 }
 
 bash "$repo/scripts/install-deps.sh" >/dev/null
@@ -187,6 +191,7 @@ done
 for script in "${scripts[@]}"; do
   out=$results/$(basename "$script" .sh)
   mkdir -p "$out"
+  load_before=$(cut -d' ' -f1 /proc/loadavg)
   for run in $(seq "$runs"); do
     order="base candidate"
     [ $((run % 2)) = 0 ] && order="candidate base"
@@ -196,7 +201,8 @@ for script in "${scripts[@]}"; do
     done
   done
   echo
-  echo "== $script, $runs runs per build alternated (ABBA), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "== $script, $runs runs per build alternated (ABBA), $(nproc) cores," \
+    "load average $load_before before, $(cut -d' ' -f1 /proc/loadavg) after"
   echo "base:      ${label[base]} (${pgdir[base]})"
   echo "candidate: ${label[candidate]} (${pgdir[candidate]})"
   echo "median of the runs; cand/base = candidate / base; spread = largest (max - min) / min of one build's runs"
