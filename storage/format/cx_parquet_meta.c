@@ -2,12 +2,10 @@
  * cx_parquet_meta.c — Parquet metadata structures to and from the Thrift
  * compact protocol (cx_parquet_meta.h).  Field ids are parquet.thrift's.
  *
- * Decoders read each struct as: begin, then one field at a time (known
- * ids decoded with their type checked, any other id skipped), then end,
- * then a check that every required field came.  A known field that comes
- * twice is refused, which also keeps a decoder from leaking what the first
- * copy allocated.  Lists are allocated zeroed and their length stored at
- * once, so the _free functions can free a partly decoded structure.
+ * Decoders are table-driven: a struct_desc per struct names its fields'
+ * decoder and its required fields, and dec_struct reads any struct with
+ * it.  Lists are allocated zeroed and their length stored at once, so the
+ * _free functions can free a partly decoded structure.
  */
 #include "format/cx_parquet_meta.h"
 
@@ -323,53 +321,83 @@ cx_pq_column_index_encode(const cx_pq_column_index *x, cx_buf *out)
 	cx_thrift_w_end(&w);
 }
 
-/* ---- decoding helpers ---- */
+/* ---- decoding ---- */
 
 /*
- * The next field of a struct; seen collects the ids 1..31 met so far (all
- * parquet.thrift ids this file reads are below 32), and one met again makes
- * the input malformed.
+ * Each struct is described by a struct_desc: its name (for messages), the
+ * function that decodes one of its fields, and its required fields.
+ * dec_struct does the rest: field headers, skipping fields the function
+ * does not take, refusing a known field met twice (the second copy would
+ * leak the first), and the required-field check.
  */
-static bool
-next_field(cx_thrift_r *r, uint32_t *seen, int16_t *id, cx_thrift_type *t)
-{
-	uint32_t	bit;
 
-	if (!cx_thrift_r_next(r, id, t))
-		return false;
-	bit = (*id > 0 && *id < 32) ? 1u << *id : 0;
-	if (*seen & bit)
-	{
-		cx_thrift_r_fail(r, "field %d repeated", *id);
-		return false;
-	}
-	*seen |= bit;
-	return true;
+/* Decodes field id of wire type t into out; false if the struct has no
+ * such field this file reads (dec_struct skips it). */
+typedef bool (*field_decoder) (cx_thrift_r *r, int16_t id, cx_thrift_type t,
+							   void *out);
+
+typedef struct struct_desc
+{
+	const char *name;
+	field_decoder field;
+	const char *const *required;	/* [id] = name of required field id */
+	size_t		nrequired;
+	bool		is_union;		/* a member must be present */
+	/* Called after the struct with the ids 1..31 met, when set. */
+	void		(*done) (uint32_t seen, void *out);
+} struct_desc;
+
+static uint32_t
+id_bit(int16_t id)
+{
+	/* every parquet.thrift id this file reads is below 32 */
+	return (id > 0 && id < 32) ? 1u << id : 0;
 }
 
-/* names[id] is the name of required field id (NULL: not required). */
 static void
-check_required(cx_thrift_r *r, uint32_t seen, const char *strct,
-			   const char *const *names, size_t nnames)
+dec_struct(cx_thrift_r *r, const struct_desc *d, void *out)
 {
-	for (size_t id = 1; id < nnames && !r->bad; id++)
-		if (names[id] && !(seen & (1u << id)))
-			cx_thrift_r_fail(r, "%s.%s missing", strct, names[id]);
+	uint32_t	seen = 0;
+	int16_t		id;
+	cx_thrift_type t;
+	bool		any = false;
+
+	if (!cx_thrift_r_begin(r, d->name))
+		return;
+	while (cx_thrift_r_next(r, &id, &t))
+	{
+		if (seen & id_bit(id))
+		{
+			cx_thrift_r_fail(r, "field %d repeated", id);
+			break;
+		}
+		seen |= id_bit(id);
+		any = true;
+		if (!d->field(r, id, t, out))
+			cx_thrift_r_skip(r, t, false);
+	}
+	cx_thrift_r_end(r);
+	for (size_t i = 1; i < d->nrequired && !r->bad; i++)
+		if (d->required[i] && !(seen & (1u << i)))
+			cx_thrift_r_fail(r, "%s.%s missing", d->name, d->required[i]);
+	if (d->is_union && !any && !r->bad)
+		cx_thrift_r_fail(r, "%s without a member", d->name);
+	if (d->done && !r->bad)
+		d->done(seen, out);
 }
 
-#define CHECK_REQUIRED(r, seen, strct, names) \
-	check_required(r, seen, strct, names, lengthof(names))
-
-/* Opens a struct field after checking its type. */
-static bool
-begin_struct_field(cx_thrift_r *r, cx_thrift_type t, const char *name)
+static void
+dec_struct_field(cx_thrift_r *r, cx_thrift_type t, const struct_desc *d,
+				 void *out)
 {
-	return cx_thrift_r_want(r, t, CX_THRIFT_STRUCT) &&
-		cx_thrift_r_begin(r, name);
+	if (cx_thrift_r_want(r, t, CX_THRIFT_STRUCT))
+		dec_struct(r, d, out);
 }
 
 /* Opens a list field and allocates its n zeroed elements (closed with
- * cx_thrift_r_list_end by the caller when the result is not NULL). */
+ * cx_thrift_r_list_end by the caller when the result is not NULL).  n is
+ * set with the allocation, so the _free functions can free a list whose
+ * elements were only partly decoded. */
 static void *
 begin_list_field(cx_thrift_r *r, cx_thrift_type t, cx_thrift_type elem,
 				 size_t size, uint32_t *n)
@@ -387,6 +415,21 @@ begin_list_field(cx_thrift_r *r, cx_thrift_type t, cx_thrift_type elem,
 		return NULL;
 	}
 	*n = count;
+	return a;
+}
+
+/* A list field of structs, each size bytes. */
+static void *
+dec_struct_list(cx_thrift_r *r, cx_thrift_type t, const struct_desc *d,
+				size_t size, uint32_t *n)
+{
+	char	   *a = begin_list_field(r, t, CX_THRIFT_STRUCT, size, n);
+
+	if (a == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < *n && cx_thrift_r_ok(r); i++)
+		dec_struct(r, d, a + (size_t) i * size);
+	cx_thrift_r_list_end(r);
 	return a;
 }
 
@@ -417,247 +460,227 @@ field_size32(cx_thrift_r *r, cx_thrift_type t, int32_t *v)
 	return !r->bad;
 }
 
-static void
-field_bytes(cx_thrift_r *r, cx_thrift_type t, cx_pq_bytes *b, bool *has)
+static bool
+field_bytes(cx_thrift_r *r, cx_thrift_type t, cx_pq_bytes *b)
 {
-	*has = cx_thrift_r_field_bytes(r, t, &b->ptr, &b->len);
+	return cx_thrift_r_field_bytes(r, t, &b->ptr, &b->len);
 }
 
+/* Reads one top-level struct. */
 static cx_code
-finish(cx_thrift_r *r, const char *what, const char *strct, cx_err *err)
+dec_top(const uint8_t *p, size_t len, const struct_desc *d, void *out,
+		size_t *used, const char *what, cx_err *err)
 {
-	if (r->bad)
-		return cx_err_set(err, r->nomem ? CX_ERR_NOMEM : CX_ERR_CORRUPT,
-						  "%s: Parquet %s: %s", what, strct, r->msg);
+	cx_thrift_r r;
+
+	cx_thrift_r_init(&r, p, len);
+	dec_struct(&r, d, out);
+	if (used)
+		*used = r.bad ? 0 : r.pos;
+	if (r.bad)
+		return cx_err_set(err, r.nomem ? CX_ERR_NOMEM : CX_ERR_CORRUPT,
+						  "%s: Parquet %s: %s", what, d->name, r.msg);
 	return CX_OK;
 }
 
-/* ---- decoding ---- */
+/* -- Statistics -- */
 
-static void
-dec_stats(cx_thrift_r *r, cx_thrift_type t, cx_pq_stats *s)
+static bool
+stats_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
+	cx_pq_stats *s = out;
 
-	if (!begin_struct_field(r, t, "Statistics"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	switch (id)
 	{
-		switch (id)
-		{
-			case 3:
-				s->has_null_count = cx_thrift_r_field_i64(r, t, &s->null_count);
-				break;
-			case 5:
-				field_bytes(r, t, &s->max_value, &s->has_max);
-				break;
-			case 6:
-				field_bytes(r, t, &s->min_value, &s->has_min);
-				break;
-			case 7:
-				s->has_max_exact = cx_thrift_r_field_bool(r, t, &s->max_exact);
-				break;
-			case 8:
-				s->has_min_exact = cx_thrift_r_field_bool(r, t, &s->min_exact);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
+		case 3:
+			s->has_null_count = cx_thrift_r_field_i64(r, t, &s->null_count);
+			break;
+		case 5:
+			s->has_max = field_bytes(r, t, &s->max_value);
+			break;
+		case 6:
+			s->has_min = field_bytes(r, t, &s->min_value);
+			break;
+		case 7:
+			s->has_max_exact = cx_thrift_r_field_bool(r, t, &s->max_exact);
+			break;
+		case 8:
+			s->has_min_exact = cx_thrift_r_field_bool(r, t, &s->min_exact);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
+	return true;
 }
 
-/* A union of empty structs: *member gets the id of the member present. */
-static void
-dec_empty_union(cx_thrift_r *r, const char *name, int *member)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-	bool		any = false;
+static const struct_desc stats_desc = {.name = "Statistics", .field = stats_field};
 
-	if (!cx_thrift_r_begin(r, name))
-		return;
-	while (next_field(r, &seen, &id, &t))
+/* -- LogicalType -- */
+
+/* A member of a union of empty structs (TimeUnit, ColumnOrder): out is an
+ * int that gets the member's id. */
+static bool
+member_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	(void) r;
+	(void) t;
+	*(int *) out = id;
+	return false;				/* its empty struct is skipped */
+}
+
+static const struct_desc time_unit_desc = {
+	.name = "TimeUnit", .field = member_field, .is_union = true
+};
+
+static bool
+decimal_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_logical *lt = out;
+
+	if (id == 1)
+		cx_thrift_r_field_i32(r, t, &lt->scale);
+	else if (id == 2)
+		cx_thrift_r_field_i32(r, t, &lt->precision);
+	else
+		return false;
+	return true;
+}
+
+/* TimeType and TimestampType have the same fields. */
+static bool
+time_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_logical *lt = out;
+	int			unit = 0;
+
+	if (id == 1)
+		cx_thrift_r_field_bool(r, t, &lt->adjusted_to_utc);
+	else if (id == 2)
 	{
-		*member = id;
-		any = true;
-		cx_thrift_r_skip(r, t, false);
+		dec_struct_field(r, t, &time_unit_desc, &unit);
+		lt->unit = (cx_pq_time_unit) unit;
 	}
-	cx_thrift_r_end(r);
-	if (!any && !r->bad)
-		cx_thrift_r_fail(r, "%s without a member", name);
+	else
+		return false;
+	return true;
+}
+
+static bool
+int_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_logical *lt = out;
+
+	if (id == 1)
+		cx_thrift_r_field_i8(r, t, &lt->bit_width);
+	else if (id == 2)
+		cx_thrift_r_field_bool(r, t, &lt->is_signed);
+	else
+		return false;
+	return true;
 }
 
 static const char *const decimal_required[] = {NULL, "scale", "precision"};
 static const char *const time_required[] = {NULL, "isAdjustedToUTC", "unit"};
 static const char *const int_required[] = {NULL, "bitWidth", "isSigned"};
 
-static void
-dec_decimal_type(cx_thrift_r *r, cx_thrift_type t, cx_pq_logical *lt)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
+#define DESC(name, field, required) \
+	{name, field, required, lengthof(required), false, NULL}
 
-	if (!begin_struct_field(r, t, "DecimalType"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+static const struct_desc decimal_desc =
+	DESC("DecimalType", decimal_field, decimal_required);
+static const struct_desc time_desc =
+	DESC("TimeType", time_field, time_required);
+static const struct_desc timestamp_desc =
+	DESC("TimestampType", time_field, time_required);
+static const struct_desc int_desc =
+	DESC("IntType", int_field, int_required);
+
+static bool
+logical_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_logical *lt = out;
+
+	/* A member this file does not know is kept by its id (the reader
+	 * refuses it by that); its contents are skipped. */
+	lt->kind = (cx_pq_logical_kind) id;
+	switch (id)
 	{
-		if (id == 1)
-			cx_thrift_r_field_i32(r, t, &lt->scale);
-		else if (id == 2)
-			cx_thrift_r_field_i32(r, t, &lt->precision);
-		else
-			cx_thrift_r_skip(r, t, false);
+		case CX_PQ_LT_DECIMAL:
+			dec_struct_field(r, t, &decimal_desc, lt);
+			break;
+		case CX_PQ_LT_TIME:
+			dec_struct_field(r, t, &time_desc, lt);
+			break;
+		case CX_PQ_LT_TIMESTAMP:
+			dec_struct_field(r, t, &timestamp_desc, lt);
+			break;
+		case CX_PQ_LT_INTEGER:
+			dec_struct_field(r, t, &int_desc, lt);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "DecimalType", decimal_required);
+	return true;
 }
 
-/* TimeType and TimestampType have the same fields. */
-static void
-dec_time_type(cx_thrift_r *r, cx_thrift_type t, cx_pq_logical *lt,
-			  const char *name)
+static const struct_desc logical_desc = {
+	.name = "LogicalType", .field = logical_field, .is_union = true
+};
+
+/* -- SchemaElement -- */
+
+static bool
+schema_element_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
-	int			unit = 0;
-
-	if (!begin_struct_field(r, t, name))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		if (id == 1)
-			cx_thrift_r_field_bool(r, t, &lt->adjusted_to_utc);
-		else if (id == 2)
-		{
-			if (cx_thrift_r_want(r, t, CX_THRIFT_STRUCT))
-				dec_empty_union(r, "TimeUnit", &unit);
-			lt->unit = (cx_pq_time_unit) unit;
-		}
-		else
-			cx_thrift_r_skip(r, t, false);
-	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, name, time_required);
-}
-
-static void
-dec_int_type(cx_thrift_r *r, cx_thrift_type t, cx_pq_logical *lt)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-
-	if (!begin_struct_field(r, t, "IntType"))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		if (id == 1)
-			cx_thrift_r_field_i8(r, t, &lt->bit_width);
-		else if (id == 2)
-			cx_thrift_r_field_bool(r, t, &lt->is_signed);
-		else
-			cx_thrift_r_skip(r, t, false);
-	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "IntType", int_required);
-}
-
-static void
-dec_logical(cx_thrift_r *r, cx_thrift_type t, cx_pq_logical *lt)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-	bool		any = false;
-
-	if (!begin_struct_field(r, t, "LogicalType"))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		any = true;
-		/* A member this file does not know is kept by its id (the reader
-		 * refuses it by that); its contents are skipped. */
-		lt->kind = (cx_pq_logical_kind) id;
-		switch (id)
-		{
-			case CX_PQ_LT_DECIMAL:
-				dec_decimal_type(r, t, lt);
-				break;
-			case CX_PQ_LT_TIME:
-				dec_time_type(r, t, lt, "TimeType");
-				break;
-			case CX_PQ_LT_TIMESTAMP:
-				dec_time_type(r, t, lt, "TimestampType");
-				break;
-			case CX_PQ_LT_INTEGER:
-				dec_int_type(r, t, lt);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
-	}
-	cx_thrift_r_end(r);
-	if (!any && !r->bad)
-		cx_thrift_r_fail(r, "LogicalType without a member");
-}
-
-static const char *const schema_required[] = {[4] = "name"};
-
-static void
-dec_schema_element(cx_thrift_r *r, cx_pq_schema_element *e)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
+	cx_pq_schema_element *e = out;
 	int			v = 0;
 
-	if (!cx_thrift_r_begin(r, "SchemaElement"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	switch (id)
 	{
-		switch (id)
-		{
-			case 1:
-				if ((e->has_type = field_enum(r, t, &v)))
-					e->type = (cx_pq_type) v;
-				break;
-			case 2:
-				field_size32(r, t, &e->type_length);
-				break;
-			case 3:
-				if ((e->has_repetition = field_enum(r, t, &v)))
-					e->repetition = (cx_pq_repetition) v;
-				break;
-			case 4:
-				cx_thrift_r_field_string(r, t, &e->name);
-				break;
-			case 5:
-				field_size32(r, t, &e->num_children);
-				break;
-			case 6:
-				if ((e->has_converted = field_enum(r, t, &v)))
-					e->converted = (cx_pq_converted) v;
-				break;
-			case 7:
-				e->has_scale_precision = cx_thrift_r_field_i32(r, t, &e->scale);
-				break;
-			case 8:
-				cx_thrift_r_field_i32(r, t, &e->precision);
-				break;
-			case 9:
-				e->has_field_id = cx_thrift_r_field_i32(r, t, &e->field_id);
-				break;
-			case 10:
-				dec_logical(r, t, &e->logical);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
+		case 1:
+			if ((e->has_type = field_enum(r, t, &v)))
+				e->type = (cx_pq_type) v;
+			break;
+		case 2:
+			field_size32(r, t, &e->type_length);
+			break;
+		case 3:
+			if ((e->has_repetition = field_enum(r, t, &v)))
+				e->repetition = (cx_pq_repetition) v;
+			break;
+		case 4:
+			cx_thrift_r_field_string(r, t, &e->name);
+			break;
+		case 5:
+			field_size32(r, t, &e->num_children);
+			break;
+		case 6:
+			if ((e->has_converted = field_enum(r, t, &v)))
+				e->converted = (cx_pq_converted) v;
+			break;
+		case 7:
+			e->has_scale_precision = cx_thrift_r_field_i32(r, t, &e->scale);
+			break;
+		case 8:
+			cx_thrift_r_field_i32(r, t, &e->precision);
+			break;
+		case 9:
+			e->has_field_id = cx_thrift_r_field_i32(r, t, &e->field_id);
+			break;
+		case 10:
+			dec_struct_field(r, t, &logical_desc, &e->logical);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "SchemaElement", schema_required);
+	return true;
 }
+
+static const char *const schema_element_required[] = {[4] = "name"};
+static const struct_desc schema_element_desc =
+	DESC("SchemaElement", schema_element_field, schema_element_required);
+
+/* -- ColumnMetaData, ColumnChunk, RowGroup -- */
 
 static void
 dec_string_list(cx_thrift_r *r, cx_thrift_type t, char ***out, uint32_t *n)
@@ -682,216 +705,188 @@ dec_encodings(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_meta *m)
 	cx_thrift_r_list_end(r);
 }
 
+static bool
+column_meta_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_column_meta *m = out;
+	int			v = 0;
+
+	switch (id)
+	{
+		case 1:
+			if (field_enum(r, t, &v))
+				m->type = (cx_pq_type) v;
+			break;
+		case 2:
+			dec_encodings(r, t, m);
+			break;
+		case 3:
+			dec_string_list(r, t, &m->path_in_schema, &m->npath);
+			break;
+		case 4:
+			if (field_enum(r, t, &v))
+				m->codec = (cx_pq_codec) v;
+			break;
+		case 5:
+			field_size64(r, t, &m->num_values);
+			break;
+		case 6:
+			field_size64(r, t, &m->total_uncompressed_size);
+			break;
+		case 7:
+			field_size64(r, t, &m->total_compressed_size);
+			break;
+		case 9:
+			field_size64(r, t, &m->data_page_offset);
+			break;
+		case 11:
+			m->has_dictionary_page_offset =
+				field_size64(r, t, &m->dictionary_page_offset);
+			break;
+		case 12:
+			m->has_statistics = true;
+			dec_struct_field(r, t, &stats_desc, &m->statistics);
+			break;
+		default:
+			return false;
+	}
+	return true;
+}
+
 static const char *const column_meta_required[] = {
 	[1] = "type", [2] = "encodings", [3] = "path_in_schema", [4] = "codec",
 	[5] = "num_values", [6] = "total_uncompressed_size",
 	[7] = "total_compressed_size", [9] = "data_page_offset"
 };
+static const struct_desc column_meta_desc =
+	DESC("ColumnMetaData", column_meta_field, column_meta_required);
 
-static void
-dec_column_meta(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_meta *m)
+static bool
+column_chunk_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
-	int			v = 0;
+	cx_pq_column_chunk *c = out;
 
-	if (!begin_struct_field(r, t, "ColumnMetaData"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	switch (id)
 	{
-		switch (id)
-		{
-			case 1:
-				if (field_enum(r, t, &v))
-					m->type = (cx_pq_type) v;
-				break;
-			case 2:
-				dec_encodings(r, t, m);
-				break;
-			case 3:
-				dec_string_list(r, t, &m->path_in_schema, &m->npath);
-				break;
-			case 4:
-				if (field_enum(r, t, &v))
-					m->codec = (cx_pq_codec) v;
-				break;
-			case 5:
-				field_size64(r, t, &m->num_values);
-				break;
-			case 6:
-				field_size64(r, t, &m->total_uncompressed_size);
-				break;
-			case 7:
-				field_size64(r, t, &m->total_compressed_size);
-				break;
-			case 9:
-				field_size64(r, t, &m->data_page_offset);
-				break;
-			case 11:
-				m->has_dictionary_page_offset =
-					field_size64(r, t, &m->dictionary_page_offset);
-				break;
-			case 12:
-				m->has_statistics = true;
-				dec_stats(r, t, &m->statistics);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
+		case 2:
+			field_size64(r, t, &c->file_offset);
+			break;
+		case 3:
+			c->has_meta = true;
+			dec_struct_field(r, t, &column_meta_desc, &c->meta);
+			break;
+		case 4:
+			field_size64(r, t, &c->offset_index_offset);
+			break;
+		case 5:
+			field_size32(r, t, &c->offset_index_length);
+			break;
+		case 6:
+			field_size64(r, t, &c->column_index_offset);
+			break;
+		case 7:
+			field_size32(r, t, &c->column_index_length);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "ColumnMetaData", column_meta_required);
+	return true;
+}
+
+/* An index location is only usable with both its offset and its length. */
+static void
+column_chunk_done(uint32_t seen, void *out)
+{
+	cx_pq_column_chunk *c = out;
+	uint32_t	offset_index = id_bit(4) | id_bit(5);
+	uint32_t	column_index = id_bit(6) | id_bit(7);
+
+	c->has_offset_index = (seen & offset_index) == offset_index;
+	c->has_column_index = (seen & column_index) == column_index;
 }
 
 static const char *const column_chunk_required[] = {[2] = "file_offset"};
+static const struct_desc column_chunk_desc = {
+	"ColumnChunk", column_chunk_field, column_chunk_required,
+	lengthof(column_chunk_required), false, column_chunk_done
+};
 
-static void
-dec_column_chunk(cx_thrift_r *r, cx_pq_column_chunk *c)
+static bool
+row_group_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
+	cx_pq_row_group *g = out;
 
-	if (!cx_thrift_r_begin(r, "ColumnChunk"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	switch (id)
 	{
-		switch (id)
-		{
-			case 2:
-				field_size64(r, t, &c->file_offset);
-				break;
-			case 3:
-				c->has_meta = true;
-				dec_column_meta(r, t, &c->meta);
-				break;
-			case 4:
-				field_size64(r, t, &c->offset_index_offset);
-				break;
-			case 5:
-				field_size32(r, t, &c->offset_index_length);
-				break;
-			case 6:
-				field_size64(r, t, &c->column_index_offset);
-				break;
-			case 7:
-				field_size32(r, t, &c->column_index_length);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
+		case 1:
+			g->columns = dec_struct_list(r, t, &column_chunk_desc,
+										 sizeof(*g->columns), &g->ncolumns);
+			break;
+		case 2:
+			field_size64(r, t, &g->total_byte_size);
+			break;
+		case 3:
+			field_size64(r, t, &g->num_rows);
+			break;
+		case 5:
+			g->has_file_offset = field_size64(r, t, &g->file_offset);
+			break;
+		case 6:
+			g->has_total_compressed_size =
+				field_size64(r, t, &g->total_compressed_size);
+			break;
+		case 7:
+			g->has_ordinal = cx_thrift_r_field_i16(r, t, &g->ordinal);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "ColumnChunk", column_chunk_required);
-	/* An index location is only usable with both its offset and length. */
-	c->has_offset_index = (seen & (1u << 4 | 1u << 5)) == (1u << 4 | 1u << 5);
-	c->has_column_index = (seen & (1u << 6 | 1u << 7)) == (1u << 6 | 1u << 7);
+	return true;
 }
 
 static const char *const row_group_required[] = {
 	[1] = "columns", [2] = "total_byte_size", [3] = "num_rows"
 };
+static const struct_desc row_group_desc =
+	DESC("RowGroup", row_group_field, row_group_required);
 
-static void
-dec_columns(cx_thrift_r *r, cx_thrift_type t, cx_pq_row_group *g)
+/* -- FileMetaData -- */
+
+static bool
+key_value_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	g->columns = begin_list_field(r, t, CX_THRIFT_STRUCT,
-								  sizeof(cx_pq_column_chunk), &g->ncolumns);
-	if (g->columns == NULL)
-		return;
-	for (uint32_t i = 0; i < g->ncolumns && cx_thrift_r_ok(r); i++)
-		dec_column_chunk(r, &g->columns[i]);
-	cx_thrift_r_list_end(r);
-}
+	cx_pq_key_value *kv = out;
 
-static void
-dec_row_group(cx_thrift_r *r, cx_pq_row_group *g)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-
-	if (!cx_thrift_r_begin(r, "RowGroup"))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		switch (id)
-		{
-			case 1:
-				dec_columns(r, t, g);
-				break;
-			case 2:
-				field_size64(r, t, &g->total_byte_size);
-				break;
-			case 3:
-				field_size64(r, t, &g->num_rows);
-				break;
-			case 5:
-				g->has_file_offset = field_size64(r, t, &g->file_offset);
-				break;
-			case 6:
-				g->has_total_compressed_size =
-					field_size64(r, t, &g->total_compressed_size);
-				break;
-			case 7:
-				g->has_ordinal = cx_thrift_r_field_i16(r, t, &g->ordinal);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
-	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "RowGroup", row_group_required);
+	if (id == 1)
+		cx_thrift_r_field_string(r, t, &kv->key);
+	else if (id == 2)
+		cx_thrift_r_field_string(r, t, &kv->value);
+	else
+		return false;
+	return true;
 }
 
 static const char *const key_value_required[] = {[1] = "key"};
+static const struct_desc key_value_desc =
+	DESC("KeyValue", key_value_field, key_value_required);
 
-static void
-dec_key_value(cx_thrift_r *r, cx_pq_key_value *kv)
-{
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-
-	if (!cx_thrift_r_begin(r, "KeyValue"))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		if (id == 1)
-			cx_thrift_r_field_string(r, t, &kv->key);
-		else if (id == 2)
-			cx_thrift_r_field_string(r, t, &kv->value);
-		else
-			cx_thrift_r_skip(r, t, false);
-	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "KeyValue", key_value_required);
-}
-
-/* Decodes a list field of structs into a zeroed array of n elements. */
-#define DEC_STRUCT_LIST(r, t, arr, n, dec) \
-	do { \
-		(arr) = begin_list_field(r, t, CX_THRIFT_STRUCT, sizeof(*(arr)), &(n)); \
-		if ((arr) == NULL) \
-			break; \
-		for (uint32_t i_ = 0; i_ < (n) && cx_thrift_r_ok(r); i_++) \
-			dec(r, &(arr)[i_]); \
-		cx_thrift_r_list_end(r); \
-	} while (0)
+static const struct_desc column_order_desc = {
+	.name = "ColumnOrder", .field = member_field, .is_union = true
+};
 
 static void
 dec_column_orders(cx_thrift_r *r, cx_thrift_type t, cx_pq_file_meta *m)
 {
 	uint32_t	n = 0;
-	int			member;
 	bool		all_type_defined = true;
 
 	if (!cx_thrift_r_field_list(r, t, CX_THRIFT_STRUCT, &n))
 		return;
 	for (uint32_t i = 0; i < n && cx_thrift_r_ok(r); i++)
 	{
-		member = 0;
-		dec_empty_union(r, "ColumnOrder", &member);
+		int			member = 0;
+
+		dec_struct(r, &column_order_desc, &member);
 		all_type_defined &= member == 1;
 	}
 	cx_thrift_r_list_end(r);
@@ -899,273 +894,256 @@ dec_column_orders(cx_thrift_r *r, cx_thrift_type t, cx_pq_file_meta *m)
 	m->type_defined_order = n > 0 && all_type_defined;
 }
 
+static bool
+file_meta_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_file_meta *m = out;
+
+	switch (id)
+	{
+		case 1:
+			cx_thrift_r_field_i32(r, t, &m->version);
+			break;
+		case 2:
+			m->schema = dec_struct_list(r, t, &schema_element_desc,
+										sizeof(*m->schema), &m->nschema);
+			break;
+		case 3:
+			field_size64(r, t, &m->num_rows);
+			break;
+		case 4:
+			m->row_groups = dec_struct_list(r, t, &row_group_desc,
+											sizeof(*m->row_groups),
+											&m->nrow_groups);
+			break;
+		case 5:
+			m->kv = dec_struct_list(r, t, &key_value_desc, sizeof(*m->kv),
+									&m->nkv);
+			break;
+		case 6:
+			cx_thrift_r_field_string(r, t, &m->created_by);
+			break;
+		case 7:
+			dec_column_orders(r, t, m);
+			break;
+		default:
+			return false;
+	}
+	return true;
+}
+
 static const char *const file_meta_required[] = {
 	[1] = "version", [2] = "schema", [3] = "num_rows", [4] = "row_groups"
 };
+static const struct_desc file_meta_desc =
+	DESC("FileMetaData", file_meta_field, file_meta_required);
 
 cx_code
 cx_pq_file_meta_decode(const uint8_t *p, size_t len, cx_pq_file_meta *out,
 					   const char *what, cx_err *err)
 {
-	cx_thrift_r r;
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-
 	memset(out, 0, sizeof(*out));
-	cx_thrift_r_init(&r, p, len);
-	if (cx_thrift_r_begin(&r, "FileMetaData"))
+	return dec_top(p, len, &file_meta_desc, out, NULL, what, err);
+}
+
+/* -- PageHeader -- */
+
+static bool
+data_page_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_data_page_header *d = out;
+	int			v = 0;
+
+	switch (id)
 	{
-		while (next_field(&r, &seen, &id, &t))
-		{
-			switch (id)
-			{
-				case 1:
-					cx_thrift_r_field_i32(&r, t, &out->version);
-					break;
-				case 2:
-					DEC_STRUCT_LIST(&r, t, out->schema, out->nschema,
-									dec_schema_element);
-					break;
-				case 3:
-					field_size64(&r, t, &out->num_rows);
-					break;
-				case 4:
-					DEC_STRUCT_LIST(&r, t, out->row_groups, out->nrow_groups,
-									dec_row_group);
-					break;
-				case 5:
-					DEC_STRUCT_LIST(&r, t, out->kv, out->nkv, dec_key_value);
-					break;
-				case 6:
-					cx_thrift_r_field_string(&r, t, &out->created_by);
-					break;
-				case 7:
-					dec_column_orders(&r, t, out);
-					break;
-				default:
-					cx_thrift_r_skip(&r, t, false);
-			}
-		}
-		cx_thrift_r_end(&r);
-		CHECK_REQUIRED(&r, seen, "FileMetaData", file_meta_required);
+		case 1:
+			field_size32(r, t, &d->num_values);
+			break;
+		case 2:
+			if (field_enum(r, t, &v))
+				d->encoding = (cx_pq_encoding) v;
+			break;
+		case 3:
+			if (field_enum(r, t, &v))
+				d->definition_level_encoding = (cx_pq_encoding) v;
+			break;
+		case 4:
+			if (field_enum(r, t, &v))
+				d->repetition_level_encoding = (cx_pq_encoding) v;
+			break;
+		case 5:
+			d->has_statistics = true;
+			dec_struct_field(r, t, &stats_desc, &d->statistics);
+			break;
+		default:
+			return false;
 	}
-	return finish(&r, what, "FileMetaData", err);
+	return true;
 }
 
 static const char *const data_page_required[] = {
 	[1] = "num_values", [2] = "encoding", [3] = "definition_level_encoding",
 	[4] = "repetition_level_encoding"
 };
+static const struct_desc data_page_desc =
+	DESC("DataPageHeader", data_page_field, data_page_required);
 
-static void
-dec_data_page_header(cx_thrift_r *r, cx_thrift_type t,
-					 cx_pq_data_page_header *d)
+static bool
+dictionary_page_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
+	cx_pq_dictionary_page_header *d = out;
 	int			v = 0;
 
-	if (!begin_struct_field(r, t, "DataPageHeader"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	if (id == 1)
+		field_size32(r, t, &d->num_values);
+	else if (id == 2)
 	{
-		switch (id)
-		{
-			case 1:
-				field_size32(r, t, &d->num_values);
-				break;
-			case 2:
-				if (field_enum(r, t, &v))
-					d->encoding = (cx_pq_encoding) v;
-				break;
-			case 3:
-				if (field_enum(r, t, &v))
-					d->definition_level_encoding = (cx_pq_encoding) v;
-				break;
-			case 4:
-				if (field_enum(r, t, &v))
-					d->repetition_level_encoding = (cx_pq_encoding) v;
-				break;
-			case 5:
-				d->has_statistics = true;
-				dec_stats(r, t, &d->statistics);
-				break;
-			default:
-				cx_thrift_r_skip(r, t, false);
-		}
+		if (field_enum(r, t, &v))
+			d->encoding = (cx_pq_encoding) v;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "DataPageHeader", data_page_required);
+	else if (id == 3)
+		d->has_is_sorted = cx_thrift_r_field_bool(r, t, &d->is_sorted);
+	else
+		return false;
+	return true;
 }
 
 static const char *const dictionary_page_required[] = {
 	[1] = "num_values", [2] = "encoding"
 };
+static const struct_desc dictionary_page_desc =
+	DESC("DictionaryPageHeader", dictionary_page_field,
+		 dictionary_page_required);
 
-static void
-dec_dictionary_page_header(cx_thrift_r *r, cx_thrift_type t,
-						   cx_pq_dictionary_page_header *d)
+static bool
+page_header_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
+	cx_pq_page_header *h = out;
 	int			v = 0;
+	int32_t		crc = 0;
 
-	if (!begin_struct_field(r, t, "DictionaryPageHeader"))
-		return;
-	while (next_field(r, &seen, &id, &t))
+	switch (id)
 	{
-		if (id == 1)
-			field_size32(r, t, &d->num_values);
-		else if (id == 2)
-		{
+		case 1:
 			if (field_enum(r, t, &v))
-				d->encoding = (cx_pq_encoding) v;
-		}
-		else if (id == 3)
-			d->has_is_sorted = cx_thrift_r_field_bool(r, t, &d->is_sorted);
-		else
-			cx_thrift_r_skip(r, t, false);
+				h->type = (cx_pq_page_type) v;
+			break;
+		case 2:
+			field_size32(r, t, &h->uncompressed_page_size);
+			break;
+		case 3:
+			field_size32(r, t, &h->compressed_page_size);
+			break;
+		case 4:
+			if ((h->has_crc = cx_thrift_r_field_i32(r, t, &crc)))
+				h->crc = (uint32_t) crc;
+			break;
+		case 5:
+			h->has_data_page = true;
+			dec_struct_field(r, t, &data_page_desc, &h->data_page);
+			break;
+		case 7:
+			h->has_dictionary_page = true;
+			dec_struct_field(r, t, &dictionary_page_desc, &h->dictionary_page);
+			break;
+		default:
+			return false;
 	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "DictionaryPageHeader", dictionary_page_required);
+	return true;
 }
 
 static const char *const page_header_required[] = {
 	[1] = "type", [2] = "uncompressed_page_size", [3] = "compressed_page_size"
 };
+static const struct_desc page_header_desc =
+	DESC("PageHeader", page_header_field, page_header_required);
 
 cx_code
 cx_pq_page_header_decode(const uint8_t *p, size_t len, cx_pq_page_header *out,
 						 size_t *used, const char *what, cx_err *err)
 {
-	cx_thrift_r r;
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-	int			v = 0;
-	int32_t		crc = 0;
-
 	memset(out, 0, sizeof(*out));
-	cx_thrift_r_init(&r, p, len);
-	if (cx_thrift_r_begin(&r, "PageHeader"))
-	{
-		while (next_field(&r, &seen, &id, &t))
-		{
-			switch (id)
-			{
-				case 1:
-					if (field_enum(&r, t, &v))
-						out->type = (cx_pq_page_type) v;
-					break;
-				case 2:
-					field_size32(&r, t, &out->uncompressed_page_size);
-					break;
-				case 3:
-					field_size32(&r, t, &out->compressed_page_size);
-					break;
-				case 4:
-					if ((out->has_crc = cx_thrift_r_field_i32(&r, t, &crc)))
-						out->crc = (uint32_t) crc;
-					break;
-				case 5:
-					out->has_data_page = true;
-					dec_data_page_header(&r, t, &out->data_page);
-					break;
-				case 7:
-					out->has_dictionary_page = true;
-					dec_dictionary_page_header(&r, t, &out->dictionary_page);
-					break;
-				default:
-					cx_thrift_r_skip(&r, t, false);
-			}
-		}
-		cx_thrift_r_end(&r);
-		CHECK_REQUIRED(&r, seen, "PageHeader", page_header_required);
-	}
-	if (used)
-		*used = r.bad ? 0 : r.pos;
-	return finish(&r, what, "PageHeader", err);
+	return dec_top(p, len, &page_header_desc, out, used, what, err);
+}
+
+/* -- OffsetIndex -- */
+
+static bool
+page_location_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_page_location *loc = out;
+
+	if (id == 1)
+		field_size64(r, t, &loc->offset);
+	else if (id == 2)
+		field_size32(r, t, &loc->compressed_page_size);
+	else if (id == 3)
+		field_size64(r, t, &loc->first_row_index);
+	else
+		return false;
+	return true;
 }
 
 static const char *const page_location_required[] = {
 	[1] = "offset", [2] = "compressed_page_size", [3] = "first_row_index"
 };
+static const struct_desc page_location_desc =
+	DESC("PageLocation", page_location_field, page_location_required);
 
-static void
-dec_page_location(cx_thrift_r *r, cx_pq_page_location *loc)
+static bool
+offset_index_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
+	cx_pq_offset_index *x = out;
 
-	if (!cx_thrift_r_begin(r, "PageLocation"))
-		return;
-	while (next_field(r, &seen, &id, &t))
-	{
-		if (id == 1)
-			field_size64(r, t, &loc->offset);
-		else if (id == 2)
-			field_size32(r, t, &loc->compressed_page_size);
-		else if (id == 3)
-			field_size64(r, t, &loc->first_row_index);
-		else
-			cx_thrift_r_skip(r, t, false);
-	}
-	cx_thrift_r_end(r);
-	CHECK_REQUIRED(r, seen, "PageLocation", page_location_required);
+	if (id != 1)
+		return false;
+	x->pages = dec_struct_list(r, t, &page_location_desc, sizeof(*x->pages),
+							   &x->npages);
+	return true;
 }
 
 static const char *const offset_index_required[] = {[1] = "page_locations"};
+static const struct_desc offset_index_desc =
+	DESC("OffsetIndex", offset_index_field, offset_index_required);
 
 cx_code
 cx_pq_offset_index_decode(const uint8_t *p, size_t len,
 						  cx_pq_offset_index *out, const char *what,
 						  cx_err *err)
 {
-	cx_thrift_r r;
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-
 	memset(out, 0, sizeof(*out));
-	cx_thrift_r_init(&r, p, len);
-	if (cx_thrift_r_begin(&r, "OffsetIndex"))
-	{
-		while (next_field(&r, &seen, &id, &t))
-		{
-			if (id == 1)
-				DEC_STRUCT_LIST(&r, t, out->pages, out->npages,
-								dec_page_location);
-			else
-				cx_thrift_r_skip(&r, t, false);
-		}
-		cx_thrift_r_end(&r);
-		CHECK_REQUIRED(&r, seen, "OffsetIndex", offset_index_required);
-	}
-	return finish(&r, what, "OffsetIndex", err);
+	return dec_top(p, len, &offset_index_desc, out, NULL, what, err);
 }
 
-/*
- * Column index lists are parallel: each must have the length of the first
- * one read, which sets npages.  So every array present has npages entries,
- * which is what cx_pq_column_index_free relies on.
- */
+/* -- ColumnIndex -- */
+
+/* Its lists are parallel: each must have the length of the first one read,
+ * which sets npages.  So every array present has npages entries, which is
+ * what cx_pq_column_index_free relies on. */
+typedef struct column_index_dec
+{
+	cx_pq_column_index *x;
+	bool		have_npages;
+} column_index_dec;
+
 static void *
 begin_index_list(cx_thrift_r *r, cx_thrift_type t, cx_thrift_type elem,
-				 size_t size, cx_pq_column_index *x, bool first)
+				 size_t size, column_index_dec *ci)
 {
 	uint32_t	n = 0;
 	void	   *a = begin_list_field(r, t, elem, size, &n);
 
 	if (a == NULL)
 		return NULL;
-	if (first)
-		x->npages = n;
-	else if (n != x->npages)
+	if (!ci->have_npages)
+	{
+		ci->x->npages = n;
+		ci->have_npages = true;
+	}
+	else if (n != ci->x->npages)
 	{
 		cx_thrift_r_fail(r, "list field %d has %u entries, expected %u",
-						 r->field_id, n, x->npages);
+						 r->field_id, n, ci->x->npages);
 		cx_thrift_r_list_end(r);
 		free(a);
 		return NULL;
@@ -1174,11 +1152,11 @@ begin_index_list(cx_thrift_r *r, cx_thrift_type t, cx_thrift_type elem,
 }
 
 static void
-dec_null_pages(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_index *x,
-			   bool first)
+dec_null_pages(cx_thrift_r *r, cx_thrift_type t, column_index_dec *ci)
 {
-	x->null_pages = begin_index_list(r, t, CX_THRIFT_TRUE, sizeof(bool),
-									 x, first);
+	cx_pq_column_index *x = ci->x;
+
+	x->null_pages = begin_index_list(r, t, CX_THRIFT_TRUE, sizeof(bool), ci);
 	if (x->null_pages == NULL)
 		return;
 	for (uint32_t i = 0; i < x->npages; i++)
@@ -1186,27 +1164,27 @@ dec_null_pages(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_index *x,
 	cx_thrift_r_list_end(r);
 }
 
-static void
-dec_bytes_list(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_index *x,
-			   cx_pq_bytes **out, bool first)
+static cx_pq_bytes *
+dec_bytes_list(cx_thrift_r *r, cx_thrift_type t, column_index_dec *ci)
 {
 	cx_pq_bytes *a = begin_index_list(r, t, CX_THRIFT_BINARY,
-									  sizeof(cx_pq_bytes), x, first);
+									  sizeof(cx_pq_bytes), ci);
 
-	*out = a;
 	if (a == NULL)
-		return;
-	for (uint32_t i = 0; i < x->npages && cx_thrift_r_ok(r); i++)
-		cx_thrift_r_field_bytes(r, CX_THRIFT_BINARY, &a[i].ptr, &a[i].len);
+		return NULL;
+	for (uint32_t i = 0; i < ci->x->npages && cx_thrift_r_ok(r); i++)
+		field_bytes(r, CX_THRIFT_BINARY, &a[i]);
 	cx_thrift_r_list_end(r);
+	return a;
 }
 
 static void
-dec_null_counts(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_index *x,
-				bool first)
+dec_null_counts(cx_thrift_r *r, cx_thrift_type t, column_index_dec *ci)
 {
+	cx_pq_column_index *x = ci->x;
+
 	x->null_counts = begin_index_list(r, t, CX_THRIFT_I64, sizeof(int64_t),
-									  x, first);
+									  ci);
 	if (x->null_counts == NULL)
 		return;
 	x->has_null_counts = true;
@@ -1215,59 +1193,52 @@ dec_null_counts(cx_thrift_r *r, cx_thrift_type t, cx_pq_column_index *x,
 	cx_thrift_r_list_end(r);
 }
 
+static bool
+column_index_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	column_index_dec *ci = out;
+	int			v = 0;
+
+	switch (id)
+	{
+		case 1:
+			dec_null_pages(r, t, ci);
+			break;
+		case 2:
+			ci->x->min_values = dec_bytes_list(r, t, ci);
+			break;
+		case 3:
+			ci->x->max_values = dec_bytes_list(r, t, ci);
+			break;
+		case 4:
+			if (field_enum(r, t, &v))
+				ci->x->boundary_order = (cx_pq_boundary_order) v;
+			break;
+		case 5:
+			dec_null_counts(r, t, ci);
+			break;
+		default:
+			return false;
+	}
+	return true;
+}
+
 static const char *const column_index_required[] = {
 	[1] = "null_pages", [2] = "min_values", [3] = "max_values",
 	[4] = "boundary_order"
 };
-
-#define LIST_FIELDS_MASK (1u << 1 | 1u << 2 | 1u << 3 | 1u << 5)
+static const struct_desc column_index_desc =
+	DESC("ColumnIndex", column_index_field, column_index_required);
 
 cx_code
 cx_pq_column_index_decode(const uint8_t *p, size_t len,
 						  cx_pq_column_index *out, const char *what,
 						  cx_err *err)
 {
-	cx_thrift_r r;
-	uint32_t	seen = 0;
-	int16_t		id;
-	cx_thrift_type t;
-	int			v = 0;
-	bool		first;
+	column_index_dec ci = {.x = out};
 
 	memset(out, 0, sizeof(*out));
-	cx_thrift_r_init(&r, p, len);
-	if (cx_thrift_r_begin(&r, "ColumnIndex"))
-	{
-		while (next_field(&r, &seen, &id, &t))
-		{
-			/* seen already has id: first when no other list came before */
-			first = (seen & LIST_FIELDS_MASK & ~(1u << id)) == 0;
-			switch (id)
-			{
-				case 1:
-					dec_null_pages(&r, t, out, first);
-					break;
-				case 2:
-					dec_bytes_list(&r, t, out, &out->min_values, first);
-					break;
-				case 3:
-					dec_bytes_list(&r, t, out, &out->max_values, first);
-					break;
-				case 4:
-					if (field_enum(&r, t, &v))
-						out->boundary_order = (cx_pq_boundary_order) v;
-					break;
-				case 5:
-					dec_null_counts(&r, t, out, first);
-					break;
-				default:
-					cx_thrift_r_skip(&r, t, false);
-			}
-		}
-		cx_thrift_r_end(&r);
-		CHECK_REQUIRED(&r, seen, "ColumnIndex", column_index_required);
-	}
-	return finish(&r, what, "ColumnIndex", err);
+	return dec_top(p, len, &column_index_desc, &ci, NULL, what, err);
 }
 
 /* ---- freeing ---- */
