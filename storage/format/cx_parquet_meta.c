@@ -217,7 +217,9 @@ cx_pq_file_meta_encode(const cx_pq_file_meta *m, cx_buf *out)
 	}
 	if (m->created_by)
 		cx_thrift_w_field_string(&w, 6, m->created_by);
-	if (m->type_defined_order)
+	/* With no leaves there is nothing to order: an empty list would read
+	 * back as no TypeDefinedOrder and re-encode differently. */
+	if (m->type_defined_order && count_leaves(m) > 0)
 	{
 		uint32_t	nleaves = count_leaves(m);
 
