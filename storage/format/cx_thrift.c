@@ -277,7 +277,9 @@ get_varint(cx_thrift_r *r, int maxbytes, int bits)
 		v |= (uint64_t) (b & 0x7F) << (7 * i);
 		if (!(b & 0x80))
 		{
-			if (bits < 64 && v >> bits != 0)
+			/* the value must fit; the 10th byte of a 64-bit one holds bit
+			 * 63 only */
+			if ((bits < 64 && v >> bits != 0) || (i == 9 && b > 1))
 				break;
 			return v;
 		}

@@ -356,7 +356,7 @@ CX_TEST(parquet_meta_reencode_stable_without_leaves)
 CX_TEST(parquet_meta_file_meta_round_trip_long_forms)
 {
 	cx_pq_schema_element el[40];
-	char		names[40][8];
+	char		names[40][16];
 	cx_pq_file_meta m = {.version = 2, .nschema = 40, .schema = el};
 
 	memset(el, 0, sizeof(el));
@@ -563,6 +563,9 @@ CX_TEST(parquet_meta_thrift_bad_varints)
 	static const uint8_t too_big32[] = {0xff, 0xff, 0xff, 0xff, 0x1f};
 	static const uint8_t too_big16[] = {0xff, 0xff, 0x07};
 	static const uint8_t unterminated[] = {0x80, 0x80};
+	static const uint8_t too_big64[] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02
+	};
 	cx_thrift_r r;
 
 	cx_thrift_r_init(&r, too_long32, sizeof(too_long32));
@@ -573,6 +576,9 @@ CX_TEST(parquet_meta_thrift_bad_varints)
 	CHECK(!cx_thrift_r_ok(&r));
 	cx_thrift_r_init(&r, too_big16, sizeof(too_big16));
 	(void) cx_thrift_r_i16(&r);
+	CHECK(!cx_thrift_r_ok(&r));
+	cx_thrift_r_init(&r, too_big64, sizeof(too_big64));
+	(void) cx_thrift_r_i64(&r);
 	CHECK(!cx_thrift_r_ok(&r));
 	cx_thrift_r_init(&r, unterminated, sizeof(unterminated));
 	(void) cx_thrift_r_i64(&r);
