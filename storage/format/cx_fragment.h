@@ -148,6 +148,7 @@ cx_code		cx_fragr_open_entry(cx_objstore *s, const cx_fragment_info *fi,
 cx_code		cx_fragr_open(cx_objstore *s, const char *key, uint64_t size,
 						  cx_fragr **out, cx_err *err);
 void		cx_fragr_close(cx_fragr *r);
+const char *cx_fragr_key(const cx_fragr *r);
 const cx_schema *cx_fragr_schema(const cx_fragr *r);
 uint64_t	cx_fragr_rows(const cx_fragr *r);
 uint32_t	cx_fragr_num_groups(const cx_fragr *r);
@@ -162,6 +163,29 @@ const cx_chunk_meta *cx_fragr_chunk(const cx_fragr *r, uint32_t group,
 cx_code		cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
 								cx_rowgroup **out, cx_err *err);
 uint32_t	cx_rowgroup_rows(const cx_rowgroup *g);
+
+/* One data page of a column chunk, as ctxstore-inspect shows it. */
+typedef struct cx_page_info
+{
+	uint64_t	offset;			/* of its header in the object */
+	uint32_t	header_len;
+	uint32_t	stored_len;		/* compressed page, header excluded */
+	uint32_t	raw_len;
+	uint32_t	num_values;		/* levels */
+	uint64_t	first_row;		/* from the offset index */
+	uint32_t	crc;			/* CRC-32 the header records */
+	bool		crc_ok;			/* and the page bytes have */
+} cx_page_info;
+
+/*
+ * Lists the pages of chunk (group, column) into *pages (malloc'd, *npages
+ * entries), reading the chunk and its offset index.  A page whose CRC does
+ * not match is listed with crc_ok false; a page header that does not decode,
+ * or an offset index that does not describe the pages, is CX_ERR_CORRUPT.
+ */
+cx_code		cx_fragr_chunk_pages(cx_fragr *r, uint32_t group, uint32_t column,
+								 cx_page_info **pages, uint32_t *npages,
+								 cx_err *err);
 void		cx_rowgroup_free(cx_rowgroup *g);
 
 #endif							/* CX_FRAGMENT_H */

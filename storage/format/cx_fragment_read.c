@@ -446,6 +446,12 @@ cx_fragr_close(cx_fragr *r)
 	free(r);
 }
 
+const char *
+cx_fragr_key(const cx_fragr *r)
+{
+	return r->key;
+}
+
 const cx_schema *
 cx_fragr_schema(const cx_fragr *r)
 {
@@ -954,4 +960,120 @@ cx_rowgroup_free(cx_rowgroup *g)
 	free(g->cols);
 	free(g->present);
 	free(g);
+}
+
+/* ---------------------------------------------------------------------
+ * Pages and offset indexes
+ * --------------------------------------------------------------------- */
+
+static cx_code
+load_offset_index(cx_fragr *r, uint32_t g, uint32_t c, cx_pq_offset_index *oi,
+				  cx_err *err)
+{
+	const cx_chunk_meta *m = cx_fragr_chunk(r, g, c);
+	const uint8_t *data;
+
+	memset(oi, 0, sizeof(*oi));
+	if (fetch(r, m->index_offset, m->index_len, &data, err) != CX_OK)
+		return err->code;
+	if (cx_pq_offset_index_decode(data, m->index_len, oi, r->key, err) != CX_OK)
+		return cx_err_prefix(err, "row group %u, column %u", g, c);
+	return CX_OK;
+}
+
+/* Walks the page headers of chunk data; fills pages[] (at most max). */
+static cx_code
+walk_pages(cx_fragr *r, uint32_t g, uint32_t c, const uint8_t *data,
+		   cx_page_info *pages, uint32_t max, uint32_t *n, cx_err *err)
+{
+	const cx_chunk_meta *m = cx_fragr_chunk(r, g, c);
+	size_t		pos = 0;
+
+	*n = 0;
+	while (pos < m->stored_len)
+	{
+		cx_pq_page_header h;
+		size_t		hlen;
+		cx_page_info *p = &pages[*n];
+
+		if (*n == max)
+			return corrupt_chunk(err, r, g, c, "more pages than the offset index lists");
+		if (cx_pq_page_header_decode(data + pos, m->stored_len - pos, &h, &hlen,
+									 r->key, err) != CX_OK)
+		{
+			cx_pq_page_header_free(&h);
+			return cx_err_prefix(err, "row group %u, column %u", g, c);
+		}
+		p->offset = m->offset + pos;
+		p->header_len = (uint32_t) hlen;
+		p->stored_len = (uint32_t) h.compressed_page_size;
+		p->raw_len = (uint32_t) h.uncompressed_page_size;
+		p->num_values = (uint32_t) h.data_page.num_values;
+		p->crc = h.crc;
+		p->crc_ok = page_problem(&h, data + pos + hlen, m->stored_len - pos - hlen) == NULL;
+		cx_pq_page_header_free(&h);
+		if (p->stored_len > m->stored_len - pos - hlen)
+			return corrupt_chunk(err, r, g, c, "page sizes are inconsistent");
+		pos += hlen + p->stored_len;
+		(*n)++;
+	}
+	return CX_OK;
+}
+
+static const char *
+index_problem(const cx_pq_offset_index *oi, const cx_page_info *pages,
+			  uint32_t n, uint32_t nrows)
+{
+	if (oi->npages != n)
+		return "offset index lists another number of pages";
+	for (uint32_t k = 0; k < n; k++)
+	{
+		const cx_pq_page_location *loc = &oi->pages[k];
+
+		if ((uint64_t) loc->offset != pages[k].offset ||
+			(uint64_t) loc->compressed_page_size !=
+			(uint64_t) pages[k].header_len + pages[k].stored_len ||
+			loc->first_row_index < (k == 0 ? 0 : oi->pages[k - 1].first_row_index + 1) ||
+			loc->first_row_index >= nrows || (k == 0 && loc->first_row_index != 0))
+			return "offset index does not match the pages";
+	}
+	return NULL;
+}
+
+cx_code
+cx_fragr_chunk_pages(cx_fragr *r, uint32_t group, uint32_t column,
+					 cx_page_info **pages, uint32_t *npages, cx_err *err)
+{
+	const cx_chunk_meta *m = cx_fragr_chunk(r, group, column);
+	cx_pq_offset_index oi;
+	const uint8_t *data;
+	const char *why;
+
+	*pages = NULL;
+	*npages = 0;
+	if (m == NULL)
+		return cx_err_set(err, CX_ERR_INVALID, "fragment %s has no chunk %u/%u",
+						  r->key, group, column);
+	if (load_offset_index(r, group, column, &oi, err) != CX_OK)
+	{
+		cx_pq_offset_index_free(&oi);
+		return err->code;
+	}
+	*pages = calloc(oi.npages ? oi.npages : 1, sizeof(cx_page_info));
+	if (*pages == NULL)
+	{
+		cx_pq_offset_index_free(&oi);
+		return nomem(err, r->key);
+	}
+	if (fetch(r, m->offset, (size_t) m->stored_len, &data, err) != CX_OK ||
+		walk_pages(r, group, column, data, *pages, oi.npages, npages, err) != CX_OK)
+	{
+		cx_pq_offset_index_free(&oi);
+		return err->code;
+	}
+	why = index_problem(&oi, *pages, *npages, r->group_rows[group]);
+	for (uint32_t k = 0; why == NULL && k < *npages; k++)
+		(*pages)[k].first_row = (uint64_t) oi.pages[k].first_row_index;
+	cx_pq_offset_index_free(&oi);
+	return why == NULL ? CX_OK : corrupt_chunk(err, r, group, column, why);
 }

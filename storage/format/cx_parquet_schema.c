@@ -14,16 +14,20 @@
 #include "format/cx_parquet_schema.h"
 #include "format/cx_parquet_types.h"
 
+/*
+ * Never jansson's json_object(): inside a PostgreSQL backend that name
+ * resolves to PostgreSQL's own SQL function json_object() (the executable's
+ * symbols come first), so objects are made with json_pack().
+ */
 static json_t *
 column_json(const cx_column *col)
 {
-	json_t	   *o = json_object();
+	json_t	   *o = json_pack("{s:s, s:i, s:s}", "name", col->name,
+							  "field_id", (int) col->field_id,
+							  "type", cx_type_name(col->type));
 
 	if (o == NULL)
 		return NULL;
-	json_object_set_new(o, "name", json_string(col->name));
-	json_object_set_new(o, "field_id", json_integer(col->field_id));
-	json_object_set_new(o, "type", json_string(cx_type_name(col->type)));
 	if (col->type == CX_T_LIST)
 		json_object_set_new(o, "elem_type",
 							json_string(cx_type_name(col->elem_type)));
