@@ -1,7 +1,9 @@
 /*
- * test_fragment.c — schemas, column statistics and the fragment format:
- * round trips of every type, row groups, projection and coalescing, stats,
- * corruption and truncation, compression levels and memory bounds.
+ * test_fragment.c — schemas, column statistics and the fragment format
+ * (Parquet): round trips of every type, decimals, extreme dates, long lists
+ * over many pages, row groups, projection and coalescing, stats, footer and
+ * page checksums, corruption, truncation and garbage footers, compression
+ * levels, memory bounds, and the level codec.
  */
 #include <float.h>
 #include <math.h>
@@ -9,7 +11,9 @@
 
 #include "format/cx_encoding.h"
 #include "format/cx_fragment.h"
+#include "format/cx_levels.h"
 #include "format/cx_parquet_meta.h"
+#include "format/cx_parquet_types.h"
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
 #include "cx_test.h"
@@ -1142,6 +1146,465 @@ CX_TEST(fragment_writer_refuses_bad_input_and_existing_key)
 		CHECK(err.code == CX_ERR_EXISTS);
 	cx_schema_free(schema);
 	cx_obj_close(s);
+}
+
+/* ---------------------------------------------------------------------
+ * Parquet specifics: decimals, extreme dates, long lists, footers
+ * --------------------------------------------------------------------- */
+
+/* Decodes the FileMetaData of the fragment under key into m. */
+static bool
+file_meta(cx_objstore *s, const char *key, cx_pq_file_meta *m)
+{
+	cx_buf		b;
+	cx_err		err;
+	bool		ok;
+
+	cx_buf_init(&b);
+	ok = cx_obj_get(s, key, &b, &err) == CX_OK && b.len > 12;
+	ok = ok && cx_pq_file_meta_decode(b.data + b.len - 8 - cx_load_u32(b.data + b.len - 8),
+									  cx_load_u32(b.data + b.len - 8), m, key,
+									  &err) == CX_OK;
+	cx_buf_free(&b);
+	return ok;
+}
+
+static const struct
+{
+	uint8_t		precision;
+	uint8_t		scale;
+	cx_pq_type	physical;
+	const char *values[4];		/* canonical text, as PostgreSQL sends it */
+}			decimals[] = {
+	{5, 2, CX_PQ_INT32, {"999.99", "-999.99", "0.00", "-0.05"}},
+	{1, 0, CX_PQ_INT32, {"9", "-9", "0", "3"}},
+	{18, 0, CX_PQ_INT64, {"999999999999999999", "-999999999999999999", "0", "42"}},
+	{38, 10, CX_PQ_FIXED_LEN_BYTE_ARRAY,
+	{"9999999999999999999999999999.9999999999", "-0.0000000001", "0.0000000000", "-1234.5000000000"}},
+	{20, 20, CX_PQ_FIXED_LEN_BYTE_ARRAY,
+	{"0.99999999999999999999", "-0.00000000000000000001", "0.00000000000000000000", "-0.50000000000000000000"}},
+};
+
+#define NDECIMALS (sizeof(decimals) / sizeof(decimals[0]))
+
+static cx_schema *
+decimal_schema(void)
+{
+	cx_schema  *s = cx_schema_new();
+	cx_err		err;
+	char		name[16];
+
+	for (size_t c = 0; c < NDECIMALS; c++)
+	{
+		snprintf(name, sizeof(name), "n%zu", c);
+		cx_schema_add(s, name, CX_T_NUMERIC, 0, NULL, &err);
+		s->columns[c].precision = decimals[c].precision;
+		s->columns[c].scale = decimals[c].scale;
+	}
+	cx_schema_add(s, "text", CX_T_NUMERIC, 0, NULL, &err);	/* no typmod */
+	return s;
+}
+
+static void
+gen_decimal(uint32_t i, cx_datum *v, row_scratch *sc)
+{
+	(void) sc;
+	for (size_t c = 0; c < NDECIMALS; c++)
+	{
+		const char *t = decimals[c].values[i % 4];
+
+		set_bytes(&v[c], t, strlen(t));
+		v[c].isnull = (i + c) % 5 == 4;
+	}
+	set_bytes(&v[NDECIMALS], "NaN", 3);
+}
+
+CX_TEST(fragment_decimal_shapes_round_trip)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = decimal_schema();
+	cx_fragment_info info;
+	cx_pq_file_meta m;
+	cx_err		err;
+
+	REQUIRE(s && schema);
+	REQUIRE_OK(write_fragment(s, "data/dec.parquet", schema, NULL, 20,
+							  gen_decimal, &info, &err), &err);
+	CHECK(verify_entry(s, &info, gen_decimal, &err) == 0);
+	REQUIRE(file_meta(s, "data/dec.parquet", &m));
+	for (size_t c = 0; c < NDECIMALS; c++)
+	{
+		const cx_pq_schema_element *el = &m.schema[1 + c];
+
+		CHECK(el->type == decimals[c].physical);
+		CHECK(el->logical.kind == CX_PQ_LT_DECIMAL &&
+			  el->logical.precision == decimals[c].precision &&
+			  el->logical.scale == decimals[c].scale);
+	}
+	CHECK(m.schema[4].type_length == 16 && m.schema[5].type_length == 9);
+	CHECK(m.schema[1 + NDECIMALS].logical.kind == CX_PQ_LT_STRING);
+	cx_pq_file_meta_free(&m);
+	cx_fragment_info_free(&info);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+/* Input with fewer fraction digits reads back with exactly `scale`; what a
+ * DECIMAL cannot hold is refused before it is buffered. */
+CX_TEST(fragment_decimal_refuses_what_it_cannot_store)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = cx_schema_new();
+	static const char *const bad[] = {"NaN", "1000.00", "1.234", "", "-", "1e5",
+	"12a", "Infinity"};
+	cx_fragw   *w;
+	cx_fragment_info info;
+	cx_fragr   *r;
+	cx_rowgroup *g;
+	cx_datum	v;
+	cx_err		err;
+
+	REQUIRE(s && schema);
+	cx_schema_add(schema, "n", CX_T_NUMERIC, 0, NULL, &err);
+	schema->columns[0].precision = 5;
+	schema->columns[0].scale = 2;
+	REQUIRE_OK(cx_fragw_open(s, "data/decbad.parquet", schema, NULL, &w, &err), &err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	{
+		set_bytes(&v, bad[i], strlen(bad[i]));
+		CHECK_CODE(cx_fragw_append(w, &v, &err), CX_ERR_INVALID);
+		CHECK(strstr(err.msg, "column \"n\"") && strstr(err.msg, "numeric(5,2)"));
+	}
+	CHECK(cx_fragw_rows(w) == 0);
+	set_bytes(&v, "-7.5", 4);
+	REQUIRE_OK(cx_fragw_append(w, &v, &err), &err);
+	REQUIRE_OK(cx_fragw_finish(w, &info, &err), &err);
+	REQUIRE_OK(cx_fragr_open_entry(s, &info, &r, &err), &err);
+	REQUIRE_OK(cx_fragr_read_group(r, 0, NULL, &g, &err), &err);
+	cx_colvec_get(cx_rowgroup_column(g, 0), 0, &v);
+	CHECK(v.v.bytes.len == 5 && memcmp(v.v.bytes.ptr, "-7.50", 5) == 0);
+	cx_rowgroup_free(g);
+	cx_fragr_close(r);
+	cx_fragment_info_free(&info);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+/* Engine dates count days from 2000, timestamps microseconds from 2000;
+ * Parquet's count from 1970; the infinities stay the extreme values. */
+static const int32_t dates[] = {INT32_MIN, INT32_MAX, INT32_MIN + 1,
+INT32_MAX - CX_PQ_UNIX_DAYS_OFFSET - 1, 0, -10957};
+static const int64_t stamps[] = {INT64_MIN, INT64_MAX, INT64_MIN + 1,
+INT64_MAX - CX_PQ_UNIX_USEC_OFFSET - 1, 0, -CX_PQ_UNIX_USEC_OFFSET};
+
+static void
+gen_extreme(uint32_t i, cx_datum *v, row_scratch *sc)
+{
+	(void) sc;
+	v[0].v.i32 = dates[i % 6];
+	v[1].v.i64 = stamps[i % 6];
+	v[2].v.i64 = stamps[(i + 1) % 6];
+	v[3].v.i64 = stamps[(i + 2) % 6];
+}
+
+CX_TEST(fragment_extreme_dates_and_timestamps)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = cx_schema_new();
+	cx_fragment_info info;
+	cx_pq_file_meta m;
+	cx_fragw   *w;
+	cx_datum	v[4];
+	cx_err		err;
+
+	REQUIRE(s && schema);
+	cx_schema_add(schema, "d", CX_T_DATE, 0, NULL, &err);
+	cx_schema_add(schema, "ts", CX_T_TIMESTAMP, 0, NULL, &err);
+	cx_schema_add(schema, "tz", CX_T_TIMESTAMPTZ, 0, NULL, &err);
+	cx_schema_add(schema, "t", CX_T_TIME, 0, NULL, &err);
+	REQUIRE_OK(write_fragment(s, "data/ext.parquet", schema, NULL, 12,
+							  gen_extreme, &info, &err), &err);
+	CHECK(verify_entry(s, &info, gen_extreme, &err) == 0);
+
+	/* The footer's statistics are in the Unix domain; the infinities are
+	 * the bounds, unchanged. */
+	REQUIRE(file_meta(s, "data/ext.parquet", &m));
+	{
+		const cx_pq_stats *d = &m.row_groups[0].columns[0].meta.statistics;
+
+		CHECK(d->has_min && (int32_t) cx_load_u32(d->min_value.ptr) == INT32_MIN);
+		CHECK(d->has_max && (int32_t) cx_load_u32(d->max_value.ptr) == INT32_MAX);
+		CHECK(m.schema[2].logical.kind == CX_PQ_LT_TIMESTAMP &&
+			  !m.schema[2].logical.adjusted_to_utc && m.schema[3].logical.adjusted_to_utc);
+	}
+	cx_pq_file_meta_free(&m);
+	cx_fragment_info_free(&info);
+
+	/* One day (microsecond) more and the Unix form would be the infinity. */
+	REQUIRE_OK(cx_fragw_open(s, "data/ext2.parquet", schema, NULL, &w, &err), &err);
+	memset(v, 0, sizeof(v));
+	v[0].v.i32 = INT32_MAX - CX_PQ_UNIX_DAYS_OFFSET;
+	CHECK_CODE(cx_fragw_append(w, v, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "column \"d\"") != NULL);
+	v[0].v.i32 = 0;
+	v[2].v.i64 = INT64_MAX - CX_PQ_UNIX_USEC_OFFSET;
+	CHECK_CODE(cx_fragw_append(w, v, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "column \"tz\"") != NULL);
+	CHECK(cx_fragw_rows(w) == 0);
+	cx_fragw_abort(w);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+/* Lists of up to 3000 elements, with NULL elements, empty and NULL lists:
+ * chunks of many pages, each starting a row. */
+static void
+gen_long_lists(uint32_t i, cx_datum *v, row_scratch *sc)
+{
+	static cx_datum items[3000];
+
+	(void) sc;
+	v[0].v.i64 = i;
+	for (uint32_t k = 0; k < 3000; k++)
+	{
+		items[k].isnull = (k + i) % 7 == 0;
+		items[k].v.i64 = (int64_t) k * i;
+	}
+	v[1].isnull = i % 10 == 3;
+	v[1].v.list.items = items;
+	v[1].v.list.n = i % 10 == 5 ? 0 : (i * 37) % 3000;
+}
+
+CX_TEST(fragment_long_lists_span_many_pages)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = cx_schema_new();
+	cx_fragment_info info;
+	cx_fragr   *r;
+	cx_page_info *pages;
+	uint32_t	npages;
+	cx_err		err;
+
+	REQUIRE(s && schema);
+	cx_schema_add(schema, "id", CX_T_INT64, 0, NULL, &err);
+	cx_schema_add(schema, "l", CX_T_LIST, CX_T_INT64, NULL, &err);
+	REQUIRE_OK(write_fragment(s, "data/lists.parquet", schema, NULL, 400,
+							  gen_long_lists, &info, &err), &err);
+	CHECK(verify_entry(s, &info, gen_long_lists, &err) == 0);
+	REQUIRE_OK(cx_fragr_open_entry(s, &info, &r, &err), &err);
+	REQUIRE_OK(cx_fragr_chunk_pages(r, 0, 1, &pages, &npages, &err), &err);
+	CHECK(npages > 10);
+	for (uint32_t k = 1; k < npages; k++)
+		CHECK(pages[k].first_row > pages[k - 1].first_row &&
+			  pages[k].crc_ok && pages[k].raw_len < 2 * 64 * 1024);
+	free(pages);
+	REQUIRE_OK(cx_fragr_chunk_pages(r, 0, 0, &pages, &npages, &err), &err);
+	CHECK(npages == 1);			/* 400 int64s fit one page */
+	free(pages);
+	cx_fragr_close(r);
+	cx_fragment_info_free(&info);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+/* The footer checksum of the manifest entry catches a changed footer that
+ * still decodes; an entry that does not describe the footer is refused. */
+CX_TEST(fragment_footer_checksum_mismatch)
+{
+	cx_objstore *s = open_store();
+	cx_fragment_info info;
+	cx_fragment_info bad;
+	cx_buf		bytes;
+	cx_fragr   *r;
+	cx_err		err;
+
+	REQUIRE(s);
+	cx_buf_init(&bytes);
+	REQUIRE(small_fragment_bytes(s, 3, &bytes, &info));
+	bad = info;
+	bad.footer_crc ^= 1;
+	CHECK_CODE(cx_fragr_open_entry(s, &bad, &r, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, info.path) && strstr(err.msg, "footer checksum mismatch"));
+	bad = info;
+	bad.footer_offset--;
+	bad.footer_len++;
+	CHECK_CODE(cx_fragr_open_entry(s, &bad, &r, &err), CX_ERR_CORRUPT);
+	bad = info;
+	bad.footer_len--;
+	CHECK_CODE(cx_fragr_open_entry(s, &bad, &r, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, info.path) != NULL);
+	REQUIRE_OK(cx_fragr_open_entry(s, &info, &r, &err), &err);
+	cx_fragr_close(r);
+	cx_buf_free(&bytes);
+	cx_fragment_info_free(&info);
+	cx_obj_close(s);
+}
+
+/* Whatever the metadata bytes between "PAR1" and the trailer, opening is
+ * CX_ERR_CORRUPT naming the object, never a crash. */
+CX_TEST(fragment_garbage_footers_are_corrupt)
+{
+	cx_objstore *s = open_store();
+	cx_buf		b;
+	cx_err		err;
+	uint32_t	x = 7;
+	size_t		wrong = 0;
+
+	REQUIRE(s);
+	cx_buf_init(&b);
+	for (int round = 0; round < 300; round++)
+	{
+		uint32_t	n = 1 + (uint32_t) round * 7 % 400;
+		cx_fragr   *r;
+
+		cx_buf_reset(&b);
+		cx_buf_put(&b, CX_PARQUET_MAGIC, 4);
+		for (uint32_t k = 0; k < n; k++)
+			cx_buf_put_u8(&b, (uint8_t) ((x = x * 1103515245u + 12345u) >> 16));
+		/* some rounds start like a FileMetaData: field 1 (i32 version) */
+		if (round % 3 == 0)
+			b.data[4] = 0x15;
+		cx_buf_put_u32(&b, n);
+		cx_buf_put(&b, CX_PARQUET_MAGIC, 4);
+		REQUIRE_OK(cx_obj_put(s, "data/junk.parquet", b.data, b.len,
+							  CX_PUT_OVERWRITE, &err), &err);
+		if (cx_fragr_open(s, "data/junk.parquet", 0, &r, &err) == CX_OK)
+		{
+			cx_fragr_close(r);
+			wrong++;
+		}
+		else if (err.code != CX_ERR_CORRUPT ||
+				 strstr(err.msg, "data/junk.parquet") == NULL)
+			wrong++;
+	}
+	CHECK(wrong == 0);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+/* A footer that decodes but whose Parquet schema is not the one its
+ * ctxstore schema maps to (another writer, or an edited file). */
+CX_TEST(fragment_schema_mismatch_is_corrupt)
+{
+	cx_objstore *s = open_store();
+	cx_fragment_info info;
+	cx_buf		bytes;
+	cx_buf		out;
+	cx_pq_file_meta m;
+	cx_fragr   *r;
+	cx_err		err;
+	uint32_t	meta_len;
+
+	REQUIRE(s);
+	cx_buf_init(&bytes);
+	cx_buf_init(&out);
+	REQUIRE(small_fragment_bytes(s, 3, &bytes, &info));
+	meta_len = cx_load_u32(bytes.data + bytes.len - 8);
+	REQUIRE_OK(cx_pq_file_meta_decode(bytes.data + info.footer_offset, meta_len,
+									  &m, "meta", &err), &err);
+	m.schema[1].field_id = 77;	/* "id" gets another field id */
+	cx_buf_put(&out, bytes.data, info.footer_offset);
+	cx_pq_file_meta_encode(&m, &out);
+	cx_buf_put_u32(&out, (uint32_t) (out.len - info.footer_offset));
+	cx_buf_put(&out, CX_PARQUET_MAGIC, 4);
+	REQUIRE_OK(cx_obj_put(s, "data/other.parquet", out.data, out.len,
+						  CX_PUT_OVERWRITE, &err), &err);
+	CHECK_CODE(cx_fragr_open(s, "data/other.parquet", 0, &r, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "data/other.parquet") &&
+		  strstr(err.msg, "does not match the ctxstore schema"));
+	/* without the ctxstore key-value metadata it is no fragment at all */
+	m.schema[1].field_id = 1;
+	m.nkv = 0;
+	cx_buf_reset(&out);
+	cx_buf_put(&out, bytes.data, info.footer_offset);
+	cx_pq_file_meta_encode(&m, &out);
+	cx_buf_put_u32(&out, (uint32_t) (out.len - info.footer_offset));
+	cx_buf_put(&out, CX_PARQUET_MAGIC, 4);
+	REQUIRE_OK(cx_obj_put(s, "data/other.parquet", out.data, out.len,
+						  CX_PUT_OVERWRITE, &err), &err);
+	CHECK_CODE(cx_fragr_open(s, "data/other.parquet", 0, &r, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "key-value metadata missing") != NULL);
+	m.nkv = 2;
+	cx_pq_file_meta_free(&m);
+	cx_buf_free(&out);
+	cx_buf_free(&bytes);
+	cx_fragment_info_free(&info);
+	cx_obj_close(s);
+}
+
+/* Hidden columns are REQUIRED: a NULL there is refused. */
+CX_TEST(fragment_required_columns_refuse_nulls)
+{
+	cx_objstore *s = open_store();
+	cx_schema  *schema = cx_schema_new();
+	cx_fragw   *w;
+	cx_datum	v[2] = {{.v.i64 = 1}, {.isnull = true}};
+	cx_err		err;
+
+	REQUIRE(s && schema);
+	cx_schema_add(schema, "id", CX_T_INT64, 0, NULL, &err);
+	cx_schema_add(schema, "_ctx_tombstone", CX_T_BOOL, 0, NULL, &err);
+	schema->columns[1].field_id = CX_FIELD_ID_TOMBSTONE;
+	REQUIRE_OK(cx_fragw_open(s, "data/req.parquet", schema, NULL, &w, &err), &err);
+	CHECK_CODE(cx_fragw_append(w, v, &err), CX_ERR_INVALID);
+	CHECK(strstr(err.msg, "_ctx_tombstone") && strstr(err.msg, "required"));
+	cx_fragw_abort(w);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+/* ---------------------------------------------------------------------
+ * Levels
+ * --------------------------------------------------------------------- */
+
+CX_TEST(levels_round_trip_and_refuse_malformed_streams)
+{
+	uint8_t		levels[5000];
+	uint8_t		back[5000];
+	uint32_t	x = 99;
+	const char *why;
+
+	for (int width = 1; width <= 2; width++)
+		for (int shape = 0; shape < 4; shape++)
+		{
+			size_t		n = shape == 0 ? 1 : shape == 1 ? 7 : 5000;
+			cx_buf		b;
+			cx_rd		r;
+
+			for (size_t i = 0; i < n; i++)
+				levels[i] = (uint8_t) (shape == 3 ? (i / 50) % (1 << width) :
+									   ((x = x * 1103515245u + 12345u) >> 16) % (1 << width));
+			cx_buf_init(&b);
+			cx_levels_encode(levels, n, width, &b);
+			REQUIRE(cx_buf_ok(&b));
+			cx_rd_init(&r, b.data, b.len);
+			CHECK(cx_levels_decode(&r, n, (1 << width) - 1, back, &why));
+			CHECK(cx_rd_left(&r) == 0 && memcmp(levels, back, n) == 0);
+			/* runs of 50 equal levels are RLE: a few bytes per run */
+			if (shape == 3)
+				CHECK(b.len < 4 + 3 * (n / 50 + 1));
+			for (size_t cut = 0; cut < b.len; cut++)
+			{
+				cx_rd_init(&r, b.data, cut);
+				CHECK(!cx_levels_decode(&r, n, (1 << width) - 1, back, &why));
+			}
+			/* more levels than the stream holds */
+			cx_rd_init(&r, b.data, b.len);
+			CHECK(!cx_levels_decode(&r, n + 9, (1 << width) - 1, back, &why));
+			cx_buf_free(&b);
+		}
+	/* a level above the maximum */
+	{
+		uint8_t		two[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+		cx_buf		b;
+		cx_rd		r;
+
+		cx_buf_init(&b);
+		cx_levels_encode(two, 8, 2, &b);
+		cx_rd_init(&r, b.data, b.len);
+		CHECK(!cx_levels_decode(&r, 8, 1, back, &why));
+		cx_buf_free(&b);
+	}
 }
 
 CX_TEST(fragment_info_copy_and_new_key)
