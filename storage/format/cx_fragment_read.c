@@ -488,6 +488,31 @@ cx_fragr_chunk(const cx_fragr *r, uint32_t group, uint32_t column)
  * Decoding pages
  * --------------------------------------------------------------------- */
 
+/*
+ * Room for n entries of at most `bytes` value bytes, so decoding does not
+ * reallocate as it goes; capped, so that a damaged footer's sizes cannot
+ * reserve absurd amounts (buffers still grow past the cap if they must).
+ */
+#define RESERVE_CAP ((size_t) 64 << 20)
+
+/* Capacity for n more bytes, allocated exactly: cx_buf_reserve() rounds
+ * up to a power of two, which for a chunk of a few MiB pushes it past
+ * malloc's mmap threshold and makes every row group fault fresh pages. */
+static void
+reserve_exact(cx_buf *b, uint64_t n)
+{
+	uint8_t    *p;
+
+	n = n < RESERVE_CAP ? n : RESERVE_CAP;
+	if (b->failed || b->cap - b->len >= n)
+		return;
+	p = realloc(b->data, b->len + (size_t) n);
+	if (p == NULL)
+		return;					/* growing later will fail, or succeed */
+	b->data = p;
+	b->cap = b->len + (size_t) n;
+}
+
 static void
 colout_init(colout *o, int width)
 {
@@ -499,9 +524,18 @@ colout_init(colout *o, int width)
 	cx_buf_init(&o->data);
 	cx_buf_init(&o->offsets);
 	/* so that an all-empty column still has a (non-NULL) bytes pointer */
-	cx_buf_reserve(&o->data, 1);
+	reserve_exact(&o->data, 1);
 	if (width == 0)
 		cx_buf_put(&o->offsets, &zero, sizeof(zero));
+}
+
+static void
+colout_reserve(colout *o, uint64_t n, uint64_t bytes)
+{
+	reserve_exact(&o->nulls, (n + 7) / 8);
+	reserve_exact(&o->data, bytes);
+	if (o->width == 0)
+		reserve_exact(&o->offsets, (n + 1) * sizeof(uint32_t));
 }
 
 static void
@@ -519,25 +553,47 @@ colout_ok(const colout *o)
 		cx_buf_ok(&o->offsets);
 }
 
-/* Starts entry n: its null bit (clear). */
-static void
-colout_next(colout *o)
+/* n more bytes at the end of b, uninitialised; NULL (b failed) on OOM. */
+static inline uint8_t *
+room(cx_buf *b, size_t n)
 {
-	if (o->n % 8 == 0)
-		cx_buf_put_u8(&o->nulls, 0);
-	o->n++;
+	uint8_t    *p;
+
+	if (b->cap - b->len < n && !cx_buf_reserve(b, n))
+		return NULL;
+	p = b->data + b->len;
+	b->len += n;
+	return p;
 }
 
-static void
+/* Starts entry n: its null bit (clear). */
+static inline bool
+colout_next(colout *o)
+{
+	uint8_t    *bits;
+
+	if (o->n % 8 == 0)
+	{
+		if ((bits = room(&o->nulls, 1)) == NULL)
+			return false;
+		*bits = 0;
+	}
+	o->n++;
+	return true;
+}
+
+static inline void
 put_offset(cx_buf *offsets, size_t v)
 {
+	uint8_t    *p = room(offsets, sizeof(uint32_t));
 	uint32_t	u = (uint32_t) v;
 
-	cx_buf_put(offsets, &u, sizeof(u));
+	if (p != NULL)
+		memcpy(p, &u, sizeof(u));
 }
 
 /* Ends a var-width entry (its bytes appended to data). */
-static void
+static inline void
 colout_end_var(colout *o)
 {
 	if (o->width == 0)
@@ -547,54 +603,151 @@ colout_end_var(colout *o)
 static void
 colout_null(colout *o)
 {
-	colout_next(o);
-	if (cx_buf_ok(&o->nulls))
-		o->nulls.data[(o->n - 1) / 8] |= (uint8_t) (1u << ((o->n - 1) % 8));
+	uint8_t    *p;
+
+	if (!colout_next(o))
+		return;
+	o->nulls.data[(o->n - 1) / 8] |= (uint8_t) (1u << ((o->n - 1) % 8));
 	o->nnull++;
-	if (o->width > 0)
-		cx_buf_grow(&o->data, (size_t) o->width);
+	if (o->width > 0 && (p = room(&o->data, (size_t) o->width)) != NULL)
+		memset(p, 0, (size_t) o->width);
 	colout_end_var(o);
+}
+
+/* How a leaf's PLAIN values become engine values. */
+typedef enum value_kind
+{
+	VALUES_SAME_FIXED,			/* the same fixed-width bytes */
+	VALUES_SAME_VAR,			/* BYTE_ARRAY: the same bytes */
+	VALUES_BOOL,				/* bit-packed */
+	VALUES_TIMESTAMP,			/* INT64 Unix microseconds */
+	VALUES_CONVERTED			/* cx_pq_get_plain() */
+} value_kind;
+
+static value_kind
+value_kind_of(const cx_pq_leaf *leaf)
+{
+	if (leaf->ptype == CX_PQ_BOOLEAN)
+		return VALUES_BOOL;
+	if (leaf->type == CX_T_TIMESTAMP || leaf->type == CX_T_TIMESTAMPTZ)
+		return VALUES_TIMESTAMP;
+	if (leaf->precision > 0 || leaf->type == CX_T_INT16 ||
+		leaf->type == CX_T_DATE || leaf->type == CX_T_TIMESTAMP ||
+		leaf->type == CX_T_TIMESTAMPTZ)
+		return VALUES_CONVERTED;
+	return leaf->width > 0 ? VALUES_SAME_FIXED : VALUES_SAME_VAR;
 }
 
 /* One decoded page: its levels and values. */
 typedef struct page_in
 {
 	const cx_pq_leaf *leaf;
+	value_kind	kind;
 	size_t		nlevels;
 	const uint8_t *rep;			/* NULL: all 0 */
 	const uint8_t *def;			/* NULL: all max_def */
-	cx_rd		values;
+	const uint8_t *vals;		/* PLAIN values not taken yet */
+	size_t		left;			/* their bytes */
+	const uint8_t *bools;		/* VALUES_BOOL: the bit-packed values */
 	uint32_t	nbools;			/* booleans taken so far */
-	size_t		bool_bytes;
 } page_in;
 
-/* Appends the next value of the page to o. */
 static bool
+take_converted(page_in *p, colout *o, const char **why)
+{
+	cx_rd		r;
+
+	cx_rd_init(&r, p->vals, p->left);
+	if (!cx_pq_get_plain(p->leaf, &r, &o->data, why))
+		return false;
+	p->vals += r.pos;
+	p->left -= r.pos;
+	colout_end_var(o);
+	return true;
+}
+
+/* Appends the next value of the page to o. */
+static inline bool
 take_value(page_in *p, colout *o, const char **why)
 {
-	colout_next(o);
-	if (p->leaf->ptype == CX_PQ_BOOLEAN)
-	{
-		const uint8_t *bits = p->values.p + p->values.pos;
-		uint32_t	i = p->nbools++;
+	size_t		len;
+	uint8_t    *dst;
+	uint32_t	i;
+	int64_t		ts;
 
-		if (i / 8 >= cx_rd_left(&p->values))
-		{
-			*why = "values are truncated";
-			return false;
-		}
-		cx_buf_put_u8(&o->data, (bits[i / 8] >> (i % 8)) & 1);
-		return true;
+	if (!colout_next(o))
+		return (*why = "out of memory"), false;
+	switch (p->kind)
+	{
+		case VALUES_SAME_FIXED:
+			len = (size_t) p->leaf->width;
+			break;
+		case VALUES_SAME_VAR:
+			if (p->left < 4 || (len = cx_load_u32(p->vals)) > p->left - 4)
+				return (*why = "values are truncated"), false;
+			p->vals += 4;
+			p->left -= 4;
+			break;
+		case VALUES_BOOL:
+			i = p->nbools++;
+			if (i / 8 >= p->left)
+				return (*why = "values are truncated"), false;
+			if ((dst = room(&o->data, 1)) != NULL)
+				*dst = (p->vals[i / 8] >> (i % 8)) & 1;
+			return true;
+		case VALUES_TIMESTAMP:
+			if (p->left < 8)
+				return (*why = "values are truncated"), false;
+			if (!cx_pq_timestamp_from_unix((int64_t) cx_load_u64(p->vals), &ts))
+				return (*why = "value outside the range of its type"), false;
+			if ((dst = room(&o->data, 8)) != NULL)
+				cx_store_u64(dst, (uint64_t) ts);
+			p->vals += 8;
+			p->left -= 8;
+			return true;
+		default:
+			return take_converted(p, o, why);
 	}
-	if (!cx_pq_get_plain(p->leaf, &p->values, &o->data, why))
-		return false;
+	if (len > p->left)
+		return (*why = "values are truncated"), false;
+	if ((dst = room(&o->data, len)) != NULL)
+		memcpy(dst, p->vals, len);
+	p->vals += len;
+	p->left -= len;
 	colout_end_var(o);
+	return true;
+}
+
+/* A page of fixed-width values without NULLs, copied in one go (the common
+ * case of numbers and timestamps-free columns). */
+static bool
+copy_dense(page_in *p, colout *o, const char **why)
+{
+	size_t		n = p->nlevels;
+	size_t		bytes = n * (size_t) p->leaf->width;
+	size_t		nbits = ((size_t) o->n + n + 7) / 8;
+	uint8_t    *dst;
+
+	if (bytes > p->left)
+		return (*why = "values are truncated"), false;
+	if (nbits > o->nulls.len && cx_buf_grow(&o->nulls, nbits - o->nulls.len) == NULL)
+		return (*why = "out of memory"), false;
+	if ((dst = room(&o->data, bytes)) == NULL)
+		return (*why = "out of memory"), false;
+	memcpy(dst, p->vals, bytes);
+	p->vals += bytes;
+	p->left -= bytes;
+	o->n += (uint32_t) n;
 	return true;
 }
 
 static bool
 decode_flat(page_in *p, colout *o, uint32_t *rows, const char **why)
 {
+	*rows = (uint32_t) p->nlevels;
+	if (p->kind == VALUES_SAME_FIXED &&
+		(p->def == NULL || memchr(p->def, 0, p->nlevels) == NULL))
+		return copy_dense(p, o, why);
 	for (size_t k = 0; k < p->nlevels; k++)
 	{
 		if (p->def != NULL && p->def[k] == 0)
@@ -602,7 +755,6 @@ decode_flat(page_in *p, colout *o, uint32_t *rows, const char **why)
 		else if (!take_value(p, o, why))
 			return false;
 	}
-	*rows = (uint32_t) p->nlevels;
 	return true;
 }
 
@@ -625,7 +777,8 @@ decode_list(page_in *p, colout *top, colout *child, uint32_t *rows,
 
 		if (rep == 0)
 		{
-			colout_next(top);
+			if (!colout_next(top))
+				return (*why = "out of memory"), false;
 			put_offset(&top->offsets, child->n);
 			(*rows)++;
 			if (def == 0)
@@ -634,7 +787,7 @@ decode_list(page_in *p, colout *top, colout *child, uint32_t *rows,
 				top->nnull++;
 			}
 			open = def >= 2;
-			if (def < 2 || !cx_buf_ok(&top->nulls))
+			if (def < 2)
 				continue;
 		}
 		else if (!open || def < 2)
@@ -691,18 +844,20 @@ decode_page(cx_fragr *r, const cx_pq_leaf *leaf, const uint8_t *body,
 
 	memset(&p, 0, sizeof(p));
 	p.leaf = leaf;
+	p.kind = value_kind_of(leaf);
 	p.nlevels = nlevels;
 	cx_rd_init(&rd, body, len);
 	if (!decode_levels(r, &p, &rd, why))
 		return false;
-	cx_rd_init(&p.values, rd.p + rd.pos, cx_rd_left(&rd));
+	p.vals = rd.p + rd.pos;
+	p.left = cx_rd_left(&rd);
 	ok = leaf->list ? decode_list(&p, &d->top, &d->child, rows, why) :
 		decode_flat(&p, &d->top, rows, why);
 	if (!ok)
 		return false;
-	if (leaf->ptype == CX_PQ_BOOLEAN)
-		(void) cx_rd_take(&p.values, ((size_t) p.nbools + 7) / 8);
-	if (cx_rd_left(&p.values) != 0)
+	if (p.kind == VALUES_BOOL)
+		p.left -= ((size_t) p.nbools + 7) / 8;	/* take_value checked */
+	if (p.left != 0)
 		return (*why = "trailing bytes after the values"), false;
 	if (!colout_ok(&d->top) || !colout_ok(&d->child))
 		return (*why = "out of memory"), false;
@@ -809,7 +964,17 @@ load_chunk(cx_fragr *r, uint32_t g, uint32_t c, const uint8_t *data,
 	colout_init(&d->child, cx_type_width(leaf->type));
 	/* a list's offsets are pushed as each row starts, and the end last */
 	if (leaf->list)
+	{
 		cx_buf_reset(&d->top.offsets);
+		colout_reserve(&d->top, r->group_rows[g], 0);
+		colout_reserve(&d->child, (uint64_t) m->num_values,
+					   d->child.width > 0 ? (uint64_t) m->num_values * (uint64_t) d->child.width :
+					   m->raw_len);
+	}
+	else
+		colout_reserve(&d->top, r->group_rows[g],
+					   d->top.width > 0 ? (uint64_t) r->group_rows[g] * (uint64_t) d->top.width :
+					   m->raw_len);
 	while (pos < m->stored_len)
 	{
 		uint32_t	page_rows;

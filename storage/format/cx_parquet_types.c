@@ -535,7 +535,7 @@ fixed_to_engine(const cx_pq_leaf *leaf, const uint8_t *p, uint8_t *e)
 			return 4;
 		case CX_T_TIMESTAMP:
 		case CX_T_TIMESTAMPTZ:
-			if (!from_unix(&ts_epoch, (int64_t) cx_load_u64(p), &v))
+			if (!cx_pq_timestamp_from_unix((int64_t) cx_load_u64(p), &v))
 				return 0;
 			cx_store_u64(e, (uint64_t) v);
 			return 8;

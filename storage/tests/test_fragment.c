@@ -419,19 +419,26 @@ gen_wide(uint32_t i, cx_datum *v, row_scratch *sc)
 	}
 }
 
+/* Columns c0, c1, ... of one type. */
 static cx_schema *
-wide_schema(void)
+numbered_schema(int ncols, cx_type type)
 {
 	cx_schema  *schema = cx_schema_new();
 	cx_err		err;
 	char		name[16];
 
-	for (int c = 0; c < WIDE_COLS; c++)
+	for (int c = 0; c < ncols; c++)
 	{
 		snprintf(name, sizeof(name), "c%d", c);
-		cx_schema_add(schema, name, CX_T_BINARY, 0, NULL, &err);
+		cx_schema_add(schema, name, type, 0, NULL, &err);
 	}
 	return schema;
+}
+
+static cx_schema *
+wide_schema(void)
+{
+	return numbered_schema(WIDE_COLS, CX_T_BINARY);
 }
 
 /* Reads group 0 with want[] and returns the GETs and bytes it cost. */
@@ -1190,14 +1197,11 @@ static const struct
 static cx_schema *
 decimal_schema(void)
 {
-	cx_schema  *s = cx_schema_new();
+	cx_schema  *s = numbered_schema(NDECIMALS, CX_T_NUMERIC);
 	cx_err		err;
-	char		name[16];
 
 	for (size_t c = 0; c < NDECIMALS; c++)
 	{
-		snprintf(name, sizeof(name), "n%zu", c);
-		cx_schema_add(s, name, CX_T_NUMERIC, 0, NULL, &err);
 		s->columns[c].precision = decimals[c].precision;
 		s->columns[c].scale = decimals[c].scale;
 	}
