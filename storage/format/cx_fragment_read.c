@@ -666,28 +666,46 @@ take_converted(page_in *p, colout *o, const char **why)
 	return true;
 }
 
-/* Appends the next value of the page to o. */
-static inline bool
-take_value(page_in *p, colout *o, const char **why)
+/* A little-endian u32, inline (the reader loads one per BYTE_ARRAY). */
+static inline uint32_t
+load_le32(const uint8_t *p)
 {
-	size_t		len;
+	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+		(uint32_t) p[3] << 24;
+}
+
+/* Appends len bytes of the page's values to o's data. */
+static inline bool
+take_bytes(page_in *p, colout *o, size_t len, const char **why)
+{
+	uint8_t    *dst;
+
+	if (len > p->left)
+		return (*why = "values are truncated"), false;
+	if ((dst = room(&o->data, len)) == NULL)
+		return (*why = "out of memory"), false;
+	/* constant sizes become plain moves, not a call */
+	if (len == 4)
+		memcpy(dst, p->vals, 4);
+	else if (len == 8)
+		memcpy(dst, p->vals, 8);
+	else
+		memcpy(dst, p->vals, len);
+	p->vals += len;
+	p->left -= len;
+	return true;
+}
+
+/* The less common kinds: booleans, timestamps, conversions. */
+static bool
+take_other(page_in *p, colout *o, const char **why)
+{
 	uint8_t    *dst;
 	uint32_t	i;
 	int64_t		ts;
 
-	if (!colout_next(o))
-		return (*why = "out of memory"), false;
 	switch (p->kind)
 	{
-		case VALUES_SAME_FIXED:
-			len = (size_t) p->leaf->width;
-			break;
-		case VALUES_SAME_VAR:
-			if (p->left < 4 || (len = cx_load_u32(p->vals)) > p->left - 4)
-				return (*why = "values are truncated"), false;
-			p->vals += 4;
-			p->left -= 4;
-			break;
 		case VALUES_BOOL:
 			i = p->nbools++;
 			if (i / 8 >= p->left)
@@ -708,12 +726,26 @@ take_value(page_in *p, colout *o, const char **why)
 		default:
 			return take_converted(p, o, why);
 	}
-	if (len > p->left)
+}
+
+/* Appends the next value of the page to o. */
+static inline bool
+take_value(page_in *p, colout *o, const char **why)
+{
+	size_t		len;
+
+	if (!colout_next(o))
+		return (*why = "out of memory"), false;
+	if (p->kind == VALUES_SAME_FIXED)
+		return take_bytes(p, o, (size_t) p->leaf->width, why);
+	if (p->kind != VALUES_SAME_VAR)
+		return take_other(p, o, why);
+	if (p->left < 4 || (len = load_le32(p->vals)) > p->left - 4)
 		return (*why = "values are truncated"), false;
-	if ((dst = room(&o->data, len)) != NULL)
-		memcpy(dst, p->vals, len);
-	p->vals += len;
-	p->left -= len;
+	p->vals += 4;
+	p->left -= 4;
+	if (!take_bytes(p, o, len, why))
+		return false;
 	colout_end_var(o);
 	return true;
 }

@@ -1564,7 +1564,7 @@ CX_TEST(fragment_required_columns_refuse_nulls)
 CX_TEST(levels_round_trip_and_refuse_malformed_streams)
 {
 	uint8_t		levels[5000];
-	uint8_t		back[5000];
+	uint8_t		back[5000 + 9];	/* room for the "more levels" case */
 	uint32_t	x = 99;
 	const char *why;
 

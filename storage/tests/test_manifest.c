@@ -43,6 +43,7 @@ fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
 	fi->rows = 1000 + i;
 	fi->footer_offset = 90000 + i;
 	fi->footer_len = 5000 + i;
+	fi->footer_crc = 0xc0cc4ef5u ^ (uint32_t) i;
 	fi->ncolumns = ncolumns;
 	fi->stats = calloc(ncolumns ? ncolumns : 1, sizeof(cx_colstats));
 	for (uint32_t c = 0; c < ncolumns; c++)
@@ -138,7 +139,8 @@ fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
 {
 	if (strcmp(a->path, b->path) != 0 || a->size != b->size ||
 		a->rows != b->rows || a->footer_offset != b->footer_offset ||
-		a->footer_len != b->footer_len || a->ncolumns != b->ncolumns)
+		a->footer_len != b->footer_len || a->footer_crc != b->footer_crc ||
+		a->ncolumns != b->ncolumns)
 		return false;
 	for (uint32_t c = 0; c < a->ncolumns; c++)
 		if (!stats_equal(&a->stats[c], &b->stats[c]))
