@@ -37,12 +37,13 @@ fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
 	static char path[64];
 
 	memset(fi, 0, sizeof(*fi));
-	snprintf(path, sizeof(path), "data/frag-%03d.cxf", i);
+	snprintf(path, sizeof(path), "data/frag-%03d.parquet", i);
 	fi->path = path;
 	fi->size = 100000 + i;
 	fi->rows = 1000 + i;
 	fi->footer_offset = 90000 + i;
 	fi->footer_len = 5000 + i;
+	fi->footer_crc = 0xc0cc4ef5u ^ (uint32_t) i;
 	fi->ncolumns = ncolumns;
 	fi->stats = calloc(ncolumns ? ncolumns : 1, sizeof(cx_colstats));
 	for (uint32_t c = 0; c < ncolumns; c++)
@@ -138,7 +139,8 @@ fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
 {
 	if (strcmp(a->path, b->path) != 0 || a->size != b->size ||
 		a->rows != b->rows || a->footer_offset != b->footer_offset ||
-		a->footer_len != b->footer_len || a->ncolumns != b->ncolumns)
+		a->footer_len != b->footer_len || a->footer_crc != b->footer_crc ||
+		a->ncolumns != b->ncolumns)
 		return false;
 	for (uint32_t c = 0; c < a->ncolumns; c++)
 		if (!stats_equal(&a->stats[c], &b->stats[c]))
@@ -490,7 +492,7 @@ CX_TEST(manifest_bad_field_values_with_valid_crc_are_rejected)
 	b.data[schema_flag] = 1;
 	/* A NUL inside a path would make it a different, shorter key. */
 	{
-		uint8_t    *path = memmem(b.data, b.len, "data/frag-000.cxf", 17);
+		uint8_t    *path = memmem(b.data, b.len, "data/frag-000.parquet", 21);
 
 		REQUIRE(path != NULL);
 		path[9] = '\0';
@@ -918,8 +920,8 @@ CX_TEST(manifest_deletions_merge_sorted_lists)
 		free(fi.stats);
 	}
 	CHECK(c->nfragments == 4 && cx_manifest_deleted_count(c, 3) == 0);
-	CHECK(cx_manifest_find_fragment(c, "data/frag-009.cxf") == 3);
-	CHECK(cx_manifest_find_fragment(c, "data/none.cxf") == -1);
+	CHECK(cx_manifest_find_fragment(c, "data/frag-009.parquet") == 3);
+	CHECK(cx_manifest_find_fragment(c, "data/none.parquet") == -1);
 	cx_manifest_free(c);
 }
 

@@ -19,6 +19,7 @@ fill_fragment(cx_fragment_info *fi, const char *path, uint32_t ncolumns)
 	fi->rows = 7;
 	fi->footer_offset = 900;
 	fi->footer_len = 100;
+	fi->footer_crc = 0x89abcdefu;
 	fi->ncolumns = ncolumns;
 	fi->stats = calloc(ncolumns, sizeof(cx_colstats));
 	for (uint32_t c = 0; c < ncolumns; c++)
@@ -49,11 +50,11 @@ sample(void)
 	m->gens[0].gen = 4;
 	m->gens[0].min_ts = 10;
 	m->gens[0].max_ts = 20;
-	fill_fragment(&m->gens[0].fragment, "data/a.cxf", 4);
+	fill_fragment(&m->gens[0].fragment, "data/a.parquet", 4);
 	m->gens[1].gen = 5;
 	m->gens[1].min_ts = 21;
 	m->gens[1].max_ts = 21;
-	fill_fragment(&m->gens[1].fragment, "data/b.cxf", 4);
+	fill_fragment(&m->gens[1].fragment, "data/b.parquet", 4);
 	return m;
 }
 
@@ -75,6 +76,7 @@ same_manifest(const cx_shard_manifest *a, const cx_shard_manifest *b)
 			strcmp(x->fragment.path, y->fragment.path) != 0 ||
 			x->fragment.size != y->fragment.size ||
 			x->fragment.rows != y->fragment.rows ||
+			x->fragment.footer_crc != y->fragment.footer_crc ||
 			x->fragment.ncolumns != y->fragment.ncolumns ||
 			x->fragment.stats[1].min[0] != y->fragment.stats[1].min[0])
 			return false;
