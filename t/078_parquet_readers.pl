@@ -20,6 +20,9 @@ use JSON::PP;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+die "NODE_PATH names no readers: run bash scripts/readers.sh install (scripts/test.sh does)\n"
+  unless -d ($ENV{NODE_PATH} // '') . '/hyparquet';
+
 my $node = memwal_node('parquet_readers');
 my $uri = store_uri('every_type');
 (my $dir = $uri) =~ s{^file://}{};
