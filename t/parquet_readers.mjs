@@ -361,8 +361,8 @@ async function hyparquetRead(hp, compressors, file)
 	const metadata = await hp.parquetMetadataAsync(buf);
 	const elements = metadata.schema.slice(1).map(e => ({ ...e }));
 	// hyparquet turns DECIMAL into a JavaScript number, which cannot hold 30
-	// digits: read the unscaled integers instead (the schema check above has
-	// seen the DECIMAL annotation) and scale them exactly.
+	// digits: read the unscaled integers instead and scale them exactly
+	// (checkSchema sees the DECIMAL annotation in the unchanged elements).
 	const raw = structuredClone(metadata);
 	for (const e of raw.schema)
 		if (e.converted_type === 'DECIMAL')
@@ -432,7 +432,7 @@ class Report
 	}
 }
 
-function checkSchema(report, file, columns, read)
+function checkSchema({ report, columns }, file, read)
 {
 	const where = basename(file);
 	const expected = expectedElements(columns);
@@ -476,7 +476,7 @@ function checkSchema(report, file, columns, read)
 // Each expected row once per group, every value equal; the hidden columns
 // say "live, committed within the window", the same commit time in every
 // group.
-function checkRows(report, reader, group, file, columns, read, expected, state)
+function checkRows({ report, reader, columns, expected, state }, group, file, read)
 {
 	const key = columns[0].name;
 	for (const row of read.rows)
@@ -512,11 +512,15 @@ function checkRows(report, reader, group, file, columns, read, expected, state)
 
 async function check(reader, job)
 {
-	const columns = job.columns.map((c, i) => ({ ...c, field_id: i + 1, t: columnType(c.type) }));
-	const expected = new Map(JSON.parse(readFileSync(job.expected, 'utf8')).map(r => [r[0], r]));
+	const run = {
+		reader,
+		report: new Report(reader),
+		columns: job.columns.map((c, i) => ({ ...c, field_id: i + 1, t: columnType(c.type) })),
+		expected: new Map(JSON.parse(readFileSync(job.expected, 'utf8')).map(r => [r[0], r])),
+		state: { commitTs: new Map(), window: job.commit_window.map(BigInt) },
+	};
+	const { report, expected, state } = run;
 	const read = await openReader(reader);
-	const report = new Report(reader);
-	const state = { commitTs: new Map(), window: job.commit_window.map(BigInt) };
 	let fragments = 0;
 	for (const [group, files] of Object.entries(job.groups))
 	{
@@ -534,8 +538,8 @@ async function check(reader, job)
 				continue;
 			}
 			fragments++;
-			checkSchema(report, file, columns, r);
-			checkRows(report, reader, group, file, columns, r, expected, state);
+			checkSchema(run, file, r);
+			checkRows(run, group, file, r);
 		}
 		for (const id of expected.keys())
 			if (!state.seen.has(id))
