@@ -29,7 +29,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM damaged'), '2000',
 
 # Flip one byte a third of the way into every data fragment (inside a column
 # chunk; the query below reads every column).
-my @fragments = glob("$dir/data/*.cxf");
+my @fragments = glob("$dir/data/*.parquet");
 ok(@fragments > 0, 'the store has fragments on disk');
 for my $f (@fragments)
 {
@@ -46,7 +46,7 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT count(*), max(id), max(body) FROM damaged");
 isnt($ret, 0, 'reading the damaged store fails');
 like($stderr, qr/XX001/, 'with SQLSTATE XX001 (data_corrupted)');
-like($stderr, qr{data/[0-9a-f]{32}\.cxf}, 'the error names the damaged object');
+like($stderr, qr{data/[0-9a-f]{32}\.parquet}, 'the error names the damaged object');
 like($stderr, qr/ctxstore-inspect URI verify/, 'the hint says how to check the store');
 unlike($stdout, qr/\d/, 'no rows came back');
 
@@ -58,7 +58,7 @@ my $inspect = $node->config_data('--bindir') . '/ctxstore-inspect';
 my ($out, $err);
 my $rc = IPC::Run::run([ $inspect, $uri, 'verify' ], '>', \$out, '2>', \$err);
 is($? >> 8, 3, 'ctxstore-inspect verify exits 3 on a damaged store');
-like($out, qr{BAD .*data/[0-9a-f]{32}\.cxf}, 'and names the damaged fragment');
+like($out, qr{BAD .*data/[0-9a-f]{32}\.parquet}, 'and names the damaged fragment');
 
 $node->stop;
 done_testing();

@@ -41,10 +41,10 @@ my $shard = $node->safe_psql('postgres', 'SHOW ctxstore.shard_id');
 
 my (undef, $manifest) = inspect('manifest');
 my ($base_version) = $manifest =~ /^version\s+(\d+)/m;
-my ($fragment) = $manifest =~ m{^  (data/[0-9a-f]{32}\.cxf)  }m;
+my ($fragment) = $manifest =~ m{^  (data/[0-9a-f]{32}\.parquet)  }m;
 my (undef, $shard_out) = inspect('shard', $shard);
 my ($shard_version) = $shard_out =~ /^version\s+(\d+)/m;
-my ($gen) = $shard_out =~ m{^  gen \d+  (data/[0-9a-f]{32}\.cxf)}m;
+my ($gen) = $shard_out =~ m{^  gen \d+  (data/[0-9a-f]{32}\.parquet)}m;
 ok($base_version && $fragment && $shard_version && $gen,
 	'the base fragment and the generation are known');
 

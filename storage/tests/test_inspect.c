@@ -100,6 +100,28 @@ build_store(cx_objstore *s, char *first_key, cx_err *err)
 	return rc;
 }
 
+/* Stores bytes with byte `at` flipped under key and runs verify: whether it
+ * exits 3 naming key and why.  Puts the bytes back as they were. */
+static bool
+run_damaged(cx_objstore *s, const char *uri, const char *key, cx_buf *b,
+			size_t at, const char *why)
+{
+	char		args[8192];
+	char	   *out = NULL;
+	cx_err		err;
+	bool		ok;
+
+	b->data[at] ^= 0x40;
+	ok = cx_obj_put(s, key, b->data, b->len, CX_PUT_OVERWRITE, &err) == CX_OK;
+	b->data[at] ^= 0x40;
+	snprintf(args, sizeof(args), "%s verify", uri);
+	ok = ok && run_inspect(args, &out) == 3;
+	ok = ok && out && strstr(out, "BAD") && strstr(out, key) &&
+		strstr(out, why) && strstr(out, "1 bad");
+	free(out);
+	return cx_obj_put(s, key, b->data, b->len, CX_PUT_OVERWRITE, &err) == CX_OK && ok;
+}
+
 CX_TEST(inspect_cli_reads_and_verifies_a_store)
 {
 	cx_objstore *s;
@@ -126,7 +148,15 @@ CX_TEST(inspect_cli_reads_and_verifies_a_store)
 
 	snprintf(args, sizeof(args), "%s fragment %s", uri, first);
 	CHECK(run_inspect(args, &out) == 0);
-	CHECK(out && strstr(out, "2 rows in 1 row groups") && strstr(out, "nulls 1"));
+	CHECK(out && strstr(out, "2 rows in 1 row groups") &&
+		  strstr(out, "min \"row-0\" max \"row-1\""));
+	/* the Parquet view: field ids, logical types, the 3-level list, pages */
+	CHECK(out && strstr(out, "id                     BYTE_ARRAY STRING OPTIONAL field_id 1\n") &&
+		  strstr(out, "tags                   group LIST OPTIONAL field_id 3\n") &&
+		  strstr(out, "      element            BYTE_ARRAY STRING OPTIONAL field_id 1000000003\n") &&
+		  strstr(out, "_ctx_commit_ts         INT64 TIMESTAMP(MICROS, UTC) REQUIRED") &&
+		  strstr(out, "    page 0 @4 header ") && strstr(out, " ok\n") &&
+		  !strstr(out, "MISMATCH"));
 	free(out);
 
 	snprintf(args, sizeof(args), "%s rows latest 3", uri);
@@ -141,20 +171,27 @@ CX_TEST(inspect_cli_reads_and_verifies_a_store)
 	CHECK(out && strstr(out, "4 objects checked, 0 bad"));
 	free(out);
 
-	/* Damage the first fragment's first chunk: verify names it, exits 3. */
+	/* Damage a page of the first fragment, then (that undone) its footer:
+	 * verify names the fragment and what failed, and exits 3.  The footer
+	 * is caught by the checksum its manifest entry holds. */
 	{
 		cx_buf		b;
+		cx_fragr   *r;
+		cx_page_info *pages;
+		uint32_t	npages;
+		size_t		page_byte;
 
 		cx_buf_init(&b);
 		REQUIRE_OK(cx_obj_get(s, first, &b, &err), &err);
-		b.data[6] ^= 0x40;
-		REQUIRE_OK(cx_obj_put(s, first, b.data, b.len, CX_PUT_OVERWRITE, &err), &err);
+		REQUIRE_OK(cx_fragr_open(s, first, 0, &r, &err), &err);
+		REQUIRE_OK(cx_fragr_chunk_pages(r, 0, 1, &pages, &npages, &err), &err);
+		page_byte = pages[0].offset + pages[0].header_len;
+		free(pages);
+		cx_fragr_close(r);
+		CHECK(run_damaged(s, uri, first, &b, page_byte, "page 0: checksum mismatch"));
+		CHECK(run_damaged(s, uri, first, &b, b.len - 20, "footer checksum mismatch"));
 		cx_buf_free(&b);
 	}
-	snprintf(args, sizeof(args), "%s verify", uri);
-	CHECK(run_inspect(args, &out) == 3);
-	CHECK(out && strstr(out, "BAD") && strstr(out, first) && strstr(out, "1 bad"));
-	free(out);
 
 	/* Usage errors exit 2; a missing version exits 1 with the reason. */
 	CHECK(run_inspect("", &out) == 2);

@@ -4,7 +4,10 @@
  *   ctxstore-inspect URI versions              list committed versions
  *   ctxstore-inspect URI manifest [VERSION]    dump a manifest (default latest),
  *                                              key index segments included
- *   ctxstore-inspect URI fragment KEY          schema, row groups, chunk stats
+ *   ctxstore-inspect URI fragment KEY          a Parquet fragment: schema with
+ *                                              field ids and logical types,
+ *                                              row groups, chunk statistics,
+ *                                              pages with sizes and CRCs
  *   ctxstore-inspect URI shard ID [VERSION]    dump a shard manifest (default latest)
  *   ctxstore-inspect URI rows [VERSION|latest] [LIMIT]
  *                                              print the visible rows (latest:
@@ -12,8 +15,11 @@
  *                                              one row per key; VERSION: that
  *                                              base version only)
  *   ctxstore-inspect URI verify                check every checksum in the store
- *                                              and that every object a
- *                                              version lists is there
+ *                                              (fragments: every page CRC, the
+ *                                              offset indexes, and the footer
+ *                                              against the manifest entry) and
+ *                                              that every object a version
+ *                                              lists is there
  *
  * Exit status: 0 on success, 1 on an engine error or when verify finds no
  * store at URI (message on stderr), 2 on bad usage, 3 when verify found
@@ -28,6 +34,7 @@
 
 #include "table/cx_commit.h"
 #include "format/cx_fragment.h"
+#include "format/cx_parquet_types.h"
 #include "objstore/cx_layout.h"
 #include "table/cx_key_index.h"
 #include "table/cx_manifest.h"
@@ -464,11 +471,117 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 	return 0;
 }
 
+static const char *
+physical_name(const cx_pq_schema_element *el)
+{
+	static const char *const names[] = {
+		"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
+		"FIXED_LEN_BYTE_ARRAY"
+	};
+
+	if (!el->has_type)
+		return "group";
+	return el->type <= CX_PQ_FIXED_LEN_BYTE_ARRAY ? names[el->type] : "?";
+}
+
+static void
+print_logical(const cx_pq_logical *lt)
+{
+	switch (lt->kind)
+	{
+		case CX_PQ_LT_STRING:
+			printf(" STRING");
+			break;
+		case CX_PQ_LT_LIST:
+			printf(" LIST");
+			break;
+		case CX_PQ_LT_DECIMAL:
+			printf(" DECIMAL(%d,%d)", lt->precision, lt->scale);
+			break;
+		case CX_PQ_LT_DATE:
+			printf(" DATE");
+			break;
+		case CX_PQ_LT_TIME:
+		case CX_PQ_LT_TIMESTAMP:
+			printf(" %s(MICROS, %s)", lt->kind == CX_PQ_LT_TIME ? "TIME" : "TIMESTAMP",
+				   lt->adjusted_to_utc ? "UTC" : "local");
+			break;
+		case CX_PQ_LT_INTEGER:
+			printf(" INTEGER(%d, %s)", lt->bit_width, lt->is_signed ? "signed" : "unsigned");
+			break;
+		case CX_PQ_LT_JSON:
+			printf(" JSON");
+			break;
+		case CX_PQ_LT_UUID:
+			printf(" UUID");
+			break;
+		default:
+			break;
+	}
+}
+
+/* The Parquet schema the reader checked the file's against. */
+static bool
+print_parquet_schema(const cx_schema *schema)
+{
+	static const char *const reps[] = {"REQUIRED", "OPTIONAL", "REPEATED"};
+	cx_pq_schema_element *els;
+	uint32_t	n;
+
+	if (!cx_pq_schema_elements(schema, &els, &n))
+	{
+		free(els);
+		return false;
+	}
+	printf("Parquet schema:\n");
+	for (uint32_t i = 1; i < n; i++)
+	{
+		const cx_pq_schema_element *el = &els[i];
+		int			depth = strcmp(el->name, "list") == 0 ? 2 :
+			strcmp(el->name, "element") == 0 && i > 1 && els[i - 1].num_children == 1 &&
+			strcmp(els[i - 1].name, "list") == 0 ? 3 : 1;
+
+		printf("%*s%-*s %s", 2 * depth, "", 24 - 2 * depth, el->name,
+			   physical_name(el));
+		if (el->type_length > 0)
+			printf("(%d)", el->type_length);
+		print_logical(&el->logical);
+		printf(" %s", reps[el->repetition]);
+		if (el->has_field_id)
+			printf(" field_id %d", el->field_id);
+		putchar('\n');
+	}
+	free(els);
+	return true;
+}
+
+static cx_code
+print_pages(cx_fragr *r, uint32_t g, uint32_t c, cx_err *err)
+{
+	cx_page_info *pages;
+	uint32_t	n;
+
+	if (cx_fragr_chunk_pages(r, g, c, &pages, &n, err) != CX_OK)
+	{
+		free(pages);
+		return err->code;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		printf("    page %" PRIu32 " @%" PRIu64 " header %" PRIu32 " stored %" PRIu32
+			   " raw %" PRIu32 " values %" PRIu32 " first row %" PRIu64
+			   " crc %08" PRIx32 " %s\n", k, pages[k].offset, pages[k].header_len,
+			   pages[k].stored_len, pages[k].raw_len, pages[k].num_values,
+			   pages[k].first_row, pages[k].crc, pages[k].crc_ok ? "ok" : "MISMATCH");
+	free(pages);
+	return CX_OK;
+}
+
 static int
 cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
 {
 	cx_fragr   *r;
 	const cx_schema *schema;
+	cx_code		rc = CX_OK;
 
 	if (cx_fragr_open(s, key, 0, &r, err) != CX_OK)
 		return fail(err);
@@ -476,23 +589,29 @@ cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
 	printf("fragment %s: %" PRIu64 " rows in %" PRIu32 " row groups\nschema:\n",
 		   key, cx_fragr_rows(r), cx_fragr_num_groups(r));
 	print_schema(schema);
-	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+	if (!print_parquet_schema(schema))
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	for (uint32_t g = 0; rc == CX_OK && g < cx_fragr_num_groups(r); g++)
 	{
 		printf("row group %" PRIu32 ": %" PRIu32 " rows\n", g,
 			   cx_fragr_group_rows(r, g));
-		for (uint32_t c = 0; c < schema->ncolumns; c++)
+		for (uint32_t c = 0; rc == CX_OK && c < schema->ncolumns; c++)
 		{
 			const cx_chunk_meta *ch = cx_fragr_chunk(r, g, c);
 
-			printf("  %-22s @%" PRIu64 " stored %" PRIu32 " raw %" PRIu32 " %s  ",
+			printf("  %-22s @%" PRIu64 " stored %" PRIu64 " raw %" PRIu64 " zstd  ",
 				   schema->columns[c].name, ch->offset, ch->stored_len,
-				   ch->raw_len, ch->codec ? "zstd" : "raw");
-			print_stats(&ch->stats, &schema->columns[c]);
+				   ch->raw_len);
+			if (schema->columns[c].type == CX_T_LIST)
+				printf("no statistics");
+			else
+				print_stats(&ch->stats, &schema->columns[c]);
 			putchar('\n');
+			rc = print_pages(r, g, c, err);
 		}
 	}
 	cx_fragr_close(r);
-	return 0;
+	return rc == CX_OK ? 0 : fail(err);
 }
 
 /* Prints the rows of one scan batch, every base-schema column. */
@@ -602,6 +721,9 @@ typedef struct listed_ref
 {
 	char	   *key;			/* the object a version lists */
 	char	   *by;				/* "base version 3", for the report */
+	/* fragments: where the entry says the footer is, and its checksum */
+	bool		is_fragment;
+	cx_fragment_info entry;		/* size and footer only; no path, stats */
 } listed_ref;
 
 typedef struct verify_ctx
@@ -650,10 +772,18 @@ collect_key(void *arg, const char *key, uint64_t size)
 static void verify_failed(verify_ctx *ctx, const cx_err *err);
 
 static void
-add_ref(verify_ctx *ctx, const char *key, const char *by)
+add_ref_of(verify_ctx *ctx, const char *key, const char *by,
+		   const cx_fragment_info *fi)
 {
-	listed_ref r = {strdup(key), strdup(by)};
+	listed_ref r = {strdup(key), strdup(by), fi != NULL, {0}};
 
+	if (fi != NULL)
+	{
+		r.entry.size = fi->size;
+		r.entry.footer_offset = fi->footer_offset;
+		r.entry.footer_len = fi->footer_len;
+		r.entry.footer_crc = fi->footer_crc;
+	}
 	if (r.key == NULL || r.by == NULL ||
 		!grow((void **) &ctx->refs, ctx->nrefs, sizeof(listed_ref)))
 	{
@@ -666,6 +796,18 @@ add_ref(verify_ctx *ctx, const char *key, const char *by)
 }
 
 static void
+add_ref(verify_ctx *ctx, const char *key, const char *by)
+{
+	add_ref_of(ctx, key, by, NULL);
+}
+
+static void
+add_fragment_ref(verify_ctx *ctx, const cx_fragment_info *fi, const char *by)
+{
+	add_ref_of(ctx, fi->path, by, fi);
+}
+
+static void
 add_base_refs(verify_ctx *ctx, const cx_manifest *m)
 {
 	char		by[64];
@@ -674,7 +816,7 @@ add_base_refs(verify_ctx *ctx, const cx_manifest *m)
 
 	snprintf(by, sizeof(by), "base version %" PRIu64, m->version);
 	for (uint32_t i = 0; i < m->nfragments; i++)
-		add_ref(ctx, m->fragments[i].path, by);
+		add_fragment_ref(ctx, &m->fragments[i], by);
 	if (cx_keyindex_load(m, &ix, &err) != CX_OK)
 	{
 		verify_failed(ctx, &err);
@@ -694,7 +836,7 @@ add_shard_refs(verify_ctx *ctx, const cx_shard_manifest *m)
 	{
 		snprintf(by, sizeof(by), "shard %s version %" PRIu64 " (generation %" PRIu64 ")",
 				 m->shard_id, m->version, m->gens[i].gen);
-		add_ref(ctx, m->gens[i].fragment.path, by);
+		add_fragment_ref(ctx, &m->gens[i].fragment, by);
 	}
 }
 
@@ -705,13 +847,58 @@ verify_failed(verify_ctx *ctx, const cx_err *err)
 	printf("BAD  %s (%s)\n", err->msg, cx_code_name(err->code));
 }
 
+/* A manifest entry of key (the first; every version lists the same
+ * object the same way), or NULL when no version lists it. */
+static const cx_fragment_info *
+entry_of(const verify_ctx *ctx, const char *key, cx_fragment_info *fi)
+{
+	for (size_t i = 0; i < ctx->nrefs; i++)
+		if (ctx->refs[i].is_fragment && strcmp(ctx->refs[i].key, key) == 0)
+		{
+			*fi = ctx->refs[i].entry;
+			fi->path = (char *) key;
+			return fi;
+		}
+	return NULL;
+}
+
+/* Every page's CRC and the offset indexes of group g. */
+static cx_code
+verify_pages(cx_fragr *r, uint32_t g, cx_err *err)
+{
+	for (uint32_t c = 0; c < cx_fragr_schema(r)->ncolumns; c++)
+	{
+		cx_page_info *pages;
+		uint32_t	n;
+		cx_code		rc = cx_fragr_chunk_pages(r, g, c, &pages, &n, err);
+
+		for (uint32_t k = 0; rc == CX_OK && k < n; k++)
+			if (!pages[k].crc_ok)
+				rc = cx_err_set(err, CX_ERR_CORRUPT,
+								"corrupt fragment %s: row group %u, column %u, page %u: checksum mismatch",
+								cx_fragr_key(r), g, c, k);
+		free(pages);
+		if (rc != CX_OK)
+			return rc;
+	}
+	return CX_OK;
+}
+
+/* Opens the fragment from its manifest entry when a version lists it, so
+ * that its footer checksum is checked, then reads and decodes every row
+ * group and checks every page. */
 static void
 verify_fragment(verify_ctx *ctx, const char *key)
 {
 	cx_err		err;
 	cx_fragr   *r;
+	cx_fragment_info fi;
+	cx_code		rc;
 
-	if (cx_fragr_open(ctx->store, key, 0, &r, &err) != CX_OK)
+	rc = entry_of(ctx, key, &fi) != NULL ?
+		cx_fragr_open_entry(ctx->store, &fi, &r, &err) :
+		cx_fragr_open(ctx->store, key, 0, &r, &err);
+	if (rc != CX_OK)
 	{
 		verify_failed(ctx, &err);
 		return;
@@ -720,7 +907,8 @@ verify_fragment(verify_ctx *ctx, const char *key)
 	{
 		cx_rowgroup *rg;
 
-		if (cx_fragr_read_group(r, g, NULL, &rg, &err) != CX_OK)
+		if (verify_pages(r, g, &err) != CX_OK ||
+			cx_fragr_read_group(r, g, NULL, &rg, &err) != CX_OK)
 		{
 			verify_failed(ctx, &err);
 			break;
