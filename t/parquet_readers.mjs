@@ -31,9 +31,7 @@ import { basename } from 'node:path';
 const require = createRequire(import.meta.url);
 
 const INT32_MAX = 2147483647;
-const INT32_MIN = -2147483648;
 const INT64_MAX = 9223372036854775807n;
-const INT64_MIN = -9223372036854775808n;
 const FIELD_ID_ELEMENT_OFFSET = 1000000000;		/* CX_FIELD_ID_ELEMENT_OFFSET */
 const MAX_REPORTED = 25;
 
@@ -114,13 +112,11 @@ function intervalText(bytes)
 	return `${v.getInt32(12, true)}m ${v.getInt32(8, true)}d ${v.getBigInt64(0, true)}us`;
 }
 
-// Infinities as each reader understands them: DuckDB's are ±MAX; hyparquet
-// has none, so its raw values are read with ctxstore's documented ones
-// (docs/FORMAT.md: PostgreSQL's own, MIN and MAX).
-const INFINITIES = {
-	duckdb: { date: [INT32_MAX, -INT32_MAX], ts: [INT64_MAX, -INT64_MAX] },
-	hyparquet: { date: [INT32_MAX, INT32_MIN], ts: [INT64_MAX, INT64_MIN] },
-};
+// The infinities as DuckDB spells them, ±MAX (its date_t and timestamp_t
+// infinities); Parquet has none of its own, so hyparquet's raw values are
+// read the same way: a fragment must spell them so for DuckDB to see
+// infinities rather than dates of 5877642 BC and 290309 BC.
+const INFINITIES = { date: [INT32_MAX, -INT32_MAX], ts: [INT64_MAX, -INT64_MAX] };
 
 function withInfinity(raw, [pos, neg], finite)
 {
@@ -167,8 +163,8 @@ function timestamp(utc)
 	return {
 		sql: timestampSql,
 		expected: v => (v.endsWith('infinity') ? v : iso(v)),
-		duckdb: v => withInfinity(v.micros, INFINITIES.duckdb.ts, iso),
-		hyparquet: v => withInfinity(v, INFINITIES.hyparquet.ts, iso),
+		duckdb: v => withInfinity(v.micros, INFINITIES.ts, iso),
+		hyparquet: v => withInfinity(v, INFINITIES.ts, iso),
 		leaf: {
 			type: 'INT64', converted_type: 'TIMESTAMP_MICROS',
 			logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: utc, unit: 'MICROS' },
@@ -227,8 +223,8 @@ const SCALARS = {
 	date: {
 		sql: c => `CASE WHEN isfinite(${c}) THEN (${c} - date '1970-01-01')::text ELSE ${c}::text END`,
 		expected: v => (v.endsWith('infinity') ? v : isoDate(Number(v))),
-		duckdb: v => withInfinity(v.days, INFINITIES.duckdb.date, isoDate),
-		hyparquet: v => withInfinity(v, INFINITIES.hyparquet.date, isoDate),
+		duckdb: v => withInfinity(v.days, INFINITIES.date, isoDate),
+		hyparquet: v => withInfinity(v, INFINITIES.date, isoDate),
 		leaf: { type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } }, duck: 'DATE',
 	},
 	'time without time zone': {
@@ -402,10 +398,27 @@ async function openReader(which)
 
 // ---- comparison ------------------------------------------------------------
 
-const show = v => {
-	const s = typeof v === 'string' ? JSON.stringify(v) : String(v);
-	return s.length > 120 ? `${s.slice(0, 100)}... (${s.length} chars)` : s;
-};
+// A value for a message: strings quoted, a long one cut to 100 characters
+// from character from (the first difference).
+function show(v, from = 0)
+{
+	if (typeof v !== 'string')
+		return String(v);
+	if (v.length <= 120)
+		return JSON.stringify(v);
+	return `${from ? '...' : ''}${JSON.stringify(v.slice(from, from + 100))}... (${v.length} characters)`;
+}
+
+// Where two long strings start to differ (0 for short or other values).
+function firstDifference(a, b)
+{
+	if (typeof a !== 'string' || typeof b !== 'string' || Math.max(a.length, b.length) <= 120)
+		return 0;
+	let i = 0;
+	while (i < a.length && a[i] === b[i])
+		i++;
+	return i;
+}
 
 const stable = v => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? String(x) : x));
 
@@ -427,8 +440,11 @@ class Report
 	same(where, expected, got)
 	{
 		this.values++;
-		if (expected !== got)
-			this.fail(where, `expected ${show(expected)}, got ${show(got)}`);
+		if (expected === got)
+			return;
+		const at = firstDifference(expected, got);
+		this.fail(at ? `${where} from character ${at}` : where,
+			`expected ${show(expected, at)}, got ${show(got, at)}`);
 	}
 }
 
