@@ -1,5 +1,5 @@
 # Independent readers agree: every fragment ctxstore writes (the MemWAL
-# generations of four INSERTs, then the base fragments a merge writes from
+# generations of the INSERTs below, then the base fragments a merge writes from
 # them) is read by DuckDB and by hyparquet (t/parquet_readers.mjs), and every
 # value of every row, and the Parquet schema each reader reports, must match
 # what SELECT returns through ctxstore.  The table has a column of every type
@@ -32,8 +32,9 @@ my $script = "$FindBin::RealBin/parquet_readers.mjs";
 sub sql { return $node->safe_psql('postgres', @_); }
 
 # No count- or time-triggered merge and no cleanup: the test decides when
-# generations become base fragments, and reads both.  A few rows per base
-# fragment, so that the merge writes several.
+# generations become base fragments, and reads both.  The merge writes two
+# base fragments, the first of them with two row groups (the writer cuts
+# them at 65536 rows), like the generation of the 70000-row INSERT.
 sql(qq{
 CREATE FOREIGN TABLE every_type (
   id text NOT NULL, i2 int2, i4 int4, i8 int8, f4 float4, f8 float8, b bool,
@@ -42,7 +43,7 @@ CREATE FOREIGN TABLE every_type (
   n305 numeric(30,5), n numeric, iv interval, af4 real[], af8 float8[],
   ai4 int4[], ai8 int8[], at text[], ip inet)
   SERVER lake OPTIONS (uri '$uri', merge_after_generations '0',
-    cleanup_interval '0', flush_interval '0', target_rows_per_fragment '80')
+    cleanup_interval '0', flush_interval '0', target_rows_per_fragment '70000')
 });
 
 # Unix microseconds now, by the server's clock.
@@ -114,6 +115,10 @@ INSERT INTO every_type (id, t, by, js, jb, at)
     FROM generate_series(1, 131072) g;
 });
 sql(ordinary_rows('h', 101, 150));
+sql(q{
+INSERT INTO every_type (id, i4, t, ai4)
+  SELECT 'm' || lpad(g::text, 6, '0'), g, 'r' || g, ARRAY[g] FROM generate_series(1, 70000) g;
+});
 my $after = now_us();
 
 # Every value is there through SELECT first: a reader can only agree with
@@ -122,7 +127,7 @@ is(sql(q{SELECT count(*), length(max(t)) FROM every_type WHERE id IN ('big', 'nu
 	'2|4194304', 'the rows read back through ctxstore, a 4 MB value among them');
 
 my @generations = glob("$dir/data/*.parquet");
-cmp_ok(scalar @generations, '>=', 4, 'the four INSERTs are sealed into Parquet generations');
+cmp_ok(scalar @generations, '>=', 5, 'the INSERTs are sealed into Parquet generations');
 is(sql(q{SELECT ctxstore.merge_wal('every_type') > 0}), 't', 'merge_wal merges them');
 my %was_generation = map { $_ => 1 } @generations;
 my @base = grep { !$was_generation{$_} } glob("$dir/data/*.parquet");
@@ -173,8 +178,10 @@ for my $reader ('duckdb', 'hyparquet')
 	my ($rc, $out) = node('check', $reader, "$work/job.json");
 	is($rc, 0, "$reader reads every value of every fragment as SELECT returns it")
 	  or diag($out);
-	like($out, qr/^$reader: $fragments fragments, \d+ values compared, 0 differences$/m,
+	like($out, qr/^$reader: $fragments fragments \((\d+) row groups\), \d+ values compared, 0 differences$/m,
 		"$reader read all $fragments fragments");
+	cmp_ok($out =~ /\((\d+) row groups\)/ ? $1 : 0, '>', $fragments,
+		"$reader read several row groups of a fragment");
 }
 
 done_testing();

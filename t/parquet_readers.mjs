@@ -340,13 +340,18 @@ async function duckdbRead(conn, file)
 	const kv = {};
 	for (const r of await q(`SELECT key, value FROM parquet_kv_metadata(${lit})`))
 		kv[Buffer.from(r.key.bytes).toString()] = Buffer.from(r.value.bytes).toString();
-	const meta = (await q(`SELECT DISTINCT format_version, created_by FROM parquet_file_metadata(${lit})`))[0];
+	const meta = (await q(`SELECT format_version, created_by, num_row_groups FROM parquet_file_metadata(${lit})`))[0];
+	// The column chunks' statistics, which DuckDB converts to its own types.
+	const statistics = await q(`SELECT count(*) FROM parquet_metadata(${lit})`)
+		.then(() => 'readable', e => e.message);
 	return {
 		elements,
 		duckTypes: Object.fromEntries(described.map(d => [d.column_name, d.column_type])),
 		kv,
 		version: Number(meta.format_version),
 		created_by: meta.created_by,
+		rowGroups: Number(meta.num_row_groups),
+		statistics,
 		rows: await q(`SELECT * FROM read_parquet(${lit})`),
 	};
 }
@@ -376,7 +381,10 @@ async function hyparquetRead(hp, compressors, file)
 		},
 	});
 	const kv = Object.fromEntries((metadata.key_value_metadata ?? []).map(e => [e.key, e.value]));
-	return { elements, kv, version: metadata.version, created_by: metadata.created_by, rows };
+	return {
+		elements, kv, version: metadata.version, created_by: metadata.created_by,
+		rowGroups: metadata.row_groups.length, rows,
+	};
 }
 
 async function openReader(which)
@@ -463,6 +471,8 @@ function checkSchema({ report, columns }, file, read)
 	if (read.duckTypes)
 		for (const c of [...columns, ...HIDDEN])
 			report.same(`${where}: DuckDB type of ${c.name}`, c.duck ?? c.t.duck, read.duckTypes[c.name]);
+	if (read.statistics)
+		report.same(`${where}: DuckDB's parquet_metadata (statistics)`, 'readable', read.statistics);
 	report.same(`${where}: FileMetaData.version`, 2, read.version);
 	report.same(`${where}: created_by`, true, /^ctxstore version \S+$/.test(read.created_by ?? ''));
 	report.same(`${where}: ctxstore.format`, '2', read.kv['ctxstore.format']);
@@ -552,6 +562,7 @@ async function check(reader, job)
 	const { report, expected, state } = run;
 	const read = await openReader(reader);
 	let fragments = 0;
+	let rowGroups = 0;
 	for (const [group, files] of Object.entries(job.groups))
 	{
 		state.seen = new Map();
@@ -568,6 +579,7 @@ async function check(reader, job)
 				continue;
 			}
 			fragments++;
+			rowGroups += r.rowGroups;
 			checkSchema(run, file, r);
 			checkRows(run, group, file, r);
 		}
@@ -577,7 +589,7 @@ async function check(reader, job)
 	}
 	if (report.problems > MAX_REPORTED)
 		console.log(`${reader}: ... ${report.problems - MAX_REPORTED} more differences`);
-	console.log(`${reader}: ${fragments} fragments, ${report.values} values compared, `
+	console.log(`${reader}: ${fragments} fragments (${rowGroups} row groups), ${report.values} values compared, `
 		+ `${report.problems} differences`);
 	return report.problems === 0;
 }
