@@ -359,7 +359,13 @@ async function duckdbRead(conn, file)
 async function hyparquetRead(hp, compressors, file)
 {
 	const buf = await hp.asyncBufferFromFile(file);
-	const metadata = await hp.parquetMetadataAsync(buf);
+	// Raw integers: JavaScript's Date holds neither 294246 AD nor µs.
+	const parsers = {
+		dateFromDays: d => d,
+		timestampFromMicroseconds: u => u,
+		jsonFromBytes: b => b && new TextDecoder().decode(b),
+	};
+	const metadata = await hp.parquetMetadataAsync(buf, { parsers });
 	const elements = metadata.schema.slice(1).map(e => ({ ...e }));
 	// hyparquet turns DECIMAL into a JavaScript number, which cannot hold 30
 	// digits: read the unscaled integers instead and scale them exactly
@@ -372,18 +378,17 @@ async function hyparquetRead(hp, compressors, file)
 			delete e.logical_type;
 		}
 	const rows = await hp.parquetReadObjects({
-		file: buf, metadata: raw, compressors, utf8: false, useOffsetIndex: true,
-		// Raw integers: JavaScript's Date holds neither 294246 AD nor µs.
-		parsers: {
-			dateFromDays: d => d,
-			timestampFromMicroseconds: u => u,
-			jsonFromBytes: b => b && new TextDecoder().decode(b),
-		},
+		file: buf, metadata: raw, compressors, utf8: false, useOffsetIndex: true, parsers,
 	});
 	const kv = Object.fromEntries((metadata.key_value_metadata ?? []).map(e => [e.key, e.value]));
 	return {
 		elements, kv, version: metadata.version, created_by: metadata.created_by,
 		rowGroups: metadata.row_groups.length, rows,
+		chunkStats: metadata.row_groups.map(rg => ({
+			rows: Number(rg.num_rows),
+			stats: Object.fromEntries(rg.columns.map(c => [c.meta_data.path_in_schema.join('.'),
+				c.meta_data.statistics])),
+		})),
 	};
 }
 
@@ -428,7 +433,10 @@ function firstDifference(a, b)
 	return i;
 }
 
-const stable = v => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? String(x) : x));
+// JSON text of a value whose numbers keep what JSON would lose (bigint,
+// ±Infinity, NaN, -0).
+const stable = v => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? String(x)
+	: typeof x === 'number' && (!Number.isFinite(x) || Object.is(x, -0)) ? canonicalFloat(x) : x));
 
 class Report
 {
@@ -497,6 +505,80 @@ function checkSchema({ report, columns }, file, read)
 				`${c.t.leaf.precision},${c.t.leaf.scale}`, `${d.precision},${d.scale}`);
 	}
 	report.same(`${where}: ctxstore.schema columns`, columns.length + HIDDEN.length, described.length);
+}
+
+// Whether hyparquet's statistics of a column are comparable with its raw
+// values: numbers, dates and times, and text (BYTE_ARRAY statistics are
+// decoded as UTF-8, which binary values need not be; hyparquet turns
+// DECIMAL bounds into inexact numbers; a list's leaf is not a row value).
+function statsComparable(c)
+{
+	const leaf = c.leaf ?? c.t.leaf;
+	return leaf && !c.t?.decimal && leaf.type !== 'BOOLEAN' && leaf.type !== 'FIXED_LEN_BYTE_ARRAY'
+		&& (leaf.type !== 'BYTE_ARRAY' || leaf.converted_type !== undefined);
+}
+
+const utf8Order = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+const order = (a, b) => (typeof a === 'string' ? utf8Order(a, b) : a < b ? -1 : a > b ? 1 : 0);
+
+// The NULL count and exact bounds of column name over rows (NaN is no bound).
+function chunkFacts(rows, name)
+{
+	const facts = { nulls: 0, min: undefined, max: undefined, nan: false };
+	for (const row of rows)
+	{
+		const v = row[name];
+		if (v === null || v === undefined)
+			facts.nulls++;
+		else if (Number.isNaN(v))
+			facts.nan = true;
+		else
+		{
+			if (facts.min === undefined || order(v, facts.min) < 0)
+				facts.min = v;
+			if (facts.max === undefined || order(v, facts.max) > 0)
+				facts.max = v;
+		}
+	}
+	return facts;
+}
+
+// One chunk's bounds against its values.  Fixed-width columns have exact
+// bounds, but a chunk with a NaN has no max (NaN sorts above every number in
+// PostgreSQL and DuckDB alike); a BYTE_ARRAY column may leave either out
+// (ctxstore keeps none for JSON and numeric text, and no max longer than its
+// statistics limit) or give a truncated min, which must then be a prefix of
+// the least value.
+function checkBounds(report, where, c, st, facts)
+{
+	const varWidth = (c.leaf ?? c.t.leaf).type === 'BYTE_ARRAY';
+	const mayLackMax = varWidth || facts.nan;
+	if (st.is_min_value_exact === false)
+		report.same(`${where} truncated min_value is a prefix of the least value`, true,
+			typeof facts.min === 'string' && facts.min.startsWith(st.min_value));
+	else if (!varWidth || st.min_value !== undefined)
+		report.same(`${where} min_value`, stable(facts.min), stable(st.min_value));
+	if (!mayLackMax || st.max_value !== undefined)
+		report.same(`${where} max_value`, stable(facts.max), stable(st.max_value));
+}
+
+// Each column chunk's null_count and min/max (as hyparquet decodes them)
+// against the values of its row group.
+function checkStatistics({ report, columns }, file, read)
+{
+	let start = 0;
+	read.chunkStats.forEach((rg, g) => {
+		const rows = read.rows.slice(start, start + rg.rows);
+		start += rg.rows;
+		for (const c of [...columns, ...HIDDEN].filter(statsComparable))
+		{
+			const where = `${basename(file)} row group ${g} column ${c.name} statistics`;
+			const st = rg.stats[c.name] ?? {};
+			const facts = chunkFacts(rows, c.name);
+			report.same(`${where} null_count`, String(facts.nulls), String(st.null_count));
+			checkBounds(report, where, c, st, facts);
+		}
+	});
 }
 
 // The canonical form of a reader's value; one of another shape than the
@@ -581,6 +663,8 @@ async function check(reader, job)
 			fragments++;
 			rowGroups += r.rowGroups;
 			checkSchema(run, file, r);
+			if (r.chunkStats)
+				checkStatistics(run, file, r);
 			checkRows(run, group, file, r);
 		}
 		for (const id of expected.keys())
