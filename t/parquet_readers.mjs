@@ -1,7 +1,8 @@
 // Reads ctxstore's Parquet fragments with two readers that share no code with
 // it, DuckDB (@duckdb/node-api) and hyparquet (with hyparquet-compressors for
 // ZSTD), and compares every value of every row, and the Parquet schema each
-// reader reports, with what SELECT returns through ctxstore
+// reader reports, with what SELECT returns through ctxstore; with hyparquet
+// also each column chunk's statistics with its values
 // (t/078_parquet_readers.pl drives it).
 //
 //   node parquet_readers.mjs sql <job.json>
