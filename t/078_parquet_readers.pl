@@ -1,11 +1,11 @@
 # Independent readers agree: every fragment ctxstore writes (the MemWAL
-# generations of the INSERTs below, then the base fragments a merge writes from
-# them) is read by DuckDB and by hyparquet (t/parquet_readers.mjs), and every
-# value of every row, the Parquet schema each reader reports and the column
-# chunks' statistics must match what SELECT returns through ctxstore.  The table has a column of every type
-# of the type map, and rows with NULLs, empty values, multi-megabyte values,
-# NaN and infinities, extreme dates and timestamps and long lists with NULL
-# elements.  The readers come from npm (scripts/readers.sh, which
+# generations of the INSERTs below, then the base fragments a merge writes
+# from them) is read by DuckDB and by hyparquet (t/parquet_readers.mjs), and
+# every value of every row, the Parquet schema each reader reports and the
+# column chunks' statistics must match what SELECT returns through ctxstore.
+# The table has a column of every type of the type map, and rows with NULLs,
+# empty values, multi-megabyte values, NaN and infinities, extreme dates and
+# timestamps and long lists with NULL elements.  The readers come from npm (scripts/readers.sh, which
 # scripts/test.sh runs; NODE_PATH names them).
 use strict;
 use warnings;

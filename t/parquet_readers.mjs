@@ -446,11 +446,19 @@ class Report
 		this.reader = reader;
 		this.problems = 0;
 		this.values = 0;
+		this.kinds = new Set();
 	}
 
+	// Prints the first difference of each kind (the same one in another
+	// fragment or row group is not a new kind), up to MAX_REPORTED kinds.
 	fail(where, what)
 	{
-		if (++this.problems <= MAX_REPORTED)
+		this.problems++;
+		const kind = `${where}: ${what}`.replace(/[0-9a-f]{32}\.parquet/g, '').replace(/row group \d+/g, '');
+		if (this.kinds.has(kind))
+			return;
+		this.kinds.add(kind);
+		if (this.kinds.size <= MAX_REPORTED)
 			console.log(`${this.reader}: ${where}: ${what}`);
 	}
 
@@ -672,8 +680,8 @@ async function check(reader, job)
 			if (!state.seen.has(id))
 				report.fail(group, `row ${show(id)} of SELECT is in no fragment`);
 	}
-	if (report.problems > MAX_REPORTED)
-		console.log(`${reader}: ... ${report.problems - MAX_REPORTED} more differences`);
+	if (report.kinds.size > MAX_REPORTED)
+		console.log(`${reader}: ... ${report.kinds.size - MAX_REPORTED} more kinds of difference`);
 	console.log(`${reader}: ${fragments} fragments (${rowGroups} row groups), ${report.values} values compared, `
 		+ `${report.problems} differences`);
 	return report.problems === 0;
