@@ -110,6 +110,7 @@ pg_isolation_regress_installcheck = cd '$(TEST_WORK)' && $(TEST_AS) $(top_buildd
 define prove_installcheck
 cd '$(TEST_WORK)' && '$(CURDIR)/scripts/with-emulators.sh' $(TEST_AS) TESTDIR='$(TEST_WORK)' \
 	PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' CTXSTORE_STORE_ROOT='$(TEST_WORK)/stores' \
+	NODE_PATH='$(TEST_WORK)/readers/node_modules' \
 	$(PROVE) -I '$(top_srcdir)/src/test/perl' -I t $(PROVE_FLAGS) $(or $(PROVE_TESTS),t/*.pl)
 endef
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Copies the test inputs (sql/, expected/, specs/, t/, docs/, scripts/regress.conf)
-# into a scratch directory, with @store_root@ replaced by <dir>/stores, so
+# Copies the test inputs (sql/, expected/, specs/, t/, docs/, scripts/regress.conf,
+# the readers scripts/readers.sh installs) into a scratch directory, with @store_root@ replaced by <dir>/stores, so
 # that every run writes to stores of its own and expected output stays
 # exact.  The servers and test drivers read only this copy, never the
 # checkout: a checkout in a mode-700 directory is not readable by the
@@ -27,6 +27,17 @@ for d in sql expected specs t docs; do
     sed "s|@store_root@|$work/stores|g" "$f" > "$work/$d/$(basename "$f")"
   done
 done
+# The independent Parquet readers t/078_parquet_readers.pl runs (installed by
+# scripts/readers.sh; NODE_PATH names this copy), hard-linked when the
+# checkout and the run share a file system.  Their files are world-readable
+# (readers.sh sees to it), so the copy needs no chown.
+rm -rf "$work/readers"
+if [ -d "$repo/.readers/node_modules" ]; then
+  mkdir -p "$work/readers"
+  cp -al "$repo/.readers/node_modules" "$work/readers/" 2>/dev/null \
+    || cp -a "$repo/.readers/node_modules" "$work/readers/"
+  chmod 755 "$work/readers"
+fi
 if [ "$(id -u)" -eq 0 ]; then
   chown "$user:" "$work"
   for f in regress.conf sql expected specs t docs stores; do

@@ -33,6 +33,8 @@ bash "$repo/scripts/install-deps.sh" || { echo "dependency installation failed";
 # s3rver and Azurite for the object-store tests (storage/Makefile and the
 # TAP target start private instances through scripts/with-emulators.sh).
 bash "$repo/scripts/emulators.sh" install || { echo "emulator installation failed"; exit 1; }
+# DuckDB and hyparquet, which t/078_parquet_readers.pl reads fragments with.
+bash "$repo/scripts/readers.sh" install >/dev/null || { echo "reader installation failed"; exit 1; }
 
 log "build and install the extension"
 build_out=$(make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install 2>&1)
