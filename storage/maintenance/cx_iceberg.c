@@ -487,7 +487,10 @@ summary_json(const publish *p, const char **op)
 {
 	totals		d = sum(&p->data);
 	totals		x = sum(&p->dels);
-	json_t	   *s = json_object();
+	/* Not json_object(): the PostgreSQL server has a function of that name
+	 * (the SQL json_object), which the dynamic linker binds the extension's
+	 * call to; json_pack builds the object inside libjansson. */
+	json_t	   *s = json_pack("{}");
 
 	*op = operation(&d, &x);
 	json_object_set_new(s, "operation", json_string(*op));

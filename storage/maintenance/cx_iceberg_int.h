@@ -4,6 +4,10 @@
  * table metadata JSON (cx_iceberg_meta.c, jansson), the position deletes
  * of a base version (cx_iceberg_deletes.c) and the publish itself
  * (cx_iceberg.c).  docs/FORMAT.md "Iceberg metadata" specifies the files.
+ *
+ * jansson's json_object() must not be called: inside the server it binds
+ * to PostgreSQL's own json_object (the SQL function); json_pack("{}")
+ * makes an empty object instead.
  */
 #ifndef CX_ICEBERG_INT_H
 #define CX_ICEBERG_INT_H
