@@ -7,7 +7,8 @@
  *
  * jansson's json_object() must not be called: inside the server it binds
  * to PostgreSQL's own json_object (the SQL function); json_pack("{}")
- * makes an empty object instead.
+ * makes an empty object instead.  (libavro calls it only in
+ * avro_value_to_json, which the engine does not use.)
  */
 #ifndef CX_ICEBERG_INT_H
 #define CX_ICEBERG_INT_H
