@@ -1,39 +1,22 @@
 /*
- * cx_encoding.c — column-chunk payloads: building them from cx_datum values
- * (writer), decoding them into cx_colvec (reader), and reading values back.
+ * cx_encoding.c — column builders (the writer's buffered row group, in the
+ * engine's own value form) and reading values out of a cx_colvec.
  *
- * Payload layout (one level; a list nests exactly one more level):
- *   u32 nrows, u32 null_count,
- *   null bitmap, ceil(nrows / 8) bytes, only when null_count > 0,
- *   fixed width:  nrows * width bytes (NULL rows zero),
- *   var width:    u32 offsets[nrows + 1], then offsets[nrows] bytes,
- *   list:         u32 offsets[nrows + 1] into the elements, then the
- *                 elements' own payload with offsets[nrows] rows.
- * The builder keeps the sections in separate buffers and the encoder
- * concatenates them, so unused sections (empty buffers) vanish naturally.
- *
- * The decoder is the format's line of defence against corrupt input: every
- * count is checked against the bytes actually present before anything is
- * allocated or indexed, offsets must start at 0 and never decrease, and the
- * payload must be consumed exactly.
+ * A builder holds one column of the rows appended since the last row group
+ * was cut: a null bitmap, fixed-width values (little-endian, NULL rows zero)
+ * or u32 offsets into value bytes, and for lists u32 offsets into a nested
+ * builder of the elements.  The writer turns it into Parquet pages
+ * (cx_fragment_write.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/cx_encoding.h"
 
-#define HEADER_BYTES 8
-
 static bool
 is_list(uint8_t type)
 {
 	return type == CX_T_LIST;
-}
-
-static size_t
-bitmap_bytes(uint32_t nrows)
-{
-	return ((size_t) nrows + 7) / 8;
 }
 
 /* ---------------------------------------------------------------------
@@ -325,7 +308,7 @@ cx_colbuild_append(cx_colbuild *b, const cx_datum *d)
 uint64_t
 cx_colbuild_raw_size(const cx_colbuild *b)
 {
-	uint64_t	n = HEADER_BYTES;
+	uint64_t	n = 0;
 
 	if (b->null_count > 0)
 		n += b->nulls.len;
@@ -335,152 +318,35 @@ cx_colbuild_raw_size(const cx_colbuild *b)
 	return n;
 }
 
-void
-cx_colbuild_encode(const cx_colbuild *b, cx_buf *out)
+static uint32_t
+offset_at(const cx_colbuild *b, uint32_t i)
 {
-	cx_buf_put_u32(out, b->nrows);
-	cx_buf_put_u32(out, b->null_count);
-	if (b->null_count > 0)
-		cx_buf_put(out, b->nulls.data, b->nulls.len);
-	cx_buf_put(out, b->values.data, b->values.len);
-	cx_buf_put(out, b->offsets.data, b->offsets.len);
-	cx_buf_put(out, b->bytes.data, b->bytes.len);
-	if (b->elems != NULL)
-		cx_colbuild_encode(b->elems, out);
-}
-
-/* ---------------------------------------------------------------------
- * Decoding
- * --------------------------------------------------------------------- */
-
-/* The bitmap must mark exactly null_count of the first nrows bits and
- * leave the padding bits clear. */
-static bool
-bitmap_valid(const uint8_t *bits, uint32_t nrows, uint32_t null_count)
-{
-	size_t		nbytes = bitmap_bytes(nrows);
-	uint64_t	set = 0;
-
-	for (size_t i = 0; i < nbytes; i++)
-		set += (uint64_t) __builtin_popcount(bits[i]);
-	if (nrows % 8 != 0 && (bits[nbytes - 1] >> (nrows % 8)) != 0)
-		return false;
-	return set == null_count;
-}
-
-static bool
-decode_header(cx_rd *r, uint32_t nrows, cx_colvec *v, const char **why)
-{
-	uint32_t	stored_rows = cx_rd_u32(r);
-	uint32_t	null_count = cx_rd_u32(r);
-
-	if (!cx_rd_ok(r) || stored_rows != nrows || null_count > nrows)
-	{
-		*why = "row count or null count does not match";
-		return false;
-	}
-	if (null_count == 0)
-		return true;
-	v->nulls = cx_rd_take(r, bitmap_bytes(nrows));
-	if (v->nulls == NULL || !bitmap_valid(v->nulls, nrows, null_count))
-	{
-		*why = "null bitmap is truncated or does not match the null count";
-		return false;
-	}
-	return true;
-}
-
-/* Reads nrows + 1 little-endian offsets into a new aligned array. */
-static bool
-decode_offsets(cx_rd *r, uint32_t nrows, uint32_t **out, const char **why)
-{
-	size_t		n = (size_t) nrows + 1;
-	const uint8_t *p = cx_rd_take(r, n * 4);
-	uint32_t   *offs;
-
-	if (p == NULL)
-	{
-		*why = "offsets are truncated";
-		return false;
-	}
-	offs = malloc(n * sizeof(uint32_t));
-	if (offs == NULL)
-	{
-		*why = "out of memory decoding offsets";
-		return false;
-	}
-	*out = offs;
-	for (size_t i = 0; i < n; i++)
-	{
-		offs[i] = cx_load_u32(p + 4 * i);
-		if ((i == 0 && offs[i] != 0) || (i > 0 && offs[i] < offs[i - 1]))
-		{
-			*why = "offsets are not monotonic from zero";
-			return false;
-		}
-	}
-	return true;
-}
-
-/* Decodes one level; for a list, the elements are left for the caller. */
-static bool
-decode_level(cx_rd *r, uint8_t type, uint32_t nrows, cx_colvec *v,
-			 uint32_t **offsets, const char **why)
-{
-	v->type = type;
-	v->width = (uint8_t) cx_type_width(type);
-	v->nrows = nrows;
-	if (!decode_header(r, nrows, v, why))
-		return false;
-	if (v->width > 0)
-	{
-		v->fixed = cx_rd_take(r, (size_t) nrows * v->width);
-		if (v->fixed == NULL)
-			*why = "values are truncated";
-		return v->fixed != NULL;
-	}
-	if (!decode_offsets(r, nrows, offsets, why))
-		return false;
-	v->offsets = *offsets;
-	if (is_list(type))
-		return true;
-	v->bytes = cx_rd_take(r, v->offsets[nrows]);
-	if (v->bytes == NULL)
-		*why = "value bytes are truncated";
-	return v->bytes != NULL;
+	return cx_load_u32(b->offsets.data + (size_t) i * 4);
 }
 
 bool
-cx_chunk_decode(const cx_column *col, uint32_t nrows, uint8_t *payload,
-				size_t len, cx_decoded *out, const char **why)
+cx_colbuild_value(const cx_colbuild *b, uint32_t i, const uint8_t **p,
+				  size_t *len)
 {
-	cx_rd		r;
-
-	memset(out, 0, sizeof(*out));
-	out->payload = payload;
-	cx_rd_init(&r, payload, len);
-	if (!decode_level(&r, col->type, nrows, &out->vec, &out->offsets, why))
+	if (b->null_count > 0 && (b->nulls.data[i / 8] >> (i % 8)) & 1)
 		return false;
-	if (is_list(col->type))
+	if (b->width > 0)
 	{
-		if (!decode_level(&r, col->elem_type, out->offsets[nrows],
-						  &out->elems, &out->elem_offsets, why))
-			return false;
-		out->vec.child = &out->elems;
+		*p = b->values.data + (size_t) i * b->width;
+		*len = b->width;
 	}
-	if (cx_rd_left(&r) != 0)
+	else
 	{
-		*why = "trailing bytes after the values";
-		return false;
+		*p = b->bytes.data + offset_at(b, i);
+		*len = offset_at(b, i + 1) - offset_at(b, i);
 	}
 	return true;
 }
 
 void
-cx_decoded_free(cx_decoded *d)
+cx_colbuild_items(const cx_colbuild *b, uint32_t i, uint32_t *start,
+				  uint32_t *end)
 {
-	free(d->payload);
-	free(d->offsets);
-	free(d->elem_offsets);
-	memset(d, 0, sizeof(*d));
+	*start = offset_at(b, i);
+	*end = offset_at(b, i + 1);
 }

@@ -1,12 +1,7 @@
 /*
- * cx_encoding.h — private to the fragment writer and reader: column-chunk
- * builders and decoders, and statistics accumulation.
- *
- * A chunk payload (before compression) is, for n rows of one type:
- *   u32 n, u32 null_count, [null bitmap if null_count > 0], values
- * where values are n fixed-width little-endian values, or u32 offsets[n+1]
- * plus bytes, or for lists u32 element offsets[n+1] followed by a nested
- * chunk payload of the elements.  docs/FORMAT.md ("Chunk payload") has the details.
+ * cx_encoding.h — private to the fragment writer and reader: column builders
+ * (a row group buffered in the engine's value form), engine fixed-width
+ * values, and statistics accumulation.
  */
 #ifndef CX_ENCODING_H
 #define CX_ENCODING_H
@@ -16,10 +11,10 @@
 #include "format/cx_schema.h"
 
 /*
- * Largest raw (uncompressed) chunk payload, written or accepted.  PostgreSQL
+ * Largest raw (uncompressed) column chunk, written or accepted.  PostgreSQL
  * values are at most 1 GiB; the writer cuts a row group before a chunk would
- * pass this, and the reader refuses larger raw_len values so a corrupt footer
- * cannot make it allocate absurd amounts.
+ * pass this, and the reader refuses pages and chunks that claim more, so a
+ * corrupt footer cannot make it allocate absurd amounts.
  */
 #define CX_CHUNK_RAW_MAX ((uint64_t) 1 << 30 | (uint64_t) 64 << 20)
 
@@ -86,33 +81,14 @@ cx_code		cx_colbuild_measure(const cx_colbuild *b, const cx_datum *d,
 								uint64_t *size, cx_err *err);
 /* Appends a measured value.  false on allocation failure. */
 bool		cx_colbuild_append(cx_colbuild *b, const cx_datum *d);
-/* Exact raw payload size the builder would encode to now. */
+/* Bytes the builder holds (an estimate of the raw chunk size). */
 uint64_t	cx_colbuild_raw_size(const cx_colbuild *b);
-/* Appends the raw chunk payload to out (check cx_buf_ok). */
-void		cx_colbuild_encode(const cx_colbuild *b, cx_buf *out);
-
-/* ---- decoding chunks (reader) ---- */
-
-/* One decoded chunk.  vec (and elems, for lists) point into payload and
- * into the offset arrays; all four allocations belong to this struct, which
- * must not move once decoded (vec.child points at elems). */
-typedef struct cx_decoded
-{
-	cx_colvec	vec;
-	cx_colvec	elems;
-	uint8_t    *payload;
-	uint32_t   *offsets;
-	uint32_t   *elem_offsets;
-} cx_decoded;
-
-/*
- * Decodes nrows rows of col from payload (malloc'd, ownership passes to out
- * in every case).  On a malformed payload returns false with *why set to a
- * static description; out must still be released with cx_decoded_free().
- */
-bool		cx_chunk_decode(const cx_column *col, uint32_t nrows,
-							uint8_t *payload, size_t len, cx_decoded *out,
-							const char **why);
-void		cx_decoded_free(cx_decoded *d);
+/* Whether row i is non-NULL, and if so its value's engine bytes (fixed
+ * width little-endian, or a var-width value's bytes; not for lists). */
+bool		cx_colbuild_value(const cx_colbuild *b, uint32_t i,
+							  const uint8_t **p, size_t *len);
+/* Row i of a list builder holds elements [*start, *end) of b->elems. */
+void		cx_colbuild_items(const cx_colbuild *b, uint32_t i,
+							  uint32_t *start, uint32_t *end);
 
 #endif							/* CX_ENCODING_H */

@@ -1,14 +1,15 @@
 /*
- * cx_fragment.h — the columnar fragment format (version 1): writer and reader.
+ * cx_fragment.h — fragments: Parquet files written and read by the engine.
  *
- * A fragment is one immutable object holding rows of one schema, split into
- * row groups; each row group holds one column chunk per column.  A chunk is
- * encoded by type (null bitmap, fixed-width values or offsets + bytes, lists
- * as offsets + an element chunk), compressed with zstd and checksummed.  The
- * footer at the end carries the schema, the row-group directory and per-chunk
- * statistics; readers fetch the footer first, then only the chunks of the
- * columns they need, one row group at a time.  docs/FORMAT.md is the byte-level
- * specification.
+ * A fragment is one immutable Parquet object holding rows of one schema,
+ * split into row groups; each row group holds one column chunk per column,
+ * cut into zstd-compressed data pages of PLAIN values with definition (and
+ * for lists repetition) levels and a CRC each.  The offset index of every
+ * chunk follows the chunks, then the FileMetaData footer: the Parquet schema
+ * with field ids, the engine schema as key-value metadata, row groups and
+ * per-chunk statistics.  Readers fetch the footer first, then only the
+ * chunks of the columns they need, one row group at a time.  docs/FORMAT.md
+ * ("Fragments") is the byte-level specification.
  */
 #ifndef CX_FRAGMENT_H
 #define CX_FRAGMENT_H
@@ -20,7 +21,6 @@
 #include "format/cx_schema.h"
 #include "ctxstore/scan.h"
 
-#define CX_FRAGMENT_MAGIC "CXF1"
 #define CX_STATS_MAX_BYTES 64	/* longest min/max kept for var-width types */
 
 /* Statistics of one column over a chunk (or a whole fragment). */
@@ -55,8 +55,9 @@ typedef struct cx_fragment_info
 	char	   *path;			/* key relative to the store root, malloc'd */
 	uint64_t	size;			/* bytes */
 	uint64_t	rows;
-	uint64_t	footer_offset;	/* where the footer starts */
-	uint32_t	footer_len;		/* footer bytes, including its trailer */
+	uint64_t	footer_offset;	/* where the FileMetaData starts */
+	uint32_t	footer_len;		/* FileMetaData, its u32 length and "PAR1" */
+	uint32_t	footer_crc;		/* CRC-32C of those footer_len bytes */
 	uint32_t	ncolumns;
 	cx_colstats *stats;			/* ncolumns entries, malloc'd */
 	char	   *origin_shard;	/* base fragments: the shard whose rows it
@@ -121,20 +122,29 @@ cx_colvec_isnull(const cx_colvec *v, uint32_t i)
 }
 
 
+/* One column chunk, from the footer. */
 typedef struct cx_chunk_meta
 {
-	uint64_t	offset;			/* in the fragment object */
-	uint32_t	stored_len;		/* compressed bytes, checksum included */
-	uint32_t	raw_len;		/* bytes after decompression */
-	uint8_t		codec;			/* 0 = none, 1 = zstd */
+	uint64_t	offset;			/* of its first page in the object */
+	uint64_t	stored_len;		/* its pages as stored, headers included */
+	uint64_t	raw_len;		/* the same uncompressed */
+	int64_t		num_values;		/* levels: rows, or list elements */
+	uint64_t	index_offset;	/* its OffsetIndex */
+	uint32_t	index_len;
+	/* Engine domain.  List chunks carry none: zero counts, no bounds. */
 	cx_colstats stats;
 } cx_chunk_meta;
 
 typedef struct cx_fragr cx_fragr;
 
-/* Opens a fragment: one ranged read of the tail for the footer (two if the
- * footer is larger than the first guess).  size is the object size when known
- * (from the manifest), or 0 to ask the store. */
+/* Opens a fragment a manifest lists: one ranged read of exactly its footer
+ * (of the whole object when that is small), whose CRC-32C must be
+ * fi->footer_crc. */
+cx_code		cx_fragr_open_entry(cx_objstore *s, const cx_fragment_info *fi,
+								cx_fragr **out, cx_err *err);
+/* Opens a fragment without a manifest entry (tools): one ranged read of the
+ * tail for the footer (two if the footer is larger than the first guess).
+ * size is the object size when known, or 0 to ask the store. */
 cx_code		cx_fragr_open(cx_objstore *s, const char *key, uint64_t size,
 						  cx_fragr **out, cx_err *err);
 void		cx_fragr_close(cx_fragr *r);

@@ -1,32 +1,62 @@
 /*
- * cx_fragment_write.c — streams a fragment to the object store.
+ * cx_fragment_write.c — streams a fragment (a Parquet file) to the object
+ * store.
  *
  * Rows accumulate in one column builder per column.  When a row group is cut
  * (rows_per_group rows, max_group_bytes raw bytes, or a chunk about to pass
- * CX_CHUNK_RAW_MAX) each column is encoded, compressed, checksummed and
- * written to the upload at once, and the builders are emptied: memory stays
- * bounded by one row group whatever the fragment's size.  The row-group
- * directory (a few dozen bytes per chunk) is the only thing that grows; it
- * becomes the footer at cx_fragw_finish().
+ * CX_CHUNK_RAW_MAX) each column becomes a column chunk of data pages of
+ * about PAGE_TARGET raw bytes (whole rows each), uploaded at once, and the
+ * builders are emptied: memory stays bounded by one row group whatever the
+ * fragment's size.  What grows is the directory of chunks and pages (a few
+ * dozen bytes per page); at cx_fragw_finish() it becomes the offset indexes
+ * and the FileMetaData footer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "util/cx_crc32c.h"
 #include "format/cx_encoding.h"
 #include "format/cx_fragment.h"
+#include "format/cx_levels.h"
+#include "format/cx_parquet_schema.h"
+#include "format/cx_parquet_types.h"
 #include "objstore/cx_layout.h"
 
-#define FRAGMENT_FORMAT_VERSION 1
-#define TRAILER_BYTES 12
+/*
+ * Raw bytes of values (and levels) in a page before it is cut.  A point read
+ * fetches one page per column, so pages stay small; zstd still finds most of
+ * the redundancy at this size.
+ */
+#define PAGE_TARGET (64 * 1024)
 
-enum
+/* One column chunk written: what the footer and the offset index need. */
+typedef struct chunk_rec
 {
-	CODEC_NONE = 0,
-	CODEC_ZSTD = 1
-};
+	uint64_t	offset;
+	uint64_t	stored;			/* page headers and compressed pages */
+	uint64_t	raw;			/* page headers and raw pages */
+	int64_t		num_values;		/* levels (leaf entries, NULLs included) */
+	cx_colstats st;				/* engine domain */
+	cx_buf		pages;			/* cx_pq_page_location[] */
+	uint64_t	index_offset;	/* of its offset index */
+	uint32_t	index_len;
+} chunk_rec;
+
+/* One data page being built. */
+typedef struct page_build
+{
+	cx_buf		rep;			/* one byte per level */
+	cx_buf		def;
+	cx_buf		values;			/* PLAIN */
+	uint32_t	nbools;			/* booleans bit-packed into values */
+	cx_statacc	stats;
+	cx_buf		body;			/* levels + values, raw */
+	cx_buf		packed;			/* body compressed */
+	cx_buf		header;			/* PageHeader */
+} page_build;
 
 struct cx_fragw
 {
@@ -38,14 +68,16 @@ struct cx_fragw
 	ZSTD_CCtx  *zc;
 	uint32_t	ncols;
 	cx_colbuild **cols;			/* one builder per column */
+	cx_pq_leaf *leaves;			/* one per column */
 	uint64_t   *row_sizes;		/* scratch: measured size of each value */
 	cx_colstats *stats;			/* per column, merged over finished groups */
-	cx_buf		dir;			/* row-group directory of finished groups */
-	cx_buf		raw;			/* scratch: one raw chunk payload */
-	cx_buf		packed;			/* scratch: one compressed chunk */
+	chunk_rec  *chunks;			/* ngroups * ncols, group-major */
+	uint32_t   *group_rows;		/* per finished group */
+	uint32_t	cap_groups;
+	page_build	page;
 	uint64_t	offset;			/* bytes uploaded so far */
 	uint64_t	rows;			/* rows appended, buffered ones included */
-	uint32_t	group_rows;		/* rows in the buffered group */
+	uint32_t	nbuffered;		/* rows in the buffered group */
 	uint32_t	ngroups;		/* finished groups */
 	cx_err		failure;		/* sticky: set once a write or allocation
 								 * failed and the fragment is unusable */
@@ -78,17 +110,43 @@ check_options(const cx_fragw_options *o, cx_err *err)
 }
 
 static void
+page_init(page_build *p)
+{
+	cx_buf_init(&p->rep);
+	cx_buf_init(&p->def);
+	cx_buf_init(&p->values);
+	cx_buf_init(&p->body);
+	cx_buf_init(&p->packed);
+	cx_buf_init(&p->header);
+}
+
+static void
+page_free(page_build *p)
+{
+	cx_buf_free(&p->rep);
+	cx_buf_free(&p->def);
+	cx_buf_free(&p->values);
+	cx_buf_free(&p->body);
+	cx_buf_free(&p->packed);
+	cx_buf_free(&p->header);
+}
+
+static void
 fragw_free(cx_fragw *w)
 {
 	if (w->cols != NULL)
 		for (uint32_t c = 0; c < w->ncols; c++)
 			cx_colbuild_free(w->cols[c]);
+	if (w->chunks != NULL)
+		for (size_t i = 0; i < (size_t) w->ngroups * w->ncols; i++)
+			cx_buf_free(&w->chunks[i].pages);
+	free(w->chunks);
+	free(w->group_rows);
 	free(w->cols);
+	free(w->leaves);
 	free(w->row_sizes);
 	free(w->stats);
-	cx_buf_free(&w->dir);
-	cx_buf_free(&w->raw);
-	cx_buf_free(&w->packed);
+	page_free(&w->page);
 	ZSTD_freeCCtx(w->zc);
 	cx_schema_free(w->schema);
 	free(w->key);
@@ -102,20 +160,20 @@ fragw_alloc(cx_fragw *w, const char *key, const cx_schema *schema)
 	uint32_t	n = schema->ncolumns;
 
 	w->ncols = n;
-	cx_buf_init(&w->dir);
-	cx_buf_init(&w->raw);
-	cx_buf_init(&w->packed);
+	page_init(&w->page);
 	w->key = cx_strdup(key);
 	w->schema = cx_schema_clone(schema);
 	w->zc = ZSTD_createCCtx();
 	w->cols = calloc(n ? n : 1, sizeof(cx_colbuild *));
+	w->leaves = calloc(n ? n : 1, sizeof(cx_pq_leaf));
 	w->row_sizes = calloc(n ? n : 1, sizeof(uint64_t));
 	w->stats = calloc(n ? n : 1, sizeof(cx_colstats));
-	if (!w->key || !w->schema || !w->zc || !w->cols || !w->row_sizes ||
-		!w->stats)
+	if (!w->key || !w->schema || !w->zc || !w->cols || !w->leaves ||
+		!w->row_sizes || !w->stats)
 		return false;
 	for (uint32_t c = 0; c < n; c++)
 	{
+		cx_pq_leaf_init(&schema->columns[c], &w->leaves[c]);
 		w->cols[c] = cx_colbuild_new(&schema->columns[c]);
 		if (w->cols[c] == NULL)
 			return false;
@@ -153,7 +211,7 @@ cx_fragw_open(cx_objstore *s, const char *key, const cx_schema *schema,
 		fragw_free(w);
 		return err->code;
 	}
-	if (cx_obj_upload_write(w->up, CX_FRAGMENT_MAGIC, 4, err) != CX_OK)
+	if (cx_obj_upload_write(w->up, CX_PARQUET_MAGIC, 4, err) != CX_OK)
 	{
 		cx_fragw_abort(w);
 		return err->code;
@@ -171,81 +229,277 @@ fail(cx_fragw *w, cx_err *err)
 	return err->code;
 }
 
-/* Compresses w->raw into w->packed unless that does not make it smaller;
- * returns the codec and points *stored at the buffer to store. */
-static uint8_t
-pack_chunk(cx_fragw *w, cx_buf **stored)
+static cx_code
+nomem(cx_fragw *w, cx_err *err)
 {
-	size_t		bound = ZSTD_compressBound(w->raw.len);
-	size_t		n;
-
-	cx_buf_reset(&w->packed);
-	if (cx_buf_reserve(&w->packed, bound + 4))
-	{
-		n = ZSTD_compressCCtx(w->zc, w->packed.data, bound, w->raw.data,
-							  w->raw.len, w->opt.compression_level);
-		if (!ZSTD_isError(n) && n < w->raw.len)
-		{
-			w->packed.len = n;
-			*stored = &w->packed;
-			return CODEC_ZSTD;
-		}
-	}
-	*stored = &w->raw;
-	return CODEC_NONE;
+	return cx_err_set(err, CX_ERR_NOMEM, "out of memory writing fragment %s",
+					  w->key);
 }
 
-/* Encodes, compresses, checksums and uploads column c of the buffered
- * group, and records it in the directory. */
 static cx_code
-write_chunk(cx_fragw *w, uint32_t c, cx_err *err)
+upload(cx_fragw *w, const cx_buf *b, cx_err *err)
 {
-	cx_colbuild *b = w->cols[c];
-	cx_buf	   *stored;
-	uint32_t	raw_len;
-	uint8_t		codec;
-	cx_colstats st;
-
-	cx_buf_reset(&w->raw);
-	cx_colbuild_encode(b, &w->raw);
-	if (!cx_buf_ok(&w->raw))
-		return cx_err_set(err, CX_ERR_NOMEM, "out of memory encoding a chunk");
-	raw_len = (uint32_t) w->raw.len;
-	codec = pack_chunk(w, &stored);
-	cx_buf_put_u32(stored, cx_crc32c(0, stored->data, stored->len));
-	if (!cx_buf_ok(stored))
-		return cx_err_set(err, CX_ERR_NOMEM, "out of memory encoding a chunk");
-	if (cx_obj_upload_write(w->up, stored->data, stored->len, err) != CX_OK)
+	if (cx_obj_upload_write(w->up, b->data, b->len, err) != CX_OK)
 		return err->code;
-
-	cx_statacc_finish(&b->stats, &st);
-	cx_buf_put_u64(&w->dir, w->offset);
-	cx_buf_put_u32(&w->dir, (uint32_t) stored->len);
-	cx_buf_put_u32(&w->dir, raw_len);
-	cx_buf_put_u8(&w->dir, codec);
-	cx_colstats_encode(&st, &w->dir);
-	cx_colstats_merge(&w->stats[c], &st, b->type);
-	w->offset += stored->len;
+	w->offset += b->len;
 	return CX_OK;
+}
+
+/* ---------------------------------------------------------------------
+ * Pages
+ * --------------------------------------------------------------------- */
+
+static void
+put_bool(page_build *p, bool v)
+{
+	if (p->nbools % 8 == 0)
+		cx_buf_put_u8(&p->values, 0);
+	if (v && cx_buf_ok(&p->values))
+		p->values.data[p->values.len - 1] |= (uint8_t) (1u << (p->nbools % 8));
+	p->nbools++;
+}
+
+/* Adds leaf value i of builder b (def level `present` when it is not NULL,
+ * one less when it is). */
+static void
+page_add(page_build *p, const cx_pq_leaf *leaf, const cx_colbuild *b,
+		 uint32_t i, uint8_t rep, uint8_t present, bool stats)
+{
+	const uint8_t *val;
+	size_t		len;
+	bool		isval = cx_colbuild_value(b, i, &val, &len);
+
+	if (leaf->max_rep > 0)
+		cx_buf_put_u8(&p->rep, rep);
+	if (leaf->max_def > 0)
+		cx_buf_put_u8(&p->def, isval ? present : present - 1);
+	if (!isval)
+	{
+		if (stats)
+			cx_statacc_add_null(&p->stats);
+		return;
+	}
+	if (leaf->ptype == CX_PQ_BOOLEAN)
+		put_bool(p, val[0] != 0);
+	else
+		cx_pq_put_plain(leaf, val, len, &p->values);
+	if (stats)
+		cx_statacc_add(&p->stats, val, len);
+}
+
+/* Adds row i of list builder b: a NULL list (def 0), an empty list (def 1)
+ * or its elements (rep 0 then 1; def 2 for a NULL element, else 3). */
+static void
+page_add_list(page_build *p, const cx_pq_leaf *leaf, const cx_colbuild *b,
+			  uint32_t i)
+{
+	const uint8_t *ignored;
+	size_t		len;
+	uint32_t	start;
+	uint32_t	end;
+
+	if (!cx_colbuild_value(b, i, &ignored, &len))
+	{
+		cx_buf_put_u8(&p->rep, 0);
+		cx_buf_put_u8(&p->def, 0);
+		return;
+	}
+	cx_colbuild_items(b, i, &start, &end);
+	if (start == end)
+	{
+		cx_buf_put_u8(&p->rep, 0);
+		cx_buf_put_u8(&p->def, 1);
+		return;
+	}
+	for (uint32_t k = start; k < end; k++)
+		page_add(p, leaf, b->elems, k, k == start ? 0 : 1, 3, false);
+}
+
+static size_t
+levels_count(const page_build *p, const cx_pq_leaf *leaf)
+{
+	return leaf->max_rep > 0 ? p->rep.len :
+		leaf->max_def > 0 ? p->def.len : 0;
+}
+
+/* Raw bytes row i adds to a page (roughly; only used to cut pages). */
+static uint64_t
+row_bytes(const cx_colbuild *b, uint32_t i)
+{
+	const uint8_t *val;
+	size_t		len;
+	uint32_t	start;
+	uint32_t	end;
+	uint64_t	n = 1;
+
+	if (b->elems == NULL)
+		return cx_colbuild_value(b, i, &val, &len) ? n + len + 4 : n;
+	cx_colbuild_items(b, i, &start, &end);
+	for (uint32_t k = start; k < end; k++)
+		n += row_bytes(b->elems, k);
+	return n;
+}
+
+/* Compresses the page body and puts its header in p->header. */
+static bool
+seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
+{
+	page_build *p = &w->page;
+	size_t		bound = ZSTD_compressBound(p->body.len);
+	size_t		n;
+	cx_pq_page_header h;
+	cx_colstats st;
+	uint8_t		minb[CX_STATS_MAX_BYTES];
+	uint8_t		maxb[CX_STATS_MAX_BYTES];
+
+	cx_buf_reset(&p->packed);
+	cx_buf_reset(&p->header);
+	if (!cx_buf_ok(&p->body) || !cx_buf_reserve(&p->packed, bound))
+		return false;
+	n = ZSTD_compressCCtx(w->zc, p->packed.data, bound, p->body.data,
+						  p->body.len, w->opt.compression_level);
+	if (ZSTD_isError(n))
+		return false;
+	p->packed.len = n;
+	memset(&h, 0, sizeof(h));
+	h.type = CX_PQ_DATA_PAGE;
+	h.uncompressed_page_size = (int32_t) p->body.len;
+	h.compressed_page_size = (int32_t) n;
+	h.has_crc = true;
+	h.crc = (uint32_t) crc32(0L, p->packed.data, (uInt) n);
+	h.has_data_page = true;
+	h.data_page.num_values = (int32_t) nvalues;
+	h.data_page.encoding = CX_PQ_PLAIN;
+	h.data_page.definition_level_encoding = CX_PQ_RLE;
+	h.data_page.repetition_level_encoding = CX_PQ_RLE;
+	if (stats)
+	{
+		cx_statacc_finish(&p->stats, &st);
+		h.has_data_page = true;
+		h.data_page.has_statistics =
+			cx_pq_stats_from_engine(leaf, &st, minb, maxb,
+									&h.data_page.statistics);
+	}
+	cx_pq_page_header_encode(&h, &p->header);
+	return cx_buf_ok(&p->header);
+}
+
+/* Builds, compresses and uploads rows [r0, r1) of column c as one page. */
+static cx_code
+write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
+		   cx_err *err)
+{
+	const cx_pq_leaf *leaf = &w->leaves[c];
+	const cx_colbuild *b = w->cols[c];
+	page_build *p = &w->page;
+	cx_pq_page_location loc;
+	size_t		nvalues;
+
+	cx_buf_reset(&p->rep);
+	cx_buf_reset(&p->def);
+	cx_buf_reset(&p->values);
+	cx_buf_reset(&p->body);
+	p->nbools = 0;
+	cx_statacc_init(&p->stats, leaf->type);
+	for (uint32_t i = r0; i < r1; i++)
+		if (leaf->list)
+			page_add_list(p, leaf, b, i);
+		else
+			page_add(p, leaf, b, i, 0, 1, true);
+	nvalues = leaf->max_def > 0 || leaf->max_rep > 0 ?
+		levels_count(p, leaf) : r1 - r0;
+	if (leaf->max_rep > 0)
+		cx_levels_encode(p->rep.data, p->rep.len, 1, &p->body);
+	if (leaf->max_def > 0)
+		cx_levels_encode(p->def.data, p->def.len,
+						 cx_level_bit_width(leaf->max_def), &p->body);
+	cx_buf_put(&p->body, p->values.data, p->values.len);
+	if (!cx_buf_ok(&p->rep) || !cx_buf_ok(&p->def) || !cx_buf_ok(&p->values) ||
+		!seal_page(w, leaf, (uint32_t) nvalues, !leaf->list))
+		return nomem(w, err);
+	loc.offset = (int64_t) w->offset;
+	loc.compressed_page_size = (int32_t) (p->header.len + p->packed.len);
+	loc.first_row_index = r0;
+	cx_buf_put(&rec->pages, &loc, sizeof(loc));
+	if (!cx_buf_ok(&rec->pages))
+		return nomem(w, err);
+	rec->stored += p->header.len + p->packed.len;
+	rec->raw += p->header.len + p->body.len;
+	rec->num_values += (int64_t) nvalues;
+	if (upload(w, &p->header, err) != CX_OK || upload(w, &p->packed, err) != CX_OK)
+		return err->code;
+	return CX_OK;
+}
+
+/* Writes column c of the buffered group as pages of about PAGE_TARGET. */
+static cx_code
+write_chunk(cx_fragw *w, uint32_t c, chunk_rec *rec, cx_err *err)
+{
+	const cx_colbuild *b = w->cols[c];
+	uint32_t	r0 = 0;
+
+	rec->offset = w->offset;
+	while (r0 < b->nrows)
+	{
+		uint32_t	r1 = r0;
+		uint64_t	size = 0;
+
+		while (r1 < b->nrows && (r1 == r0 || size < PAGE_TARGET))
+			size += row_bytes(b, r1++);
+		if (write_page(w, c, r0, r1, rec, err) != CX_OK)
+			return err->code;
+		r0 = r1;
+	}
+	cx_statacc_finish(&b->stats, &rec->st);
+	cx_colstats_merge(&w->stats[c], &rec->st, b->type);
+	return CX_OK;
+}
+
+static bool
+grow_groups(cx_fragw *w)
+{
+	uint32_t	cap = w->cap_groups ? w->cap_groups * 2 : 4;
+	chunk_rec  *chunks;
+	uint32_t   *rows;
+
+	chunks = realloc(w->chunks, (size_t) cap * (w->ncols ? w->ncols : 1) *
+					 sizeof(chunk_rec));
+	if (chunks == NULL)
+		return false;
+	w->chunks = chunks;
+	rows = realloc(w->group_rows, (size_t) cap * sizeof(uint32_t));
+	if (rows == NULL)
+		return false;
+	w->group_rows = rows;
+	w->cap_groups = cap;
+	return true;
 }
 
 static cx_code
 cut_group(cx_fragw *w, cx_err *err)
 {
-	cx_buf_put_u32(&w->dir, w->group_rows);
+	chunk_rec  *recs;
+
+	if (w->ngroups == w->cap_groups && !grow_groups(w))
+		return nomem(w, err);
+	recs = &w->chunks[(size_t) w->ngroups * w->ncols];
+	memset(recs, 0, sizeof(chunk_rec) * w->ncols);
+	for (uint32_t c = 0; c < w->ncols; c++)
+		cx_buf_init(&recs[c].pages);
+	w->group_rows[w->ngroups++] = w->nbuffered;
 	for (uint32_t c = 0; c < w->ncols; c++)
 	{
-		if (write_chunk(w, c, err) != CX_OK)
+		if (write_chunk(w, c, &recs[c], err) != CX_OK)
 			return cx_err_prefix(err, "writing fragment %s", w->key);
 		cx_colbuild_reset(w->cols[c]);
 	}
-	if (!cx_buf_ok(&w->dir))
-		return cx_err_set(err, CX_ERR_NOMEM,
-						  "out of memory writing fragment %s", w->key);
-	w->ngroups++;
-	w->group_rows = 0;
+	w->nbuffered = 0;
 	return CX_OK;
 }
+
+/* ---------------------------------------------------------------------
+ * Appending rows
+ * --------------------------------------------------------------------- */
 
 uint64_t
 cx_fragw_buffered_bytes(const cx_fragw *w)
@@ -271,10 +525,15 @@ static cx_code
 measure_row(cx_fragw *w, const cx_datum *values, cx_err *err)
 {
 	for (uint32_t c = 0; c < w->ncols; c++)
+	{
+		const cx_column *col = &w->schema->columns[c];
+
 		if (cx_colbuild_measure(w->cols[c], &values[c], &w->row_sizes[c],
-								err) != CX_OK)
+								err) != CX_OK ||
+			cx_pq_value_check(col, &values[c], err) != CX_OK)
 			return cx_err_prefix(err, "fragment %s, column \"%s\"", w->key,
-								 w->schema->columns[c].name);
+								 col->name);
+	}
 	return CX_OK;
 }
 
@@ -290,7 +549,7 @@ cx_fragw_append(cx_fragw *w, const cx_datum *values, cx_err *err)
 	 * stays usable. */
 	if (measure_row(w, values, err) != CX_OK)
 		return err->code;
-	if (row_overflows_chunk(w) && w->group_rows > 0 &&
+	if (row_overflows_chunk(w) && w->nbuffered > 0 &&
 		cut_group(w, err) != CX_OK)
 		return fail(w, err);
 	if (row_overflows_chunk(w))
@@ -299,13 +558,12 @@ cx_fragw_append(cx_fragw *w, const cx_datum *values, cx_err *err)
 	for (uint32_t c = 0; c < w->ncols; c++)
 		if (!cx_colbuild_append(w->cols[c], &values[c]))
 		{
-			cx_err_set(err, CX_ERR_NOMEM, "out of memory writing fragment %s",
-					   w->key);
+			nomem(w, err);
 			return fail(w, err);
 		}
-	w->group_rows++;
+	w->nbuffered++;
 	w->rows++;
-	if ((w->group_rows >= w->opt.rows_per_group ||
+	if ((w->nbuffered >= w->opt.rows_per_group ||
 		 cx_fragw_buffered_bytes(w) >= w->opt.max_group_bytes) &&
 		cut_group(w, err) != CX_OK)
 		return fail(w, err);
@@ -318,39 +576,180 @@ cx_fragw_rows(const cx_fragw *w)
 	return w->rows;
 }
 
-/* Footer: version, schema, row count, group count, directory. */
-static void
-build_footer(const cx_fragw *w, cx_buf *f)
+/* ---------------------------------------------------------------------
+ * Footer
+ * --------------------------------------------------------------------- */
+
+/* Uploads the offset index of every chunk, in file order. */
+static cx_code
+write_offset_indexes(cx_fragw *w, cx_buf *scratch, cx_err *err)
 {
-	cx_buf_put_u32(f, FRAGMENT_FORMAT_VERSION);
-	cx_schema_encode(w->schema, f);
-	cx_buf_put_u64(f, w->rows);
-	cx_buf_put_u32(f, w->ngroups);
-	cx_buf_put(f, w->dir.data, w->dir.len);
+	for (size_t i = 0; i < (size_t) w->ngroups * w->ncols; i++)
+	{
+		chunk_rec  *rec = &w->chunks[i];
+		cx_pq_offset_index oi;
+
+		oi.npages = (uint32_t) (rec->pages.len / sizeof(cx_pq_page_location));
+		oi.pages = (cx_pq_page_location *) rec->pages.data;
+		cx_buf_reset(scratch);
+		cx_pq_offset_index_encode(&oi, scratch);
+		if (!cx_buf_ok(scratch))
+			return nomem(w, err);
+		rec->index_offset = w->offset;
+		rec->index_len = (uint32_t) scratch->len;
+		if (upload(w, scratch, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
 }
 
 static void
-append_trailer(cx_buf *f)
+fill_column_meta(const cx_fragw *w, uint32_t c, const chunk_rec *rec,
+				 cx_pq_column_chunk *cc, const char **path, uint8_t *minb,
+				 uint8_t *maxb)
 {
-	uint32_t	footer_len = (uint32_t) f->len;
-	uint32_t	crc = cx_crc32c(0, f->data, f->len);
+	static const cx_pq_encoding encodings[] = {CX_PQ_PLAIN, CX_PQ_RLE};
+	const cx_pq_leaf *leaf = &w->leaves[c];
+	cx_pq_column_meta *m = &cc->meta;
 
-	cx_buf_put_u32(f, footer_len);
-	cx_buf_put_u32(f, crc);
-	cx_buf_put(f, CX_FRAGMENT_MAGIC, 4);
+	cc->file_offset = (int64_t) rec->offset;
+	cc->has_meta = true;
+	m->type = leaf->ptype;
+	m->nencodings = 2;
+	m->encodings = (cx_pq_encoding *) encodings;
+	m->npath = cx_pq_leaf_path(&w->schema->columns[c], path);
+	m->path_in_schema = (char **) path;
+	m->codec = CX_PQ_ZSTD;
+	m->num_values = rec->num_values;
+	m->total_uncompressed_size = (int64_t) rec->raw;
+	m->total_compressed_size = (int64_t) rec->stored;
+	m->data_page_offset = (int64_t) rec->offset;
+	m->has_statistics = !leaf->list &&
+		cx_pq_stats_from_engine(leaf, &rec->st, minb, maxb, &m->statistics);
+	cc->has_offset_index = true;
+	cc->offset_index_offset = (int64_t) rec->index_offset;
+	cc->offset_index_length = (int32_t) rec->index_len;
+}
+
+/* Scratch the FileMetaData points into while it is encoded. */
+typedef struct footer_parts
+{
+	cx_pq_row_group *groups;
+	cx_pq_column_chunk *chunks;
+	const char **paths;			/* 3 per chunk */
+	uint8_t    *bounds;			/* 2 * CX_STATS_MAX_BYTES per chunk */
+	cx_pq_schema_element *elements;
+	char	   *schema_json;
+} footer_parts;
+
+static void
+footer_parts_free(footer_parts *fp)
+{
+	free(fp->groups);
+	free(fp->chunks);
+	free(fp->paths);
+	free(fp->bounds);
+	free(fp->elements);
+	free(fp->schema_json);
 }
 
 static bool
-fill_info(const cx_fragw *w, uint64_t footer_total, cx_fragment_info *info)
+footer_parts_alloc(const cx_fragw *w, footer_parts *fp, uint32_t *nelements)
+{
+	size_t		n = (size_t) w->ngroups * w->ncols;
+
+	memset(fp, 0, sizeof(*fp));
+	fp->groups = calloc(w->ngroups, sizeof(cx_pq_row_group));
+	fp->chunks = calloc(n ? n : 1, sizeof(cx_pq_column_chunk));
+	fp->paths = calloc(3 * (n ? n : 1), sizeof(char *));
+	fp->bounds = calloc(n ? n : 1, 2 * CX_STATS_MAX_BYTES);
+	fp->schema_json = cx_pq_schema_json(w->schema);
+	return fp->groups && fp->chunks && fp->paths && fp->bounds &&
+		fp->schema_json &&
+		cx_pq_schema_elements(w->schema, &fp->elements, nelements);
+}
+
+static void
+fill_row_groups(const cx_fragw *w, footer_parts *fp)
+{
+	for (uint32_t g = 0; g < w->ngroups; g++)
+	{
+		cx_pq_row_group *rg = &fp->groups[g];
+		size_t		first = (size_t) g * w->ncols;
+
+		rg->ncolumns = w->ncols;
+		rg->columns = &fp->chunks[first];
+		rg->num_rows = w->group_rows[g];
+		rg->has_file_offset = true;
+		rg->file_offset = (int64_t) w->chunks[first].offset;
+		rg->has_total_compressed_size = true;
+		rg->has_ordinal = g <= INT16_MAX;
+		rg->ordinal = (int16_t) g;
+		for (uint32_t c = 0; c < w->ncols; c++)
+		{
+			size_t		i = first + c;
+			uint8_t    *b = fp->bounds + i * 2 * CX_STATS_MAX_BYTES;
+
+			fill_column_meta(w, c, &w->chunks[i], &fp->chunks[i],
+							 &fp->paths[3 * i], b, b + CX_STATS_MAX_BYTES);
+			rg->total_byte_size += fp->chunks[i].meta.total_uncompressed_size;
+			rg->total_compressed_size += fp->chunks[i].meta.total_compressed_size;
+		}
+	}
+}
+
+/* FileMetaData, its length and the magic into f. */
+static cx_code
+encode_footer(const cx_fragw *w, cx_buf *f, cx_err *err)
+{
+	footer_parts fp;
+	cx_pq_file_meta m;
+	cx_pq_key_value kv[2];
+	size_t		start = f->len;
+
+	memset(&m, 0, sizeof(m));
+	if (!footer_parts_alloc(w, &fp, &m.nschema))
+	{
+		footer_parts_free(&fp);
+		return nomem((cx_fragw *) w, err);
+	}
+	fill_row_groups(w, &fp);
+	kv[0].key = (char *) CX_PQ_KV_SCHEMA;
+	kv[0].value = fp.schema_json;
+	kv[1].key = (char *) CX_PQ_KV_FORMAT;
+	kv[1].value = (char *) CX_PQ_FORMAT_VERSION;
+	m.version = 2;
+	m.schema = fp.elements;
+	m.num_rows = (int64_t) w->rows;
+	m.nrow_groups = w->ngroups;
+	m.row_groups = fp.groups;
+	m.nkv = 2;
+	m.kv = kv;
+	m.created_by = (char *) CX_PQ_CREATED_BY;
+	m.type_defined_order = true;
+	m.ncolumn_orders = w->ncols;
+	cx_pq_file_meta_encode(&m, f);
+	footer_parts_free(&fp);
+	if (cx_buf_ok(f) && f->len - start > UINT32_MAX - 8)
+		return cx_err_set(err, CX_ERR_LIMIT, "fragment %s: footer too large",
+						  w->key);
+	cx_buf_put_u32(f, (uint32_t) (f->len - start));
+	cx_buf_put(f, CX_PARQUET_MAGIC, 4);
+	return cx_buf_ok(f) ? CX_OK : nomem((cx_fragw *) w, err);
+}
+
+static bool
+fill_info(const cx_fragw *w, const cx_buf *footer, cx_fragment_info *info)
 {
 	uint32_t	n = w->ncols;
 
 	info->path = cx_strdup(w->key);
 	info->stats = cx_memdup(w->stats, sizeof(cx_colstats) * n);
-	info->size = w->offset + footer_total;
+	info->size = w->offset + footer->len;
 	info->rows = w->rows;
 	info->footer_offset = w->offset;
-	info->footer_len = (uint32_t) footer_total;
+	info->footer_len = (uint32_t) footer->len;
+	info->footer_crc = cx_crc32c(0, footer->data, footer->len);
 	info->ncolumns = n;
 	return info->path != NULL && info->stats != NULL;
 }
@@ -364,20 +763,19 @@ finish_footer(cx_fragw *w, cx_buf *f, cx_fragment_info *info, cx_err *err)
 		*err = w->failure;
 		return err->code;
 	}
-	if (w->group_rows > 0 && cut_group(w, err) != CX_OK)
+	if (w->nbuffered > 0 && cut_group(w, err) != CX_OK)
 		return err->code;
 	/* An empty fragment would only cost a PUT and clutter the manifest. */
 	if (w->rows == 0)
 		return cx_err_set(err, CX_ERR_INVALID, "fragment %s has no rows",
 						  w->key);
-	build_footer(w, f);
-	if (cx_buf_ok(f) && f->len > UINT32_MAX - TRAILER_BYTES)
-		return cx_err_set(err, CX_ERR_LIMIT, "fragment %s: footer too large",
-						  w->key);
-	append_trailer(f);
-	if (!cx_buf_ok(f) || !fill_info(w, f->len, info))
-		return cx_err_set(err, CX_ERR_NOMEM, "out of memory writing fragment %s",
-						  w->key);
+	if (write_offset_indexes(w, f, err) != CX_OK)
+		return err->code;
+	cx_buf_reset(f);
+	if (encode_footer(w, f, err) != CX_OK)
+		return err->code;
+	if (!fill_info(w, f, info))
+		return nomem(w, err);
 	return cx_obj_upload_write(w->up, f->data, f->len, err);
 }
 
@@ -386,7 +784,8 @@ finish_footer(cx_fragw *w, cx_buf *f, cx_fragment_info *info, cx_err *err)
  * answer was lost, or a retry met the object the first attempt created and
  * said "exists").  Fragment keys are random, so the object there is ours if
  * it ends with our footer at our offset: the same size, and the same
- * checksum of every chunk (the footer holds them, and its own CRC).
+ * checksum of every page (the footer holds the chunk sizes and statistics;
+ * the pages their CRCs).
  */
 static bool
 landed_after_all(const cx_fragw *w, const cx_buf *footer)

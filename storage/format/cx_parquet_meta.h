@@ -89,7 +89,8 @@ typedef enum cx_pq_boundary_order
 } cx_pq_boundary_order;
 
 /* LogicalType: which member of the union is set (0 = none).  The numbers are
- * the union's field ids. */
+ * the union's field ids; a decoded member not named here keeps its id (its
+ * contents skipped), so a reader can refuse it by number. */
 typedef enum cx_pq_logical_kind
 {
 	CX_PQ_LT_NONE = 0,
@@ -231,11 +232,12 @@ typedef struct cx_pq_file_meta
 	uint32_t	nkv;
 	cx_pq_key_value *kv;
 	char	   *created_by;		/* NULL = absent */
-	/* column_orders: written as TypeDefinedOrder for every leaf when
-	 * type_defined_order is true; read back as that flag (true only if every
-	 * entry is TypeDefinedOrder). */
+	/* column_orders: written as TypeDefinedOrder for every leaf (schema
+	 * element after the root without children) when type_defined_order is
+	 * true; read back as that flag (true only if there are entries and every
+	 * one is TypeDefinedOrder). */
 	bool		type_defined_order;
-	uint32_t	ncolumn_orders;
+	uint32_t	ncolumn_orders;	/* entries read; the encoder ignores it */
 } cx_pq_file_meta;
 
 typedef struct cx_pq_data_page_header

@@ -395,7 +395,7 @@ cx_kc_add_generation(cx_keycache *c, cx_objstore *s, const cx_generation *g,
 	bool	   *want = NULL;
 	cx_code		rc;
 
-	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(s, fi, &r, err) != CX_OK)
 		return err->code;
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK &&

@@ -171,7 +171,7 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	uint64_t	row = 0;
 	cx_code		rc;
 
-	if (cx_fragr_open(wr->ms->s, fi->path, fi->size, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(wr->ms->s, fi, &r, err) != CX_OK)
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
 	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,

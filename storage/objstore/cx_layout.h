@@ -25,7 +25,7 @@
 #define CX_LATEST_HINT_KEY "_latest"
 
 #define CX_FRAGMENT_PREFIX "data/"
-#define CX_FRAGMENT_SUFFIX ".cxf"
+#define CX_FRAGMENT_SUFFIX ".parquet"
 /* A fragment key and its NUL. */
 #define CX_FRAGMENT_KEY_SIZE \
 	(sizeof(CX_FRAGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_FRAGMENT_SUFFIX))
@@ -67,7 +67,7 @@ void		cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q);
 /* "_shards/<shard_id>/_latest". */
 void		cx_layout_shard_hint(const char *shard_id, char *key);
 
-/* "data/<id as 32 lowercase hex>.cxf" into key (CX_FRAGMENT_KEY_SIZE). */
+/* "data/<id as 32 lowercase hex>.parquet" into key (CX_FRAGMENT_KEY_SIZE). */
 void		cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key);
 
 /* "index/<id as 32 lowercase hex>.cxk" into key (CX_INDEX_SEGMENT_KEY_SIZE). */

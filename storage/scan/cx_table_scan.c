@@ -411,7 +411,7 @@ open_next(cx_tablescan *scan, cx_err *err)
 	if ((scan->cut_ts > 0 && cx_fragment_all_before(fi, n, scan->cut_ts)) ||
 		!lookup_may_hold(scan, fi))
 		return CX_OK;
-	if (cx_fragr_open(snap->store, fi->path, fi->size, &scan->r, err) != CX_OK)
+	if (cx_fragr_open_entry(snap->store, fi, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
 	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,

@@ -37,6 +37,7 @@ cx_fragentry_encode(const cx_fragment_info *fi, cx_buf *out)
 	cx_buf_put_u64(out, fi->rows);
 	cx_buf_put_u64(out, fi->footer_offset);
 	cx_buf_put_u32(out, fi->footer_len);
+	cx_buf_put_u32(out, fi->footer_crc);
 	cx_buf_put_u32(out, fi->ncolumns);
 	for (uint32_t c = 0; c < fi->ncolumns; c++)
 		cx_colstats_encode(&fi->stats[c], out);
@@ -52,6 +53,7 @@ cx_fragentry_decode(cx_rd *r, cx_fragment_info *fi)
 	fi->rows = cx_rd_u64(r);
 	fi->footer_offset = cx_rd_u64(r);
 	fi->footer_len = cx_rd_u32(r);
+	fi->footer_crc = cx_rd_u32(r);
 	fi->ncolumns = cx_rd_u32(r);
 	if (!cx_rd_ok(r))
 		return true;

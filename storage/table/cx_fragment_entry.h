@@ -6,7 +6,8 @@
  *   u64     size            object size in bytes
  *   u64     rows
  *   u64     footer_offset
- *   u32     footer_len      footer bytes, including its trailer
+ *   u32     footer_len      footer bytes: FileMetaData, its length, "PAR1"
+ *   u32     footer_crc      CRC-32C of those bytes (checked when opened)
  *   u32     ncolumns
  *   ncolumns x column statistics (cx_colstats_encode)
  *
@@ -21,7 +22,7 @@
 #include "format/cx_fragment.h"
 
 /* Smallest encoded entry: empty path, no columns. */
-#define CX_FRAGENTRY_MIN_LEN (2 + 8 + 8 + 8 + 4 + 4)
+#define CX_FRAGENTRY_MIN_LEN (2 + 8 + 8 + 8 + 4 + 4 + 4)
 
 /* CX_ERR_INVALID unless a reader would accept the entry (valid key, footer
  * inside the object, statistics present for every column). */

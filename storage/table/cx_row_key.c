@@ -327,7 +327,7 @@ colscan_pass(cx_objstore *s, const cx_fragment_info *fi,
 	cx_dvcursor dvc = {spec->dv, 0};
 	cx_code		rc;
 
-	if (cx_fragr_open(s, fi->path, fi->size, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(s, fi, &r, err) != CX_OK)
 		return err->code;
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK)

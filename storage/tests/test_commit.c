@@ -171,7 +171,7 @@ make_fragment(cx_fragment_info *fi, const char *tag, uint32_t ncolumns)
 {
 	char		path[128];
 
-	snprintf(path, sizeof(path), "data/%s.cxf", tag);
+	snprintf(path, sizeof(path), "data/%s.parquet", tag);
 	memset(fi, 0, sizeof(*fi));
 	fi->path = cx_strdup(path);
 	fi->size = 4096;
@@ -207,7 +207,7 @@ count_fragment(const cx_manifest *m, const char *tag)
 	char		path[128];
 	int			n = 0;
 
-	snprintf(path, sizeof(path), "data/%s.cxf", tag);
+	snprintf(path, sizeof(path), "data/%s.parquet", tag);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 		n += strcmp(m->fragments[i].path, path) == 0;
 	return n;

@@ -126,7 +126,8 @@ CX_TEST(inspect_cli_reads_and_verifies_a_store)
 
 	snprintf(args, sizeof(args), "%s fragment %s", uri, first);
 	CHECK(run_inspect(args, &out) == 0);
-	CHECK(out && strstr(out, "2 rows in 1 row groups") && strstr(out, "nulls 1"));
+	CHECK(out && strstr(out, "2 rows in 1 row groups") &&
+		  strstr(out, "min \"row-0\" max \"row-1\""));
 	free(out);
 
 	snprintf(args, sizeof(args), "%s rows latest 3", uri);

@@ -66,7 +66,7 @@ CX_TEST(layout_fragment_keys_parse_back)
 	for (int i = 0; i < CX_FRAGMENT_ID_LEN; i++)
 		want.fragment_id[i] = (uint8_t) (i * 17 + 0x0f);
 	cx_layout_fragment(want.fragment_id, key);
-	CHECK(parses_as(key, "data/0f2031425364758697a8b9cadbecfd0e.cxf", &want));
+	CHECK(parses_as(key, "data/0f2031425364758697a8b9cadbecfd0e.parquet", &want));
 
 	REQUIRE_OK(cx_fragment_new_key(fresh, sizeof(fresh), &err), &err);
 	CHECK(cx_object_parse(fresh, &got) == CX_OBJECT_FRAGMENT);
@@ -133,13 +133,13 @@ CX_TEST(layout_parses_nothing_else)
 		"_latestx",
 		"_latest/",
 		"_access_check.old",
-		"data/0F203142536475869708A9BACBDCEDFE.cxf",	/* upper case */
-		"data/0f203142536475869708a9bacbdcedf.cxf",	/* 31 digits */
-		"data/0f203142536475869708a9bacbdcedfe0.cxf",	/* 33 digits */
-		"data/0f203142536475869708a9bacbdcedfg.cxf",
-		"data/0f203142536475869708a9bacbdcedfe.cxf.old",
-		"data/x/0f203142536475869708a9bacbdcedfe.cxf",
-		"data/all.cxf",
+		"data/0F203142536475869708A9BACBDCEDFE.parquet",	/* upper case */
+		"data/0f203142536475869708a9bacbdcedf.parquet",	/* 31 digits */
+		"data/0f203142536475869708a9bacbdcedfe0.parquet",	/* 33 digits */
+		"data/0f203142536475869708a9bacbdcedfg.parquet",
+		"data/0f203142536475869708a9bacbdcedfe.parquet.old",
+		"data/x/0f203142536475869708a9bacbdcedfe.parquet",
+		"data/all.parquet",
 		"_shards/s1",
 		"_shards/s1/",
 		"_shards//_latest",
@@ -151,7 +151,7 @@ CX_TEST(layout_parses_nothing_else)
 		"_shards/s1/_versions/00000000000000000000.shard",
 		"_shards/s1/wal/00000000000000000042.shard",
 		"_shards/s1/wal/x/00000000000000000042.wal",
-		"_shards/s1/data/0f203142536475869708a9bacbdcedfe.cxf",
+		"_shards/s1/data/0f203142536475869708a9bacbdcedfe.parquet",
 	};
 	cx_object_name none;
 	cx_object_name got;
@@ -174,16 +174,16 @@ CX_TEST(layout_temporary_names)
 	static const uint8_t random[CX_TEMP_RANDOM_LEN] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
 	char		out[64];
 
-	cx_layout_temporary("/root/data/name.cxf", random, out);
-	CHECK(strcmp(out, "/root/data/.name.cxf.tmp.0123456789abcdef") == 0);
-	CHECK(strlen(out) == strlen("/root/data/name.cxf") + CX_TEMP_EXTRA_LEN);
+	cx_layout_temporary("/root/data/name.parquet", random, out);
+	CHECK(strcmp(out, "/root/data/.name.parquet.tmp.0123456789abcdef") == 0);
+	CHECK(strlen(out) == strlen("/root/data/name.parquet") + CX_TEMP_EXTRA_LEN);
 	CHECK(cx_layout_is_temporary(out));
 	cx_layout_temporary("_latest", random, out);
 	CHECK(strcmp(out, "._latest.tmp.0123456789abcdef") == 0);
 	CHECK(cx_layout_is_temporary(out));
 	CHECK(cx_layout_is_temporary(".x.tmp.0123456789abcdef"));
 
-	CHECK(!cx_layout_is_temporary("/root/data/name.cxf"));
+	CHECK(!cx_layout_is_temporary("/root/data/name.parquet"));
 	CHECK(!cx_layout_is_temporary("..tmp.0123456789abcdef"));	/* no name */
 	CHECK(!cx_layout_is_temporary("x.tmp.0123456789abcdef"));	/* no dot */
 	CHECK(!cx_layout_is_temporary(".x.tmp.0123456789ABCDEF"));

@@ -37,7 +37,7 @@ fill_fragment(cx_fragment_info *fi, int i, uint32_t ncolumns)
 	static char path[64];
 
 	memset(fi, 0, sizeof(*fi));
-	snprintf(path, sizeof(path), "data/frag-%03d.cxf", i);
+	snprintf(path, sizeof(path), "data/frag-%03d.parquet", i);
 	fi->path = path;
 	fi->size = 100000 + i;
 	fi->rows = 1000 + i;
@@ -490,7 +490,7 @@ CX_TEST(manifest_bad_field_values_with_valid_crc_are_rejected)
 	b.data[schema_flag] = 1;
 	/* A NUL inside a path would make it a different, shorter key. */
 	{
-		uint8_t    *path = memmem(b.data, b.len, "data/frag-000.cxf", 17);
+		uint8_t    *path = memmem(b.data, b.len, "data/frag-000.parquet", 21);
 
 		REQUIRE(path != NULL);
 		path[9] = '\0';
@@ -918,8 +918,8 @@ CX_TEST(manifest_deletions_merge_sorted_lists)
 		free(fi.stats);
 	}
 	CHECK(c->nfragments == 4 && cx_manifest_deleted_count(c, 3) == 0);
-	CHECK(cx_manifest_find_fragment(c, "data/frag-009.cxf") == 3);
-	CHECK(cx_manifest_find_fragment(c, "data/none.cxf") == -1);
+	CHECK(cx_manifest_find_fragment(c, "data/frag-009.parquet") == 3);
+	CHECK(cx_manifest_find_fragment(c, "data/none.parquet") == -1);
 	cx_manifest_free(c);
 }
 

@@ -69,7 +69,7 @@ CX_TEST(row_key_bytes_of_a_datum_match_the_stored_column)
 		snprintf(name, sizeof(name), "c%zu", c);
 		REQUIRE_OK(cx_schema_add(schema, name, key_types[c], 0, NULL, &err), &err);
 	}
-	REQUIRE_OK(cx_fragw_open(s, "data/rowkey.cxf", schema, NULL, &w, &err), &err);
+	REQUIRE_OK(cx_fragw_open(s, "data/rowkey.parquet", schema, NULL, &w, &err), &err);
 	for (int row = 0; row < NROWS; row++)
 	{
 		for (size_t c = 0; c < NTYPES; c++)
@@ -77,7 +77,7 @@ CX_TEST(row_key_bytes_of_a_datum_match_the_stored_column)
 		REQUIRE_OK(cx_fragw_append(w, vals[row], &err), &err);
 	}
 	REQUIRE_OK(cx_fragw_finish(w, &info, &err), &err);
-	REQUIRE_OK(cx_fragr_open(s, "data/rowkey.cxf", info.size, &r, &err), &err);
+	REQUIRE_OK(cx_fragr_open(s, "data/rowkey.parquet", info.size, &r, &err), &err);
 	REQUIRE_OK(cx_fragr_read_group(r, 0, NULL, &g, &err), &err);
 	for (int row = 0; row < NROWS; row++)
 		for (size_t c = 0; c < NTYPES; c++)

@@ -49,11 +49,11 @@ sample(void)
 	m->gens[0].gen = 4;
 	m->gens[0].min_ts = 10;
 	m->gens[0].max_ts = 20;
-	fill_fragment(&m->gens[0].fragment, "data/a.cxf", 4);
+	fill_fragment(&m->gens[0].fragment, "data/a.parquet", 4);
 	m->gens[1].gen = 5;
 	m->gens[1].min_ts = 21;
 	m->gens[1].max_ts = 21;
-	fill_fragment(&m->gens[1].fragment, "data/b.cxf", 4);
+	fill_fragment(&m->gens[1].fragment, "data/b.parquet", 4);
 	return m;
 }
 

@@ -484,9 +484,9 @@ cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
 		{
 			const cx_chunk_meta *ch = cx_fragr_chunk(r, g, c);
 
-			printf("  %-22s @%" PRIu64 " stored %" PRIu32 " raw %" PRIu32 " %s  ",
+			printf("  %-22s @%" PRIu64 " stored %" PRIu64 " raw %" PRIu64 " zstd  ",
 				   schema->columns[c].name, ch->offset, ch->stored_len,
-				   ch->raw_len, ch->codec ? "zstd" : "raw");
+				   ch->raw_len);
 			print_stats(&ch->stats, &schema->columns[c]);
 			putchar('\n');
 		}

@@ -22,7 +22,7 @@ typedef enum cx_object_kind
 	CX_OBJECT_NONE = 0,			/* no key of the layout */
 	CX_OBJECT_BASE_VERSION,		/* _versions/<20 digits>.manifest */
 	CX_OBJECT_BASE_HINT,		/* _latest */
-	CX_OBJECT_FRAGMENT,			/* data/<32 lowercase hex>.cxf */
+	CX_OBJECT_FRAGMENT,			/* data/<32 lowercase hex>.parquet */
 	CX_OBJECT_SHARD_VERSION,	/* _shards/<id>/_versions/<20 digits>.shard */
 	CX_OBJECT_SHARD_HINT,		/* _shards/<id>/_latest */
 	CX_OBJECT_WAL_ENTRY,		/* _shards/<id>/wal/<20 digits>.wal */
