@@ -22,9 +22,9 @@ use Test::More;
 die "NODE_PATH names no readers: run bash scripts/readers.sh install (scripts/test.sh does)\n"
   unless -d ($ENV{NODE_PATH} // '') . '/avsc';
 
-my $a = memwal_node('iceberg_a');
-my $b = memwal_node('iceberg_b');
-my @nodes = ($a, $b);
+my $node_a = memwal_node('iceberg_a');
+my $node_b = memwal_node('iceberg_b');
+my @nodes = ($node_a, $node_b);
 my $uri = store_uri('iceberg');
 (my $dir = $uri) =~ s{^file://}{};
 my $script = "$FindBin::RealBin/iceberg_rebuild.mjs";
@@ -51,7 +51,7 @@ sub publish
 # undef), sorted.
 sub selected
 {
-	my $json = $a->safe_psql('postgres', q{
+	my $json = $node_a->safe_psql('postgres', q{
 SELECT coalesce(json_agg(json_build_array(id, n::text, note, flag::text)), '[]') FROM ev});
 	return [ sort { encode_json($a) cmp encode_json($b) } @{ decode_json($json) } ];
 }
@@ -78,46 +78,46 @@ sub check_rebuild
 
 # Shard A: inserts, an update and a delete; shard B: inserts, an update of
 # one of A's keys, a delete of one of A's keys; NULLs on the way.
-$a->safe_psql('postgres', q{
+$node_a->safe_psql('postgres', q{
 INSERT INTO ev SELECT 'a' || i, i, CASE WHEN i % 4 = 0 THEN NULL ELSE 'note ' || i END, i % 2 = 0
   FROM generate_series(1, 40) i;
 UPDATE ev SET n = n + 1000 WHERE id IN ('a3', 'a7');
 DELETE FROM ev WHERE id = 'a5';
 });
-$b->safe_psql('postgres', q{
+$node_b->safe_psql('postgres', q{
 INSERT INTO ev SELECT 'b' || i, -i, 'from b', NULL FROM generate_series(1, 15) i;
 });
 merge_both();
-$b->safe_psql('postgres', q{
+$node_b->safe_psql('postgres', q{
 UPDATE ev SET note = 'changed by b' WHERE id = 'a10';
 DELETE FROM ev WHERE id IN ('a11', 'b2');
 });
 merge_both();
 
-my $res = publish($a);
+my $res = publish($node_a);
 ok($res->{published}, 'the first publish adds a snapshot');
 like($res->{metadata_location}, qr{^\Q$uri\E/iceberg/metadata/v1\.metadata\.json$},
 	'metadata_location names v1.metadata.json under the store');
 cmp_ok($res->{position_deletes}, '>=', 4, 'the updated and deleted rows are position deletes');
-my $base = $a->safe_psql('postgres',
+my $base = $node_a->safe_psql('postgres',
 	"SELECT max(version) FROM ctxstore.versions('ev')");
 is($res->{base_version}, $base, 'the snapshot describes the newest base version');
 my $ice = check_rebuild('two shards after merging');
 is($ice->{snapshot_id}, $res->{snapshot_id}, 'the rebuild read the published snapshot') if $ice;
 
-my $again = publish($b);
+my $again = publish($node_b);
 ok(!$again->{published}, 'publishing the same base again adds nothing');
 is($again->{snapshot_id}, $res->{snapshot_id}, 'and reports the same snapshot');
 ok(!-e "$dir/iceberg/metadata/v2.metadata.json", 'no second metadata file');
 
 # Automatic: the maintenance worker of A publishes after A's next merge.
-$a->safe_psql('postgres', "ALTER FOREIGN TABLE ev OPTIONS (ADD iceberg_interval '1s')");
-$a->safe_psql('postgres', q{
+$node_a->safe_psql('postgres', "ALTER FOREIGN TABLE ev OPTIONS (ADD iceberg_interval '1s')");
+$node_a->safe_psql('postgres', q{
 INSERT INTO ev VALUES ('late', 1, 'after the first publish', true);
 DELETE FROM ev WHERE id = 'a1';
 SELECT ctxstore.merge_wal('ev');
 });
-my $latest = $a->safe_psql('postgres', "SELECT max(version) FROM ctxstore.versions('ev')");
+my $latest = $node_a->safe_psql('postgres', "SELECT max(version) FROM ctxstore.versions('ev')");
 ok(wait_until(sub {
 	my $hint = -e "$dir/iceberg/metadata/version-hint.text"
 	  ? slurp_file("$dir/iceberg/metadata/version-hint.text") : '';
