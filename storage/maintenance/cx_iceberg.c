@@ -122,11 +122,13 @@ state_free(table_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-/* The version version-hint.text names (0: none usable). */
+/* The version version-hint.text names, if that metadata file exists (0:
+ * no usable hint; probing then starts from a listing). */
 static uint64_t
 read_text_hint(cx_objstore *s)
 {
 	unsigned long long n = 0;
+	bool		exists = false;
 	char		text[24];
 	cx_buf		b;
 	cx_err		err;
@@ -141,6 +143,9 @@ read_text_hint(cx_objstore *s)
 			n = 0;
 	}
 	cx_buf_free(&b);
+	if (n > 0 && (cx_vseq_exists(s, &cx_layout_iceberg_versions, n, &exists,
+								 &err) != CX_OK || !exists))
+		n = 0;
 	return n;
 }
 

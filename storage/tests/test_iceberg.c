@@ -596,6 +596,38 @@ CX_TEST(iceberg_insert_only_base_is_an_append)
 	cx_obj_close(s);
 }
 
+/* A hint naming a metadata file that does not exist, or no number, is
+ * ignored: the newest file is found by listing. */
+CX_TEST(iceberg_publish_ignores_an_unusable_hint)
+{
+	const char *hints[] = {"9", "v1"};
+	const char *stores[] = {"/missing", "/garbage"};
+
+	for (int i = 0; i < 2; i++)
+	{
+		cx_objstore *s = NULL;
+		cx_shardwriter *w;
+		cx_iceberg_result a,
+					b;
+		cx_err		err;
+
+		REQUIRE_OK(cx_objstore_open(cx_test_uri(stores[i]), NULL, 0, &s, &err), &err);
+		REQUIRE_OK(build_store(s, &err), &err);
+		REQUIRE_OK(cx_iceberg_publish(s, &a, &err), &err);
+		REQUIRE_OK(cx_obj_put(s, CX_ICEBERG_VERSION_HINT_KEY, hints[i],
+							  strlen(hints[i]), CX_PUT_OVERWRITE, &err), &err);
+		REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+		REQUIRE_OK(mw_put(w, "x", 0, 2, 7, true, &err), &err);
+		REQUIRE_OK(merge_all(s, w, &err), &err);
+		REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+		REQUIRE_OK(cx_iceberg_publish(s, &b, &err), &err);
+		CHECK(b.published && b.metadata_version == 2);
+		cx_iceberg_result_free(&a);
+		cx_iceberg_result_free(&b);
+		cx_obj_close(s);
+	}
+}
+
 /* An empty store publishes nothing. */
 CX_TEST(iceberg_empty_store_publishes_nothing)
 {
