@@ -24,7 +24,7 @@ PG_CPPFLAGS = -Istorage/include -Ishared
 # -Wmissing-field-initializers by design, so those three stay off here (the
 # storage engine, built on its own by storage/Makefile, keeps all of -Wextra).
 PG_CFLAGS   = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
-SHLIB_LINK  = $(ENGINE_LIB) -lzstd -lz -ljansson -lcurl -lcrypto -lexpat -lpthread
+SHLIB_LINK  = $(ENGINE_LIB) -lzstd -lz -ljansson -lavro -lcurl -lcrypto -lexpat -lpthread
 
 # Track header dependencies (.deps/), so editing a header rebuilds the objects
 # that include it; PGXS leaves this off unless PostgreSQL was configured with

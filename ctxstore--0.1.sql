@@ -95,6 +95,18 @@ RETURNS jsonb
 AS 'MODULE_PATHNAME', 'ctxstore_create_id_index'
 LANGUAGE C STRICT VOLATILE;
 
+-- Publishes the store's newest base version as an Iceberg v2 snapshot under
+-- <store>/iceberg/ (docs/OPERATIONS.md "Reading a store from other
+-- engines"); publishing a version already published adds nothing.  Returns
+-- published, metadata_location, snapshot_id, metadata_version,
+-- base_version, data_files, records, delete_files, position_deletes.  Works
+-- without the workers (and so from pg_cron); the maintenance worker also
+-- publishes after merges when the table sets iceberg_interval.
+CREATE FUNCTION ctxstore.publish_iceberg(t regclass)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ctxstore_publish_iceberg'
+LANGUAGE C STRICT VOLATILE;
+
 -- The workers: one row per worker (writer, maintenance).  Store URIs and
 -- errors are shown to members of pg_read_all_stats only.
 CREATE FUNCTION ctxstore.worker_info(

@@ -13,7 +13,11 @@
  * the store is behind, and merge_max_bytes, oldest first, and always makes
  * progress), then reports and wakes the writer, which drains.  After a
  * job that merged it brings the store's key index up to date
- * (cx_keyindex_update_table), never on the append path.
+ * (cx_keyindex_update_table), never on the append path, and, when the
+ * table sets iceberg_interval, publishes the store as an Iceberg snapshot
+ * (cx_iceberg_publish) once that interval has passed since the last
+ * publish: at once when it has, otherwise from the idle loop when it does
+ * (so the last merge of a burst is published too).
  *
  * A job is bounded: each call merges at least one generation and the target
  * is fixed when the job is posted.  SIGTERM stops it between two calls
@@ -31,6 +35,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -61,8 +66,18 @@ typedef struct MaintJob
 	uint64		key_conflicts;
 	char		upsert_key[NAMEDATALEN];	/* indexed beside the key */
 	uint32		commits;
+	int			iceberg_interval_s; /* 0: no automatic publish */
 	CxOpenStore *store;
 } MaintJob;
+
+/* What this worker keeps per open store (CxOpenStore.state): the Iceberg
+ * publish a merge left due. */
+typedef struct MaintStoreState
+{
+	int			iceberg_interval_s;
+	TimestampTz last_publish;	/* 0: never by this worker */
+	bool		publish_pending;
+} MaintStoreState;
 
 /* The job's merge options: its step of generations, the store's other
  * settings. */
@@ -93,6 +108,9 @@ static void
 maint_closing(CxOpenStore *os)
 {
 	set_maint_open(os->uri, false);
+	if (os->state != NULL)
+		pfree(os->state);
+	os->state = NULL;
 }
 
 static void
@@ -206,6 +224,7 @@ run_job(MaintJob *job)
 			merge_options_from(view.settings, job->step_generations, &opt);
 			strlcpy(job->upsert_key, view.settings->upsert_key,
 					sizeof(job->upsert_key));
+			job->iceberg_interval_s = view.settings->iceberg_interval_s;
 			merge_until(job, &opt);
 		}
 		pfree(view.options);
@@ -239,6 +258,74 @@ index_after_merge(MaintJob *job)
 				errmsg("ctxstore maintenance: indexing store \"%s\" failed",
 					   job->uri),
 				errdetail_internal("%s", err.msg));
+}
+
+/* After a job that merged: an Iceberg publish of the store is due when
+ * its table sets iceberg_interval. */
+static void
+note_publish_due(MaintJob *job)
+{
+	MaintStoreState *ms;
+
+	if (!job->ok || job->commits == 0 || job->store == NULL ||
+		job->iceberg_interval_s <= 0)
+		return;
+	if (job->store->state == NULL)
+		job->store->state = MemoryContextAllocZero(TopMemoryContext,
+												   sizeof(MaintStoreState));
+	ms = job->store->state;
+	ms->iceberg_interval_s = job->iceberg_interval_s;
+	ms->publish_pending = true;
+}
+
+/* Publishes os (its publish is due now).  A failure is logged and tried
+ * again an interval later; it only delays what other engines see. */
+static void
+publish_iceberg(CxOpenStore *os, MaintStoreState *ms, TimestampTz now)
+{
+	cx_iceberg_result res;
+	cx_err		err;
+
+	ms->last_publish = now;
+	if (cx_iceberg_publish(os->handle, &res, &err) != CX_OK)
+	{
+		ereport(LOG,
+				errmsg("ctxstore maintenance: publishing store \"%s\" as an Iceberg table failed",
+					   os->uri),
+				errdetail_internal("%s", err.msg));
+		return;
+	}
+	ms->publish_pending = false;
+	if (res.published)
+		elog(DEBUG1, "ctxstore maintenance: published base version " UINT64_FORMAT " of store \"%s\" as Iceberg snapshot " INT64_FORMAT,
+			 res.base_version, os->uri, res.snapshot_id);
+	cx_iceberg_result_free(&res);
+}
+
+/* Publishes every store whose publish is due; returns how long until the
+ * next one is (IDLE_WAIT_MS at most). */
+static long
+publish_due(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		wait_ms = IDLE_WAIT_MS;
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		MaintStoreState *ms = os != NULL ? os->state : NULL;
+		TimestampTz due;
+
+		if (ms == NULL || !ms->publish_pending || ShutdownRequestPending)
+			continue;
+		due = TimestampTzPlusMilliseconds(ms->last_publish,
+										  (int64) ms->iceberg_interval_s * 1000);
+		if (ms->last_publish == 0 || now >= due)
+			publish_iceberg(os, ms, now);
+		else
+			wait_ms = Min(wait_ms, (long) ((due - now) / 1000) + 1);
+	}
+	return wait_ms;
 }
 
 /* The store's merge counters and this worker's requests on it. */
@@ -325,6 +412,8 @@ cx_maint_main(Datum main_arg)
 
 	for (;;)
 	{
+		long		wait_ms;
+
 		if (!cx_worker_loop_continues())
 			break;
 		if (take_job(generation, &job))
@@ -332,10 +421,14 @@ cx_maint_main(Datum main_arg)
 			run_job(&job);
 			index_after_merge(&job);
 			finish_job(&job);
+			note_publish_due(&job);
+			/* Between jobs too, so that a busy store is published. */
+			(void) publish_due();
 			continue;
 		}
+		wait_ms = publish_due();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 IDLE_WAIT_MS, PG_WAIT_EXTENSION);
+						 wait_ms, PG_WAIT_EXTENSION);
 	}
 
 	cx_stores_close_all();

@@ -8,11 +8,12 @@
  *                               cleanup_min_generations are pending
  *   pending_wal_generations(t)  unmerged generations of this cluster's shard
  *   create_id_index(t)          build or extend the store's key index
+ *   publish_iceberg(t)          publish the base as an Iceberg snapshot
  *
  * The first three ask the writer worker (cx_writer_control) and wait for it,
  * through the same slot and the same bounded, interruptible wait as a
- * COMMIT; they need shared_preload_libraries.  pending_wal_generations and
- * create_id_index work on the store themselves, without the workers.
+ * COMMIT; they need shared_preload_libraries.  The others work on the
+ * store themselves, without the workers.
  */
 #include "postgres.h"
 
@@ -32,6 +33,26 @@
 #include "cx_pgerror.h"
 #include "cx_writer_protocol.h"
 
+/* Refuses a table pinned to a version: maintenance works on the newest. */
+static void
+refuse_pinned(const CxRelInfo *ri, const char *fname, const char *verb)
+{
+	if (ri->version != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				errmsg("%s() cannot %s foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
+					   fname, verb, ri->relname, ri->version),
+				errhint("Call it on a table of the store that is not pinned."));
+}
+
+/* The store of an unpinned table, opened for writing. */
+static CxStore *
+open_unpinned(CxRelInfo *ri, const char *fname, const char *verb)
+{
+	refuse_pinned(ri, fname, verb);
+	return cxfdw_store_open(ri, CX_ACCESS_WRITE);
+}
+
 /* Hands kind for the store of ri (table rel) to the writer and waits. */
 static void
 control_table(CxControlKind kind, const char *fname, CxRelInfo *ri,
@@ -40,12 +61,7 @@ control_table(CxControlKind kind, const char *fname, CxRelInfo *ri,
 	CxWriteRequest req = {0};
 	CxStore    *st;
 
-	if (ri->version != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				errmsg("%s() cannot maintain foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
-					   fname, ri->relname, ri->version),
-				errhint("Call it on a table of the store that is not pinned."));
+	refuse_pinned(ri, fname, "maintain");
 	if (!cx_writer_available())
 		ereport(ERROR,
 				errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -199,13 +215,7 @@ ctxstore_create_id_index(PG_FUNCTION_ARGS)
 	CxStore    *st;
 	cx_err		err;
 
-	if (ri->version != 0)
-		ereport(ERROR,
-				errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				errmsg("ctxstore.create_id_index() cannot index foreign table \"%s\": it is pinned to version " UINT64_FORMAT,
-					   ri->relname, ri->version),
-				errhint("Call it on a table of the store that is not pinned."));
-	st = cxfdw_store_open(ri, CX_ACCESS_WRITE);
+	st = open_unpinned(ri, "ctxstore.create_id_index", "index");
 	if (cx_keyindex_update_table(cxfdw_store_handle(st),
 								 upsert_column(ri->relid), NULL, &res,
 								 &err) != CX_OK)
@@ -220,5 +230,43 @@ ctxstore_create_id_index(PG_FUNCTION_ARGS)
 	json_uint(&buf, "segments_merged", res.segments_merged, false);
 	json_uint(&buf, "base_version", res.base_version, false);
 	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_publish_iceberg);
+
+/* ctxstore.publish_iceberg(regclass) returns jsonb: the Iceberg snapshot
+ * that describes the store's newest base version (published now, or
+ * already). */
+Datum
+ctxstore_publish_iceberg(PG_FUNCTION_ARGS)
+{
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_OWNER);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	CxStore    *st = open_unpinned(ri, "ctxstore.publish_iceberg", "publish");
+	cx_iceberg_result res;
+	StringInfoData buf;
+	cx_err		err;
+
+	if (cx_iceberg_publish(cxfdw_store_handle(st), &res, &err) != CX_OK)
+		cx_pg_error(&err, "could not publish the store of foreign table \"%s\" as an Iceberg table",
+					ri->relname);
+	relation_close(rel, AccessShareLock);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"published\":%s,\"metadata_location\":",
+					 res.published ? "true" : "false");
+	if (res.metadata_location != NULL)
+		escape_json(&buf, res.metadata_location);
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfo(&buf, ",\"snapshot_id\":" INT64_FORMAT, res.snapshot_id);
+	json_uint(&buf, "metadata_version", res.metadata_version, false);
+	json_uint(&buf, "base_version", res.base_version, false);
+	json_uint(&buf, "data_files", res.data_files, false);
+	json_uint(&buf, "records", res.records, false);
+	json_uint(&buf, "delete_files", res.delete_files, false);
+	json_uint(&buf, "position_deletes", res.position_deletes, false);
+	appendStringInfoChar(&buf, '}');
+	cx_iceberg_result_free(&res);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the engine's shape (docs/ARCHITECTURE.md):
 #   - storage/ has one folder per subsystem, in a strictly downward order:
-#       util < objstore < format < table < memwal < merge < scan
+#       util < objstore < format < table < memwal < merge < scan < maintenance
 #     a file includes headers of its own folder and of folders before it
 #     only; tests/ and tools/ may include any of them;
 #   - no include climbs with "../";
@@ -26,7 +26,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 pg_include=$("$pgbin/pg_config" --includedir-server)
-layers=(util objstore format table memwal merge scan)
+layers=(util objstore format table memwal merge scan maintenance)
 
 rank() {  # position of a storage folder in the order; 99 for tests/tools
   local i

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron
-  libcurl4-openssl-dev libssl-dev libzstd-dev libexpat1-dev zlib1g-dev libjansson-dev
+  libcurl4-openssl-dev libssl-dev libzstd-dev libexpat1-dev zlib1g-dev libjansson-dev libavro-dev
   libipc-run-perl cppcheck
 )
 

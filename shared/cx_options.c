@@ -87,6 +87,8 @@ const CxOptDef cx_options[] =
 	{"compression_level", TABLE, OF_STORE, OPT_INT, 1, 22,
 		ENGINE_DEFAULT(CX_FRAGW_DEFAULT_COMPRESSION_LEVEL),
 	FIELD(compression_level)},
+	{"iceberg_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "0",
+	FIELD(iceberg_interval_s)},
 	{"version", TABLE, OF_TABLE, OPT_INT, 1, PG_INT64_MAX},
 
 	{"column_name", COLUMN, OF_OBJECT, OPT_STRING},

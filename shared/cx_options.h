@@ -110,6 +110,7 @@ typedef struct CxStoreSettings
 	int			pending_generations_max;
 	int64		target_rows_per_fragment;
 	int			compression_level;
+	int			iceberg_interval_s; /* 0 = no automatic Iceberg publish */
 	uint32		explicit_mask;	/* bit i: setting i was set by the table */
 	CxTableRef	source;
 } CxStoreSettings;

@@ -17,7 +17,8 @@
 #define WAL_SUFFIX ".wal"
 #define BASE_VERSION_SUFFIX ".manifest"
 
-const cx_vseq cx_layout_base_versions = {CX_VERSIONS_PREFIX, BASE_VERSION_SUFFIX};
+const cx_vseq cx_layout_base_versions = {CX_VERSIONS_PREFIX, BASE_VERSION_SUFFIX, false};
+const cx_vseq cx_layout_iceberg_versions = {CX_ICEBERG_METADATA_PREFIX "v", ".metadata.json", true};
 
 static const char hex_digits[] = "0123456789abcdef";
 
@@ -61,8 +62,8 @@ hex_decode(const char *text, size_t n, uint8_t *bytes)
 void
 cx_vseq_key(const cx_vseq *q, uint64_t n, char *key)
 {
-	snprintf(key, CX_KEY_MAX + 1, "%s%0*llu%s", q->prefix, CX_VSEQ_DIGITS,
-			 (unsigned long long) n, q->suffix);
+	snprintf(key, CX_KEY_MAX + 1, "%s%0*llu%s", q->prefix,
+			 q->unpadded ? 1 : CX_VSEQ_DIGITS, (unsigned long long) n, q->suffix);
 }
 
 bool
@@ -71,10 +72,13 @@ cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n)
 	size_t		plen = strlen(q->prefix);
 	const char *p = key + plen;
 	uint64_t	v = 0;
+	int			i;
 
 	if (strncmp(key, q->prefix, plen) != 0)
 		return false;
-	for (int i = 0; i < CX_VSEQ_DIGITS; i++, p++)
+	/* Unpadded: as many digits as there are, no leading zero. */
+	for (i = 0; i < CX_VSEQ_DIGITS && (!q->unpadded || (*p >= '0' && *p <= '9'));
+		 i++, p++)
 	{
 		unsigned	d = (unsigned) (*p - '0');
 
@@ -82,7 +86,7 @@ cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n)
 			return false;
 		v = v * 10 + d;
 	}
-	if (strcmp(p, q->suffix) != 0 || v == 0)
+	if ((q->unpadded && key[plen] == '0') || strcmp(p, q->suffix) != 0 || v == 0)
 		return false;
 	*n = v;
 	return true;
@@ -101,6 +105,7 @@ cx_layout_shard_versions(const char *shard_id, char *prefix, cx_vseq *q)
 	shard_key(shard_id, SHARD_VERSIONS_DIR, prefix);
 	q->prefix = prefix;
 	q->suffix = SHARD_VERSION_SUFFIX;
+	q->unpadded = false;
 }
 
 void
@@ -109,6 +114,7 @@ cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q)
 	shard_key(shard_id, WAL_DIR, prefix);
 	q->prefix = prefix;
 	q->suffix = WAL_SUFFIX;
+	q->unpadded = false;
 }
 
 void
@@ -133,6 +139,28 @@ cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key)
 {
 	random_name_key(CX_FRAGMENT_PREFIX, id, CX_FRAGMENT_SUFFIX, key,
 					CX_FRAGMENT_KEY_SIZE);
+}
+
+void
+cx_layout_iceberg_manifest_list(int64_t snapshot_id, const char *uuid,
+								char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, "%ssnap-%lld-%s.avro",
+			 CX_ICEBERG_METADATA_PREFIX, (long long) snapshot_id, uuid);
+}
+
+void
+cx_layout_iceberg_manifest(const char *uuid, int k, char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, "%s%s-m%d.avro",
+			 CX_ICEBERG_METADATA_PREFIX, uuid, k);
+}
+
+void
+cx_layout_iceberg_deletes(const char *uuid, char *key)
+{
+	snprintf(key, CX_KEY_MAX + 1, "%s/data/%s-deletes.parquet",
+			 CX_ICEBERG_DIR, uuid);
 }
 
 void

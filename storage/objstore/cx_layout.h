@@ -44,11 +44,14 @@
 
 typedef struct cx_vseq
 {
-	const char *prefix;			/* "_shards/a/_versions/", ends in '/' */
+	const char *prefix;			/* "_shards/a/_versions/" */
 	const char *suffix;			/* ".shard" */
+	/* n in plain decimal (no leading zeros) rather than 20 digits: the
+	 * Iceberg metadata files, whose names other engines expect so. */
+	bool		unpadded;
 } cx_vseq;
 
-/* "<prefix><n as 20 digits><suffix>". */
+/* "<prefix><n as 20 digits (or plain)><suffix>". */
 void		cx_vseq_key(const cx_vseq *q, uint64_t n, char *key);
 /* Parses a key of the sequence; false for anything else (temporary files,
  * other objects under the prefix) and for 0. */
@@ -70,6 +73,26 @@ void		cx_layout_fragment(const uint8_t id[CX_FRAGMENT_ID_LEN], char *key);
 /* "index/<id as 32 lowercase hex>.cxk" into key (CX_INDEX_SEGMENT_KEY_SIZE). */
 void		cx_layout_index_segment(const uint8_t id[CX_FRAGMENT_ID_LEN],
 									char *key);
+
+/*
+ * The Iceberg table a store is published as (maintenance/cx_iceberg.h):
+ * its location is "<store>/iceberg"; metadata files, manifest lists and
+ * manifests under "iceberg/metadata/", position-delete files under
+ * "iceberg/data/".  uuid is a 36-character UUID string.
+ */
+#define CX_ICEBERG_DIR "iceberg"
+#define CX_ICEBERG_METADATA_PREFIX "iceberg/metadata/"
+#define CX_ICEBERG_VERSION_HINT_KEY "iceberg/metadata/version-hint.text"
+
+/* "iceberg/metadata/v<n>.metadata.json": an unpadded sequence. */
+extern const cx_vseq cx_layout_iceberg_versions;
+/* "iceberg/metadata/snap-<snapshot_id>-<uuid>.avro". */
+void		cx_layout_iceberg_manifest_list(int64_t snapshot_id,
+											const char *uuid, char *key);
+/* "iceberg/metadata/<uuid>-m<k>.avro". */
+void		cx_layout_iceberg_manifest(const char *uuid, int k, char *key);
+/* "iceberg/data/<uuid>-deletes.parquet". */
+void		cx_layout_iceberg_deletes(const char *uuid, char *key);
 
 /* Whether shard_id is [A-Za-z0-9._-]{1,128} and not "." or "..": one safe
  * key segment. */

@@ -191,3 +191,28 @@ CX_TEST(layout_temporary_names)
 	CHECK(!cx_layout_is_temporary(".x.tmp.0123456789abcdefa"));
 	CHECK(!cx_layout_is_temporary(".x.tmp.0123456789abcdef/y"));
 }
+
+/* Iceberg metadata files are numbered in plain decimal, as Iceberg readers
+ * expect: v1.metadata.json, v12.metadata.json; nothing else parses. */
+CX_TEST(layout_iceberg_metadata_keys_parse_back)
+{
+	const cx_vseq *q = &cx_layout_iceberg_versions;
+	char		key[CX_KEY_MAX + 1];
+	uint64_t	n = 0;
+
+	cx_vseq_key(q, 12, key);
+	CHECK(strcmp(key, "iceberg/metadata/v12.metadata.json") == 0);
+	CHECK(cx_vseq_parse(q, key, &n) && n == 12);
+	CHECK(cx_vseq_parse(q, "iceberg/metadata/v1.metadata.json", &n) && n == 1);
+	CHECK(!cx_vseq_parse(q, "iceberg/metadata/v01.metadata.json", &n));
+	CHECK(!cx_vseq_parse(q, "iceberg/metadata/v0.metadata.json", &n));
+	CHECK(!cx_vseq_parse(q, "iceberg/metadata/v.metadata.json", &n));
+	CHECK(!cx_vseq_parse(q, "iceberg/metadata/version-hint.text", &n));
+	CHECK(!cx_vseq_parse(q, "iceberg/metadata/v1.metadata.json.tmp", &n));
+	cx_layout_iceberg_deletes("u", key);
+	CHECK(strcmp(key, "iceberg/data/u-deletes.parquet") == 0);
+	cx_layout_iceberg_manifest("u", 1, key);
+	CHECK(strcmp(key, "iceberg/metadata/u-m1.avro") == 0);
+	cx_layout_iceberg_manifest_list(7, "u", key);
+	CHECK(strcmp(key, "iceberg/metadata/snap-7-u.avro") == 0);
+}

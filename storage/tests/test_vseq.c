@@ -16,7 +16,7 @@ CX_TEST(vseq_latest_stops_at_the_top_of_the_number_space)
 	cx_err		err;
 	char		key[CX_KEY_MAX + 1];
 	uint64_t	latest = 0;
-	const cx_vseq q = {"seq/", ".obj"};
+	const cx_vseq q = {"seq/", ".obj", false};
 
 	REQUIRE_OK(cx_objstore_open(cx_test_uri("/vseq"), NULL, 0, &s, &err), &err);
 	cx_vseq_key(&q, UINT64_MAX - 1, key);
@@ -73,7 +73,7 @@ put_is_unknown(sw_wrap *w, const cx_vseq *q, sw_fault fault, cx_err *err)
 CX_TEST(vseq_unknown_outcome_names_the_whole_key_once)
 {
 	sw_wrap    *w = sw_wrap_open("/vseq");
-	const cx_vseq q = {"_shards/a-rather-long-shard-name/wal/", ".wal"};
+	const cx_vseq q = {"_shards/a-rather-long-shard-name/wal/", ".wal", false};
 	cx_err		err;
 
 	REQUIRE(w != NULL);
@@ -88,7 +88,7 @@ CX_TEST(vseq_unknown_outcome_names_the_whole_key_once)
 CX_TEST(vseq_put_that_never_shows_up_is_unknown_not_failed)
 {
 	sw_wrap    *w = sw_wrap_open("/vseq");
-	const cx_vseq q = {"seq/", ".obj"};
+	const cx_vseq q = {"seq/", ".obj", false};
 	cx_buf		object;
 	cx_buf		taken;
 	cx_vseq_outcome outcome;

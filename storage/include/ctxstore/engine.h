@@ -15,5 +15,6 @@
 #include "ctxstore/table.h"
 #include "ctxstore/memwal.h"
 #include "ctxstore/scan.h"
+#include "ctxstore/iceberg.h"
 
 #endif							/* CTXSTORE_ENGINE_H */
