@@ -40,6 +40,8 @@ cxfdw_schema_from_rel(const CxRelInfo *ri)
 			cx_pg_error(&err, "cannot create a store schema from foreign table \"%s\"",
 						ri->relname);
 		}
+		schema->columns[schema->ncolumns - 1].precision = col->type.precision;
+		schema->columns[schema->ncolumns - 1].scale = col->type.scale;
 	}
 	return schema;
 }
@@ -80,10 +82,12 @@ column_type_differs(const CxRelInfo *ri, const CxColumnDef *col,
 			errdetail("Store column \"%s\" in %s holds %s values; type %s is stored as %s.",
 					  stored->name, ri->uri,
 					  cxfdw_type_describe(stored->type, stored->elem_type,
-										  stored->ext_type),
+										  stored->ext_type, stored->precision,
+										  stored->scale),
 					  format_type_with_typemod(col->type.typid, col->type.typmod),
 					  cxfdw_type_describe(col->type.type, col->type.elem_type,
-										  col->type.ext_type)));
+										  col->type.ext_type, col->type.precision,
+										  col->type.scale)));
 }
 
 /*
@@ -105,6 +109,8 @@ table_columns(const CxRelInfo *ri)
 		columns[i].type = col->type.type;
 		columns[i].elem_type = col->type.elem_type;
 		columns[i].ext_type = col->type.ext_type;
+		columns[i].precision = col->type.precision;
+		columns[i].scale = col->type.scale;
 	}
 	return columns;
 }
