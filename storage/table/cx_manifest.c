@@ -470,7 +470,7 @@ static bool
 decode_fragment(cx_rd *r, uint16_t format, cx_fragment_info *fi,
 				cx_deletion_vector *dv)
 {
-	if (!cx_fragentry_decode(r, fi))
+	if (!cx_fragentry_decode(r, format >= 3, fi))
 		return false;
 	if (cx_rd_ok(r) && !decode_dv(r, fi->rows, dv))
 		return false;
