@@ -220,8 +220,10 @@ cx_layout_adapt(cx_layout *l, const cx_rowgroup *g, const bool *want,
 		const cx_column *tc = &l->table->columns[i];
 		cx_code		rc = CX_OK;
 
+		l->views[i].ready = false;
 		if (want != NULL && !want[i])
 			continue;
+		l->views[i].ready = true;
 		if (c->frag < 0)
 			rc = null_view(tc, cx_rowgroup_rows(g), &l->views[i], err);
 		else if (c->widen)
@@ -239,7 +241,7 @@ cx_layout_column(const cx_layout *l, const cx_rowgroup *g, uint32_t column)
 	const cx_layout_col *c = &l->cols[column];
 
 	if (c->frag < 0 || c->widen)
-		return &l->views[column].vec;
+		return l->views[column].ready ? &l->views[column].vec : NULL;
 	return cx_rowgroup_column(g, (uint32_t) c->frag);
 }
 
@@ -256,4 +258,78 @@ cx_layout_may_have_tombstones(const cx_fragment_info *fi,
 		return false;
 	/* A bool's max is one byte, 0 or 1. */
 	return !(st->has_max && st->max_len == 1 && st->max[0] == 0);
+}
+
+/* --------------------------------------------------------------------------
+ * Rows of an older schema
+ * -------------------------------------------------------------------------- */
+
+/* A decoded value of column `from` as a value of column `to`, which it
+ * widens to (or is the same type as). */
+static void
+widen_datum(const cx_column *from, const cx_column *to, const cx_datum *in,
+			cx_datum *out)
+{
+	*out = *in;
+	if (in->isnull || from->type == to->type)
+		return;
+	if (from->type == CX_T_FLOAT32)
+		out->v.f64 = (double) in->v.f32;
+	else if (to->type == CX_T_INT32)
+		out->v.i32 = in->v.i16;
+	else
+		out->v.i64 = from->type == CX_T_INT16 ? in->v.i16 : in->v.i32;
+}
+
+cx_code
+cx_rows_reshape(const cx_schema *from, const cx_schema *to,
+				const uint8_t *rows, size_t len, uint64_t nrows, cx_buf *out,
+				cx_err *err)
+{
+	cx_datum   *in = calloc((size_t) from->ncolumns + 1, sizeof(cx_datum));
+	cx_datum   *vals = calloc((size_t) to->ncolumns + 1, sizeof(cx_datum));
+	cx_buf		scratch;
+	cx_rd		r;
+	cx_code		rc = CX_OK;
+
+	cx_buf_init(&scratch);
+	cx_rd_init(&r, rows, len);
+	if (in == NULL || vals == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "reshaping rows: out of memory");
+	for (uint64_t n = 0; rc == CX_OK && n < nrows; n++)
+	{
+		cx_row_kind kind;
+
+		rc = cx_row_decode(from, &r, &kind, in, &scratch, err);
+		for (uint32_t j = 0; rc == CX_OK && j < to->ncolumns; j++)
+		{
+			int			i = cx_schema_find_field(from, to->columns[j].field_id);
+
+			if (i < 0)
+				vals[j].isnull = true;
+			else
+				widen_datum(&from->columns[i], &to->columns[j], &in[i], &vals[j]);
+		}
+		if (rc == CX_OK)
+			cx_row_encode(to, kind, vals, out);
+	}
+	if (rc == CX_OK && !cx_buf_ok(out))
+		rc = cx_err_set(err, CX_ERR_NOMEM, "reshaping rows: out of memory");
+	cx_buf_free(&scratch);
+	free(in);
+	free(vals);
+	return rc;
+}
+
+bool
+cx_schema_reshapes_to(const cx_schema *from, const cx_schema *to)
+{
+	for (uint32_t j = 0; j < to->ncolumns; j++)
+	{
+		int			i = cx_schema_find_field(from, to->columns[j].field_id);
+
+		if (i >= 0 && !cx_column_widens_to(&from->columns[i], &to->columns[j]))
+			return false;
+	}
+	return true;
 }

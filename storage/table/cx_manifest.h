@@ -85,6 +85,8 @@ cx_code		cx_manifest_set_schema(cx_manifest *m, const cx_schema *s,
 /* The schema with that id, current or historical; NULL if none. */
 const cx_schema *cx_manifest_schema_by_id(const cx_manifest *m,
 										  uint32_t schema_id);
+/* Whether s is the current schema or one in the history. */
+bool		cx_manifest_had_schema(const cx_manifest *m, const cx_schema *s);
 /* Internal to the manifest codec (cx_manifest.c). */
 bool		cx_manifest_clone_schemas(cx_manifest *c, const cx_manifest *m);
 void		cx_manifest_free_schemas(cx_manifest *m);

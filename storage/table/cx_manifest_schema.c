@@ -74,6 +74,17 @@ cx_manifest_schema_by_id(const cx_manifest *m, uint32_t schema_id)
 }
 
 bool
+cx_manifest_had_schema(const cx_manifest *m, const cx_schema *s)
+{
+	if (m->schema != NULL && cx_schema_equal(m->schema, s))
+		return true;
+	for (uint32_t i = 0; i < m->nold_schemas; i++)
+		if (cx_schema_equal(m->old_schemas[i].schema, s))
+			return true;
+	return false;
+}
+
+bool
 cx_manifest_clone_schemas(cx_manifest *c, const cx_manifest *m)
 {
 	c->schema_id = m->schema_id;

@@ -51,6 +51,7 @@ typedef struct cx_layout_view
 {
 	cx_colvec	vec;
 	cx_colvec	child;			/* an empty element vector for a list */
+	bool		ready;			/* built for the last row group */
 	uint8_t    *mem;
 	size_t		cap;
 } cx_layout_view;
@@ -82,9 +83,22 @@ void		cx_layout_want(const cx_layout *l, const bool *want, bool *frag_want);
  * each read and before cx_layout_column().  Valid until the next call. */
 cx_code		cx_layout_adapt(cx_layout *l, const cx_rowgroup *g,
 							const bool *want, cx_err *err);
-/* Table column `column` of row group g, prepared by cx_layout_adapt(). */
+/* Table column `column` of row group g, prepared by cx_layout_adapt();
+ * NULL for a column not read (as cx_rowgroup_column()). */
 const cx_colvec *cx_layout_column(const cx_layout *l, const cx_rowgroup *g,
 								  uint32_t column);
+
+/*
+ * Rows in cx_row_encode() form of schema from, re-encoded as rows of schema
+ * to (appended to out): columns matched by field id, widened where to's type
+ * is wider, NULL where from lacks them.  cx_schema_reshapes_to says whether
+ * every shared column widens.  Writers use it for rows sent or logged under
+ * an older schema of the store.
+ */
+bool		cx_schema_reshapes_to(const cx_schema *from, const cx_schema *to);
+cx_code		cx_rows_reshape(const cx_schema *from, const cx_schema *to,
+							const uint8_t *rows, size_t len, uint64_t nrows,
+							cx_buf *out, cx_err *err);
 
 /* Whether a listed fragment may hold tombstone rows (by its statistics):
  * scans read the tombstone column only of fragments that may. */
