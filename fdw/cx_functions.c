@@ -45,6 +45,13 @@ uses_this_wrapper(Oid relid)
 	return handler.fn_addr == ctxstore_fdw_handler;
 }
 
+bool
+cxfdw_is_ctxstore_table(Oid relid)
+{
+	return get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE &&
+		uses_this_wrapper(relid);
+}
+
 Relation
 cxfdw_function_table(Oid relid, CxTableCheck check)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "table/cx_commit.h"
+#include "table/cx_row_key.h"
 
 bool
 cx_column_widens_to(const cx_column *from, const cx_column *to)
@@ -90,6 +91,10 @@ add_column(cx_manifest *m, cx_schema *s, const cx_schema_alter *a,
 						  "the store already has a column \"%.64s\" of type %s",
 						  a->column, cx_type_name(s->columns[i].type));
 	}
+	if (strncmp(a->column, CX_HIDDEN_PREFIX, strlen(CX_HIDDEN_PREFIX)) == 0)
+		return cx_err_set(err, CX_ERR_SCHEMA,
+						  "column \"%.64s\": names starting with %s are reserved",
+						  a->column, CX_HIDDEN_PREFIX);
 	if (m->last_field_id >= CX_FIELD_ID_USER_MAX)
 		return cx_err_set(err, CX_ERR_SCHEMA, "the store has used every field id");
 	if (cx_schema_add(s, a->column, (cx_type) a->type.type,
