@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "table/cx_commit.h"
+#include "table/cx_key_index.h"
 #include "table/cx_row_key.h"
 
 bool
@@ -199,6 +200,33 @@ apply_alter(cx_manifest *m, cx_schema *s, const cx_schema_alter *a,
 	return cx_err_set(err, CX_ERR_INVALID, "unknown schema change %d", (int) a->kind);
 }
 
+/*
+ * Key index segments name their column by position in the schema.  A DROP
+ * moves the columns after it, so an index whose positions no longer hold the
+ * same field ids is removed (lookups fall back to statistics until the
+ * maintenance worker or create_id_index builds it again).
+ */
+static cx_code
+keep_index_positions(cx_manifest *next, const cx_schema *old,
+					 const cx_schema *new, cx_err *err)
+{
+	cx_keyindex ix = {0};
+	cx_keyindex none = {0};
+	bool		moved = false;
+
+	if (cx_keyindex_load(next, &ix, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < ix.n && !moved; i++)
+	{
+		uint32_t	c = ix.segs[i].column;
+
+		moved = c >= new->ncolumns || c >= old->ncolumns ||
+			old->columns[c].field_id != new->columns[c].field_id;
+	}
+	cx_keyindex_free(&ix);
+	return moved ? cx_keyindex_store(next, &none, err) : CX_OK;
+}
+
 /* Applies every change to a copy of next's schema, then records it. */
 static cx_code
 alter_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
@@ -216,6 +244,8 @@ alter_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 		return cx_err_set(err, CX_ERR_NOMEM, "copying the store schema: out of memory");
 	for (uint32_t i = 0; i < st->nalters && rc == CX_OK; i++)
 		rc = apply_alter(next, s, &st->alters[i], &st->changed, err);
+	if (rc == CX_OK && st->changed)
+		rc = keep_index_positions(next, next->schema, s, err);
 	if (rc == CX_OK && st->changed)
 		rc = cx_manifest_set_schema(next, s, err);
 	cx_schema_free(s);

@@ -10,6 +10,7 @@
 #include "merge/cx_merge.h"
 #include "mw_util.h"
 #include "table/cx_commit.h"
+#include "table/cx_key_index.h"
 
 static cx_objstore *
 open_store(const char *suffix)
@@ -324,5 +325,51 @@ CX_TEST(older_generations_wal_and_rows_merge_into_the_new_schema)
 		CHECK(rows.r[i].tags_ok);
 	mw_rows_free(&rows);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+static uint32_t
+index_segments(cx_objstore *s)
+{
+	cx_manifest *m = latest(s);
+	cx_keyindex ix = {0};
+	cx_err		err;
+	uint32_t	n;
+
+	if (m == NULL || cx_keyindex_load(m, &ix, &err) != CX_OK)
+		abort();
+	n = ix.n;
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	return n;
+}
+
+/* Key index segments name columns by position: a DROP that moves an
+ * indexed column removes the index; one after every indexed column keeps
+ * it. */
+CX_TEST(drop_removes_a_key_index_whose_columns_moved)
+{
+	cx_objstore *s = open_store("/store");
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_keyindex_result kres;
+	cx_schema_alter a;
+	uint64_t	version;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 5, 1, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &kres, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 1, NULL, &kres, &err), &err);
+	CHECK(index_segments(s) == 2);
+	a = alter(CX_ALTER_DROP, "tags", NULL, 0);
+	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
+	CHECK(index_segments(s) == 2);
+	a = alter(CX_ALTER_DROP, "v", NULL, 0);
+	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
+	CHECK(index_segments(s) == 0);
 	cx_obj_close(s);
 }
