@@ -171,6 +171,7 @@ manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
 	json_uint(buf, "version", m ? m->version : 0);
+	json_uint(buf, "schema_id", m ? m->schema_id : 0);
 	json_uint(buf, "fragments", m ? m->nfragments : 0);
 	json_uint(buf, "rows", base_rows + generation_rows);
 	json_uint(buf, "base_rows", base_rows);

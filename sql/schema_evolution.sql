@@ -72,6 +72,8 @@ SELECT id FROM se ORDER BY id LIMIT 1;
 -- The store's versions record every change: ADD, RENAME, both widenings
 -- (one statement), DROP, ADD; the refused ones and the no-ops are not there.
 SELECT count(*) FROM ctxstore.versions('se') WHERE operation = 'alter schema';
+-- Each one gave the store the next schema id (1 was its first schema).
+SELECT ctxstore.stats('se') -> 'schema_id' AS schema_id;
 
 -- A store never written to takes its columns from its first write.
 CREATE FOREIGN TABLE se_empty (id text, n int)
