@@ -75,6 +75,9 @@ extern Oid	cxfdw_native_type_oid(cx_type type);
 extern char *cxfdw_type_describe(cx_type type, cx_type elem_type,
 								 const char *ext_type, int precision,
 								 int scale);
+/* The same for a store column and for a table column's type. */
+extern char *cxfdw_column_describe(const cx_column *c);
+extern char *cxfdw_typeinfo_describe(const CxTypeInfo *ti);
 /* Conversions allocate in CurrentMemoryContext; a cx_datum filled by
  * cxfdw_to_cx points into that memory or into the Datum. */
 extern void cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out);

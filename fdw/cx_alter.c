@@ -208,11 +208,7 @@ refuse_type_change(const CxRelInfo *ri, const cx_column *stored,
 				   format_type_with_typemod(to->typid, to->typmod)),
 			errdetail("Store %s holds %s values in it, which cannot be read as %s.",
 					  ri->uri,
-					  cxfdw_type_describe(stored->type, stored->elem_type,
-										  stored->ext_type, stored->precision,
-										  stored->scale),
-					  cxfdw_type_describe(to->type, to->elem_type, to->ext_type,
-										  to->precision, to->scale)),
+					  cxfdw_column_describe(stored), cxfdw_typeinfo_describe(to)),
 			errhint("Only int2 to int4 or int8, int4 to int8 and float4 to float8 keep the stored values readable; add a column of the new type and copy the values into it instead."));
 }
 

@@ -81,13 +81,9 @@ column_type_differs(const CxRelInfo *ri, const CxColumnDef *col,
 				   col->attname, ri->relname),
 			errdetail("Store column \"%s\" in %s holds %s values; type %s is stored as %s.",
 					  stored->name, ri->uri,
-					  cxfdw_type_describe(stored->type, stored->elem_type,
-										  stored->ext_type, stored->precision,
-										  stored->scale),
+					  cxfdw_column_describe(stored),
 					  format_type_with_typemod(col->type.typid, col->type.typmod),
-					  cxfdw_type_describe(col->type.type, col->type.elem_type,
-										  col->type.ext_type, col->type.precision,
-										  col->type.scale)));
+					  cxfdw_typeinfo_describe(&col->type)));
 }
 
 /*

@@ -201,6 +201,20 @@ cxfdw_type_describe(cx_type type, cx_type elem_type, const char *ext_type,
 	return psprintf("%s%s", cx_type_name(type), ext);
 }
 
+char *
+cxfdw_column_describe(const cx_column *c)
+{
+	return cxfdw_type_describe(c->type, c->elem_type, c->ext_type,
+							   c->precision, c->scale);
+}
+
+char *
+cxfdw_typeinfo_describe(const CxTypeInfo *ti)
+{
+	return cxfdw_type_describe(ti->type, ti->elem_type, ti->ext_type,
+							   ti->precision, ti->scale);
+}
+
 /* ---- PostgreSQL -> engine ---- */
 
 /* Text in the database encoding as UTF-8 bytes (no copy when it already is). */

@@ -15,18 +15,6 @@
 /* Smallest encoded history entry: schema id, then an empty schema. */
 #define MIN_OLD_SCHEMA_LEN (4 + 4)
 
-static int32_t
-max_user_field_id(const cx_schema *s)
-{
-	int32_t		max = 0;
-
-	for (uint32_t i = 0; i < s->ncolumns; i++)
-		if (s->columns[i].field_id <= CX_FIELD_ID_USER_MAX &&
-			s->columns[i].field_id > max)
-			max = s->columns[i].field_id;
-	return max;
-}
-
 static bool
 push_old_schema(cx_manifest *m, uint32_t schema_id, cx_schema *s)
 {
@@ -46,7 +34,7 @@ cx_code
 cx_manifest_set_schema(cx_manifest *m, const cx_schema *s, cx_err *err)
 {
 	cx_schema  *copy = cx_schema_clone(s);
-	int32_t		max_id = max_user_field_id(s);
+	int32_t		max_id = cx_schema_max_user_field_id(s);
 
 	if (copy == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "copying schema: out of memory");
@@ -147,7 +135,7 @@ decode_history(cx_rd *r, cx_manifest *m)
 
 		if (s == NULL || id >= m->schema_id ||
 			(i > 0 && id <= m->old_schemas[i - 1].schema_id) ||
-			max_user_field_id(s) > m->last_field_id)
+			cx_schema_max_user_field_id(s) > m->last_field_id)
 		{
 			cx_schema_free(s);
 			r->bad = true;
@@ -178,14 +166,14 @@ cx_manifest_decode_schemas(cx_rd *r, uint16_t format, cx_manifest *m)
 	if (format < 3)
 	{
 		m->schema_id = m->schema != NULL ? 1 : 0;
-		m->last_field_id = m->schema != NULL ? max_user_field_id(m->schema) : 0;
+		m->last_field_id = m->schema != NULL ? cx_schema_max_user_field_id(m->schema) : 0;
 		return true;
 	}
 	m->schema_id = cx_rd_u32(r);
 	m->last_field_id = (int32_t) cx_rd_u32(r);
 	if (!cx_rd_ok(r) || (m->schema_id == 0) != (m->schema == NULL) ||
 		m->last_field_id < 0 || m->last_field_id > CX_FIELD_ID_USER_MAX ||
-		(m->schema != NULL && max_user_field_id(m->schema) > m->last_field_id))
+		(m->schema != NULL && cx_schema_max_user_field_id(m->schema) > m->last_field_id))
 	{
 		r->bad = true;
 		return true;

@@ -12,17 +12,6 @@
 #include "table/cx_commit.h"
 #include "table/cx_key_index.h"
 
-static cx_objstore *
-open_store(const char *suffix)
-{
-	cx_objstore *s = NULL;
-	cx_err		err;
-
-	if (cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s, &err) != CX_OK)
-		return NULL;
-	return s;
-}
-
 static cx_schema_alter
 alter(cx_alter_kind kind, const char *column, const char *new_name,
 	  cx_type type)
@@ -108,7 +97,7 @@ CX_TEST(manifest_schema_history_round_trips)
  * unrelated type changes are refused. */
 CX_TEST(alter_schema_rules)
 {
-	cx_objstore *s = open_store("/store");
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_manifest *m;
 	cx_schema_alter a;
@@ -173,7 +162,7 @@ CX_TEST(alter_schema_rules)
  * widened, extra NULL, and statistics of a widened column not used. */
 CX_TEST(fragment_of_an_older_schema_is_read_by_field_id)
 {
-	cx_objstore *s = open_store("/store");
+	cx_objstore *s = mw_open_store();
 	cx_schema  *t = cx_schema_new();
 	cx_schema  *g;
 	cx_fragw   *fw;
@@ -276,7 +265,7 @@ append_new_row(cx_shardwriter *w, const cx_schema *schema, cx_err *err)
  */
 CX_TEST(older_generations_wal_and_rows_merge_into_the_new_schema)
 {
-	cx_objstore *s = open_store("/store");
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_schema_alter a = alter(CX_ALTER_ADD, "note", NULL, CX_T_STRING);
 	cx_merge_result res;
@@ -349,7 +338,7 @@ index_segments(cx_objstore *s)
  * it. */
 CX_TEST(drop_removes_a_key_index_whose_columns_moved)
 {
-	cx_objstore *s = open_store("/store");
+	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
 	cx_merge_result res;
 	cx_keyindex_result kres;
