@@ -116,6 +116,8 @@ typedef struct CxRelInfo
 } CxRelInfo;
 
 extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
+/* Only relid, relname and the columns (no options, no credentials). */
+extern CxRelInfo *cxfdw_rel_columns(Relation rel);
 /* The store options of ri->uri for ri->userid through server serverid; the
  * one place they are resolved.  IMPORT FOREIGN SCHEMA uses it on a CxRelInfo
  * with only uri and userid set (relname NULL: no table yet). */

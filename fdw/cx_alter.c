@@ -72,11 +72,15 @@ altered_table(Node *parsetree, bool *rename)
 	return relid;
 }
 
+/* The table's columns only, or (with_store) everything the store needs
+ * too: an ALTER that changes no column never reads options or
+ * credentials. */
 static CxRelInfo *
-table_info(Oid relid)
+table_info(Oid relid, bool with_store)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
-	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	CxRelInfo  *ri = with_store ? cxfdw_rel_info(rel, GetUserId()) :
+		cxfdw_rel_columns(rel);
 
 	relation_close(rel, AccessShareLock);
 	return ri;
@@ -109,7 +113,7 @@ ctxstore_alter_start(PG_FUNCTION_ARGS)
 	if (!OidIsValid(relid))
 		PG_RETURN_VOID();
 	old = MemoryContextSwitchTo(before_cxt);
-	before = table_info(relid);
+	before = table_info(relid, false);
 	MemoryContextSwitchTo(old);
 	before_lxid = MyProc->lxid;
 	PG_RETURN_VOID();
@@ -278,9 +282,13 @@ ctxstore_alter_end(PG_FUNCTION_ARGS)
 	if (!OidIsValid(relid) || before == NULL || before->relid != relid ||
 		before_lxid != MyProc->lxid)
 		PG_RETURN_VOID();
-	after = table_info(relid);
+	after = table_info(relid, false);
 	alters = diff_tables(before, after, rename, &n);
-	if (n > 0 && after->version == 0)
+	if (n == 0)
+		PG_RETURN_VOID();
+	/* The same columns, with the table's options and credentials. */
+	after = table_info(relid, true);
+	if (after->version == 0)
 		apply_alters(after, alters, n);
 	PG_RETURN_VOID();
 }
