@@ -201,14 +201,16 @@ apply_alter(cx_manifest *m, cx_schema *s, const cx_schema_alter *a,
 }
 
 /*
- * Key index segments name their column by position in the schema.  A DROP
- * moves the columns after it, so an index whose positions no longer hold the
- * same field ids is removed (lookups fall back to statistics until the
- * maintenance worker or create_id_index builds it again).
+ * Key index segments name their column by position in the schema and hold
+ * its values in the stored type.  A DROP moves the columns after it and a
+ * widening changes the values' width, so an index whose positions no longer
+ * hold the same field ids of the same types is removed (lookups fall back to
+ * statistics until the maintenance worker or create_id_index builds it
+ * again, reading the old fragments widened).
  */
 static cx_code
-keep_index_positions(cx_manifest *next, const cx_schema *old,
-					 const cx_schema *new, cx_err *err)
+keep_index_valid(cx_manifest *next, const cx_schema *old,
+				 const cx_schema *new, cx_err *err)
 {
 	cx_keyindex ix = {0};
 	cx_keyindex none = {0};
@@ -221,7 +223,8 @@ keep_index_positions(cx_manifest *next, const cx_schema *old,
 		uint32_t	c = ix.segs[i].column;
 
 		moved = c >= new->ncolumns || c >= old->ncolumns ||
-			old->columns[c].field_id != new->columns[c].field_id;
+			old->columns[c].field_id != new->columns[c].field_id ||
+			!cx_column_same_type(&old->columns[c], &new->columns[c]);
 	}
 	cx_keyindex_free(&ix);
 	return moved ? cx_keyindex_store(next, &none, err) : CX_OK;
@@ -245,7 +248,7 @@ alter_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	for (uint32_t i = 0; i < st->nalters && rc == CX_OK; i++)
 		rc = apply_alter(next, s, &st->alters[i], &st->changed, err);
 	if (rc == CX_OK && st->changed)
-		rc = keep_index_positions(next, next->schema, s, err);
+		rc = keep_index_valid(next, next->schema, s, err);
 	if (rc == CX_OK && st->changed)
 		rc = cx_manifest_set_schema(next, s, err);
 	cx_schema_free(s);

@@ -333,10 +333,10 @@ index_segments(cx_objstore *s)
 	return n;
 }
 
-/* Key index segments name columns by position: a DROP that moves an
- * indexed column removes the index; one after every indexed column keeps
- * it. */
-CX_TEST(drop_removes_a_key_index_whose_columns_moved)
+/* Key index segments name columns by position and hold stored values: a
+ * DROP that moves an indexed column, or a widening of one, removes the
+ * index; a DROP after every indexed column keeps it. */
+CX_TEST(drop_or_widening_removes_a_key_index_it_invalidates)
 {
 	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
@@ -358,6 +358,32 @@ CX_TEST(drop_removes_a_key_index_whose_columns_moved)
 	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
 	CHECK(index_segments(s) == 2);
 	a = alter(CX_ALTER_DROP, "v", NULL, 0);
+	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
+	CHECK(index_segments(s) == 0);
+	cx_obj_close(s);
+}
+
+CX_TEST(widening_an_indexed_column_removes_the_key_index)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_keyindex_result kres;
+	cx_schema_alter a;
+	uint64_t	version;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	REQUIRE_OK(mw_put(w, "k", 0, 5, 1, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	a = alter(CX_ALTER_ADD, "n", NULL, CX_T_INT32);
+	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &kres, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 3, NULL, &kres, &err), &err);
+	CHECK(index_segments(s) == 2);
+	a = alter(CX_ALTER_TYPE, "n", NULL, CX_T_INT64);
 	REQUIRE_OK(cx_table_alter_schema(s, &a, 1, &version, &err), &err);
 	CHECK(index_segments(s) == 0);
 	cx_obj_close(s);
