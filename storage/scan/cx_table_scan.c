@@ -397,6 +397,14 @@ size_want(cx_tablescan *scan, cx_err *err)
 	return CX_OK;
 }
 
+/* The key column is in every fragment (it cannot be dropped or added;
+ * open_next checks). */
+static void
+want_key(cx_tablescan *scan)
+{
+	scan->want[cx_layout_frag_column(&scan->layout, scan->key_col)] = true;
+}
+
 static void
 close_source(cx_tablescan *scan)
 {
@@ -440,6 +448,10 @@ open_next(cx_tablescan *scan, cx_err *err)
 						&scan->layout, err) != CX_OK ||
 		size_want(scan, err) != CX_OK)
 		return err->code;
+	if ((scan->dedup || scan->lookup != NULL) &&
+		cx_layout_frag_column(&scan->layout, scan->key_col) < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA, "fragment %s lacks the key column",
+						  fi->path);
 	/* Generations may always hold tombstones; base fragments only if their
 	 * statistics say so.  Base rows are compared with the unmerged keys only
 	 * in fragments whose key statistics overlap them. */
@@ -461,12 +473,12 @@ open_next(cx_tablescan *scan, cx_err *err)
 	 * number: only base rows need their key (and commit time). */
 	if (scan->check_keys && scan->phase == PHASE_BASE)
 	{
-		scan->want[scan->layout.cols[scan->key_col].frag] = true;
+		want_key(scan);
 		scan->want[scan->layout.ts_col] = true;
 	}
 	/* A lookup keeps only generation rows of its keys. */
 	if (scan->lookup != NULL && scan->phase == PHASE_GENS)
-		scan->want[scan->layout.cols[scan->key_col].frag] = true;
+		want_key(scan);
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;
 	scan->group = 0;
