@@ -119,3 +119,26 @@ LANGUAGE C STRICT VOLATILE ROWS 2;
 
 CREATE VIEW ctxstore.workers AS SELECT * FROM ctxstore.worker_info();
 GRANT SELECT ON ctxstore.workers TO PUBLIC;
+
+-- ALTER FOREIGN TABLE (or ALTER TABLE) on a ctxstore table changes its
+-- store's columns (docs/SQL.md, "Changing a table's columns"): the start
+-- trigger notes the table's columns, the end trigger commits the difference
+-- to the store (ADD, DROP, RENAME COLUMN, widening ALTER COLUMN TYPE) and
+-- refuses what the store cannot do, so that the command fails instead.
+CREATE FUNCTION ctxstore.alter_start()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'ctxstore_alter_start'
+LANGUAGE C;
+
+CREATE FUNCTION ctxstore.alter_end()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'ctxstore_alter_end'
+LANGUAGE C;
+
+CREATE EVENT TRIGGER ctxstore_alter_start ON ddl_command_start
+  WHEN TAG IN ('ALTER FOREIGN TABLE', 'ALTER TABLE')
+  EXECUTE FUNCTION ctxstore.alter_start();
+
+CREATE EVENT TRIGGER ctxstore_alter_end ON ddl_command_end
+  WHEN TAG IN ('ALTER FOREIGN TABLE', 'ALTER TABLE')
+  EXECUTE FUNCTION ctxstore.alter_end();

@@ -45,6 +45,10 @@ typedef struct CxTypeInfo
 	cx_type		type;			/* engine type */
 	cx_type		elem_type;		/* element engine type of a CX_T_LIST */
 	char	   *ext_type;		/* type name of a CX_T_EXTERNAL, else NULL */
+	/* numeric(p,s) stored as a DECIMAL (cx_column.precision/scale); 0 and 0
+	 * for canonical text */
+	uint8		precision;
+	uint8		scale;
 	/* Arrays stored as lists: the element type and its storage properties. */
 	Oid			elem_typid;
 	int16		elem_len;
@@ -69,10 +73,19 @@ extern void cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti);
 /* The PostgreSQL type values of a native engine type are read as. */
 extern Oid	cxfdw_native_type_oid(cx_type type);
 extern char *cxfdw_type_describe(cx_type type, cx_type elem_type,
-								 const char *ext_type);
+								 const char *ext_type, int precision,
+								 int scale);
+/* The same for a store column and for a table column's type. */
+extern char *cxfdw_column_describe(const cx_column *c);
+extern char *cxfdw_typeinfo_describe(const CxTypeInfo *ti);
 /* Conversions allocate in CurrentMemoryContext; a cx_datum filled by
  * cxfdw_to_cx points into that memory or into the Datum. */
 extern void cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out);
+/* The same for a value to be stored (INSERT, UPDATE): also raises for what
+ * the fragment format cannot hold (a timestamp beyond the Unix microsecond
+ * range, NaN in a DECIMAL column), before anything reaches the writer. */
+extern void cxfdw_to_cx_stored(const CxTypeInfo *ti, Datum value,
+							   cx_datum *out);
 extern Datum cxfdw_from_cx(const CxTypeInfo *ti, const cx_datum *d,
 						   CxListForm form);
 
@@ -103,6 +116,8 @@ typedef struct CxRelInfo
 } CxRelInfo;
 
 extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
+/* Only relid, relname and the columns (no options, no credentials). */
+extern CxRelInfo *cxfdw_rel_columns(Relation rel);
 /* The store options of ri->uri for ri->userid through server serverid; the
  * one place they are resolved.  IMPORT FOREIGN SCHEMA uses it on a CxRelInfo
  * with only uri and userid set (relname NULL: no table yet). */

@@ -40,6 +40,8 @@ cxfdw_schema_from_rel(const CxRelInfo *ri)
 			cx_pg_error(&err, "cannot create a store schema from foreign table \"%s\"",
 						ri->relname);
 		}
+		schema->columns[schema->ncolumns - 1].precision = col->type.precision;
+		schema->columns[schema->ncolumns - 1].scale = col->type.scale;
 	}
 	return schema;
 }
@@ -79,11 +81,9 @@ column_type_differs(const CxRelInfo *ri, const CxColumnDef *col,
 				   col->attname, ri->relname),
 			errdetail("Store column \"%s\" in %s holds %s values; type %s is stored as %s.",
 					  stored->name, ri->uri,
-					  cxfdw_type_describe(stored->type, stored->elem_type,
-										  stored->ext_type),
+					  cxfdw_column_describe(stored),
 					  format_type_with_typemod(col->type.typid, col->type.typmod),
-					  cxfdw_type_describe(col->type.type, col->type.elem_type,
-										  col->type.ext_type)));
+					  cxfdw_typeinfo_describe(&col->type)));
 }
 
 /*
@@ -105,6 +105,8 @@ table_columns(const CxRelInfo *ri)
 		columns[i].type = col->type.type;
 		columns[i].elem_type = col->type.elem_type;
 		columns[i].ext_type = col->type.ext_type;
+		columns[i].precision = col->type.precision;
+		columns[i].scale = col->type.scale;
 	}
 	return columns;
 }

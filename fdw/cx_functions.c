@@ -45,6 +45,13 @@ uses_this_wrapper(Oid relid)
 	return handler.fn_addr == ctxstore_fdw_handler;
 }
 
+bool
+cxfdw_is_ctxstore_table(Oid relid)
+{
+	return get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE &&
+		uses_this_wrapper(relid);
+}
+
 Relation
 cxfdw_function_table(Oid relid, CxTableCheck check)
 {
@@ -164,6 +171,7 @@ manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
 	json_uint(buf, "version", m ? m->version : 0);
+	json_uint(buf, "schema_id", m ? m->schema_id : 0);
 	json_uint(buf, "fragments", m ? m->nfragments : 0);
 	json_uint(buf, "rows", base_rows + generation_rows);
 	json_uint(buf, "base_rows", base_rows);

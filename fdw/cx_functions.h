@@ -23,6 +23,9 @@ typedef enum CxTableCheck
  * that it is one and that the caller passes check. */
 extern Relation cxfdw_function_table(Oid relid, CxTableCheck check);
 
+/* Whether relid is a foreign table of this wrapper. */
+extern bool cxfdw_is_ctxstore_table(Oid relid);
+
 /* cx_shards_read() in palloc'd memory. */
 extern cx_shard_info *cxfdw_read_shards(cx_objstore *s, int *nshards);
 

@@ -140,7 +140,7 @@ external_type(const char *name)
 				errcode(ERRCODE_DATATYPE_MISMATCH),
 				errmsg("type %s here is not the type the store's values were written as", name),
 				errdetail("Values of the local type are stored as %s.",
-						  cxfdw_type_describe(ti.type, 0, ti.ext_type)));
+						  cxfdw_type_describe(ti.type, 0, ti.ext_type, 0, 0)));
 	return ti.ext_type;
 }
 
@@ -152,6 +152,8 @@ column_type(const cx_column *col)
 
 	if (type == CX_T_EXTERNAL)
 		name = external_type(col->ext_type);
+	else if (col->precision > 0)
+		name = psprintf("numeric(%d,%d)", col->precision, col->scale);
 	else
 		name = format_type_be(cxfdw_native_type_oid(type));
 	return col->type == CX_T_LIST ? psprintf("%s[]", name) : name;

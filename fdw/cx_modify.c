@@ -288,8 +288,8 @@ convert_row(CxModifyState *state, TupleTableSlot *slot)
 		if (state->values[c].isnull)
 			continue;
 		ec.att = att;
-		cxfdw_to_cx(&state->ri->columns[att].type, slot->tts_values[att],
-					&state->values[c]);
+		cxfdw_to_cx_stored(&state->ri->columns[att].type,
+						   slot->tts_values[att], &state->values[c]);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
 	check_key(state);

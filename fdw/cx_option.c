@@ -776,6 +776,17 @@ read_columns(CxRelInfo *ri, Relation rel)
 	cxfdw_conv_errcontext_pop(&ec);
 }
 
+CxRelInfo *
+cxfdw_rel_columns(Relation rel)
+{
+	CxRelInfo  *ri = palloc0(sizeof(CxRelInfo));
+
+	ri->relid = RelationGetRelid(rel);
+	ri->relname = pstrdup(RelationGetRelationName(rel));
+	read_columns(ri, rel);
+	return ri;
+}
+
 /*
  * Everything the wrapper needs to know about a foreign table, as seen by
  * userid (whose user mapping supplies credentials).  Allocated in

@@ -503,7 +503,7 @@ fill_from_group(CxScanState *s, TupleTableSlot *slot)
 		int			att = lfirst_int(lc) - 1;
 		cx_datum	d;
 
-		cx_colvec_get(cx_rowgroup_column(s->group, s->bind.att_col[att]),
+		cx_colvec_get(cx_tablescan_column(s->scan, s->bind.att_col[att]),
 					  row, &d);
 		slot->tts_isnull[att] = d.isnull;
 		if (d.isnull)
@@ -538,7 +538,7 @@ store_row_shadowed(CxScanState *s)
 
 	if (s->pending == NULL)
 		return false;
-	cx_colvec_get(cx_rowgroup_column(s->group, s->store_key_col),
+	cx_colvec_get(cx_tablescan_column(s->scan, s->store_key_col),
 				  s->rows[s->pos], &key);
 	return !key.isnull && pending_newest(s, &key, &offset, &kind);
 }

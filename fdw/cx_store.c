@@ -16,11 +16,13 @@
  * pulls one from under a scan still running (an open cursor, say).
  *
  * Writing needs less: only the store's schema and key, to check a table
- * against them and to encode its rows.  The first writer records both and
- * nothing changes them afterwards (cx_manifest_set_schema and
- * cx_manifest_set_key are only applied to a manifest without them), so once
- * a store has both they are kept for the handle's life and an INSERT no
- * longer loads the manifest at all.  An empty store, or one without a key
+ * against them and to encode its rows.  The first writer records both; the
+ * key never changes (cx_manifest_set_key is only applied to a manifest
+ * without one) and the schema only by ALTER (cx_alter.c), after which a
+ * table that no longer fits the copy reloads it and rows encoded under an
+ * older schema are converted by the writer.  So once a store has both they
+ * are kept for the handle's life and an INSERT no longer loads the
+ * manifest at all.  An empty store, or one without a key
  * yet, is looked up again every time.
  */
 #include "postgres.h"

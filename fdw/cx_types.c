@@ -7,7 +7,10 @@
  *   date time timestamp timestamptz       PostgreSQL's own integer forms
  *   interval uuid bytea                   native
  *   text varchar bpchar json              UTF-8 text (bpchar with its padding)
- *   numeric jsonb                         canonical text (numeric_out, jsonb_out)
+ *   numeric jsonb                         canonical text (numeric_out, jsonb_out);
+ *                                         numeric(p,s) with 1 <= p <= 38 and
+ *                                         0 <= s <= p also records p and s
+ *                                         (the fragment stores a DECIMAL)
  *   one-dimensional arrays of the above   CX_T_LIST (NULL elements kept)
  *   anything else                         CX_T_EXTERNAL: the type's binary
  *                                         send/receive form, tagged with its name
@@ -136,6 +139,28 @@ resolve_scalar(Oid typid, CxTypeInfo *ti)
 	return type;
 }
 
+/*
+ * A numeric typmod's precision and scale when the fragment format stores the
+ * column as a DECIMAL; others (no typmod, p > 38, negative scale, s > p)
+ * stay canonical text.
+ */
+static void
+resolve_decimal(int32 typmod, CxTypeInfo *ti)
+{
+	int32		p;
+	int32		s;
+
+	if (typmod < (int32) VARHDRSZ)
+		return;
+	p = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+	/* The scale is an 11-bit signed field (negative scales since 15). */
+	s = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+	if (p < 1 || p > CX_DECIMAL_PRECISION_MAX || s < 0 || s > p)
+		return;
+	ti->precision = (uint8) p;
+	ti->scale = (uint8) s;
+}
+
 void
 cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti)
 {
@@ -149,6 +174,8 @@ cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti)
 	if (!OidIsValid(elem))
 	{
 		ti->type = resolve_scalar(ti->typid, ti);
+		if (ti->type == CX_T_NUMERIC)
+			resolve_decimal(ti->typmod, ti);
 		return;
 	}
 	ti->type = CX_T_LIST;
@@ -159,15 +186,33 @@ cxfdw_type_resolve(Oid typid, int32 typmod, CxTypeInfo *ti)
 	ti->elem_type = resolve_scalar(getBaseType(elem), ti);
 }
 
-/* "int32", "list of float32", "external (inet)", for error details. */
+/* "int32", "list of float32", "external (inet)", "numeric(10,2)", for error
+ * details. */
 char *
-cxfdw_type_describe(cx_type type, cx_type elem_type, const char *ext_type)
+cxfdw_type_describe(cx_type type, cx_type elem_type, const char *ext_type,
+					int precision, int scale)
 {
 	const char *ext = ext_type ? psprintf(" (%s)", ext_type) : "";
 
 	if (type == CX_T_LIST)
 		return psprintf("list of %s%s", cx_type_name(elem_type), ext);
+	if (precision > 0)
+		return psprintf("%s(%d,%d)", cx_type_name(type), precision, scale);
 	return psprintf("%s%s", cx_type_name(type), ext);
+}
+
+char *
+cxfdw_column_describe(const cx_column *c)
+{
+	return cxfdw_type_describe(c->type, c->elem_type, c->ext_type,
+							   c->precision, c->scale);
+}
+
+char *
+cxfdw_typeinfo_describe(const CxTypeInfo *ti)
+{
+	return cxfdw_type_describe(ti->type, ti->elem_type, ti->ext_type,
+							   ti->precision, ti->scale);
 }
 
 /* ---- PostgreSQL -> engine ---- */
@@ -301,6 +346,55 @@ cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out)
 		array_to_cx(ti, value, out);
 	else
 		scalar_to_cx(ti, ti->type, value, out);
+}
+
+/*
+ * Fragments store timestamps as Unix microseconds in an int64 (FORMAT.md);
+ * PostgreSQL's range reaches a little further.  The infinities are kept as
+ * they are.
+ */
+#define UNIX_EPOCH_OFFSET_US \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
+
+static void
+check_storable_timestamp(int64 value)
+{
+	if (value == DT_NOBEGIN || value == DT_NOEND ||
+		value <= PG_INT64_MAX - UNIX_EPOCH_OFFSET_US)
+		return;
+	ereport(ERROR,
+			errcode(ERRCODE_DATETIME_FIELD_OVERFLOW),
+			errmsg("timestamp out of range for ctxstore"),
+			errhint("ctxstore stores finite timestamps from 4714-11-24 00:00:00 BC up to 294247-01-10 04:00:54.775807 UTC (Unix microseconds in 64 bits), and infinity and -infinity."));
+}
+
+static void
+check_storable_scalar(const CxTypeInfo *ti, cx_type type, const cx_datum *d)
+{
+	if (d->isnull)
+		return;
+	if (type == CX_T_TIMESTAMP || type == CX_T_TIMESTAMPTZ)
+		check_storable_timestamp(d->v.i64);
+	else if (type == CX_T_NUMERIC && ti->precision > 0 &&
+			 d->v.bytes.len == 3 && memcmp(d->v.bytes.ptr, "NaN", 3) == 0)
+		ereport(ERROR,
+				errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				errmsg("ctxstore cannot store NaN in a numeric(%d,%d) column",
+					   ti->precision, ti->scale),
+				errhint("Columns numeric(p,s) are stored as DECIMAL, which has no NaN; use numeric without a typmod to store NaN."));
+}
+
+void
+cxfdw_to_cx_stored(const CxTypeInfo *ti, Datum value, cx_datum *out)
+{
+	cxfdw_to_cx(ti, value, out);
+	if (ti->type != CX_T_LIST)
+	{
+		check_storable_scalar(ti, ti->type, out);
+		return;
+	}
+	for (uint32 i = 0; i < out->v.list.n; i++)
+		check_storable_scalar(ti, ti->elem_type, &out->v.list.items[i]);
 }
 
 /* ---- engine -> PostgreSQL ---- */

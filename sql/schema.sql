@@ -61,7 +61,8 @@ CREATE FOREIGN TABLE schema_first_k (k int, v text)
   SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_first');
 SELECT * FROM schema_first_k;
 
--- Dropped columns are not part of the schema.
+-- Dropped columns are not part of the schema; adding one back to the table
+-- adds it to the store (sql/schema_evolution.sql has the rest).
 CREATE FOREIGN TABLE schema_dropped (id text, gone int, n int)
   SERVER schema_srv OPTIONS (uri 'file://@store_root@/schema_dropped');
 ALTER FOREIGN TABLE schema_dropped DROP COLUMN gone;

@@ -38,6 +38,9 @@ typedef struct cx_colstats
 	uint8_t		max_len;
 	uint8_t		min[CX_STATS_MAX_BYTES];
 	uint8_t		max[CX_STATS_MAX_BYTES];
+	/* The column's field id, as manifest entries record it (0: unknown);
+	 * not part of cx_colstats_encode(). */
+	int32_t		field_id;
 } cx_colstats;
 
 /* Merge b into a (the union of the two value sets). */

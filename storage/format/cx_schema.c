@@ -190,8 +190,8 @@ schema_push(cx_schema *s, const cx_column *c)
 	return true;
 }
 
-static int32_t
-next_user_field_id(const cx_schema *s)
+int32_t
+cx_schema_max_user_field_id(const cx_schema *s)
 {
 	int32_t		max = 0;
 
@@ -199,7 +199,7 @@ next_user_field_id(const cx_schema *s)
 		if (s->columns[i].field_id <= CX_FIELD_ID_USER_MAX &&
 			s->columns[i].field_id > max)
 			max = s->columns[i].field_id;
-	return max + 1;
+	return max;
 }
 
 cx_code
@@ -208,7 +208,7 @@ cx_schema_add(cx_schema *s, const char *name, cx_type type,
 {
 	cx_column	c = {.name = (char *) name, .type = type,
 		.elem_type = elem_type, .ext_type = (char *) ext_type,
-	.field_id = next_user_field_id(s)};
+	.field_id = cx_schema_max_user_field_id(s) + 1};
 	const char *why = column_problem(s, s->ncolumns, &c);
 
 	if (why != NULL)

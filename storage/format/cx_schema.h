@@ -21,6 +21,9 @@ bool		cx_type_is_valid(int t);
 /* Whether min/max statistics are kept for the type. */
 bool		cx_type_has_stats(cx_type t);
 
+/* The largest user field id of s (0 if none). */
+int32_t		cx_schema_max_user_field_id(const cx_schema *s);
+
 /* Checks a schema built by hand (cx_schema_add() already enforces this):
  * known types, no list of lists, ext_type exactly for external columns,
  * names non-empty and unique.  CX_ERR_INVALID names the column. */

@@ -16,6 +16,7 @@
 struct cx_genw
 {
 	cx_schema  *table;			/* the table's columns */
+	cx_schema  *written;		/* the fragment's: table + hidden */
 	cx_fragw   *fw;
 	cx_datum   *values;			/* table columns + 2 hidden */
 	cx_buf		scratch;		/* list items of the row being decoded */
@@ -26,8 +27,8 @@ struct cx_genw
 static void
 genw_free(cx_genw *g)
 {
-	if (g->table != NULL)
-		cx_schema_free(g->table);
+	cx_schema_free(g->table);
+	cx_schema_free(g->written);
 	free(g->values);
 	cx_buf_free(&g->scratch);
 	free(g);
@@ -38,7 +39,6 @@ cx_genw_open(cx_objstore *s, const cx_schema *table,
 			 const cx_fragw_options *opt, cx_genw **out, cx_err *err)
 {
 	cx_genw    *g = calloc(1, sizeof(cx_genw));
-	cx_schema  *gschema = NULL;
 	char		key[CX_KEY_MAX + 1];
 	cx_code		rc;
 
@@ -53,13 +53,11 @@ cx_genw_open(cx_objstore *s, const cx_schema *table,
 	if (g->table == NULL || g->values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "opening a generation: out of memory");
 	else
-		rc = cx_shard_generation_schema(table, &gschema, err);
+		rc = cx_shard_generation_schema(table, &g->written, err);
 	if (rc == CX_OK)
 		rc = cx_fragment_new_key(key, sizeof(key), err);
 	if (rc == CX_OK)
-		rc = cx_fragw_open(s, key, gschema, opt, &g->fw, err);
-	if (gschema != NULL)
-		cx_schema_free(gschema);
+		rc = cx_fragw_open(s, key, g->written, opt, &g->fw, err);
 	if (rc != CX_OK)
 	{
 		genw_free(g);
@@ -120,6 +118,7 @@ cx_genw_finish(cx_genw *g, uint64_t gen, cx_generation *out, cx_err *err)
 	g->fw = NULL;
 	if (rc == CX_OK)
 	{
+		cx_fragentry_set_field_ids(&out->fragment, g->written);
 		out->gen = gen;
 		out->min_ts = g->min_ts;
 		out->max_ts = g->max_ts;

@@ -374,13 +374,13 @@ add_group_row(cx_keycache *c, const cx_rowgroup *g, const cx_layout *layout,
 	row.ts = cx_row_ts(g, layout, i);
 	row.gen = gen;
 	row.tombstone = cx_row_tombstone(g, layout, i);
-	if (!cx_key_bytes(cx_rowgroup_column(g, key_col), i, &row.key,
+	if (!cx_key_bytes(cx_layout_column(layout, g, key_col), i, &row.key,
 					  &row.key_len))
 		/* NULL keys are never live: the only stored one is a marker. */
 		return row.tombstone ? cx_kc_truncate(c, row.ts, gen, err) : CX_OK;
 	if (upsert_col >= 0 && !row.tombstone)
-		(void) cx_key_bytes(cx_rowgroup_column(g, (uint32_t) upsert_col), i,
-							&row.upsert, &row.upsert_len);
+		(void) cx_key_bytes(cx_layout_column(layout, g, (uint32_t) upsert_col),
+							i, &row.upsert, &row.upsert_len);
 	return cx_kc_put(c, &row, err);
 }
 
@@ -391,21 +391,24 @@ cx_kc_add_generation(cx_keycache *c, cx_objstore *s, const cx_generation *g,
 {
 	const cx_fragment_info *fi = &g->fragment;
 	cx_fragr   *r;
-	cx_layout	layout;
+	cx_layout	layout = {0};
 	bool	   *want = NULL;
+	bool	   *table_want = NULL;
 	cx_code		rc;
 
 	if (cx_fragr_open_entry(s, fi, &r, err) != CX_OK)
 		return err->code;
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK &&
-		(want = calloc(cx_fragr_schema(r)->ncolumns, sizeof(bool))) == NULL)
+		((want = calloc(layout.nfrag, sizeof(bool))) == NULL ||
+		 (table_want = calloc(table->ncolumns, sizeof(bool))) == NULL))
 		rc = oom(err);
 	if (rc == CX_OK)
 	{
-		want[key_col] = true;
+		table_want[key_col] = true;
 		if (upsert_col >= 0)
-			want[upsert_col] = true;
+			table_want[upsert_col] = true;
+		cx_layout_want(&layout, table_want, want);
 		want[layout.ts_col] = want[layout.tomb_col] = true;
 	}
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
@@ -414,12 +417,15 @@ cx_kc_add_generation(cx_keycache *c, cx_objstore *s, const cx_generation *g,
 
 		if ((rc = cx_fragr_read_group(r, grp, want, &rg, err)) != CX_OK)
 			break;
+		rc = cx_layout_adapt(&layout, rg, table_want, err);
 		for (uint32_t i = 0; rc == CX_OK && i < cx_rowgroup_rows(rg); i++)
 			rc = add_group_row(c, rg, &layout, key_col, upsert_col, i,
 							   g->gen, err);
 		cx_rowgroup_free(rg);
 	}
 	free(want);
+	free(table_want);
+	cx_layout_free(&layout);
 	cx_fragr_close(r);
 	return rc;
 }

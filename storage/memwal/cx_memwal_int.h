@@ -188,9 +188,11 @@ cx_code		cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen,
  * already there, and reads the store schema and this shard's watermark. */
 cx_code		cx_sw_register(cx_shardwriter *w, cx_err *err);
 /* The first append to a store without a schema records it (a base commit);
- * later ones compare.  CX_ERR_SCHEMA on a mismatch. */
+ * later ones compare, after taking the newest base's schema if the store's
+ * columns changed.  Rows of an older schema of the store that the current
+ * one can take set *reshape (cx_rows_reshape).  CX_ERR_SCHEMA otherwise. */
 cx_code		cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema,
-							   cx_err *err);
+							   bool *reshape, cx_err *err);
 /* Refreshes w->merged_gen from the newest base manifest, which becomes the
  * writer's base view (cx_sw_keep_base). */
 cx_code		cx_sw_read_watermark(cx_shardwriter *w, cx_err *err);

@@ -6,6 +6,9 @@
  *                 every shard through the base manifest alone, and the
  *                 table key is recorded with the first writer's options;
  *   first schema  the first append to a store without a schema records it;
+ *   new schema    a base whose columns changed (cx_schema_change.c) gives
+ *                 the writer its schema, once the memtable (rows of the old
+ *                 one) is sealed;
  *   watermark     how far a merge has taken this shard's generations.
  *
  * Registration and the first schema are ordinary optimistic base commits
@@ -19,6 +22,32 @@
 #include "table/cx_commit.h"
 #include "memwal/cx_memwal_int.h"
 
+/*
+ * Takes the base's schema when it differs from the writer's: the store's
+ * first, or a change of its columns.  The memtable's rows are in the old
+ * schema, so they are sealed first (a generation keeps its own schema and is
+ * read by field id); requests staged in the old one are not converted, so
+ * with some staged the old schema stays until they are appended.
+ */
+static cx_code
+adopt_schema(cx_shardwriter *w, const cx_schema *schema, cx_err *err)
+{
+	cx_schema  *copy;
+
+	if (schema == NULL || (w->schema != NULL && cx_schema_equal(w->schema, schema)))
+		return CX_OK;
+	if (w->schema != NULL && w->staged_nrows > 0)
+		return CX_OK;
+	if (w->schema != NULL && w->mt.nbatches > 0 && cx_sw_seal(w, err) != CX_OK)
+		return cx_err_prefix(err, "sealing before the store's columns change");
+	if ((copy = cx_schema_clone(schema)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "copying the store schema: out of memory");
+	cx_schema_free(w->schema);
+	w->schema = copy;
+	w->columns_known = false;
+	return CX_OK;
+}
+
 /* Adopts what the writer needs from a base version. */
 static cx_code
 adopt_base(cx_shardwriter *w, const cx_manifest *base, cx_err *err)
@@ -27,13 +56,7 @@ adopt_base(cx_shardwriter *w, const cx_manifest *base, cx_err *err)
 
 	if (merged > w->merged_gen)
 		w->merged_gen = merged;
-	if (w->schema == NULL && base->schema != NULL)
-	{
-		w->schema = cx_schema_clone(base->schema);
-		if (w->schema == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "copying the store schema: out of memory");
-	}
-	return CX_OK;
+	return adopt_schema(w, base->schema, err);
 }
 
 static cx_code
@@ -134,21 +157,41 @@ schema_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	return cx_manifest_set_schema(next, schema, err);
 }
 
+/* Rows of schema are the writer's own, or rows of an older schema of the
+ * store that its current one can take (*reshape). */
+static cx_code
+check_known_schema(cx_shardwriter *w, const cx_schema *schema, bool *reshape,
+				   cx_err *err)
+{
+	if (cx_schema_equal(w->schema, schema))
+		return CX_OK;
+	if (w->base != NULL && cx_manifest_had_schema(w->base, schema) &&
+		cx_schema_reshapes_to(schema, w->schema))
+	{
+		*reshape = true;
+		return CX_OK;
+	}
+	return cx_commit_check_schema(w->schema, schema, err);
+}
+
 cx_code
-cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema, cx_err *err)
+cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema, bool *reshape,
+				   cx_err *err)
 {
 	uint64_t	version;
 
+	*reshape = false;
 	if (schema == NULL)
 		return cx_err_set(err, CX_ERR_INVALID, "append to shard %s without a schema",
 						  w->shard_id);
-	if (w->schema != NULL)
-		return cx_commit_check_schema(w->schema, schema, err);
-	/* Another writer may have recorded it since we looked. */
+	if (w->schema != NULL && cx_schema_equal(w->schema, schema))
+		return CX_OK;
+	/* Another writer may have recorded it, or the columns changed, since we
+	 * looked. */
 	if (cx_sw_read_watermark(w, err) != CX_OK)
 		return err->code;
 	if (w->schema != NULL)
-		return cx_commit_check_schema(w->schema, schema, err);
+		return check_known_schema(w, schema, reshape, err);
 	if (cx_commit(w->s, "create", schema_rebase, (void *) schema, NULL,
 				  &version, err) != CX_OK)
 		return err->code;

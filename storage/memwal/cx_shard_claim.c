@@ -247,12 +247,39 @@ place_fence(cx_shardwriter *w, seq_list *l, cx_err *err)
  * 4. Replay
  * -------------------------------------------------------------------------- */
 
+/*
+ * The entry's rows in the store's current schema: as they are, or (an entry
+ * logged before the store's columns changed) re-encoded by field id into
+ * *reshaped.
+ */
+static cx_code
+entry_rows(const cx_shardwriter *w, const cx_wal_entry *e, const char *what,
+		   cx_buf *reshaped, bool *reshape, cx_err *err)
+{
+	*reshape = !cx_schema_equal(w->schema, e->schema);
+	if (!*reshape)
+		return CX_OK;
+	if (!cx_schema_reshapes_to(e->schema, w->schema))
+	{
+		/* Reports the first difference: the schemas are not equal. */
+		(void) cx_commit_check_schema(w->schema, e->schema, err);
+		return cx_err_prefix(err, "%s", what);
+	}
+	if (cx_rows_reshape(e->schema, w->schema, e->rows, e->rows_len, e->nrows,
+						reshaped, err) != CX_OK)
+		return cx_err_prefix(err, "%s", what);
+	return CX_OK;
+}
+
 /* Adds one rows entry to the replay generation (opened on the first). */
 static cx_code
 replay_entry(cx_shardwriter *w, const cx_wal_entry *e, cx_genw **g,
 			 cx_err *err)
 {
 	char		what[64 + CX_SHARD_ID_MAX];
+	cx_buf		reshaped;
+	bool		reshape;
+	cx_code		rc;
 
 	snprintf(what, sizeof(what), "WAL entry %llu of shard %s",
 			 (unsigned long long) e->seq, w->shard_id);
@@ -260,14 +287,19 @@ replay_entry(cx_shardwriter *w, const cx_wal_entry *e, cx_genw **g,
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "%s holds rows but the store %s has no schema",
 						  what, w->s->uri);
-	if (cx_commit_check_schema(w->schema, e->schema, err) != CX_OK)
-		return cx_err_prefix(err, "%s", what);
-	if (*g == NULL &&
-		cx_genw_open(w->s, w->schema, &w->opt.fragment, g, err) != CX_OK)
-		return err->code;
-	if (cx_genw_add(*g, e->rows, e->rows_len, e->nrows, e->commit_ts, what,
-					err) != CX_OK)
-		return err->code;
+	cx_buf_init(&reshaped);
+	rc = entry_rows(w, e, what, &reshaped, &reshape, err);
+	if (rc == CX_OK && *g == NULL)
+		rc = cx_genw_open(w->s, w->schema, &w->opt.fragment, g, err);
+	if (rc == CX_OK && reshape)
+		rc = cx_genw_add(*g, reshaped.data, reshaped.len, e->nrows,
+						 e->commit_ts, what, err);
+	else if (rc == CX_OK)
+		rc = cx_genw_add(*g, e->rows, e->rows_len, e->nrows, e->commit_ts,
+						 what, err);
+	cx_buf_free(&reshaped);
+	if (rc != CX_OK)
+		return rc;
 	if (e->commit_ts > w->last_ts)
 		w->last_ts = e->commit_ts;
 	w->stats.replayed_entries++;

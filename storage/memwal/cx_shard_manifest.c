@@ -266,7 +266,7 @@ decode_gens(cx_rd *r, cx_shard_manifest *m)
 		g->gen = cx_rd_u64(r);
 		g->min_ts = cx_rd_i64(r);
 		g->max_ts = cx_rd_i64(r);
-		if (!cx_fragentry_decode(r, &g->fragment))
+		if (!cx_fragentry_decode(r, true, &g->fragment))
 			return false;
 	}
 	return true;

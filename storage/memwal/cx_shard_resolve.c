@@ -663,6 +663,8 @@ cx_sw_stage(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 			size_t rows_len, uint64_t nrows, cx_sw_resolved *out, cx_err *err)
 {
 	resolve		rs = {0};
+	cx_buf		reshaped;
+	bool		reshape;
 	size_t		staged_len = w->staged_rows.len;
 	uint64_t	staged_nrows = w->staged_nrows;
 	cx_code		rc;
@@ -685,12 +687,21 @@ cx_sw_stage(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 	if (cx_rows_check(schema, rows, rows_len, nrows, err) != CX_OK)
 		return cx_err_prefix(err, "shard %s: appending", w->shard_id);
 	refresh_base_view(w);
-	if (cx_sw_check_schema(w, schema, err) != CX_OK ||
+	if (cx_sw_check_schema(w, schema, &reshape, err) != CX_OK ||
 		find_columns(w, err) != CX_OK)
 		return err->code;
+	cx_buf_init(&reshaped);
+	if (reshape &&
+		cx_rows_reshape(schema, w->schema, rows, rows_len, nrows, &reshaped,
+						err) != CX_OK)
+	{
+		cx_buf_free(&reshaped);
+		return cx_err_prefix(err, "shard %s: appending", w->shard_id);
+	}
 	rs.w = w;
-	rs.schema = schema;
-	rs.rows = rows;
+	rs.schema = reshape ? w->schema : schema;
+	rs.rows = reshape ? reshaped.data : rows;
+	rows_len = reshape ? reshaped.len : rows_len;
 	rs.n = nrows;
 	cx_buf_init(&rs.vals);
 	cx_buf_init(&rs.out);
@@ -705,6 +716,7 @@ cx_sw_stage(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 		w->staged_nrows = staged_nrows;
 	}
 	resolve_free(&rs);
+	cx_buf_free(&reshaped);
 	return rc;
 }
 

@@ -123,6 +123,10 @@ check_table(const merge_state *ms, cx_manifest *next, cx_err *err)
 		return cx_err_set(err, CX_ERR_CONFLICT,
 						  "merge of shard %s: the base lost its schema while merging",
 						  ms->shard_id);
+	/* The columns may have changed meanwhile: the new fragments keep the
+	 * schema they were written with and are read by field id. */
+	if (cx_manifest_had_schema(next, ms->table))
+		return CX_OK;
 	return cx_commit_check_schema(next->schema, ms->table, err);
 }
 

@@ -118,7 +118,6 @@ cx_dvset_forget_truncated(cx_dvset *d, const cx_manifest *start,
 		if (m->truncated_before_us > 0 && start->schema != NULL && f >= 0 &&
 			cx_manifest_find_fragment(m, e->path) < 0 &&
 			cx_fragment_all_before(&start->fragments[f],
-								   start->schema->ncolumns,
 								   m->truncated_before_us))
 		{
 			free(e->path);

@@ -74,8 +74,8 @@ static bool
 may_hold_merged_key(const merge_state *ms, const cx_fragment_info *fi)
 {
 	return cx_keyrange_may_overlap(&ms->range,
-								   ms->key_col < fi->ncolumns ?
-								   &fi->stats[ms->key_col] : NULL);
+								   cx_fragment_stats(fi, ms->table,
+													 ms->key_col));
 }
 
 typedef struct base_keys

@@ -29,7 +29,18 @@ typedef struct writer
 	cx_fragw   *w;				/* the fragment being written, or NULL */
 	cx_datum   *values;			/* one row of written_schema */
 	cx_buf		items;			/* list elements of that row */
+	const cx_layout *layout;	/* of the generation being read */
 } writer;
+
+/* Column c of written_schema (the table's, then the hidden ones) in g. */
+static const cx_colvec *
+written_column(const cx_layout *layout, const cx_rowgroup *g, uint32_t c)
+{
+	if (c < layout->ncolumns)
+		return cx_layout_column(layout, g, c);
+	return cx_rowgroup_column(g, (uint32_t) (c == layout->ncolumns ?
+											 layout->ts_col : layout->tomb_col));
+}
 
 /*
  * Copies row i of g into wr->values.  Lists come out of a row group as
@@ -46,7 +57,7 @@ copy_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_err *err)
 
 	for (uint32_t c = 0; c < schema->ncolumns; c++)
 	{
-		cx_colvec_get(cx_rowgroup_column(g, c), i, &wr->values[c]);
+		cx_colvec_get(written_column(wr->layout, g, c), i, &wr->values[c]);
 		if (schema->columns[c].type == CX_T_LIST && !wr->values[c].isnull)
 			nitems += wr->values[c].v.slice.n;
 	}
@@ -93,6 +104,7 @@ finish_fragment(writer *wr, cx_err *err)
 	memset(&ms->out[ms->nout], 0, sizeof(cx_fragment_info));
 	if (cx_fragw_finish(w, &ms->out[ms->nout], err) != CX_OK)
 		return err->code;
+	cx_fragentry_set_field_ids(&ms->out[ms->nout], ms->written_schema);
 	/* Counted first, so that a failed copy is freed with the rest. */
 	ms->nout++;
 	if ((ms->out[ms->nout - 1].origin_shard = cx_strdup(ms->shard_id)) == NULL)
@@ -143,7 +155,7 @@ survives(const merge_state *ms, const cx_rowgroup *g, const cx_layout *layout,
 
 	*v = NULL;
 	if (!ms->keyed ||
-		!cx_key_bytes(cx_rowgroup_column(g, ms->key_col), i, &key, &len))
+		!cx_key_bytes(cx_layout_column(layout, g, ms->key_col), i, &key, &len))
 		return !tomb;
 	*v = cx_keymap_get(ms->map, key, len);
 	return *v != NULL && (*v)->source == source && (*v)->row == row &&
@@ -167,20 +179,25 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 {
 	const cx_fragment_info *fi = &wr->ms->gens[source].fragment;
 	cx_fragr   *r;
-	cx_layout	layout;
+	cx_layout	layout = {0};
 	uint64_t	row = 0;
 	cx_code		rc;
 
 	if (cx_fragr_open_entry(wr->ms->s, fi, &r, err) != CX_OK)
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
+	/* Generations written under an older schema are read by field id into
+	 * the current one, which the new base fragments have. */
 	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,
 						 err);
+	wr->layout = &layout;
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
 	{
 		cx_rowgroup *g;
 
 		rc = cx_fragr_read_group(r, grp, NULL, &g, err);
+		if (rc == CX_OK)
+			rc = cx_layout_adapt(&layout, g, NULL, err);
 		for (uint32_t i = 0; rc == CX_OK && i < cx_rowgroup_rows(g); i++, row++)
 		{
 			cx_keyver  *v;
@@ -191,6 +208,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 		}
 		cx_rowgroup_free(g);
 	}
+	wr->layout = NULL;
+	cx_layout_free(&layout);
 	cx_fragr_close(r);
 	return rc;
 }
@@ -198,7 +217,7 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 cx_code
 cx_merge_write(merge_state *ms, cx_err *err)
 {
-	writer		wr = {ms, NULL, NULL, {0}};
+	writer		wr = {ms, NULL, NULL, {0}, NULL};
 	cx_code		rc = CX_OK;
 
 	cx_buf_init(&wr.items);
@@ -206,8 +225,7 @@ cx_merge_write(merge_state *ms, cx_err *err)
 	if (wr.values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
-		if (!cx_fragment_all_before(&ms->gens[i].fragment,
-									ms->table->ncolumns, ms->cut_ts))
+		if (!cx_fragment_all_before(&ms->gens[i].fragment, ms->cut_ts))
 			rc = write_generation(&wr, i, err);
 	if (rc == CX_OK && wr.w != NULL)
 		rc = finish_fragment(&wr, err);

@@ -102,7 +102,8 @@ struct cx_tablescan
 	cx_snapshot *snap;			/* borrowed */
 	const cx_schema *table;		/* snap->base->schema */
 	bool	   *want_user;		/* table->ncolumns entries */
-	bool	   *want;			/* per fragment: table->ncolumns + 2 */
+	bool	   *want;			/* per column of the open fragment */
+	uint32_t	want_cap;
 	bool		dedup;			/* a key column and unmerged generations */
 	uint32_t	key_col;
 	cx_keymap  *map;			/* dedup only */
@@ -240,8 +241,8 @@ may_hold_a_lookup_key(const cx_tablescan *scan, const cx_fragment_info *fi)
 {
 	return scan->lookup == NULL ||
 		cx_keyrange_may_overlap(cx_lookup_range(scan->lookup),
-								scan->key_col < fi->ncolumns ?
-								&fi->stats[scan->key_col] : NULL);
+								cx_fragment_stats(fi, scan->table,
+												  scan->key_col));
 }
 
 static cx_code
@@ -320,8 +321,7 @@ begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
 	}
 	n = scan->table->ncolumns;
 	scan->want_user = malloc(n * sizeof(bool) + 1);
-	scan->want = malloc((n + 2) * sizeof(bool));
-	if (scan->want_user == NULL || scan->want == NULL)
+	if (scan->want_user == NULL)
 	{
 		cx_tablescan_end(scan);
 		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
@@ -381,6 +381,38 @@ lookup_may_hold(const cx_tablescan *scan, const cx_fragment_info *fi)
 	return may_hold_a_lookup_key(scan, fi);
 }
 
+/* Room in scan->want for the open fragment's columns. */
+static cx_code
+size_want(cx_tablescan *scan, cx_err *err)
+{
+	bool	   *want;
+
+	if (scan->layout.nfrag <= scan->want_cap)
+		return CX_OK;
+	want = realloc(scan->want, scan->layout.nfrag * sizeof(bool));
+	if (want == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	scan->want = want;
+	scan->want_cap = scan->layout.nfrag;
+	return CX_OK;
+}
+
+/* The key column is in every fragment (it cannot be dropped or added;
+ * open_next checks). */
+static void
+want_key(cx_tablescan *scan)
+{
+	scan->want[cx_layout_frag_column(&scan->layout, scan->key_col)] = true;
+}
+
+static void
+close_source(cx_tablescan *scan)
+{
+	cx_fragr_close(scan->r);
+	scan->r = NULL;
+	cx_layout_free(&scan->layout);
+}
+
 /* Opens the next base fragment or generation, or moves to PHASE_DONE; one
  * whose rows are all truncated is passed over (scan->r stays NULL). */
 static cx_code
@@ -389,8 +421,6 @@ open_next(cx_tablescan *scan, cx_err *err)
 	const cx_snapshot *snap = scan->snap;
 	const cx_fragment_info *fi = NULL;
 	const cx_deletion_vector *dv = NULL;
-	uint32_t	n = scan->table->ncolumns;
-
 	if (scan->phase == PHASE_BASE && scan->next_source == snap->base->nfragments)
 	{
 		scan->phase = PHASE_GENS;
@@ -408,28 +438,33 @@ open_next(cx_tablescan *scan, cx_err *err)
 	}
 	else
 		fi = &snap->gens[scan->source].gen->fragment;
-	if ((scan->cut_ts > 0 && cx_fragment_all_before(fi, n, scan->cut_ts)) ||
+	if ((scan->cut_ts > 0 && cx_fragment_all_before(fi, scan->cut_ts)) ||
 		!lookup_may_hold(scan, fi))
 		return CX_OK;
 	if (cx_fragr_open_entry(snap->store, fi, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
 	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,
-						&scan->layout, err) != CX_OK)
+						&scan->layout, err) != CX_OK ||
+		size_want(scan, err) != CX_OK)
 		return err->code;
+	if ((scan->dedup || scan->lookup != NULL) &&
+		cx_layout_frag_column(&scan->layout, scan->key_col) < 0)
+		return cx_err_set(err, CX_ERR_SCHEMA, "fragment %s lacks the key column",
+						  fi->path);
 	/* Generations may always hold tombstones; base fragments only if their
 	 * statistics say so.  Base rows are compared with the unmerged keys only
 	 * in fragments whose key statistics overlap them. */
 	scan->read_tomb = scan->phase == PHASE_GENS ||
 		cx_layout_may_have_tombstones(fi, &scan->layout);
 	scan->check_cut = scan->cut_ts > 0 &&
-		cx_fragment_any_before(fi, n, scan->cut_ts);
+		cx_fragment_any_before(fi, scan->cut_ts);
 	scan->check_keys = scan->dedup &&
 		(scan->phase == PHASE_GENS ||
-		 cx_keyrange_may_overlap(&scan->range, scan->key_col < fi->ncolumns ?
-								 &fi->stats[scan->key_col] : NULL));
-	memcpy(scan->want, scan->want_user, n * sizeof(bool));
-	scan->want[n] = scan->want[n + 1] = false;
+		 cx_keyrange_may_overlap(&scan->range,
+								 cx_fragment_stats(fi, scan->table,
+												   scan->key_col)));
+	cx_layout_want(&scan->layout, scan->want_user, scan->want);
 	if (scan->read_tomb)
 		scan->want[scan->layout.tomb_col] = true;
 	if (scan->check_cut)
@@ -438,12 +473,12 @@ open_next(cx_tablescan *scan, cx_err *err)
 	 * number: only base rows need their key (and commit time). */
 	if (scan->check_keys && scan->phase == PHASE_BASE)
 	{
-		scan->want[scan->key_col] = true;
+		want_key(scan);
 		scan->want[scan->layout.ts_col] = true;
 	}
 	/* A lookup keeps only generation rows of its keys. */
 	if (scan->lookup != NULL && scan->phase == PHASE_GENS)
-		scan->want[scan->key_col] = true;
+		want_key(scan);
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;
 	scan->group = 0;
@@ -464,7 +499,8 @@ base_row_wins(cx_tablescan *scan, const cx_rowgroup *g, uint32_t i,
 	int64_t		ts;
 
 	*wins = true;
-	if (!cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len) ||
+	if (!cx_key_bytes(cx_layout_column(&scan->layout, g, scan->key_col), i,
+					  &key, &len) ||
 		(v = cx_keymap_get(scan->map, key, len)) == NULL)
 		return CX_OK;
 	ts = cx_row_ts(g, &scan->layout, i);
@@ -513,7 +549,8 @@ lookup_wants(const cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
 	if (scan->phase == PHASE_BASE)
 		return cx_lookup_base_rows_in(scan->lookup, scan->source,
 									  scan->first_row + i, 1);
-	return cx_key_bytes(cx_rowgroup_column(g, scan->key_col), i, &key, &len) &&
+	return cx_key_bytes(cx_layout_column(&scan->layout, g, scan->key_col), i,
+						&key, &len) &&
 		cx_lookup_has(scan->lookup, key, len);
 }
 
@@ -582,7 +619,8 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 		return CX_OK;
 	scan->stats.row_groups_read++;
 	if (cx_fragr_read_group(scan->r, scan->group, scan->want, &scan->g,
-							err) != CX_OK)
+							err) != CX_OK ||
+		cx_layout_adapt(&scan->layout, scan->g, scan->want_user, err) != CX_OK)
 		return err->code;
 	n = cx_rowgroup_rows(scan->g);
 	if (n > scan->rows_cap)
@@ -626,8 +664,7 @@ cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 		}
 		if (scan->group == cx_fragr_num_groups(scan->r))
 		{
-			cx_fragr_close(scan->r);
-			scan->r = NULL;
+			close_source(scan);
 			continue;
 		}
 		if (read_group(scan, &nvisible, err) != CX_OK)
@@ -648,7 +685,7 @@ cx_tablescan_end(cx_tablescan *scan)
 	if (scan == NULL)
 		return;
 	cx_rowgroup_free(scan->g);
-	cx_fragr_close(scan->r);
+	close_source(scan);
 	cx_keymap_free(scan->map);
 	for (uint32_t i = 0; scan->losers != NULL && i < scan->snap->ngens; i++)
 		free(scan->losers[i].words);
@@ -660,6 +697,12 @@ cx_tablescan_end(cx_tablescan *scan)
 	free(scan->want);
 	free(scan->want_user);
 	free(scan);
+}
+
+const cx_colvec *
+cx_tablescan_column(const cx_tablescan *scan, uint32_t column)
+{
+	return cx_layout_column(&scan->layout, scan->g, column);
 }
 
 const cx_tablescan_stats *

@@ -443,8 +443,8 @@ probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 		const cx_fragment_info *fi = &m->fragments[f];
 
 		if (pr->owner[f] >= 0 || cx_manifest_deleted_count(m, f) == fi->rows ||
-			!probe_set_may_hold(&pr->set, column < fi->ncolumns ?
-								&fi->stats[column] : NULL))
+			!probe_set_may_hold(&pr->set,
+								cx_fragment_stats(fi, m->schema, column)))
 			continue;
 		pr->fragment = f;
 		spec.dv = m->dvs != NULL ? &m->dvs[f] : NULL;

@@ -211,6 +211,10 @@ cx_commit_check_schema(const cx_schema *store, const cx_schema *data,
 			return cx_err_set(err, CX_ERR_SCHEMA,
 							  "schema mismatch: column %u is \"%s\" in the store but \"%s\" in the data",
 							  i + 1, a->name, b->name);
+		if (a->field_id != b->field_id)
+			return cx_err_set(err, CX_ERR_SCHEMA,
+							  "schema mismatch: column \"%s\" has field id %d in the store but %d in the data (it was dropped and added again)",
+							  a->name, (int) a->field_id, (int) b->field_id);
 		if (!cx_column_same_type(a, b))
 		{
 			describe_type(a, ta, sizeof(ta));

@@ -41,10 +41,12 @@ cx_fragentry_encode(const cx_fragment_info *fi, cx_buf *out)
 	cx_buf_put_u32(out, fi->ncolumns);
 	for (uint32_t c = 0; c < fi->ncolumns; c++)
 		cx_colstats_encode(&fi->stats[c], out);
+	for (uint32_t c = 0; c < fi->ncolumns; c++)
+		cx_buf_put_u32(out, (uint32_t) fi->stats[c].field_id);
 }
 
 bool
-cx_fragentry_decode(cx_rd *r, cx_fragment_info *fi)
+cx_fragentry_decode(cx_rd *r, bool field_ids, cx_fragment_info *fi)
 {
 	cx_err		ignored;
 
@@ -70,5 +72,57 @@ cx_fragentry_decode(cx_rd *r, cx_fragment_info *fi)
 		return false;
 	for (uint32_t c = 0; c < fi->ncolumns && cx_rd_ok(r); c++)
 		cx_colstats_decode(r, &fi->stats[c]);
+	for (uint32_t c = 0; field_ids && c < fi->ncolumns && cx_rd_ok(r); c++)
+		fi->stats[c].field_id = (int32_t) cx_rd_u32(r);
 	return true;
+}
+
+void
+cx_fragentry_set_field_ids(cx_fragment_info *fi, const cx_schema *written)
+{
+	for (uint32_t c = 0; c < fi->ncolumns && c < written->ncolumns; c++)
+		fi->stats[c].field_id = written->columns[c].field_id;
+}
+
+/* Index of the entry's column with that field id; `fallback` when the entry
+ * records no field ids. */
+static int64_t
+stats_index(const cx_fragment_info *fi, int32_t field_id, int64_t fallback)
+{
+	if (fi->ncolumns == 0 || fi->stats[0].field_id == 0)
+		return fallback >= 0 && fallback < fi->ncolumns ? fallback : -1;
+	for (uint32_t c = 0; c < fi->ncolumns; c++)
+		if (fi->stats[c].field_id == field_id)
+			return c;
+	return -1;
+}
+
+const cx_colstats *
+cx_fragment_stats(const cx_fragment_info *fi, const cx_schema *table,
+				  uint32_t column)
+{
+	const cx_column *tc = &table->columns[column];
+	int64_t		i = stats_index(fi, tc->field_id, column);
+	const cx_colstats *st;
+	int			width = cx_type_width((cx_type) tc->type);
+
+	if (i < 0)
+		return NULL;
+	st = &fi->stats[i];
+	/* Widening changes only fixed widths: a bound of another width is of
+	 * the narrower stored type. */
+	if (width > 0 && ((st->has_min && st->min_len != width) ||
+					  (st->has_max && st->max_len != width)))
+		return NULL;
+	return st;
+}
+
+const cx_colstats *
+cx_fragment_hidden_stats(const cx_fragment_info *fi, int32_t field_id)
+{
+	int64_t		last = (int64_t) fi->ncolumns - 1;
+	int64_t		i = stats_index(fi, field_id,
+								field_id == CX_FIELD_ID_COMMIT_TS ? last - 1 : last);
+
+	return i >= 0 ? &fi->stats[i] : NULL;
 }

@@ -162,7 +162,9 @@ flush_batch(build *b, cx_err *err)
 
 	if (b->npaths == 0)
 		return CX_OK;
-	qsort(b->e, b->n, sizeof(cx_keyentry), entry_cmp);
+	/* A column whose values are all NULL has no entries (and e is NULL). */
+	if (b->n > 0)
+		qsort(b->e, b->n, sizeof(cx_keyentry), entry_cmp);
 	rc = write_segment(b, next_in_array, &src, b->paths, b->npaths,
 					   &b->added, err);
 	if (rc == CX_OK)

@@ -61,8 +61,7 @@ cx_manifest_free(cx_manifest *m)
 	if (m == NULL)
 		return;
 	free(m->operation);
-	if (m->schema != NULL)
-		cx_schema_free(m->schema);
+	cx_manifest_free_schemas(m);
 	free(m->key_column);
 	for (uint32_t i = 0; i < m->nfragments; i++)
 	{
@@ -168,8 +167,7 @@ cx_manifest_clone(const cx_manifest *m)
 	c->truncated_before_us = m->truncated_before_us;
 	if ((m->operation != NULL &&
 		 (c->operation = cx_strdup(m->operation)) == NULL) ||
-		(m->schema != NULL &&
-		 (c->schema = cx_schema_clone(m->schema)) == NULL) ||
+		!cx_manifest_clone_schemas(c, m) ||
 		(m->key_column != NULL &&
 		 (c->key_column = cx_strdup(m->key_column)) == NULL) ||
 		!clone_fragments(c, m) ||
@@ -254,19 +252,6 @@ cx_manifest_find_fragment(const cx_manifest *m, const char *path)
 		if (strcmp(m->fragments[i].path, path) == 0)
 			return i;
 	return -1;
-}
-
-cx_code
-cx_manifest_set_schema(cx_manifest *m, const cx_schema *s, cx_err *err)
-{
-	cx_schema  *copy = cx_schema_clone(s);
-
-	if (copy == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "copying schema: out of memory");
-	if (m->schema != NULL)
-		cx_schema_free(m->schema);
-	m->schema = copy;
-	return CX_OK;
 }
 
 /* --------------------------------------------------------------------------
@@ -362,9 +347,7 @@ encode_body(const cx_manifest *m, cx_buf *out)
 	cx_buf_put(out, m->commit_id, COMMIT_ID_LEN);
 	cx_buf_put_i64(out, m->committed_at_us);
 	cx_buf_put_str16(out, m->operation != NULL ? m->operation : "");
-	cx_buf_put_u8(out, m->schema != NULL);
-	if (m->schema != NULL)
-		cx_schema_encode(m->schema, out);
+	cx_manifest_encode_schemas(m, out);
 	cx_buf_put_str16(out, m->key_column != NULL ? m->key_column : "");
 	cx_buf_put_u8(out, m->unique_key);
 	cx_buf_put_i64(out, m->truncated_before_us);
@@ -411,20 +394,6 @@ cx_manifest_encode(const cx_manifest *m, cx_buf *out, cx_err *err)
  * the object as corrupt); they return false only when memory runs out, so the
  * two are reported differently.
  */
-static bool
-decode_schema(cx_rd *r, cx_manifest *m)
-{
-	uint8_t		has_schema = cx_rd_u8(r);
-
-	if (has_schema > 1)
-		r->bad = true;
-	if (has_schema != 1 || !cx_rd_ok(r))
-		return true;
-	/* cx_schema_decode cannot tell OOM from corruption; call it corrupt. */
-	m->schema = cx_schema_decode(r);
-	return true;
-}
-
 /* key_column (empty = none) and unique_key, checked against the schema;
  * then (format 2) truncated_before_us. */
 static bool
@@ -501,7 +470,7 @@ static bool
 decode_fragment(cx_rd *r, uint16_t format, cx_fragment_info *fi,
 				cx_deletion_vector *dv)
 {
-	if (!cx_fragentry_decode(r, fi))
+	if (!cx_fragentry_decode(r, format >= 3, fi))
 		return false;
 	if (cx_rd_ok(r) && !decode_dv(r, fi->rows, dv))
 		return false;
@@ -615,7 +584,7 @@ decode_body(const uint8_t *body, size_t len, uint16_t format, const char *name,
 		memcpy(m->commit_id, id, COMMIT_ID_LEN);
 	m->committed_at_us = cx_rd_i64(&r);
 	m->operation = cx_rd_str16(&r);
-	mem_ok = decode_schema(&r, m) &&
+	mem_ok = cx_manifest_decode_schemas(&r, format, m) &&
 		decode_key(&r, format, m) &&
 		decode_fragments(&r, format, m) &&
 		decode_shards(&r, m) &&
@@ -653,7 +622,7 @@ cx_manifest_decode(const uint8_t *data, size_t len, const char *name,
 	if (m == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "manifest %s: out of memory while decoding", name);
-	/* The frame check passed: the format (bytes 4-5) is 1 or 2. */
+	/* The frame check passed: the format (bytes 4-5) is 1 to 3. */
 	if (decode_body(body, body_len, cx_load_u16(data + 4), name, m,
 					err) != CX_OK)
 	{

@@ -25,9 +25,11 @@
 #include "ctxstore/table.h"
 
 #define CX_MANIFEST_MAGIC "CXM1"
-/* Format 2 added truncated_before_us and each fragment's origin shard;
- * format 1 is still read (neither: nothing truncated, origins unknown). */
-#define CX_MANIFEST_FORMAT 2
+/* Format 2 added truncated_before_us and each fragment's origin shard,
+ * format 3 the schema id, the last field id and the schema history; older
+ * formats are still read (nothing truncated, origins unknown, schema id 1
+ * for a schema, no history). */
+#define CX_MANIFEST_FORMAT 3
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
@@ -71,8 +73,26 @@ cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);
 /* Index of the fragment whose path is path, or -1. */
 int64_t		cx_manifest_find_fragment(const cx_manifest *m, const char *path);
+/*
+ * Schemas (cx_manifest_schema.c).  cx_manifest_set_schema makes a copy of s
+ * the current schema: the first one gets schema id 1; a later one moves the
+ * current schema into the history and gets the next id.  last_field_id
+ * follows the largest id of s.  Whether s is an allowed change of the
+ * current schema is cx_schema_check_evolution's business.
+ */
 cx_code		cx_manifest_set_schema(cx_manifest *m, const cx_schema *s,
 								   cx_err *err);
+/* The schema with that id, current or historical; NULL if none. */
+const cx_schema *cx_manifest_schema_by_id(const cx_manifest *m,
+										  uint32_t schema_id);
+/* Whether s is the current schema or one in the history. */
+bool		cx_manifest_had_schema(const cx_manifest *m, const cx_schema *s);
+/* Internal to the manifest codec (cx_manifest.c). */
+bool		cx_manifest_clone_schemas(cx_manifest *c, const cx_manifest *m);
+void		cx_manifest_free_schemas(cx_manifest *m);
+void		cx_manifest_encode_schemas(const cx_manifest *m, cx_buf *out);
+bool		cx_manifest_decode_schemas(cx_rd *r, uint16_t format,
+									   cx_manifest *m);
 
 /*
  * MemWAL bookkeeping (cx_manifest_edit.c).

@@ -249,7 +249,7 @@ cx_manifest_truncate(cx_manifest *m, int64_t before_us)
 	if (m->truncated_before_us == 0 || m->schema == NULL)
 		return 0;
 	for (uint32_t f = m->nfragments; f > 0; f--)
-		if (cx_fragment_all_before(&m->fragments[f - 1], m->schema->ncolumns,
+		if (cx_fragment_all_before(&m->fragments[f - 1],
 								   m->truncated_before_us))
 		{
 			remove_fragment(m, f - 1);

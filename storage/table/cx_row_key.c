@@ -1,6 +1,6 @@
 /*
- * cx_row_key.c — hidden-column layout, key bytes, key ranges and the
- * projected key pass over a fragment (cx_row_key.h).
+ * cx_row_key.c — key bytes, key ranges and the projected key pass over a
+ * fragment (cx_row_key.h); cx_layout.c maps a fragment's columns.
  */
 #include "table/cx_row_key.h"
 
@@ -8,59 +8,6 @@
 #include <string.h>
 
 #include "format/cx_encoding.h"
-
-/* --------------------------------------------------------------------------
- * Layout
- * -------------------------------------------------------------------------- */
-
-static bool
-is_hidden(const cx_column *c, const char *name, cx_type type)
-{
-	return strcmp(c->name, name) == 0 && c->type == type;
-}
-
-cx_code
-cx_layout_check(const cx_schema *table, const cx_schema *frag,
-				const char *path, cx_layout *out, cx_err *err)
-{
-	uint32_t	n = table->ncolumns;
-
-	out->ncolumns = n;
-	out->ts_col = (int32_t) n;
-	out->tomb_col = (int32_t) n + 1;
-	if (frag->ncolumns != n + 2)
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "fragment %s has %u columns; the table has %u, plus 2 hidden ones",
-						  path, frag->ncolumns, n);
-	for (uint32_t i = 0; i < n; i++)
-		if (strcmp(table->columns[i].name, frag->columns[i].name) != 0 ||
-			!cx_column_same_type(&table->columns[i], &frag->columns[i]))
-			return cx_err_set(err, CX_ERR_SCHEMA,
-							  "fragment %s: column %u is \"%s\", not the table's \"%s\" of the same type",
-							  path, i + 1, frag->columns[i].name,
-							  table->columns[i].name);
-	if (!is_hidden(&frag->columns[n], CX_COL_COMMIT_TS, CX_T_INT64) ||
-		!is_hidden(&frag->columns[n + 1], CX_COL_TOMBSTONE, CX_T_BOOL))
-		return cx_err_set(err, CX_ERR_SCHEMA,
-						  "fragment %s: columns %u and %u are not the hidden %s int64 and %s bool",
-						  path, n + 1, n + 2, CX_COL_COMMIT_TS, CX_COL_TOMBSTONE);
-	return CX_OK;
-}
-
-bool
-cx_layout_may_have_tombstones(const cx_fragment_info *fi,
-							  const cx_layout *layout)
-{
-	const cx_colstats *st;
-
-	if ((uint32_t) layout->tomb_col >= fi->ncolumns)
-		return true;
-	st = &fi->stats[layout->tomb_col];
-	if (st->value_count == 0)
-		return false;
-	/* A bool's max is one byte, 0 or 1. */
-	return !(st->has_max && st->max_len == 1 && st->max[0] == 0);
-}
 
 /* --------------------------------------------------------------------------
  * Keys
@@ -242,9 +189,9 @@ colscan_group(const cx_rowgroup *g, const cx_layout *layout,
 			  const cx_colscan_spec *spec, uint64_t first_row,
 			  cx_dvcursor *dvc, cx_err *err)
 {
-	const cx_colvec *cv = cx_rowgroup_column(g, spec->column);
+	const cx_colvec *cv = cx_layout_column(layout, g, spec->column);
 	const cx_colvec *kv = spec->key_col >= 0 ?
-		cx_rowgroup_column(g, (uint32_t) spec->key_col) : NULL;
+		cx_layout_column(layout, g, (uint32_t) spec->key_col) : NULL;
 	uint32_t	n = cx_rowgroup_rows(g);
 
 	announce(spec, cv, 0, n < KEY_AHEAD ? n : KEY_AHEAD);
@@ -289,25 +236,45 @@ cx_keyscan_ahead(cx_objstore *s, const cx_fragment_info *fi,
 	return cx_colscan(s, fi, table, &spec, err);
 }
 
-/* The columns a column pass reads: the column, the key, the hidden ones. */
+/* The table columns a column pass reads (the column and the key) in
+ * table_want, and the fragment columns that takes, with the hidden ones, in
+ * frag_want. */
 static cx_code
-colscan_columns(const cx_fragr *r, const cx_layout *layout,
-				const cx_colscan_spec *spec, const char *path, bool **want,
+colscan_columns(const cx_layout *layout, const cx_colscan_spec *spec,
+				const char *path, bool **table_want, bool **frag_want,
 				cx_err *err)
 {
-	uint32_t	ncols = cx_fragr_schema(r)->ncolumns;
-
 	if (spec->column >= layout->ncolumns ||
 		(spec->key_col >= 0 && spec->key_col >= (int64_t) layout->ncolumns))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "column pass over %s: no such column", path);
-	if ((*want = calloc(ncols, sizeof(bool))) == NULL)
+	*table_want = calloc(layout->ncolumns, sizeof(bool));
+	*frag_want = calloc(layout->nfrag, sizeof(bool));
+	if (*table_want == NULL || *frag_want == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory reading %s", path);
-	(*want)[spec->column] = true;
+	(*table_want)[spec->column] = true;
 	if (spec->key_col >= 0)
-		(*want)[spec->key_col] = true;
-	(*want)[layout->ts_col] = (*want)[layout->tomb_col] = true;
+		(*table_want)[spec->key_col] = true;
+	cx_layout_want(layout, *table_want, *frag_want);
+	(*frag_want)[layout->ts_col] = (*frag_want)[layout->tomb_col] = true;
 	return CX_OK;
+}
+
+/* Whether the pass may skip row group grp unread: the filter says so from
+ * the column's statistics, or rows are passed one by one (those with a NULL
+ * column are not) and the fragment predates the column.  A widened column's
+ * statistics are in its stored type: not filtered. */
+static bool
+colscan_skips(const cx_fragr *r, const cx_layout *layout,
+			  const cx_colscan_spec *spec, bool by_row, uint32_t grp)
+{
+	const cx_layout_col *c = &layout->cols[spec->column];
+
+	if (c->frag < 0)
+		return by_row;
+	return spec->group_may_hold != NULL && !c->widen &&
+		!spec->group_may_hold(spec->arg,
+							  &cx_fragr_chunk(r, grp, (uint32_t) c->frag)->stats);
 }
 
 /*
@@ -321,8 +288,9 @@ colscan_pass(cx_objstore *s, const cx_fragment_info *fi,
 			 cx_keygroup_fn group_fn, cx_err *err)
 {
 	cx_fragr   *r;
-	cx_layout	layout;
-	bool	   *want = NULL;
+	cx_layout	layout = {0};
+	bool	   *table_want = NULL;
+	bool	   *frag_want = NULL;
 	uint64_t	first_row = 0;
 	cx_dvcursor dvc = {spec->dv, 0};
 	cx_code		rc;
@@ -331,28 +299,31 @@ colscan_pass(cx_objstore *s, const cx_fragment_info *fi,
 		return err->code;
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK)
-		rc = colscan_columns(r, &layout, spec, fi->path, &want, err);
+		rc = colscan_columns(&layout, spec, fi->path, &table_want, &frag_want,
+							 err);
 	for (uint32_t grp = 0; rc == CX_OK && grp < cx_fragr_num_groups(r); grp++)
 	{
 		cx_rowgroup *g;
 
-		if (spec->group_may_hold != NULL &&
-			!spec->group_may_hold(spec->arg,
-								  &cx_fragr_chunk(r, grp, spec->column)->stats))
+		if (colscan_skips(r, &layout, spec, group_fn == NULL, grp))
 		{
 			first_row += cx_fragr_group_rows(r, grp);
 			continue;
 		}
-		rc = cx_fragr_read_group(r, grp, want, &g, err);
+		rc = cx_fragr_read_group(r, grp, frag_want, &g, err);
 		if (rc != CX_OK)
 			break;
-		rc = group_fn != NULL ?
-			group_fn(spec->arg, g, &layout, first_row, err) :
-			colscan_group(g, &layout, spec, first_row, &dvc, err);
+		rc = cx_layout_adapt(&layout, g, table_want, err);
+		if (rc == CX_OK)
+			rc = group_fn != NULL ?
+				group_fn(spec->arg, g, &layout, first_row, err) :
+				colscan_group(g, &layout, spec, first_row, &dvc, err);
 		first_row += cx_rowgroup_rows(g);
 		cx_rowgroup_free(g);
 	}
-	free(want);
+	free(table_want);
+	free(frag_want);
+	cx_layout_free(&layout);
 	cx_fragr_close(r);
 	return rc;
 }

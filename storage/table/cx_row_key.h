@@ -6,10 +6,11 @@
  * Merges (cx_merge.c) and de-duplicating scans (cx_table_scan.c) both decide
  * which version of a key wins; this is the part of that they share.
  *
- * Fragments have the table's columns in order, then the hidden columns
- * CX_COL_COMMIT_TS (int64) and CX_COL_TOMBSTONE (bool), in that order: every
- * fragment is a generation or was written by a merge of generations, so
- * every row has a commit time.
+ * Fragments have the columns of the schema they were written with, then the
+ * hidden columns CX_COL_COMMIT_TS (int64) and CX_COL_TOMBSTONE (bool), last
+ * and in that order: every fragment is a generation or was written by a
+ * merge of generations, so every row has a commit time.  Readers match
+ * columns by field id (cx_layout).
  *
  * Keys: the key column's value as stored (little-endian fixed-width bytes, or
  * the bytes of a variable-width value), compared bytewise.  A NULL key never
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "format/cx_fragment.h"
+#include "table/cx_fragment_entry.h"
 #include "table/cx_manifest.h"
 #include "format/cx_schema.h"
 
@@ -31,18 +33,72 @@
 #define CX_COL_COMMIT_TS "_ctx_commit_ts"
 #define CX_COL_TOMBSTONE "_ctx_tombstone"
 
+/*
+ * How a fragment's columns serve the table's (cx_layout.c): each table
+ * column is found by its field id (absent in a fragment written before it
+ * was added: read as NULL; stored narrower before a widening: widened), the
+ * hidden columns by theirs.
+ */
+typedef struct cx_layout_col
+{
+	int32_t		frag;			/* fragment column, or -1 */
+	bool		widen;			/* stored as a narrower type */
+} cx_layout_col;
+
+/* The vector cx_layout_adapt() built for a column without a fragment
+ * column of its own type. */
+typedef struct cx_layout_view
+{
+	cx_colvec	vec;
+	cx_colvec	child;			/* an empty element vector for a list */
+	bool		ready;			/* built for the last row group */
+	uint8_t    *mem;
+	size_t		cap;
+} cx_layout_view;
+
 typedef struct cx_layout
 {
+	const cx_schema *table;		/* borrowed */
 	uint32_t	ncolumns;		/* table columns */
+	uint32_t	nfrag;			/* fragment columns */
 	int32_t		ts_col;			/* fragment column of the commit time */
 	int32_t		tomb_col;		/* fragment column of the tombstone */
+	cx_layout_col *cols;		/* ncolumns entries */
+	cx_layout_view *views;		/* ncolumns entries */
 } cx_layout;
 
-/* Checks that a fragment's schema is the table's followed by the hidden
- * columns, and says where they are.  CX_ERR_SCHEMA naming the
- * fragment (path) otherwise. */
+/* Maps table onto a fragment's schema; CX_ERR_SCHEMA naming the fragment
+ * (path) if a column's stored type cannot be read as the table's or the
+ * hidden columns are missing.  Free with cx_layout_free(). */
 cx_code		cx_layout_check(const cx_schema *table, const cx_schema *frag,
 							const char *path, cx_layout *out, cx_err *err);
+void		cx_layout_free(cx_layout *l);
+/* The fragment column of table column `column`, or -1. */
+int32_t		cx_layout_frag_column(const cx_layout *l, uint32_t column);
+/* The fragment columns (frag_want, nfrag entries, overwritten) that the
+ * table columns want (NULL: all) need; hidden ones are the caller's. */
+void		cx_layout_want(const cx_layout *l, const bool *want, bool *frag_want);
+/* Prepares the wanted (NULL: all) table columns of row group g that the
+ * fragment does not hold as they are (NULL-filled or widened); call after
+ * each read and before cx_layout_column().  Valid until the next call. */
+cx_code		cx_layout_adapt(cx_layout *l, const cx_rowgroup *g,
+							const bool *want, cx_err *err);
+/* Table column `column` of row group g, prepared by cx_layout_adapt();
+ * NULL for a column not read (as cx_rowgroup_column()). */
+const cx_colvec *cx_layout_column(const cx_layout *l, const cx_rowgroup *g,
+								  uint32_t column);
+
+/*
+ * Rows in cx_row_encode() form of schema from, re-encoded as rows of schema
+ * to (appended to out): columns matched by field id, widened where to's type
+ * is wider, NULL where from lacks them.  cx_schema_reshapes_to says whether
+ * every shared column widens.  Writers use it for rows sent or logged under
+ * an older schema of the store.
+ */
+bool		cx_schema_reshapes_to(const cx_schema *from, const cx_schema *to);
+cx_code		cx_rows_reshape(const cx_schema *from, const cx_schema *to,
+							const uint8_t *rows, size_t len, uint64_t nrows,
+							cx_buf *out, cx_err *err);
 
 /* Whether a listed fragment may hold tombstone rows (by its statistics):
  * scans read the tombstone column only of fragments that may. */

@@ -4,14 +4,21 @@
  */
 #include "table/cx_truncation.h"
 
-/* Whether fi may hold a row with a NULL key that is a tombstone. */
+/* Whether fi (a fragment of table) may hold a row with a NULL key that is
+ * a tombstone. */
 static bool
-may_hold_marker(const cx_fragment_info *fi, const cx_layout *layout,
+may_hold_marker(const cx_fragment_info *fi, const cx_schema *table,
 				uint32_t key_col)
 {
-	if (key_col < fi->ncolumns && fi->stats[key_col].null_count == 0)
+	const cx_colstats *key = cx_fragment_stats(fi, table, key_col);
+	const cx_colstats *tomb = cx_fragment_hidden_stats(fi, CX_FIELD_ID_TOMBSTONE);
+
+	if (key != NULL && key->null_count == 0)
 		return false;
-	return cx_layout_may_have_tombstones(fi, layout);
+	if (tomb == NULL || tomb->value_count == 0)
+		return tomb == NULL;
+	/* A bool's max is one byte, 0 or 1. */
+	return !(tomb->has_max && tomb->max_len == 1 && tomb->max[0] == 0);
 }
 
 typedef struct marker_args
@@ -25,7 +32,7 @@ group_markers(void *arg, const cx_rowgroup *g, const cx_layout *layout,
 			  uint64_t first_row, cx_err *err)
 {
 	marker_args *a = arg;
-	const cx_colvec *kv = cx_rowgroup_column(g, a->key_col);
+	const cx_colvec *kv = cx_layout_column(layout, g, a->key_col);
 
 	(void) err;
 	for (uint32_t i = 0; i < cx_rowgroup_rows(g); i++)
@@ -43,31 +50,19 @@ cx_marker_find(cx_objstore *s, const cx_fragment_info *fi,
 			   const cx_schema *table, uint32_t key_col, cx_marker *out,
 			   cx_err *err)
 {
-	/* Where the hidden columns are in every fragment (cx_row_key.h);
-	 * cx_keygroups checks it. */
-	cx_layout	layout = {table->ncolumns, (int32_t) table->ncolumns,
-	(int32_t) table->ncolumns + 1};
 	marker_args a = {key_col, out};
 
 	out->found = false;
-	if (!may_hold_marker(fi, &layout, key_col))
+	if (!may_hold_marker(fi, table, key_col))
 		return CX_OK;
 	return cx_keygroups(s, fi, table, key_col, group_markers, &a, err);
 }
 
-/* The commit-time statistics of fi: the hidden column right after the
- * table's columns (cx_row_key.h), or NULL if fi has none. */
-static const cx_colstats *
-ts_stats(const cx_fragment_info *fi, uint32_t ntable)
-{
-	return ntable < fi->ncolumns ? &fi->stats[ntable] : NULL;
-}
 
 bool
-cx_fragment_all_before(const cx_fragment_info *fi, uint32_t ntable,
-					   int64_t ts)
+cx_fragment_all_before(const cx_fragment_info *fi, int64_t ts)
 {
-	const cx_colstats *st = ts_stats(fi, ntable);
+	const cx_colstats *st = cx_fragment_hidden_stats(fi, CX_FIELD_ID_COMMIT_TS);
 
 	if (st == NULL || !st->has_max || st->max_len != 8)
 		return false;
@@ -75,10 +70,9 @@ cx_fragment_all_before(const cx_fragment_info *fi, uint32_t ntable,
 }
 
 bool
-cx_fragment_any_before(const cx_fragment_info *fi, uint32_t ntable,
-					   int64_t ts)
+cx_fragment_any_before(const cx_fragment_info *fi, int64_t ts)
 {
-	const cx_colstats *st = ts_stats(fi, ntable);
+	const cx_colstats *st = cx_fragment_hidden_stats(fi, CX_FIELD_ID_COMMIT_TS);
 
 	if (st == NULL || !st->has_min || st->min_len != 8)
 		return true;

@@ -33,14 +33,11 @@ cx_code		cx_marker_find(cx_objstore *s, const cx_fragment_info *fi,
 						   const cx_schema *table, uint32_t key_col,
 						   cx_marker *out, cx_err *err);
 
-/* Whether every row of fragment fi (a fragment of a table of ntable
- * columns) was committed before ts, by its commit-time statistics: false
- * when they are missing. */
-bool		cx_fragment_all_before(const cx_fragment_info *fi,
-								   uint32_t ntable, int64_t ts);
+/* Whether every row of fragment fi was committed before ts, by its
+ * commit-time statistics: false when they are missing. */
+bool		cx_fragment_all_before(const cx_fragment_info *fi, int64_t ts);
 /* Whether some row of fi may have been committed before ts (true when the
  * statistics are missing). */
-bool		cx_fragment_any_before(const cx_fragment_info *fi,
-								   uint32_t ntable, int64_t ts);
+bool		cx_fragment_any_before(const cx_fragment_info *fi, int64_t ts);
 
 #endif							/* CX_TRUNCATION_H */

@@ -346,11 +346,11 @@ cmp_row(const void *a, const void *b)
 }
 
 static void
-take_row(const cx_rowgroup *g, uint32_t i, mw_row *r)
+take_row(const cx_tablescan *scan, uint32_t i, mw_row *r)
 {
-	const cx_colvec *id = cx_rowgroup_column(g, 0);
-	const cx_colvec *v = cx_rowgroup_column(g, 1);
-	const cx_colvec *tags = cx_rowgroup_column(g, 2);
+	const cx_colvec *id = cx_tablescan_column(scan, 0);
+	const cx_colvec *v = cx_tablescan_column(scan, 1);
+	const cx_colvec *tags = cx_tablescan_column(scan, 2);
 	cx_datum	d;
 	char		want[32];
 
@@ -434,7 +434,7 @@ scan_rows(cx_objstore *s, uint64_t version, const bool *want,
 			out->r = realloc(out->r, cap * sizeof(mw_row));
 		}
 		for (uint32_t k = 0; k < n; k++)
-			take_row(g, rows[k], &out->r[out->n++]);
+			take_row(scan, rows[k], &out->r[out->n++]);
 	}
 	if (scan != NULL)
 	{

@@ -333,11 +333,12 @@ CX_TEST(manifest_round_trip_minimal)
 	m->version = 1;
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
-	/* header, version, id, time, empty operation, no schema, empty key,
-	 * unique_key, truncated_before_us, three counts, crc */
-	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 2 + 1 + 8 + 4 + 4 + 4 + 4);
+	/* header, version, id, time, empty operation, no schema, schema id,
+	 * last field id, history count, empty key, unique_key,
+	 * truncated_before_us, three counts, crc */
+	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 4 + 4 + 4 + 2 + 1 + 8 + 4 + 4 + 4 + 4);
 	CHECK(memcmp(b.data, "CXM1", 4) == 0);
-	CHECK(cx_load_u16(b.data + 4) == 2 && cx_load_u16(b.data + 6) == 0);
+	CHECK(cx_load_u16(b.data + 4) == 3 && cx_load_u16(b.data + 6) == 0);
 	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
 	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
 	CHECK(d->schema == NULL && d->nfragments == 0 && d->nexts == 0);
@@ -1018,17 +1019,19 @@ CX_TEST(manifest_bad_memwal_fields_are_rejected)
 }
 
 /* The example in docs/FORMAT.md ("Manifests", "Example"), byte for byte. */
-static const uint8_t format_example[80] = {
-		0x43, 0x58, 0x4d, 0x31, 0x02, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00,
+static const uint8_t format_example[92] = {
+		0x43, 0x58, 0x4d, 0x31, 0x03, 0x00, 0x00, 0x00, 0x4c, 0x00, 0x00, 0x00,
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
 		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
 		0x00, 0x40, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00,
 		0x06, 0x00, 0x61, 0x70, 0x70, 0x65, 0x6e, 0x64,
-		0x00, 0x00, 0x00, 0x00,
+		0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00,
 		0x00, 0xa0, 0xab, 0xc9, 0x0b, 0x01, 0x06, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x34, 0x57, 0xd6, 0xd7};
+		0x8d, 0x8e, 0x8c, 0x62};
 
 CX_TEST(manifest_encoding_matches_format_example)
 {
@@ -1051,18 +1054,36 @@ CX_TEST(manifest_encoding_matches_format_example)
 	cx_buf_free(&b);
 }
 
-/* Format 1 (docs/FORMAT.md, the example before format 2) is still read:
- * nothing truncated, every origin unknown. */
-CX_TEST(manifest_format_1_is_still_read)
+/*
+ * Formats 1 and 2 (docs/FORMAT.md, the examples before format 3) are still
+ * read: no schema id, history or last field id (format 2), and nothing
+ * truncated, every origin unknown (format 1).
+ */
+CX_TEST(manifest_formats_1_and_2_are_still_read)
 {
+	cx_buf		v2;
 	cx_buf		v1;
 	cx_manifest *d = NULL;
 	cx_err		err;
 
-	/* The format 2 example without its truncated_before_us (bytes 56-63). */
+	/* The format 3 example without schema_id, last_field_id and the
+	 * history count (bytes 53-64). */
+	cx_buf_init(&v2);
+	cx_buf_put(&v2, format_example, 53);
+	cx_buf_put(&v2, format_example + 65, sizeof(format_example) - 65);
+	v2.data[4] = 2;
+	v2.data[8] = 64;
+	fix_crc(&v2);
+	CHECK(v2.len == 80 && cx_load_u32(v2.data + 76) == 0xd7d65734);
+	REQUIRE_OK(cx_manifest_decode(v2.data, v2.len, "v2", &d, &err), &err);
+	CHECK(d->schema_id == 0 && d->last_field_id == 0 && d->nold_schemas == 0);
+	CHECK(d->truncated_before_us == 1690000000000000LL);
+	cx_manifest_free(d);
+
+	/* The format 2 one without its truncated_before_us (bytes 56-63). */
 	cx_buf_init(&v1);
-	cx_buf_put(&v1, format_example, 56);
-	cx_buf_put(&v1, format_example + 64, sizeof(format_example) - 64);
+	cx_buf_put(&v1, v2.data, 56);
+	cx_buf_put(&v1, v2.data + 64, v2.len - 64);
 	v1.data[4] = 1;
 	v1.data[8] = 56;
 	fix_crc(&v1);
@@ -1072,6 +1093,7 @@ CX_TEST(manifest_format_1_is_still_read)
 		  strcmp(d->operation, "append") == 0);
 	cx_manifest_free(d);
 	cx_buf_free(&v1);
+	cx_buf_free(&v2);
 }
 
 /* truncated_before_us and each fragment's origin shard travel through

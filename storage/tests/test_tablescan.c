@@ -291,7 +291,7 @@ CX_TEST(tablescan_reads_tombstone_column_only_when_needed)
 	m = cx_snapshot_base(snap);
 	REQUIRE(m->nfragments == 2);
 	{
-		cx_layout	layout = {3, 3, 4};
+		cx_layout	layout = {.ncolumns = 3, .ts_col = 3, .tomb_col = 4};
 
 		CHECK(!cx_layout_may_have_tombstones(&m->fragments[0], &layout));
 		CHECK(cx_layout_may_have_tombstones(&m->fragments[1], &layout));

@@ -50,13 +50,18 @@ cx_code		cx_tablescan_begin_keys(cx_snapshot *snap, const bool *want,
 									cx_tablescan **out, cx_err *err);
 /*
  * Next batch of rows: *group receives a row group whose wanted columns are
- * decoded (indices are base-schema column indices) and *rows and *nrows the
- * indices of its visible rows, ascending.  *group = NULL at the end.  The
- * group and the row list stay valid until the next call.
+ * decoded and *rows and *nrows the indices of its visible rows, ascending.
+ * *group = NULL at the end.  The group and the row list stay valid until
+ * the next call.  The group holds the columns as its fragment stores them:
+ * read them with cx_tablescan_column(), which finds base-schema column
+ * `column` in it by field id (NULL-filled for a fragment written before the
+ * column was added, widened for one that stored it narrower).
  */
 cx_code		cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 							  const uint32_t **rows, uint32_t *nrows,
 							  cx_err *err);
+const cx_colvec *cx_tablescan_column(const cx_tablescan *scan,
+									 uint32_t column);
 void		cx_tablescan_end(cx_tablescan *scan);
 
 /* What a scan did so far, for tests, EXPLAIN ANALYZE and stats. */

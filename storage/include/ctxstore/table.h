@@ -16,6 +16,13 @@
 #include "ctxstore/objstore.h"
 #include "ctxstore/schema.h"
 
+/* An earlier schema of the store, kept in the manifest's schema history. */
+typedef struct cx_schema_version
+{
+	uint32_t	schema_id;
+	cx_schema  *schema;
+} cx_schema_version;
+
 typedef struct cx_manifest
 {
 	uint64_t	version;
@@ -23,6 +30,15 @@ typedef struct cx_manifest
 	int64_t		committed_at_us;	/* Unix epoch microseconds */
 	char	   *operation;		/* "append", "create", ... */
 	cx_schema  *schema;			/* NULL until the first data commit */
+	/* 0 while there is no schema, 1 for the first, one more with every
+	 * change (cx_manifest_set_schema). */
+	uint32_t	schema_id;
+	/* The largest user field id the store ever gave a column: an added
+	 * column gets the next one, so a dropped column's id is never reused. */
+	int32_t		last_field_id;
+	/* The schemas before the current one, ascending by schema_id. */
+	uint32_t	nold_schemas;
+	cx_schema_version *old_schemas;
 	/* Table properties, set once (cx_manifest_set_key) when the store gets
 	 * its first writer: the key column by name (NULL: none yet), and whether
 	 * the writer refuses an insert of a live key (unique_key; merges and
@@ -104,6 +120,53 @@ bool		cx_table_fits(const cx_manifest *base, const cx_table_decl *t,
 						  cx_misfit *out);
 cx_code		cx_table_check_fit(const cx_manifest *base, const cx_table_decl *t,
 							   cx_err *err);
+
+/*
+ * Changing a store's columns (table/cx_schema_change.c).  Each change is one
+ * base commit with operation "alter schema" that gives the store the next
+ * schema id; fragments written before keep their own schema and are read by
+ * field id, so nothing is rewritten.  The rules:
+ *   ADD     a new nullable column with the next field id (never one a dropped
+ *           column had); older fragments read it as NULL
+ *   DROP    the column (and its field id) leaves the schema for good
+ *   RENAME  the column keeps its field id and takes the new name
+ *   TYPE    only widening: int16 -> int32 -> int64, float32 -> float64; older
+ *           fragments are widened on read
+ * The key column cannot be dropped, renamed or retyped.  Each change is
+ * idempotent, so that repeating a statement whose transaction rolled back
+ * after the store changed converges: adding a column the store has with the
+ * same type, dropping one it lacks, renaming to a name it has while the old
+ * name is gone and changing to the type a column has are no-ops.  A store
+ * without a schema (never written) takes its schema from its first write
+ * instead: nothing to do.  CX_ERR_SCHEMA for a change the rules refuse.
+ */
+typedef enum cx_alter_kind
+{
+	CX_ALTER_ADD,
+	CX_ALTER_DROP,
+	CX_ALTER_RENAME,
+	CX_ALTER_TYPE
+} cx_alter_kind;
+
+typedef struct cx_schema_alter
+{
+	cx_alter_kind kind;
+	const char *column;			/* the store column (its new name for ADD) */
+	const char *new_name;		/* RENAME */
+	/* ADD and TYPE: type, elem_type, ext_type, precision and scale; the name
+	 * and field id are ignored. */
+	cx_column	type;
+} cx_schema_alter;
+
+/* Applies the changes in order as one commit; *version: the version
+ * committed, 0 when every change was a no-op. */
+cx_code		cx_table_alter_schema(cx_objstore *s, const cx_schema_alter *alters,
+								  uint32_t nalters, uint64_t *version,
+								  cx_err *err);
+
+/* Whether a column of type from may be read as type to (the same type, or a
+ * widening the rules above allow). */
+bool		cx_column_widens_to(const cx_column *from, const cx_column *to);
 
 /*
  * The key index (storage/table/cx_key_index.h: segments listed by the base
