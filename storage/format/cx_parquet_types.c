@@ -303,17 +303,24 @@ fits_unix(const epoch *e, int64_t v)
 	return is_infinite(e, v) || v < e->max - e->offset;
 }
 
+/* PostgreSQL's -infinity is the type's minimum.  Parquet has no infinity;
+ * DuckDB reads -max as -infinity (and max as infinity), so -infinity is
+ * stored as -max. */
 static int64_t
 to_unix(const epoch *e, int64_t v)
 {
-	return is_infinite(e, v) ? v : v + e->offset;
+	if (v == e->min)
+		return -e->max;
+	return v == e->max ? v : v + e->offset;
 }
 
 /* Inverse of to_unix; false for a value it never produces. */
 static bool
 from_unix(const epoch *e, int64_t u, int64_t *v)
 {
-	if (is_infinite(e, u))
+	if (u == -e->max)
+		*v = e->min;
+	else if (u == e->max)
 		*v = u;
 	else if (u <= e->min + e->offset)
 		return false;

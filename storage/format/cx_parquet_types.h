@@ -21,15 +21,18 @@
 #define CX_PQ_UNIX_USEC_OFFSET INT64_C(946684800000000)
 
 /*
- * The engine timestamp of a Parquet (Unix) one: the infinities, INT64_MIN
- * and INT64_MAX, stay as they are; false for a finite value the writer never
- * produces (one that would not fit, or would land on an infinity).  Inline:
- * the reader converts every timestamp with it.
+ * The engine timestamp of a Parquet (Unix) one: INT64_MAX is infinity and
+ * -INT64_MAX -infinity (the engine's INT64_MIN; DuckDB's convention, as the
+ * writer's to_unix); false for a finite value the writer never produces (one
+ * that would not fit, or would land on an infinity).  Inline: the reader
+ * converts every timestamp with it.
  */
 static inline bool
 cx_pq_timestamp_from_unix(int64_t u, int64_t *v)
 {
-	if (u == INT64_MIN || u == INT64_MAX)
+	if (u == -INT64_MAX)
+		*v = INT64_MIN;
+	else if (u == INT64_MAX)
 		*v = u;
 	else if (u <= INT64_MIN + CX_PQ_UNIX_USEC_OFFSET)
 		return false;

@@ -127,11 +127,9 @@ emit_fragment(deletes *d, const cx_manifest *m, uint32_t i,
 			  const char *location_prefix, cx_err *err)
 {
 	const cx_fragment_info *fi = &m->fragments[i];
-	uint32_t	ntable = m->schema->ncolumns;
-	cx_layout	layout = {ntable, (int32_t) ntable, (int32_t) ntable + 1};
-	bool		read = cx_layout_may_have_tombstones(fi, &layout) ||
+	bool		read = cx_fragment_may_have_tombstones(fi) ||
 		(m->truncated_before_us > 0 &&
-		 cx_fragment_any_before(fi, ntable, m->truncated_before_us));
+		 cx_fragment_any_before(fi, m->truncated_before_us));
 	size_t		len = strlen(location_prefix) + strlen(fi->path) + 1;
 
 	free(d->path);

@@ -456,7 +456,7 @@ open_next(cx_tablescan *scan, cx_err *err)
 	 * statistics say so.  Base rows are compared with the unmerged keys only
 	 * in fragments whose key statistics overlap them. */
 	scan->read_tomb = scan->phase == PHASE_GENS ||
-		cx_layout_may_have_tombstones(fi, &scan->layout);
+		cx_fragment_may_have_tombstones(fi);
 	scan->check_cut = scan->cut_ts > 0 &&
 		cx_fragment_any_before(fi, scan->cut_ts);
 	scan->check_keys = scan->dedup &&

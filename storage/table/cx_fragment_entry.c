@@ -126,3 +126,16 @@ cx_fragment_hidden_stats(const cx_fragment_info *fi, int32_t field_id)
 
 	return i >= 0 ? &fi->stats[i] : NULL;
 }
+
+bool
+cx_fragment_may_have_tombstones(const cx_fragment_info *fi)
+{
+	const cx_colstats *st = cx_fragment_hidden_stats(fi, CX_FIELD_ID_TOMBSTONE);
+
+	if (st == NULL)
+		return true;
+	if (st->value_count == 0)
+		return false;
+	/* A bool's max is one byte, 0 or 1. */
+	return !(st->has_max && st->max_len == 1 && st->max[0] == 0);
+}

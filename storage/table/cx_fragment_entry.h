@@ -52,5 +52,9 @@ const cx_colstats *cx_fragment_stats(const cx_fragment_info *fi,
 /* Of a hidden column (CX_FIELD_ID_COMMIT_TS or CX_FIELD_ID_TOMBSTONE). */
 const cx_colstats *cx_fragment_hidden_stats(const cx_fragment_info *fi,
 											int32_t field_id);
+/* Whether a listed fragment may hold tombstone rows, by its statistics
+ * (true when they are missing): readers look at the tombstone column only
+ * of fragments that may. */
+bool		cx_fragment_may_have_tombstones(const cx_fragment_info *fi);
 
 #endif							/* CX_FRAGENTRY_H */

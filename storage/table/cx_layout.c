@@ -245,21 +245,6 @@ cx_layout_column(const cx_layout *l, const cx_rowgroup *g, uint32_t column)
 	return cx_rowgroup_column(g, (uint32_t) c->frag);
 }
 
-bool
-cx_layout_may_have_tombstones(const cx_fragment_info *fi,
-							  const cx_layout *layout)
-{
-	const cx_colstats *st;
-
-	if ((uint32_t) layout->tomb_col >= fi->ncolumns)
-		return true;
-	st = &fi->stats[layout->tomb_col];
-	if (st->value_count == 0)
-		return false;
-	/* A bool's max is one byte, 0 or 1. */
-	return !(st->has_max && st->max_len == 1 && st->max[0] == 0);
-}
-
 /* --------------------------------------------------------------------------
  * Rows of an older schema
  * -------------------------------------------------------------------------- */

@@ -100,11 +100,6 @@ cx_code		cx_rows_reshape(const cx_schema *from, const cx_schema *to,
 							const uint8_t *rows, size_t len, uint64_t nrows,
 							cx_buf *out, cx_err *err);
 
-/* Whether a listed fragment may hold tombstone rows (by its statistics):
- * scans read the tombstone column only of fragments that may. */
-bool		cx_layout_may_have_tombstones(const cx_fragment_info *fi,
-										  const cx_layout *layout);
-
 /* Index of the key column, checking it exists and is not a list. */
 cx_code		cx_key_column(const cx_schema *table, const char *key_column,
 						  uint32_t *index, cx_err *err);

@@ -11,14 +11,10 @@ may_hold_marker(const cx_fragment_info *fi, const cx_schema *table,
 				uint32_t key_col)
 {
 	const cx_colstats *key = cx_fragment_stats(fi, table, key_col);
-	const cx_colstats *tomb = cx_fragment_hidden_stats(fi, CX_FIELD_ID_TOMBSTONE);
 
 	if (key != NULL && key->null_count == 0)
 		return false;
-	if (tomb == NULL || tomb->value_count == 0)
-		return tomb == NULL;
-	/* A bool's max is one byte, 0 or 1. */
-	return !(tomb->has_max && tomb->max_len == 1 && tomb->max[0] == 0);
+	return cx_fragment_may_have_tombstones(fi);
 }
 
 typedef struct marker_args

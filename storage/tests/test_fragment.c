@@ -1295,7 +1295,7 @@ CX_TEST(fragment_decimal_refuses_what_it_cannot_store)
 }
 
 /* Engine dates count days from 2000, timestamps microseconds from 2000;
- * Parquet's count from 1970; the infinities stay the extreme values. */
+ * Parquet's count from 1970; the infinities are the extreme values. */
 static const int32_t dates[] = {INT32_MIN, INT32_MAX, INT32_MIN + 1,
 INT32_MAX - CX_PQ_UNIX_DAYS_OFFSET - 1, 0, -10957};
 static const int64_t stamps[] = {INT64_MIN, INT64_MAX, INT64_MIN + 1,
@@ -1331,12 +1331,12 @@ CX_TEST(fragment_extreme_dates_and_timestamps)
 	CHECK(verify_entry(s, &info, gen_extreme, &err) == 0);
 
 	/* The footer's statistics are in the Unix domain; the infinities are
-	 * the bounds, unchanged. */
+	 * the bounds, -infinity stored as -max (test_pq_infinity.c). */
 	REQUIRE(file_meta(s, "data/ext.parquet", &m));
 	{
 		const cx_pq_stats *d = &m.row_groups[0].columns[0].meta.statistics;
 
-		CHECK(d->has_min && (int32_t) cx_load_u32(d->min_value.ptr) == INT32_MIN);
+		CHECK(d->has_min && (int32_t) cx_load_u32(d->min_value.ptr) == -INT32_MAX);
 		CHECK(d->has_max && (int32_t) cx_load_u32(d->max_value.ptr) == INT32_MAX);
 		CHECK(m.schema[2].logical.kind == CX_PQ_LT_TIMESTAMP &&
 			  !m.schema[2].logical.adjusted_to_utc && m.schema[3].logical.adjusted_to_utc);

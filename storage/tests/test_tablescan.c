@@ -290,12 +290,8 @@ CX_TEST(tablescan_reads_tombstone_column_only_when_needed)
 	REQUIRE_OK(cx_snapshot_open(s, 0, &snap, &err), &err);
 	m = cx_snapshot_base(snap);
 	REQUIRE(m->nfragments == 2);
-	{
-		cx_layout	layout = {.ncolumns = 3, .ts_col = 3, .tomb_col = 4};
-
-		CHECK(!cx_layout_may_have_tombstones(&m->fragments[0], &layout));
-		CHECK(cx_layout_may_have_tombstones(&m->fragments[1], &layout));
-	}
+	CHECK(!cx_fragment_may_have_tombstones(&m->fragments[0]));
+	CHECK(cx_fragment_may_have_tombstones(&m->fragments[1]));
 	cx_snapshot_close(snap);
 	cx_obj_close(s);
 }
