@@ -17,6 +17,8 @@
  *   cx_tableopts.c   write settings from table options, the table key check
  *   cx_functions.c   SQL functions in schema ctxstore
  *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix
+ *   cx_alter.c       ALTER FOREIGN TABLE: the event triggers that change the
+ *                    store's columns
  *   cx_maintenance.c SQL functions that ask the writer (flush, merge, ...)
  *   cx_writer_submit.c  the writer protocol's backend side: submit and wait
  *   cx_workers_view.c   the ctxstore.workers view

@@ -5,7 +5,8 @@
  *   cx_shard_claim.c        cx_sw_open: claim, fence marker, WAL replay
  *   cx_shard_commit.c       the shard-manifest commits both of them make
  *   cx_shard_base.c         the writer's base-manifest commits (registration,
- *                           the store's first schema) and the merge watermark
+ *                           the store's first schema), the merge watermark
+ *                           and taking a changed schema
  *   cx_memtable.c           the memtable: encoded row batches since the last
  *                           seal
  *   cx_generation_writer.c  writing rows out as a generation fragment

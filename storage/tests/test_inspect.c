@@ -92,6 +92,7 @@ build_store(cx_objstore *s, char *first_key, cx_err *err)
 		}
 		if ((rc = cx_fragw_finish(w, &fi, err)) != CX_OK)
 			break;
+		cx_fragentry_set_field_ids(&fi, frag);
 		rc = mw_commit_fragments(s, schema, &fi, 1, &version, err);
 		cx_fragment_info_free(&fi);
 	}
@@ -170,6 +171,26 @@ CX_TEST(inspect_cli_reads_and_verifies_a_store)
 	CHECK(run_inspect(args, &out) == 0);
 	CHECK(out && strstr(out, "4 objects checked, 0 bad"));
 	free(out);
+
+	/* After a DROP, statistics of the column are still named, by the field
+	 * id the fragment entry records, from the schema history. */
+	{
+		cx_schema_alter drop = {CX_ALTER_DROP, "n", NULL, {0}};
+		uint64_t	version;
+
+		REQUIRE_OK(cx_table_alter_schema(s, &drop, 1, &version, &err), &err);
+		snprintf(args, sizeof(args), "%s manifest", uri);
+		CHECK(run_inspect(args, &out) == 0);
+		CHECK(out && strstr(out, "schema id    2 (1 earlier") &&
+			  strstr(out, "    n ") && !strstr(out, "match no schema"));
+		free(out);
+		/* rows reads the fragments by field id too: tags is column 1 of the
+		 * table but 2 of the fragment */
+		snprintf(args, sizeof(args), "%s rows latest 1", uri);
+		CHECK(run_inspect(args, &out) == 0);
+		CHECK(out && strstr(out, "id | tags\n\"row-0\" | [\"red\"]\n"));
+		free(out);
+	}
 
 	/* Damage a page of the first fragment, then (that undone) its footer:
 	 * verify names the fragment and what failed, and exits 3.  The footer
@@ -250,6 +271,7 @@ CX_TEST(inspect_cli_reads_a_memwal_store)
 	snprintf(args, sizeof(args), "%s manifest", uri);
 	CHECK(run_inspect(args, &out) == 0);
 	CHECK(out && strstr(out, "key          id (unique)") &&
+		  strstr(out, "schema id    1 (0 earlier in the history; last field id 3)") &&
 		  strstr(out, "s1  merged through generation 0"));
 	free(out);
 

@@ -366,26 +366,60 @@ print_stats(const cx_colstats *st, const cx_column *col)
 	}
 }
 
+/* The column with that field id in with_hidden (the current schema and the
+ * hidden columns) or, for a dropped or changed one, the newest schema of
+ * the history that has it; NULL if none. */
+static const cx_column *
+column_by_field_id(const cx_manifest *m, const cx_schema *with_hidden,
+				   int32_t field_id)
+{
+	int			c = cx_schema_find_field(with_hidden, field_id);
+
+	for (uint32_t i = m->nold_schemas; c < 0 && i > 0; i--)
+	{
+		const cx_schema *s = m->old_schemas[i - 1].schema;
+
+		if ((c = cx_schema_find_field(s, field_id)) >= 0)
+			return &s->columns[c];
+	}
+	return c >= 0 ? &with_hidden->columns[c] : NULL;
+}
+
+/* Statistic c of f describes this column: by the field id the entry
+ * records, else (an entry without them) by position in with_hidden. */
+static const cx_column *
+stats_column(const cx_manifest *m, const cx_fragment_info *f, uint32_t c,
+			 const cx_schema *with_hidden)
+{
+	if (with_hidden == NULL)
+		return NULL;
+	if (f->stats[c].field_id != 0)
+		return column_by_field_id(m, with_hidden, f->stats[c].field_id);
+	return f->ncolumns == with_hidden->ncolumns ? &with_hidden->columns[c] : NULL;
+}
+
 static void
 print_fragment_entry(const cx_manifest *m, uint32_t i,
 					 const cx_schema *with_hidden)
 {
 	const cx_fragment_info *f = &m->fragments[i];
-	/* Statistics describe the table's columns and the hidden ones. */
-	const cx_schema *cols = with_hidden != NULL &&
-		f->ncolumns == with_hidden->ncolumns ? with_hidden : NULL;
 
 	printf("  %s  %" PRIu64 " bytes  %" PRIu64 " rows  %" PRIu32 " deleted  footer @%" PRIu64 "+%" PRIu32 "  from shard %s\n",
 		   f->path, f->size, f->rows, cx_manifest_deleted_count(m, i),
 		   f->footer_offset, f->footer_len,
 		   f->origin_shard != NULL ? f->origin_shard : "(unknown)");
-	if (cols == NULL && f->ncolumns > 0)
-		printf("    statistics of %" PRIu32 " columns match no schema of the table\n",
-			   f->ncolumns);
-	for (uint32_t c = 0; cols != NULL && c < f->ncolumns; c++)
+	for (uint32_t c = 0; c < f->ncolumns; c++)
 	{
-		printf("    %-22s ", cols->columns[c].name);
-		print_stats(&f->stats[c], &cols->columns[c]);
+		const cx_column *col = stats_column(m, f, c, with_hidden);
+
+		if (col == NULL)
+		{
+			printf("    statistics of %" PRIu32 " columns match no schema of the table\n",
+				   f->ncolumns);
+			return;
+		}
+		printf("    %-22s ", col->name);
+		print_stats(&f->stats[c], col);
 		putchar('\n');
 	}
 }
@@ -442,7 +476,11 @@ cmd_manifest(cx_objstore *s, const char *arg, cx_err *err)
 	printf("\noperation    %s\nrows         %" PRIu64 "\nschema%s\n",
 		   m->operation, cx_manifest_rows(m), m->schema ? ":" : " (none yet)");
 	if (m->schema)
+	{
 		print_schema(m->schema);
+		printf("schema id    %" PRIu32 " (%" PRIu32 " earlier in the history; last field id %" PRId32 ")\n",
+			   m->schema_id, m->nold_schemas, m->last_field_id);
+	}
 	printf("key          %s%s\n", m->key_column ? m->key_column : "(none yet)",
 		   m->key_column ? (m->unique_key ? " (unique)" : " (not unique)") : "");
 	printf("truncated    ");
@@ -614,9 +652,9 @@ cmd_fragment(cx_objstore *s, const char *key, cx_err *err)
 	return rc == CX_OK ? 0 : fail(err);
 }
 
-/* Prints the rows of one scan batch, every base-schema column. */
+/* Prints the rows of the scan's batch, every base-schema column. */
 static void
-print_batch(const cx_rowgroup *g, const uint32_t *rows, uint32_t nrows,
+print_batch(const cx_tablescan *scan, const uint32_t *rows, uint32_t nrows,
 			uint32_t ncolumns, uint64_t *left)
 {
 	for (uint32_t i = 0; i < nrows && *left > 0; i++, (*left)--)
@@ -624,7 +662,7 @@ print_batch(const cx_rowgroup *g, const uint32_t *rows, uint32_t nrows,
 		for (uint32_t c = 0; c < ncolumns; c++)
 		{
 			printf(c ? " | " : "");
-			print_value(cx_rowgroup_column(g, c), rows[i]);
+			print_value(cx_tablescan_column(scan, c), rows[i]);
 		}
 		putchar('\n');
 	}
@@ -663,7 +701,7 @@ cmd_rows(cx_objstore *s, const char *version, const char *limit, cx_err *err)
 		rc = cx_tablescan_next(scan, &g, &rows, &nrows, err);
 		if (rc != CX_OK || g == NULL)
 			break;
-		print_batch(g, rows, nrows, schema->ncolumns, &left);
+		print_batch(scan, rows, nrows, schema->ncolumns, &left);
 	}
 	if (scan)
 		cx_tablescan_end(scan);
