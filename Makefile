@@ -72,9 +72,12 @@ INSPECT = storage/build/ctxstore-inspect
 all: $(INSPECT)
 
 # storage/Makefile knows the engine's sources and headers: always ask it,
-# so that editing an engine file rebuilds the library and relinks.
+# so that editing an engine file rebuilds the library and relinks.  The
+# empty recipe makes make look at the library's time again after asking
+# (without one, the first make after an engine change linked the old
+# library's time and did not relink ctxstore.so).
 $(shlib): $(ENGINE_LIB)
-$(ENGINE_LIB) $(INSPECT): engine
+$(ENGINE_LIB) $(INSPECT): engine ;
 # COPT (extra compiler flags, as PGXS takes them, e.g. -fsanitize=undefined
 # for scripts/ubsan-regress.sh) reaches the engine too.
 engine:
