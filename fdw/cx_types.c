@@ -349,9 +349,9 @@ cxfdw_to_cx(const CxTypeInfo *ti, Datum value, cx_datum *out)
 }
 
 /*
- * Fragments store timestamps as Unix microseconds in an int64 (FORMAT.md);
- * PostgreSQL's range reaches a little further.  The infinities are kept as
- * they are.
+ * Fragments store timestamps as Unix microseconds in an int64 (FORMAT.md),
+ * where the largest value means infinity; PostgreSQL's range reaches a
+ * little further.  The infinities are kept as they are.
  */
 #define UNIX_EPOCH_OFFSET_US \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
@@ -360,12 +360,12 @@ static void
 check_storable_timestamp(int64 value)
 {
 	if (value == DT_NOBEGIN || value == DT_NOEND ||
-		value <= PG_INT64_MAX - UNIX_EPOCH_OFFSET_US)
+		value < PG_INT64_MAX - UNIX_EPOCH_OFFSET_US)
 		return;
 	ereport(ERROR,
 			errcode(ERRCODE_DATETIME_FIELD_OVERFLOW),
 			errmsg("timestamp out of range for ctxstore"),
-			errhint("ctxstore stores finite timestamps from 4714-11-24 00:00:00 BC up to 294247-01-10 04:00:54.775807 UTC (Unix microseconds in 64 bits), and infinity and -infinity."));
+			errhint("ctxstore stores finite timestamps from 4714-11-24 00:00:00 BC up to 294247-01-10 04:00:54.775806 UTC (Unix microseconds in 64 bits, the largest of which means infinity), and infinity and -infinity."));
 }
 
 static void

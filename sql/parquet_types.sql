@@ -13,14 +13,14 @@ CREATE FOREIGN TABLE pt_ts (k int, ts timestamp, tz timestamptz,
   SERVER pt_srv OPTIONS (uri 'file://@store_root@/pt/ts', key 'k');
 -- The last storable microsecond, the infinities and the earliest value.
 INSERT INTO pt_ts VALUES
-  (1, '294247-01-10 04:00:54.775807', '294247-01-10 04:00:54.775807+00',
-   '{294247-01-10 04:00:54.775807}'),
+  (1, '294247-01-10 04:00:54.775806', '294247-01-10 04:00:54.775806+00',
+   '{294247-01-10 04:00:54.775806}'),
   (2, 'infinity', '-infinity', '{infinity,-infinity,NULL}'),
   (3, '4714-11-24 00:00:00 BC', '4714-11-24 00:00:00+00 BC', '{}');
 -- One microsecond later is refused, in every timestamp column.
-INSERT INTO pt_ts VALUES (4, '294247-01-10 04:00:54.775808', NULL, NULL);
+INSERT INTO pt_ts VALUES (4, '294247-01-10 04:00:54.775807', NULL, NULL);
 \echo :LAST_ERROR_SQLSTATE
-INSERT INTO pt_ts VALUES (4, NULL, '294247-01-10 04:00:54.775808+00', NULL);
+INSERT INTO pt_ts VALUES (4, NULL, '294247-01-10 04:00:54.775807+00', NULL);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO pt_ts VALUES (4, NULL, NULL, '{2020-01-01,294276-12-31}');
 \echo :LAST_ERROR_SQLSTATE

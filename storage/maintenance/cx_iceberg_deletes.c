@@ -80,13 +80,13 @@ emit_read(deletes *d, const cx_manifest *m, uint32_t i, cx_err *err)
 {
 	const cx_fragment_info *fi = &m->fragments[i];
 	cx_dvcursor dvc = {m->dvs != NULL ? &m->dvs[i] : NULL, 0};
-	cx_layout	layout;
+	cx_layout	layout = {0};
 	cx_fragr   *r;
 	bool	   *want = NULL;
 	uint64_t	first = 0;
 	cx_code		rc;
 
-	if (cx_fragr_open(d->s, fi->path, fi->size, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(d->s, fi, &r, err) != CX_OK)
 		return cx_manifest_fragment_failed(m, fi->path, err);
 	rc = cx_layout_check(m->schema, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK && (want = calloc(cx_fragr_schema(r)->ncolumns, sizeof(bool))) == NULL)
@@ -108,6 +108,7 @@ emit_read(deletes *d, const cx_manifest *m, uint32_t i, cx_err *err)
 		cx_rowgroup_free(rg);
 	}
 	free(want);
+	cx_layout_free(&layout);
 	cx_fragr_close(r);
 	return rc;
 }
