@@ -118,8 +118,10 @@ take_base_rows(cx_lookup *l, const cx_probe_result *r, cx_err *err)
 		if (!h->tombstone)
 			l->base[h->fragment].rows[l->base[h->fragment].n++] = h->row;
 	}
+	/* (a fragment without hits has no array; qsort wants one even for 0) */
 	for (uint32_t f = 0; f < l->nfragments; f++)
-		qsort(l->base[f].rows, l->base[f].n, sizeof(uint64_t), row_cmp);
+		if (l->base[f].n > 0)
+			qsort(l->base[f].rows, l->base[f].n, sizeof(uint64_t), row_cmp);
 	return CX_OK;
 }
 
