@@ -165,6 +165,16 @@ const cx_chunk_meta *cx_fragr_chunk(const cx_fragr *r, uint32_t group,
  * cx_rowgroup_column(). */
 cx_code		cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
 								cx_rowgroup **out, cx_err *err);
+/*
+ * Reads rows [first_row, first_row + nrows) of row group `group`, as
+ * cx_fragr_read_group() does but fetching, per wanted column, only the pages
+ * that hold them (one ranged GET each, found through the chunk's offset
+ * index, which the reader loads once).  Row 0 of the result is first_row.
+ * Point lookups use it: a page is about 64 KiB, a chunk many times that.
+ */
+cx_code		cx_fragr_read_rows(cx_fragr *r, uint32_t group, uint32_t first_row,
+							   uint32_t nrows, const bool *want,
+							   cx_rowgroup **out, cx_err *err);
 uint32_t	cx_rowgroup_rows(const cx_rowgroup *g);
 
 /* One data page of a column chunk, as ctxstore-inspect shows it. */

@@ -45,6 +45,8 @@ struct cx_fragr
 	uint32_t	ngroups;
 	uint32_t   *group_rows;
 	cx_chunk_meta *chunks;		/* ngroups * ncolumns, group-major */
+	cx_pq_offset_index *indexes;	/* the same, loaded as row reads need
+									 * them (pages NULL: not yet) */
 	cx_buf		io;				/* scratch for ranged reads */
 	cx_buf		whole;			/* the entire object, when the first read
 								 * covered it: small fragments then cost one
@@ -432,6 +434,10 @@ cx_fragr_close(cx_fragr *r)
 {
 	if (r == NULL)
 		return;
+	if (r->indexes != NULL)
+		for (size_t i = 0; i < (size_t) r->ngroups * r->schema->ncolumns; i++)
+			cx_pq_offset_index_free(&r->indexes[i]);
+	free(r->indexes);
 	cx_schema_free(r->schema);
 	free(r->leaves);
 	free(r->group_rows);
@@ -1093,6 +1099,25 @@ run_end(const cx_fragr *r, uint32_t g, uint32_t first, const bool *want)
 	return last;
 }
 
+/* An empty row group of nrows rows, no column present; NULL on OOM. */
+static cx_rowgroup *
+rowgroup_new(const cx_fragr *r, uint32_t nrows)
+{
+	uint32_t	ncols = r->schema->ncolumns;
+	cx_rowgroup *rg = calloc(1, sizeof(cx_rowgroup));
+
+	if (rg == NULL ||
+		(rg->present = calloc(ncols ? ncols : 1, sizeof(bool))) == NULL ||
+		(rg->cols = calloc(ncols ? ncols : 1, sizeof(cx_decoded))) == NULL)
+	{
+		cx_rowgroup_free(rg);
+		return NULL;
+	}
+	rg->nrows = nrows;
+	rg->ncols = ncols;
+	return rg;
+}
+
 cx_code
 cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
 					cx_rowgroup **out, cx_err *err)
@@ -1104,16 +1129,8 @@ cx_fragr_read_group(cx_fragr *r, uint32_t group, const bool *want,
 	if (group >= r->ngroups)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "fragment %s has no row group %u", r->key, group);
-	rg = calloc(1, sizeof(cx_rowgroup));
-	if (rg == NULL ||
-		(rg->present = calloc(ncols ? ncols : 1, sizeof(bool))) == NULL ||
-		(rg->cols = calloc(ncols ? ncols : 1, sizeof(cx_decoded))) == NULL)
-	{
-		cx_rowgroup_free(rg);
+	if ((rg = rowgroup_new(r, r->group_rows[group])) == NULL)
 		return nomem(err, r->key);
-	}
-	rg->nrows = r->group_rows[group];
-	rg->ncols = ncols;
 	for (uint32_t c = 0; c < ncols; c++)
 	{
 		uint32_t	last;
@@ -1273,4 +1290,247 @@ cx_fragr_chunk_pages(cx_fragr *r, uint32_t group, uint32_t column,
 		(*pages)[k].first_row = (uint64_t) oi.pages[k].first_row_index;
 	cx_pq_offset_index_free(&oi);
 	return why == NULL ? CX_OK : corrupt_chunk(err, r, group, column, why);
+}
+
+/* ---------------------------------------------------------------------
+ * Reading some rows of a row group: only the pages that hold them
+ * --------------------------------------------------------------------- */
+
+/* What is wrong with an offset index as a map of chunk m's pages of a
+ * group of nrows rows, or NULL: pages must tile the chunk, first rows
+ * ascend from 0. */
+static const char *
+index_layout_problem(const cx_pq_offset_index *oi, const cx_chunk_meta *m,
+					 uint32_t nrows)
+{
+	uint64_t	next = m->offset;
+
+	if (oi->npages == 0)
+		return "offset index lists no pages";
+	for (uint32_t k = 0; k < oi->npages; k++)
+	{
+		const cx_pq_page_location *loc = &oi->pages[k];
+
+		if ((uint64_t) loc->offset != next || loc->compressed_page_size <= 0 ||
+			loc->first_row_index < (k == 0 ? 0 : oi->pages[k - 1].first_row_index + 1) ||
+			loc->first_row_index >= nrows || (k == 0 && loc->first_row_index != 0))
+			return "offset index does not match the chunk";
+		next += (uint64_t) loc->compressed_page_size;
+	}
+	return next == m->offset + m->stored_len ? NULL :
+		"offset index does not match the chunk";
+}
+
+/* The offset index of chunk (g, c), loaded and checked once per reader. */
+static cx_code
+chunk_index(cx_fragr *r, uint32_t g, uint32_t c, const cx_pq_offset_index **out,
+			cx_err *err)
+{
+	size_t		i = (size_t) g * r->schema->ncolumns + c;
+	const char *why;
+
+	if (r->indexes == NULL &&
+		(r->indexes = calloc(r->ngroups * (size_t) r->schema->ncolumns,
+							 sizeof(cx_pq_offset_index))) == NULL)
+		return nomem(err, r->key);
+	if (r->indexes[i].pages == NULL)
+	{
+		if (load_offset_index(r, g, c, &r->indexes[i], err) != CX_OK)
+		{
+			cx_pq_offset_index_free(&r->indexes[i]);
+			return err->code;
+		}
+		why = index_layout_problem(&r->indexes[i], cx_fragr_chunk(r, g, c),
+								   r->group_rows[g]);
+		if (why != NULL)
+		{
+			cx_pq_offset_index_free(&r->indexes[i]);
+			return corrupt_chunk(err, r, g, c, why);
+		}
+	}
+	*out = &r->indexes[i];
+	return CX_OK;
+}
+
+/* Pages [*p0, *p1] of oi hold rows [lo, hi); *row0 is the first row of p0
+ * and *rows the rows of those pages. */
+static void
+covering_pages(const cx_pq_offset_index *oi, uint32_t group_rows, uint32_t lo,
+			   uint32_t hi, uint32_t *p0, uint32_t *p1, uint32_t *row0,
+			   uint32_t *rows)
+{
+	uint32_t	a = 0;
+	uint32_t	b;
+	uint32_t	end;
+
+	while (a + 1 < oi->npages && oi->pages[a + 1].first_row_index <= lo)
+		a++;
+	b = a;
+	while (b + 1 < oi->npages && oi->pages[b + 1].first_row_index < hi)
+		b++;
+	end = b + 1 < oi->npages ? (uint32_t) oi->pages[b + 1].first_row_index : group_rows;
+	*p0 = a;
+	*p1 = b;
+	*row0 = (uint32_t) oi->pages[a].first_row_index;
+	*rows = end - *row0;
+}
+
+/* Rows [from, from + n) of o into dst (empty, same width). */
+static void
+colout_slice(const colout *o, uint32_t from, uint32_t n, colout *dst)
+{
+	const uint32_t *offs = (const uint32_t *) o->offsets.data;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	k = from + i;
+		bool		null = o->nnull > 0 && (o->nulls.data[k / 8] >> (k % 8)) & 1;
+
+		if (null)
+			colout_null(dst);
+		else if (!colout_next(dst))
+			return;
+		else if (o->width > 0)
+			cx_buf_put(&dst->data, o->data.data + (size_t) k * o->width,
+					   (size_t) o->width);
+		else
+		{
+			cx_buf_put(&dst->data, o->data.data + offs[k], offs[k + 1] - offs[k]);
+			colout_end_var(dst);
+		}
+	}
+}
+
+/* The same for a list column: its rows, and the elements they hold. */
+static void
+list_slice(const cx_decoded *d, uint32_t from, uint32_t n, cx_decoded *dst)
+{
+	const uint32_t *offs = (const uint32_t *) d->top.offsets.data;
+	uint32_t	first = offs[from];
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	k = from + i;
+
+		if (!colout_next(&dst->top))
+			return;
+		if (d->top.nnull > 0 && (d->top.nulls.data[k / 8] >> (k % 8)) & 1)
+		{
+			dst->top.nulls.data[i / 8] |= (uint8_t) (1u << (i % 8));
+			dst->top.nnull++;
+		}
+		put_offset(&dst->top.offsets, offs[k] - first);
+	}
+	colout_slice(&d->child, first, offs[from + n] - first, &dst->child);
+}
+
+/* Decodes pages p0..p1 of chunk (g, c) (rows row0 .. row0 + rows) and keeps
+ * rows [lo, lo + n) of them in out. */
+static cx_code
+load_pages(cx_fragr *r, uint32_t g, uint32_t c, const cx_pq_offset_index *oi,
+		   uint32_t p0, uint32_t p1, uint32_t row0, uint32_t rows,
+		   uint32_t lo, uint32_t n, cx_decoded *out, cx_err *err)
+{
+	const cx_pq_leaf *leaf = &r->leaves[c];
+	const cx_column *col = &r->schema->columns[c];
+	uint64_t	from = (uint64_t) oi->pages[p0].offset;
+	size_t		len = (size_t) ((uint64_t) oi->pages[p1].offset +
+								(uint64_t) oi->pages[p1].compressed_page_size - from);
+	const uint8_t *data;
+	cx_decoded	all;
+	uint32_t	got = 0;
+	size_t		pos = 0;
+	cx_code		rc = CX_OK;
+
+	if (fetch(r, from, len, &data, err) != CX_OK)
+		return err->code;
+	memset(&all, 0, sizeof(all));
+	colout_init(&all.top, leaf->list ? 0 : cx_type_width(col->type));
+	colout_init(&all.child, cx_type_width(leaf->type));
+	if (leaf->list)
+		cx_buf_reset(&all.top.offsets);
+	while (rc == CX_OK && pos < len)
+	{
+		uint32_t	page_rows;
+		int64_t		levels;
+		size_t		used;
+
+		rc = load_page(r, g, c, data + pos, len - pos, &all, &page_rows,
+					   &levels, &used, err);
+		pos += used;
+		got += page_rows;
+	}
+	if (rc == CX_OK && got != rows)
+		rc = corrupt_chunk(err, r, g, c, "pages hold another number of rows than the offset index says");
+	if (rc == CX_OK)
+	{
+		colout_init(&out->top, all.top.width);
+		colout_init(&out->child, all.child.width);
+		if (leaf->list)
+		{
+			put_offset(&all.top.offsets, all.child.n);
+			cx_buf_reset(&out->top.offsets);
+			list_slice(&all, lo - row0, n, out);
+			put_offset(&out->top.offsets, out->child.n);
+			finish_vec(&out->child, leaf->type, &out->elems);
+			out->vec.child = &out->elems;
+		}
+		else
+			colout_slice(&all.top, lo - row0, n, &out->top);
+		if (!colout_ok(&out->top) || !colout_ok(&out->child) ||
+			!colout_ok(&all.top) || !colout_ok(&all.child))
+			rc = nomem(err, r->key);
+		else
+			finish_vec(&out->top, col->type, &out->vec);
+	}
+	decoded_free(&all);
+	return rc;
+}
+
+cx_code
+cx_fragr_read_rows(cx_fragr *r, uint32_t group, uint32_t first_row,
+				   uint32_t nrows, const bool *want, cx_rowgroup **out,
+				   cx_err *err)
+{
+	uint32_t	ncols = r->schema->ncolumns;
+	cx_rowgroup *rg;
+	cx_code		rc = CX_OK;
+
+	*out = NULL;
+	if (group >= r->ngroups || nrows == 0 ||
+		first_row > r->group_rows[group] ||
+		nrows > r->group_rows[group] - first_row)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "fragment %s has no rows %u..%u in row group %u",
+						  r->key, first_row, first_row + nrows, group);
+	if (first_row == 0 && nrows == r->group_rows[group])
+		return cx_fragr_read_group(r, group, want, out, err);
+	if ((rg = rowgroup_new(r, nrows)) == NULL)
+		return nomem(err, r->key);
+	for (uint32_t c = 0; rc == CX_OK && c < ncols; c++)
+	{
+		const cx_pq_offset_index *oi = NULL;
+		uint32_t	p0,
+					p1,
+					row0,
+					rows;
+
+		if (!wanted(want, c))
+			continue;
+		rg->present[c] = true;
+		rc = chunk_index(r, group, c, &oi, err);
+		if (rc != CX_OK)
+			break;
+		covering_pages(oi, r->group_rows[group], first_row, first_row + nrows,
+					   &p0, &p1, &row0, &rows);
+		rc = load_pages(r, group, c, oi, p0, p1, row0, rows, first_row, nrows,
+						&rg->cols[c], err);
+	}
+	if (rc != CX_OK)
+	{
+		cx_rowgroup_free(rg);
+		return rc;
+	}
+	*out = rg;
+	return CX_OK;
 }

@@ -118,8 +118,10 @@ take_base_rows(cx_lookup *l, const cx_probe_result *r, cx_err *err)
 		if (!h->tombstone)
 			l->base[h->fragment].rows[l->base[h->fragment].n++] = h->row;
 	}
+	/* (a fragment without hits has no array; qsort wants one even for 0) */
 	for (uint32_t f = 0; f < l->nfragments; f++)
-		qsort(l->base[f].rows, l->base[f].n, sizeof(uint64_t), row_cmp);
+		if (l->base[f].n > 0)
+			qsort(l->base[f].rows, l->base[f].n, sizeof(uint64_t), row_cmp);
 	return CX_OK;
 }
 
@@ -216,24 +218,46 @@ cx_lookup_base_rows(const cx_lookup *l, uint32_t f, uint32_t *n)
 	return *n > 0 ? l->base[f].rows : NULL;
 }
 
+/* Index of the first of rows[0..n) (ascending) that is >= v. */
+static uint32_t
+lower_bound(const uint64_t *rows, uint32_t n, uint64_t v)
+{
+	uint32_t	lo = 0;
+
+	while (lo < n)
+	{
+		uint32_t	mid = lo + (n - lo) / 2;
+
+		if (rows[mid] < v)
+			lo = mid + 1;
+		else
+			n = mid;
+	}
+	return lo;
+}
+
+bool
+cx_lookup_base_span(const cx_lookup *l, uint32_t f, uint64_t first,
+					uint64_t count, uint64_t *lo, uint64_t *hi)
+{
+	uint32_t	n;
+	const uint64_t *rows = cx_lookup_base_rows(l, f, &n);
+	uint32_t	a = lower_bound(rows, n, first);
+	uint32_t	b = lower_bound(rows, n, first + count);
+
+	if (a == b)
+		return false;
+	*lo = rows[a];
+	*hi = rows[b - 1];
+	return true;
+}
+
 bool
 cx_lookup_base_rows_in(const cx_lookup *l, uint32_t f, uint64_t first,
 					   uint64_t count)
 {
-	uint32_t	n;
-	const uint64_t *rows = cx_lookup_base_rows(l, f, &n);
-	uint32_t	lo = 0,
-				hi = n;
+	uint64_t	lo;
+	uint64_t	hi;
 
-	/* The first row >= first, then whether it is below the end. */
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (rows[mid] < first)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && rows[lo] < first + count;
+	return cx_lookup_base_span(l, f, first, count, &lo, &hi);
 }

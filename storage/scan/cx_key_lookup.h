@@ -35,5 +35,8 @@ const uint64_t *cx_lookup_base_rows(const cx_lookup *l, uint32_t f,
 /* Whether one of those rows lies in [first, first + count). */
 bool		cx_lookup_base_rows_in(const cx_lookup *l, uint32_t f,
 								   uint64_t first, uint64_t count);
+/* The same, and the first (*lo) and last (*hi) of them. */
+bool		cx_lookup_base_span(const cx_lookup *l, uint32_t f, uint64_t first,
+								uint64_t count, uint64_t *lo, uint64_t *hi);
 
 #endif							/* CX_KEY_LOOKUP_H */

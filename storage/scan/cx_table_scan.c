@@ -610,19 +610,46 @@ lookup_skips_group(cx_tablescan *scan)
 	return true;
 }
 
+/*
+ * The rows of the next row group (of n rows) to read: for a lookup in a base
+ * fragment only the span from the first to the last row the probe found in
+ * it, so that only the pages holding them are fetched
+ * (cx_fragr_read_rows); otherwise the whole group.
+ */
+static void
+rows_to_read(const cx_tablescan *scan, uint32_t n, uint32_t *lo,
+			 uint32_t *count)
+{
+	uint64_t	first;
+	uint64_t	last;
+
+	*lo = 0;
+	*count = n;
+	if (scan->lookup == NULL || scan->phase != PHASE_BASE ||
+		!cx_lookup_base_span(scan->lookup, scan->source, scan->first_row, n,
+							 &first, &last))
+		return;
+	*lo = (uint32_t) (first - scan->first_row);
+	*count = (uint32_t) (last - first) + 1;
+}
+
 static cx_code
 read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 {
+	uint32_t	group_rows = cx_fragr_group_rows(scan->r, scan->group);
+	uint32_t	lo;
 	uint32_t	n;
 
 	if (lookup_skips_group(scan))
 		return CX_OK;
 	scan->stats.row_groups_read++;
-	if (cx_fragr_read_group(scan->r, scan->group, scan->want, &scan->g,
-							err) != CX_OK ||
+	rows_to_read(scan, group_rows, &lo, &n);
+	if (cx_fragr_read_rows(scan->r, scan->group, lo, n, scan->want, &scan->g,
+						   err) != CX_OK ||
 		cx_layout_adapt(&scan->layout, scan->g, scan->want_user, err) != CX_OK)
 		return err->code;
-	n = cx_rowgroup_rows(scan->g);
+	/* row i of the group read is row first_row + i of the fragment */
+	scan->first_row += lo;
 	if (n > scan->rows_cap)
 	{
 		uint32_t   *grown = realloc(scan->rows, n * sizeof(uint32_t));
@@ -635,7 +662,7 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 	if (visible_rows(scan, scan->g, nvisible, err) != CX_OK)
 		return err->code;
 	scan->group++;
-	scan->first_row += n;
+	scan->first_row += group_rows - lo;
 	return CX_OK;
 }
 
