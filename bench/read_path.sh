@@ -152,6 +152,8 @@ declare -A lance_ms=([topk]=${lance[lance_unfiltered_ms]} [topk_bot]=${lance[lan
 echo "read path, $rows rows, $dim-d embeddings, median of $repeat, $(nproc) cores, ctxstore $layout"
 echo "load: heap COPY + indexes ${heap_load} s, store INSERT ... SELECT + merge ${store_load} s," \
   "LanceDB ${lance[lance_load_s]} s"
+psql_b -tAc "SELECT format('stored: heap %s bytes (with TOAST and indexes), store %s bytes in %s base fragments',
+  pg_total_relation_size('heap_rp'), s->>'bytes', s->>'fragments') FROM ctxstore.stats('ctx_rp') s"
 row() { printf '%-34s %10s %12s %9s %11s %11s  %s\n' "$@"; }
 row query heap_ms ctxstore_ms heap/ctx lancedb_ms lance/ctx notes
 for q in last20 proj whole topk topk_bot; do

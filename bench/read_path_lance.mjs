@@ -91,7 +91,8 @@ function median(xs) {
 
 async function timeQuery(table, query, where) {
 	const run = () => {
-		let q = table.query().nearestTo(query).distanceType('cosine').bypassVectorIndex().limit(k);
+		let q = table.query().nearestTo(query).distanceType('cosine').bypassVectorIndex()
+			.select(['id']).limit(k);
 		if (where !== null)
 			q = q.where(where);
 		return q.toArray();
