@@ -72,37 +72,46 @@ load_store() {
   exit 1
 }
 
-# Median wall time in ms of REPEAT runs of query $1 in one session, after a
-# warm-up run (the session's first read of a store loads its snapshot).
+# Median wall time in ms of REPEAT runs of statement $2 in one session, after
+# statements $1 (e.g. a PREPARE) and a warm-up run (the session's first read
+# of a store loads its snapshot).
 median_ms() {
-  { echo "SET max_parallel_workers_per_gather = 2;"
+  { echo "SET max_parallel_workers_per_gather = 2; $1"
     echo '\o /dev/null'
     echo '\timing on'
-    for _ in $(seq $((repeat + 1))); do echo "$1;"; done
+    for _ in $(seq $((repeat + 1))); do echo "$2;"; done
   } | psql_b | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n +2 | sort -n |
     awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }'
 }
 
-answer() { psql_b -tAc "SET max_parallel_workers_per_gather = 2" -c "$1" | md5sum | cut -c1-8; }
-same() { [ "$(answer "$1")" = "$(answer "$2")" ] && echo same || echo DIFFERENT; }
+in_session() { psql_b -tA -c "SET max_parallel_workers_per_gather = 2; $1" -c "$2"; }
+same() {  # $1, $2 on one table against $3, $4 on the other
+  local a b
+  a=$(in_session "$1" "$2")
+  b=$(in_session "$3" "$4")
+  [ -n "$a" ] && [ "$a" = "$b" ] && echo same || echo DIFFERENT
+}
 
-# "Row Groups Read: 2" and the like from EXPLAIN ANALYZE of query $1.
+# "Row Groups Read: 2" and the like from EXPLAIN ANALYZE of statement $2.
 row_groups() {
-  psql_b -tAc "EXPLAIN (ANALYZE, COSTS OFF) $1" | { grep -o 'Row Groups [A-Za-z]*: [0-9]*' || true; } | paste -sd, - |
-    sed 's/^$/row groups not in EXPLAIN/'
+  in_session "$1" "EXPLAIN (ANALYZE, COSTS OFF) $2" | { grep -o 'Row Groups [A-Za-z]*: [0-9]*' || true; } |
+    paste -sd, - | sed 's/^$/row groups not in EXPLAIN/'
 }
 
 declare -A heap_ms ctx_ms note
-measure() {  # $1 = name, $2 = query with :tbl for the table
-  local h=${2//:tbl/heap_rp} c=${2//:tbl/ctx_rp}
-  heap_ms[$1]=$(median_ms "$h")
-  ctx_ms[$1]=$(median_ms "$c")
-  note[$1]="answers $(same "$h" "$c")"
+# Times statement $2 on both tables (:tbl names the table in it and in the
+# statements $3 run first) and compares their answers.
+measure() {  # $1 = name, $2 = statement, $3 = setup statements or ""
+  local h=${2//:tbl/heap_rp} c=${2//:tbl/ctx_rp} setup=${3:-}
+  local hs=${setup//:tbl/heap_rp} cs=${setup//:tbl/ctx_rp}
+  heap_ms[$1]=$(median_ms "$hs" "$h")
+  ctx_ms[$1]=$(median_ms "$cs" "$c")
+  note[$1]="answers $(same "$hs" "$h" "$cs" "$c")"
 }
 
 # The set of ids query $1 returns, sorted (the order of equal distances may
 # differ between float32 and float64 kernels).
-ids_of() { psql_b -tAc "SET max_parallel_workers_per_gather = 2" -c "SELECT string_agg(id, ',' ORDER BY id) FROM ($1) q"; }
+ids_of() { in_session "" "SELECT string_agg(id, ',' ORDER BY id) FROM ($1) q"; }
 sorted_ids() { tr , '\n' <<<"$1" | sort | paste -sd, -; }
 
 # Top-10 cosine on both tables, their answers checked against the exact ids.
@@ -125,9 +134,11 @@ t0=$(date +%s.%N); load_heap; heap_load=$(seconds_since "$t0")
 t0=$(date +%s.%N); load_store; store_load=$(seconds_since "$t0")
 
 session=$(psql_b -tAc "SELECT session_id FROM heap_rp WHERE id = 't$(printf %09d $((rows / 2)))'")
-last20="SELECT id, role, content, created_at FROM :tbl WHERE session_id = '$session' ORDER BY created_at DESC LIMIT 20"
-measure last20 "$last20"
-note[last20]+="; ctxstore $(row_groups "${last20//:tbl/ctx_rp}")"
+last20="PREPARE last20(text) AS SELECT id, role, content, created_at FROM :tbl
+  WHERE session_id = \$1 ORDER BY created_at DESC LIMIT 20;"
+measure last20 "EXECUTE last20('$session')" "$last20"
+note[last20]+="; ctxstore $(ratio "${ctx_ms[last20]}" "${heap_ms[last20]}")x heap's time,"
+note[last20]+=" $(row_groups "${last20//:tbl/ctx_rp}" "EXECUTE last20('$session')")"
 measure proj "SELECT count(*), sum(tokens), max(created_at), max(role) FROM :tbl"
 measure whole "SELECT count(*), sum(length(id) + length(session_id) + length(bot_id) + length(role) + length(content)
   + tokens + length(meta::text) + cardinality(embedding)), max(created_at) FROM :tbl"
