@@ -144,9 +144,10 @@ measure whole "SELECT count(*), sum(length(id) + length(session_id) + length(bot
   + tokens + length(meta::text) + cardinality(embedding)), max(created_at) FROM :tbl"
 
 declare -A lance
-while IFS=$'\t' read -r name value; do lance[$name]=$value; done < <(
-  LANCE_PREFIX=$lance_prefix node "$repo/bench/read_path_lance.mjs" "$bench_dir/lance" "$rows" "$dim" "$bots" \
-    "$bot" "$k" "$repeat" 2>/dev/null)
+LANCE_PREFIX=$lance_prefix node "$repo/bench/read_path_lance.mjs" "$bench_dir/lance" "$rows" "$dim" "$bots" \
+  "$bot" "$k" "$repeat" >"$bench_dir/lance.out" 2>"$bench_dir/lance.log" ||
+  { cat "$bench_dir/lance.log" >&2; exit 1; }
+while IFS=$'\t' read -r name value; do lance[$name]=$value; done <"$bench_dir/lance.out"
 [ "${lance[lance_indices]}" = 0 ] || { echo "LanceDB table has a vector index: not a flat search" >&2; exit 1; }
 query=$(node "$repo/bench/read_path_data.mjs" query "$dim")
 if has_cosine; then

@@ -92,7 +92,7 @@ function median(xs) {
 async function timeQuery(table, query, where) {
 	const run = () => {
 		let q = table.query().nearestTo(query).distanceType('cosine').bypassVectorIndex()
-			.select(['id']).limit(k);
+			.select(['id', '_distance']).limit(k);
 		if (where !== null)
 			q = q.where(where);
 		return q.toArray();
