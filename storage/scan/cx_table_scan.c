@@ -100,6 +100,13 @@ typedef enum scan_phase
 struct cx_tablescan
 {
 	cx_snapshot *snap;			/* borrowed */
+	cx_scan_spec spec;			/* what it points to is the caller's */
+	/* Top-k bound (cx_tablescan_set_bound). */
+	bool		has_bound;
+	uint32_t	bound_column;
+	cx_datum	bound;
+	bool		bound_desc;
+	bool		bound_nulls_win;
 	const cx_schema *table;		/* snap->base->schema */
 	bool	   *want_user;		/* table->ncolumns entries */
 	bool	   *want;			/* per column of the open fragment */
@@ -299,11 +306,14 @@ begin_lookup(cx_tablescan *scan, const uint8_t *const *keys,
 						 nkeys, &scan->lookup, err);
 }
 
-static cx_code
-begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
-	  const size_t *lens, uint32_t nkeys, cx_tablescan **out, cx_err *err)
+cx_code
+cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
+						cx_tablescan **out, cx_err *err)
 {
+	static const uint8_t *const none[1] = {NULL};
 	cx_tablescan *scan = calloc(1, sizeof(cx_tablescan));
+	const bool *want = spec->want;
+	const uint8_t *const *keys = NULL;
 	const cx_manifest *base = snap->base;
 	uint32_t	n;
 
@@ -311,6 +321,9 @@ begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
 	if (scan == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
 	scan->snap = snap;
+	scan->spec = *spec;
+	if (spec->has_keys)
+		keys = spec->keys != NULL ? spec->keys : none;
 	scan->table = snap->base->schema;
 	scan->phase = PHASE_BASE;
 	if (scan->table == NULL)
@@ -330,7 +343,7 @@ begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
 		scan->want_user[c] = want == NULL || want[c];
 	scan->dedup = base->key_column != NULL && snap->ngens > 0;
 	scan->cut_ts = base->truncated_before_us;
-	if ((keys != NULL && begin_lookup(scan, keys, lens, nkeys, err) != CX_OK) ||
+	if ((keys != NULL && begin_lookup(scan, keys, spec->lens, spec->nkeys, err) != CX_OK) ||
 		(scan->dedup &&
 		 (cx_key_column(scan->table, base->key_column, &scan->key_col,
 						err) != CX_OK ||
@@ -344,11 +357,22 @@ begin(cx_snapshot *snap, const bool *want, const uint8_t *const *keys,
 	return CX_OK;
 }
 
+void
+cx_scan_spec_init(cx_scan_spec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->order_column = -1;
+}
+
 cx_code
 cx_tablescan_begin(cx_snapshot *snap, const bool *want, cx_tablescan **out,
 				   cx_err *err)
 {
-	return begin(snap, want, NULL, NULL, 0, out, err);
+	cx_scan_spec spec;
+
+	cx_scan_spec_init(&spec);
+	spec.want = want;
+	return cx_tablescan_begin_spec(snap, &spec, out, err);
 }
 
 cx_code
@@ -356,10 +380,26 @@ cx_tablescan_begin_keys(cx_snapshot *snap, const bool *want,
 						const uint8_t *const *keys, const size_t *lens,
 						uint32_t nkeys, cx_tablescan **out, cx_err *err)
 {
-	static const uint8_t *const none[1] = {NULL};
+	cx_scan_spec spec;
 
-	return begin(snap, want, keys != NULL ? keys : none, lens, nkeys, out,
-				 err);
+	cx_scan_spec_init(&spec);
+	spec.want = want;
+	spec.has_keys = true;
+	spec.keys = keys;
+	spec.lens = lens;
+	spec.nkeys = nkeys;
+	return cx_tablescan_begin_spec(snap, &spec, out, err);
+}
+
+void
+cx_tablescan_set_bound(cx_tablescan *scan, uint32_t column,
+					   const cx_datum *bound, bool desc, bool nulls_win)
+{
+	scan->has_bound = true;
+	scan->bound_column = column;
+	scan->bound = *bound;
+	scan->bound_desc = desc;
+	scan->bound_nulls_win = nulls_win;
 }
 
 /* --------------------------------------------------------------------------

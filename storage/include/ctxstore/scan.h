@@ -64,6 +64,75 @@ const cx_colvec *cx_tablescan_column(const cx_tablescan *scan,
 									 uint32_t column);
 void		cx_tablescan_end(cx_tablescan *scan);
 
+/*
+ * Scans described by a spec (docs/design/scan.md).  Predicates are a
+ * conjunction used only to skip whole fragments and row groups whose
+ * statistics prove that no row matches; rows are not filtered by them (the
+ * caller rechecks).  The spec and everything it points to must stay valid
+ * until cx_tablescan_end().
+ */
+typedef enum cx_pred_op
+{
+	CX_PRED_EQ = 1,
+	CX_PRED_NE,
+	CX_PRED_LT,
+	CX_PRED_LE,
+	CX_PRED_GT,
+	CX_PRED_GE,
+	CX_PRED_IS_NULL,
+	CX_PRED_IS_NOT_NULL,
+	CX_PRED_IN,					/* values[0..nvalues) */
+	CX_PRED_PREFIX				/* string/binary starts with values[0] */
+} cx_pred_op;
+
+typedef struct cx_pred
+{
+	uint32_t	column;			/* base-schema column index */
+	cx_pred_op	op;
+	const cx_datum *values;		/* 1 for comparisons and PREFIX, n for IN,
+								 * none for IS [NOT] NULL */
+	uint32_t	nvalues;
+} cx_pred;
+
+typedef struct cx_scan_spec
+{
+	const bool *want;			/* per base column; NULL = all */
+	const cx_pred *preds;
+	uint32_t	npreds;
+	/* Key lookup: only rows whose key is one of nkeys keys (as
+	 * cx_tablescan_begin_keys). */
+	bool		has_keys;
+	const uint8_t *const *keys;
+	const size_t *lens;
+	uint32_t	nkeys;
+	/* Top-k help: visit base fragments and row groups best-first by this
+	 * column's statistics (largest max first when order_desc, smallest min
+	 * first otherwise); -1 = storage order. */
+	int32_t		order_column;
+	bool		order_desc;
+	/* Parallel scans: when claim is set, the scan reads only the units
+	 * (fragment row groups, numbered in one deterministic order of the
+	 * snapshot) that claim() hands it, and claim returns false when none is
+	 * left.  Every participant builds the same de-duplication map. */
+	bool		(*claim) (void *arg, uint32_t *unit);
+	void	   *claim_arg;
+} cx_scan_spec;
+
+/* A spec that reads every column of every row, in storage order. */
+void		cx_scan_spec_init(cx_scan_spec *spec);
+cx_code		cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
+									cx_tablescan **out, cx_err *err);
+/*
+ * Top-k: from now on, skip fragments and row groups none of whose values of
+ * column can be better than *bound (greater when desc, smaller otherwise);
+ * groups holding NULLs are kept when nulls_win (NULLS FIRST of a DESC
+ * order).  A later call replaces the bound; what *bound points to stays
+ * the caller's and must live until then (or cx_tablescan_end()).
+ */
+void		cx_tablescan_set_bound(cx_tablescan *scan, uint32_t column,
+								   const cx_datum *bound, bool desc,
+								   bool nulls_win);
+
 /* What a scan did so far, for tests, EXPLAIN ANALYZE and stats. */
 typedef struct cx_tablescan_stats
 {
