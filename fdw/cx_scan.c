@@ -13,7 +13,9 @@
  * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
  * buffered row before it.  Quals are all evaluated locally by the executor;
  * a qual naming keys (cx_keypath.c) also makes the scan read only the row
- * groups that hold them.
+ * groups that hold them, and quals the store's statistics can answer
+ * (cx_pushdown.c) make it skip fragments and row groups none of whose rows
+ * match.
  *
  * Snapshots are shared, reference-counted, by the planning and the execution
  * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):
@@ -76,6 +78,8 @@ typedef struct CxScanState
 	CxKeyClause key;			/* a qual naming keys (key.clause NULL: none) */
 	ExprState  *key_values;		/* its keys, evaluated as the scan begins */
 	ExprContext *econtext;
+	/* Predicate pushdown (cx_pushdown.c): NULL when no qual is pushed. */
+	CxPushdown *pushdown;
 
 	/* Position in the store: rows[pos] of group, of nrows visible rows. */
 	cx_tablescan *scan;			/* NULL: empty store, or EXPLAIN only */
@@ -228,6 +232,9 @@ typedef struct CxPlanInfo
 	List	   *retrieved;		/* attributes to fetch */
 	bool		has_key;		/* key holds a qual naming keys */
 	CxKeyClause key;
+	List	   *pushed;			/* cxfdw_pushdown_classify() */
+	List	   *pushed_values;
+	double		read_rows;		/* of the fragments not skipped */
 } CxPlanInfo;
 
 /* Estimates the rows and records the attributes to fetch (those the query
@@ -243,7 +250,18 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	table_close(rel, NoLock);
 	baserel->tuples = table_rows(ri);
-	baserel->rows = clamp_row_est(baserel->tuples *
+	/* Rows of the fragments the pushed quals do not skip, and of those the
+	 * share PostgreSQL's selectivity says match. */
+	pi->pushed = cxfdw_pushdown_classify(baserel, ri, &pi->pushed_values);
+	pi->read_rows = baserel->tuples;
+	if (pi->pushed != NIL)
+	{
+		cx_snapshot *snap = snap_get(ri)->snap;
+
+		pi->read_rows -= (double) cx_snapshot_row_estimate(snap) -
+			cxfdw_pushdown_rows(snap, pi->pushed, pi->pushed_values, ri);
+	}
+	baserel->rows = clamp_row_est(pi->read_rows *
 								  clauselist_selectivity(root, baserel->baserestrictinfo,
 														 0, JOIN_INNER, NULL));
 
@@ -260,12 +278,13 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	baserel->fdw_private = pi;
 }
 
-/* A key lookup costs its rows; any other scan reads every row. */
+/* A key lookup costs its rows; any other scan reads every row of the
+ * fragments it does not skip. */
 static void
 cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
-	double		read = pi->has_key ? baserel->rows : baserel->tuples;
+	double		read = pi->has_key ? baserel->rows : pi->read_rows;
 	Cost		startup = STORE_STARTUP_COST + baserel->baserestrictcost.startup;
 	Cost		total = startup + read *
 		(cpu_tuple_cost + baserel->baserestrictcost.per_tuple);
@@ -277,9 +296,10 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 }
 
 /*
- * fdw_private: the attributes to fetch and the qual naming keys (NULL if
- * none); fdw_exprs: that qual's keys, so that setrefs fixes their
- * parameters.  The qual stays among the plan's quals (rechecked).
+ * fdw_private: the attributes to fetch, the qual naming keys (NULL if
+ * none) and the pushed quals; fdw_exprs: that qual's keys, then the pushed
+ * quals' values, so that setrefs fixes their parameters.  Every qual stays
+ * among the plan's quals (rechecked).
  */
 static ForeignScan *
 cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -288,12 +308,14 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
 	List	   *private = list_make1(pi->retrieved);
+	List	   *exprs = pi->has_key ? list_make1(pi->key.values) : NIL;
 
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
+	private = lappend(private, pi->pushed);
+	exprs = list_concat(exprs, pi->pushed_values);
 	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid,
-							pi->has_key ? list_make1(pi->key.values) : NIL,
-							private, NIL, NIL, outer_plan);
+							baserel->relid, exprs, private, NIL, NIL,
+							outer_plan);
 }
 
 /* ---- execution ---- */
@@ -370,11 +392,10 @@ choose_store_columns(CxScanState *s, const cx_manifest *base)
 	s->want[s->store_key_col] = true;
 }
 
-/* A scan of the rows of n keys (in the key column's type). */
-static cx_code
-begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
-			   const cx_datum *keys, uint32 n, cx_tablescan **scan,
-			   cx_err *err)
+/* Makes spec look up the rows of n keys (in the key column's type). */
+static void
+spec_keys(cx_scan_spec *spec, const CxTypeInfo *ti, const cx_datum *keys,
+		  uint32 n)
 {
 	const uint8_t **bytes = palloc(sizeof(uint8_t *) * Max(n, 1));
 	size_t	   *lens = palloc(sizeof(size_t) * Max(n, 1));
@@ -384,15 +405,21 @@ begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
 		(void) cx_datum_key_bytes(ti->type, &keys[i],
 								  fixed + (size_t) i * CX_KEY_FIXED_MAX,
 								  &bytes[i], &lens[i]);
-	return cx_tablescan_begin_keys(snap, want, bytes, lens, n, scan, err);
+	spec->has_keys = true;
+	spec->keys = bytes;
+	spec->lens = lens;
+	spec->nkeys = n;
 }
 
 /* Starts reading the snapshot's rows (none for an empty store): those of
- * the keys a qual names (evaluated now: parameters may differ per rescan),
- * or all of them. */
+ * the keys a qual names, or all of them, skipping what the pushed quals
+ * rule out (keys and values evaluated now, in per-query memory that lasts
+ * as long as the scan: parameters may differ per rescan). */
 static void
 begin_store_scan(CxScanState *s)
 {
+	MemoryContext old;
+	cx_scan_spec spec;
 	cx_err		err;
 	cx_code		rc;
 
@@ -401,20 +428,23 @@ begin_store_scan(CxScanState *s)
 	s->pos = s->nrows = 0;
 	if (s->want == NULL)
 		return;
+	old = MemoryContextSwitchTo(s->econtext->ecxt_per_query_memory);
+	cx_scan_spec_init(&spec);
+	spec.want = s->want;
 	if (s->key_values != NULL)
 	{
 		const CxTypeInfo *ti = &s->ri->columns[s->key.key_att].type;
-		MemoryContext old = MemoryContextSwitchTo(s->econtext->ecxt_per_query_memory);
 		uint32		n;
 		cx_datum   *keys = cxfdw_key_values(&s->key, s->key_values, ti,
 											s->econtext, &n);
 
-		rc = begin_key_scan(s->snap->snap, s->want, ti, keys, n, &s->scan,
-							&err);
-		MemoryContextSwitchTo(old);
+		spec_keys(&spec, ti, keys, n);
 	}
-	else
-		rc = cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err);
+	if (s->pushdown != NULL)
+		spec.preds = cxfdw_pushdown_preds(s->pushdown, s->ri, &s->bind,
+										  s->econtext, &spec.npreds);
+	rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
+	MemoryContextSwitchTo(old);
 	if (rc != CX_OK)
 		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
 					s->ri->uri, s->ri->relname);
@@ -434,14 +464,16 @@ cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
 	const cx_rowgroup *g;
 	const uint32_t *rows;
 	uint32_t	n = 0;
-	bool	   *want;
+	cx_scan_spec spec;
 	cx_err		err;
 	cx_code		rc;
 
 	if (base->schema == NULL)
 		return false;
-	want = palloc0(sizeof(bool) * base->schema->ncolumns);
-	rc = begin_key_scan(snap->snap, want, key_type, key, 1, &scan, &err);
+	cx_scan_spec_init(&spec);
+	spec.want = palloc0(sizeof(bool) * base->schema->ncolumns);
+	spec_keys(&spec, key_type, key, 1);
+	rc = cx_tablescan_begin_spec(snap->snap, &spec, &scan, &err);
 	if (rc == CX_OK)
 		rc = cx_tablescan_next(scan, &g, &rows, &n, &err);
 	cx_tablescan_end(scan);
@@ -463,13 +495,18 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->ri = cxfdw_rel_info(node->ss.ss_currentRelation,
 						   OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId());
 	s->retrieved = linitial(plan->fdw_private);
+	s->econtext = node->ss.ps.ps_ExprContext;
 	if (lsecond(plan->fdw_private) != NULL)
 	{
 		cxfdw_key_clause_of_plan(lsecond(plan->fdw_private),
 								 linitial(plan->fdw_exprs), s->ri, &s->key);
 		s->key_values = ExecInitExpr(s->key.values, &node->ss.ps);
-		s->econtext = node->ss.ps.ps_ExprContext;
 	}
+	if (lthird(plan->fdw_private) != NIL)
+		s->pushdown = cxfdw_pushdown_begin(lthird(plan->fdw_private),
+										   list_copy_tail(plan->fdw_exprs,
+														  s->key_values != NULL ? 1 : 0),
+										   &node->ss.ps);
 	cx_buf_init(&s->scratch);
 	s->cleanup.func = release_store_objects;
 	s->cleanup.arg = s;
@@ -677,17 +714,21 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 																		NIL),
 											   false, false),
 							es);
+	if (es->verbose)
+		cxfdw_pushdown_explain(s->pushdown, node, es);
 	if (es->analyze && s->scan != NULL)
 	{
 		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
 
 		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
-		if (s->key.clause != NULL)
+		if (s->key.clause != NULL || s->pushdown != NULL)
 		{
 			ExplainPropertyUInteger("Row Groups Read", NULL, st->row_groups_read, es);
 			ExplainPropertyUInteger("Row Groups Skipped", NULL,
 									st->row_groups_skipped, es);
 		}
+		if (s->pushdown != NULL)
+			cxfdw_pushdown_explain_counts(st, es);
 		ExplainPropertyUInteger("Rows Hidden", NULL, st->rows_hidden, es);
 	}
 	if (es->verbose && s->retrieved != NIL)

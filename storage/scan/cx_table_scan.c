@@ -383,6 +383,31 @@ stats_may_match(const cx_tablescan *scan, stats_at_fn stats_at, uint32_t at)
 						  scan->bound_nulls_win);
 }
 
+uint64_t
+cx_snapshot_rows_matching(const cx_snapshot *snap, const cx_pred *preds,
+						  uint32_t npreds)
+{
+	cx_tablescan scan = {0};
+	uint64_t	rows = 0;
+
+	if (snap->base->schema == NULL)
+		return 0;
+	scan.snap = (cx_snapshot *) snap;
+	scan.table = snap->base->schema;
+	scan.spec.preds = preds;
+	scan.spec.npreds = npreds;
+	scan.phase = PHASE_BASE;
+	for (uint32_t i = 0; i < snap->base->nfragments; i++)
+		if (stats_may_match(&scan, fragment_stats_at, i))
+			rows += snap->base->fragments[i].rows -
+				cx_manifest_deleted_count(snap->base, i);
+	scan.phase = PHASE_GENS;
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		if (stats_may_match(&scan, fragment_stats_at, i))
+			rows += snap->gens[i].gen->fragment.rows;
+	return rows;
+}
+
 typedef struct order_sort
 {
 	const cx_tablescan *scan;

@@ -118,6 +118,12 @@ typedef struct cx_scan_spec
 	void	   *claim_arg;
 } cx_scan_spec;
 
+/* Rows estimate (as cx_snapshot_row_estimate) of the fragments whose
+ * statistics do not rule out the predicates (a conjunction): what a scan
+ * with them reads at most. */
+uint64_t	cx_snapshot_rows_matching(const cx_snapshot *snap,
+									  const cx_pred *preds, uint32_t npreds);
+
 /* A spec that reads every column of every row, in storage order. */
 void		cx_scan_spec_init(cx_scan_spec *spec);
 cx_code		cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
