@@ -33,12 +33,16 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
+#include "optimizer/prep.h"
 #include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -73,6 +77,8 @@ typedef struct CxScanState
 	CxRelInfo  *ri;
 	CxSnap	   *snap;			/* one reference held */
 	List	   *retrieved;		/* attribute numbers the query needs */
+	bool		narrow_slot;	/* the scan slot holds just those, in order
+								 * (fdw_scan_tlist) */
 	CxBinding	bind;			/* table columns vs the store's */
 	bool	   *want;			/* per store column: fetch it */
 	CxKeyClause key;			/* a qual naming keys (key.clause NULL: none) */
@@ -235,6 +241,7 @@ typedef struct CxPlanInfo
 	List	   *pushed;			/* cxfdw_pushdown_classify() */
 	List	   *pushed_values;
 	double		read_rows;		/* of the fragments not skipped */
+	bool		user_columns_only;	/* no whole-row or system column used */
 } CxPlanInfo;
 
 /* Estimates the rows and records the attributes to fetch (those the query
@@ -270,6 +277,8 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
 					   baserel->relid, &attrs);
 	pi->retrieved = retrieved_attrs(attrs, ri->natts);
+	pi->user_columns_only = bms_is_empty(attrs) ||
+		bms_next_member(attrs, -1) > -FirstLowInvalidHeapAttributeNumber;
 	pi->has_key = cxfdw_key_clause(baserel, ri, &pi->key);
 	/* A key has at most one row. */
 	if (pi->has_key)
@@ -295,6 +304,65 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 													   NIL, NULL, NULL, NIL));
 }
 
+/* The retrieved attributes as a target list of Vars of baserel. */
+static List *
+retrieved_tlist(RelOptInfo *baserel, const CxRelInfo *ri, List *retrieved)
+{
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, retrieved)
+	{
+		const CxTypeInfo *ti = &ri->columns[lfirst_int(lc) - 1].type;
+		Var		   *v = makeVar(baserel->relid, lfirst_int(lc),
+								ti->typid, ti->typmod,
+								get_typcollation(ti->typid), 0);
+
+		tlist = lappend(tlist, makeTargetEntry((Expr *) v,
+											   list_length(tlist) + 1,
+											   NULL, false));
+	}
+	return tlist;
+}
+
+/*
+ * The scan's output, when it can be narrowed to the attributes fetched (a
+ * scan of a table not being modified or locked, using user columns only):
+ * the planner's physical target list (every column) becomes the path's
+ * target (labelled with its sort and group references, as the planner
+ * labels what it builds), and the scan tuple the fetched columns
+ * (*scan_tlist; NIL when none is).
+ */
+static List *
+narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, const CxRelInfo *ri,
+			 const CxPlanInfo *pi, const PathTarget *target, List *tlist,
+			 List **scan_tlist)
+{
+	List	   *used = NIL;
+	ListCell   *lc;
+
+	*scan_tlist = NIL;
+	if (!pi->user_columns_only ||
+		baserel->relid == root->parse->resultRelation ||
+		get_plan_rowmark(root->rowMarks, baserel->relid) != NULL)
+		return tlist;
+	foreach(lc, target->exprs)
+	{
+		TargetEntry *te;
+
+		if (!IsA(lfirst(lc), Var))
+			return tlist;
+		te = makeTargetEntry(lfirst(lc), list_length(used) + 1, NULL, false);
+		if (target->sortgrouprefs != NULL)
+			te->ressortgroupref = target->sortgrouprefs[foreach_current_index(lc)];
+		used = lappend(used, te);
+	}
+	/* Nothing fetched (count(*)): a relation-shaped scan tuple, all NULL. */
+	if (pi->retrieved != NIL)
+		*scan_tlist = retrieved_tlist(baserel, ri, pi->retrieved);
+	return tlist_same_exprs(tlist, used) ? tlist : used;
+}
+
 /*
  * fdw_private: the attributes to fetch, the qual naming keys (NULL if
  * none) and the pushed quals; fdw_exprs: that qual's keys, then the pushed
@@ -309,12 +377,17 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	const CxPlanInfo *pi = baserel->fdw_private;
 	List	   *private = list_make1(pi->retrieved);
 	List	   *exprs = pi->has_key ? list_make1(pi->key.values) : NIL;
+	Relation	rel = table_open(foreigntableid, NoLock);
+	List	   *scan_tlist;
 
+	tlist = narrow_tlist(root, baserel, cxfdw_rel_columns(rel), pi,
+						 best_path->path.pathtarget, tlist, &scan_tlist);
+	table_close(rel, NoLock);
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
 	private = lappend(private, pi->pushed);
 	exprs = list_concat(exprs, pi->pushed_values);
 	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid, exprs, private, NIL, NIL,
+							baserel->relid, exprs, private, scan_tlist, NIL,
 							outer_plan);
 }
 
@@ -495,6 +568,7 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->ri = cxfdw_rel_info(node->ss.ss_currentRelation,
 						   OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId());
 	s->retrieved = linitial(plan->fdw_private);
+	s->narrow_slot = plan->fdw_scan_tlist != NIL;
 	s->econtext = node->ss.ps.ps_ExprContext;
 	if (lsecond(plan->fdw_private) != NULL)
 	{
@@ -527,6 +601,13 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->scan_pending_start = true;
 }
 
+/* Where attribute att, the i-th retrieved, goes in the scan tuple. */
+static int
+slot_position(const CxScanState *s, int att, int i)
+{
+	return s->narrow_slot ? i : att;
+}
+
 static void
 fill_from_group(CxScanState *s, TupleTableSlot *slot)
 {
@@ -538,16 +619,17 @@ fill_from_group(CxScanState *s, TupleTableSlot *slot)
 	foreach(lc, s->retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
+		int			at = slot_position(s, att, foreach_current_index(lc));
 		cx_datum	d;
 
 		cx_colvec_get(cx_tablescan_column(s->scan, s->bind.att_col[att]),
 					  row, &d);
-		slot->tts_isnull[att] = d.isnull;
+		slot->tts_isnull[at] = d.isnull;
 		if (d.isnull)
 			continue;
 		ec.att = att;
-		slot->tts_values[att] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
-											  CX_LIST_SLICE);
+		slot->tts_values[at] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
+											 CX_LIST_SLICE);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
 }
@@ -615,14 +697,15 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	foreach(lc, s->retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
+		int			at = slot_position(s, att, foreach_current_index(lc));
 		const cx_datum *d = &s->pending_values[s->pending_bind.att_col[att]];
 
-		slot->tts_isnull[att] = d->isnull;
+		slot->tts_isnull[at] = d->isnull;
 		if (d->isnull)
 			continue;
 		ec.att = att;
-		slot->tts_values[att] = cxfdw_from_cx(&s->ri->columns[att].type, d,
-											  CX_LIST_ITEMS);
+		slot->tts_values[at] = cxfdw_from_cx(&s->ri->columns[att].type, d,
+											 CX_LIST_ITEMS);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
 }

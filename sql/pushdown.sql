@@ -88,6 +88,21 @@ UPDATE pd_heap SET n = 5000 WHERE id = 'b150';
 SELECT id, n FROM pd WHERE n = 150;
 SELECT id, n FROM pd WHERE n = 5000;
 
+-- The scan outputs only the columns the query uses (none for count(*));
+-- its tuple holds the columns fetched.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM pd;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM pd WHERE n > 295 ORDER BY f;
+SELECT id FROM pd WHERE n > 295 ORDER BY f;
+SELECT substr(id, 1, 1) AS l, count(*), sum(n) FROM pd GROUP BY 1 ORDER BY 1;
+SELECT count(*) FROM pd p JOIN pd_heap h USING (id) WHERE p.n = h.n;
+SELECT p FROM pd p WHERE n = 7;
+SELECT tableoid::regclass, id FROM pd WHERE n = 7;
+
+-- Estimates: the rows of the fragments the constants do not skip.
+EXPLAIN SELECT id FROM pd WHERE n = 150;
+EXPLAIN SELECT id FROM pd WHERE n > 0;
+EXPLAIN SELECT id FROM pd WHERE n > 250;
+
 -- The same rows as the heap copy, for every operator and type.
 CREATE FUNCTION same_as_heap(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -115,3 +130,8 @@ SELECT q, same_as_heap(q) FROM (VALUES
   ('g = ''00000000-0000-0000-0000-000000000150'''), ('g IS NULL'),
   ('g > ''00000000-0000-0000-0000-000000000290''')
 ) v(q);
+
+SET client_min_messages = warning;
+DROP EXTENSION ctxstore CASCADE;
+DROP TABLE pd_heap;
+DROP FUNCTION same_as_heap(text);
