@@ -42,7 +42,6 @@
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
-#include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -304,19 +303,19 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 													   NIL, NULL, NULL, NIL));
 }
 
-/* The retrieved attributes as a target list of Vars of baserel. */
+/* The retrieved attributes as a target list of Vars of baserel (of the
+ * attributes' own types: a domain, not its base type). */
 static List *
-retrieved_tlist(RelOptInfo *baserel, const CxRelInfo *ri, List *retrieved)
+retrieved_tlist(RelOptInfo *baserel, TupleDesc desc, List *retrieved)
 {
 	List	   *tlist = NIL;
 	ListCell   *lc;
 
 	foreach(lc, retrieved)
 	{
-		const CxTypeInfo *ti = &ri->columns[lfirst_int(lc) - 1].type;
-		Var		   *v = makeVar(baserel->relid, lfirst_int(lc),
-								ti->typid, ti->typmod,
-								get_typcollation(ti->typid), 0);
+		Form_pg_attribute a = TupleDescAttr(desc, lfirst_int(lc) - 1);
+		Var		   *v = makeVar(baserel->relid, lfirst_int(lc), a->atttypid,
+								a->atttypmod, a->attcollation, 0);
 
 		tlist = lappend(tlist, makeTargetEntry((Expr *) v,
 											   list_length(tlist) + 1,
@@ -334,7 +333,7 @@ retrieved_tlist(RelOptInfo *baserel, const CxRelInfo *ri, List *retrieved)
  * (*scan_tlist; NIL when none is).
  */
 static List *
-narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, const CxRelInfo *ri,
+narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, TupleDesc desc,
 			 const CxPlanInfo *pi, const PathTarget *target, List *tlist,
 			 List **scan_tlist)
 {
@@ -359,7 +358,7 @@ narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, const CxRelInfo *ri,
 	}
 	/* Nothing fetched (count(*)): a relation-shaped scan tuple, all NULL. */
 	if (pi->retrieved != NIL)
-		*scan_tlist = retrieved_tlist(baserel, ri, pi->retrieved);
+		*scan_tlist = retrieved_tlist(baserel, desc, pi->retrieved);
 	return tlist_same_exprs(tlist, used) ? tlist : used;
 }
 
@@ -380,7 +379,7 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	Relation	rel = table_open(foreigntableid, NoLock);
 	List	   *scan_tlist;
 
-	tlist = narrow_tlist(root, baserel, cxfdw_rel_columns(rel), pi,
+	tlist = narrow_tlist(root, baserel, RelationGetDescr(rel), pi,
 						 best_path->path.pathtarget, tlist, &scan_tlist);
 	table_close(rel, NoLock);
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);

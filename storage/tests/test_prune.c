@@ -365,6 +365,7 @@ CX_TEST(prune_scan_skips_fragments_and_groups)
 	cx_scan_spec spec;
 	cx_datum	two = i64(2);
 	cx_pred		p = {1, CX_PRED_EQ, &two, 1};
+	cx_snapshot *snap;
 	found		f;
 	cx_err		err;
 
@@ -379,6 +380,11 @@ CX_TEST(prune_scan_skips_fragments_and_groups)
 	REQUIRE_OK(merge_small_groups(s, "a", 10, &err), &err);
 	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_put(w, "e", 0, 10, 5, true, &err), &err);
+
+	REQUIRE_OK(cx_snapshot_open(s, 0, &snap, &err), &err);
+	CHECK(cx_snapshot_rows_matching(snap, &p, 1) == 20);
+	CHECK(cx_snapshot_rows_matching(snap, NULL, 0) == 50);
+	cx_snapshot_close(snap);
 
 	cx_scan_spec_init(&spec);
 	spec.preds = &p;
