@@ -278,11 +278,14 @@ cxfdw_pushdown_classify(RelOptInfo *baserel, const CxRelInfo *ri,
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 		PushedClause pc;
+		List	   *cond;
 
 		if (!classify(rinfo->clause, baserel->relid, ri, &pc))
 			continue;
-		conds = lappend(conds, list_make3(pc.clause, makeInteger(pc.att),
-										  makeInteger(pc.op)));
+		cond = list_make1(pc.clause);
+		cond = lappend(cond, makeInteger(pc.att));
+		cond = lappend(cond, makeInteger(pc.op));
+		conds = lappend(conds, cond);
 		*values = lappend(*values, pc.values);
 	}
 	return conds;
@@ -382,20 +385,19 @@ plan_preds(List *conds, List *values, const CxRelInfo *ri,
 		   const CxBinding *bind, uint32 *n)
 {
 	cx_pred    *preds = palloc(sizeof(cx_pred) * Max(list_length(conds), 1));
-	ListCell   *lc;
-	ListCell   *lv;
 
 	*n = 0;
-	forboth(lc, conds, lv, values)
+	for (int i = 0; i < list_length(conds); i++)
 	{
-		int			att = cond_att(lfirst(lc));
-		Expr	   *value = lfirst(lv);
+		List	   *cond = list_nth(conds, i);
+		int			att = cond_att(cond);
+		Expr	   *value = list_nth(values, i);
 		Const	   *c = (Const *) value;
 
 		if (bind->att_col[att] < 0 || (value != NULL && !IsA(value, Const)))
 			continue;
 		if (make_pred(&ri->columns[att].type, bind->att_col[att],
-					  cond_op(lfirst(lc)), value,
+					  cond_op(cond), value,
 					  c != NULL ? c->constvalue : (Datum) 0,
 					  c != NULL && c->constisnull, &preds[*n]))
 			(*n)++;
