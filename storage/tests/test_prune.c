@@ -463,7 +463,8 @@ CX_TEST(prune_pruned_base_group_still_shadows_generations)
 }
 
 /* order_column visits base fragments and row groups best first; a bound set
- * after the first batch skips the groups that cannot beat it. */
+ * after the first batch skips the fragments and groups that cannot beat
+ * it. */
 CX_TEST(prune_scan_order_and_bound)
 {
 	cx_objstore *s = mw_open_store();
@@ -480,6 +481,10 @@ CX_TEST(prune_scan_order_and_bound)
 
 	REQUIRE(s != NULL);
 	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	/* the first base fragment in storage order is the worst */
+	REQUIRE_OK(mw_put(w, "z", 0, 10, 0, true, &err), &err);
+	REQUIRE_OK(merge_small_groups(s, "a", 10, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
 	REQUIRE_OK(mw_put(w, "a", 0, 10, 1, false, &err), &err);
 	REQUIRE_OK(mw_put(w, "b", 0, 10, 9, false, &err), &err);
 	REQUIRE_OK(mw_put(w, "c", 0, 10, 4, true, &err), &err);
@@ -503,6 +508,7 @@ CX_TEST(prune_scan_order_and_bound)
 	} while (g != NULL);
 	CHECK(batches == 0);
 	CHECK(cx_tablescan_get_stats(scan)->base.row_groups_skipped == 2);
+	CHECK(cx_tablescan_get_stats(scan)->base.fragments_skipped == 1);
 	cx_tablescan_end(scan);
 	cx_snapshot_close(snap);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
