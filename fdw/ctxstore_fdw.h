@@ -10,6 +10,7 @@
  *   cx_store.c       per-backend store handles and manifest cache, access checks
  *   cx_scan.c        planner, executor scan and EXPLAIN
  *   cx_keypath.c     scans that read only given keys (key = / IN / ANY)
+ *   cx_pushdown.c    clauses the store skips fragments and row groups by
  *   cx_modify.c      INSERT, COPY FROM, UPDATE, DELETE, TRUNCATE into the
  *                    transaction's buffer
  *   cx_xact.c        the transaction buffers, their key maps and their
@@ -31,6 +32,7 @@
 
 #include "postgres.h"
 
+#include "commands/explain.h"
 #include "foreign/fdwapi.h"
 #include "utils/relcache.h"
 
@@ -292,6 +294,40 @@ extern bool cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
 extern cx_datum *cxfdw_key_values(const CxKeyClause *kc, ExprState *values,
 								  const CxTypeInfo *ti, ExprContext *econtext,
 								  uint32 *n);
+/* The column's values a value (is_array: the elements of an array) of
+ * value_type stands for: NULLs and numbers no value of the column can equal
+ * left out. */
+extern cx_datum *cxfdw_values_of(bool is_array, Oid value_type, Datum v,
+								 bool isnull, const CxTypeInfo *ti, uint32 *n);
+/* Whether values of value_type convert exactly to the column's (its own
+ * type, varchar for text, or a number of another width). */
+extern bool cxfdw_value_type_convertible(const CxTypeInfo *ti, Oid value_type);
+/* The attribute (0-based) node is a column of relid under any
+ * binary-compatible relabelling (as varchar = text has), or -1. */
+extern int	cxfdw_column_att(Node *node, Index relid);
+/* Whether expr can be computed once when the scan begins: no column of
+ * relid, nothing volatile. */
+extern bool cxfdw_is_scan_constant(Node *expr, Index relid);
+
+/* ---- predicate pushdown (cx_pushdown.c) ---- */
+
+typedef struct CxPushdown CxPushdown;
+
+extern List *cxfdw_pushdown_classify(RelOptInfo *baserel, const CxRelInfo *ri,
+									 List **values);
+/* Rows of snap the plan-time constant clauses do not skip. */
+extern double cxfdw_pushdown_rows(cx_snapshot *snap, List *conds,
+								  List *values, const CxRelInfo *ri);
+extern CxPushdown *cxfdw_pushdown_begin(List *conds, List *values,
+										PlanState *ps);
+extern cx_pred *cxfdw_pushdown_preds(const CxPushdown *pd,
+									 const CxRelInfo *ri,
+									 const CxBinding *bind,
+									 ExprContext *econtext, uint32 *n);
+extern void cxfdw_pushdown_explain(const CxPushdown *pd,
+								   ForeignScanState *node, ExplainState *es);
+extern void cxfdw_pushdown_explain_counts(const cx_tablescan_stats *st,
+										  ExplainState *es);
 
 /* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
 

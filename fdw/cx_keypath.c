@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -84,26 +86,51 @@ byte_equality_type(const CxTypeInfo *ti, Oid collation)
 		(!OidIsValid(collation) || get_collation_isdeterministic(collation));
 }
 
-/* Whether node is the key column of the scanned relation (under any
- * binary-compatible relabelling, as varchar = text has). */
+/* Whether node is the key column of the scanned relation. */
 static bool
 is_key_var(Node *node, Index relid, int key_att)
 {
-	while (node != NULL && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node != NULL && IsA(node, Var) &&
-		((Var *) node)->varno == relid &&
-		((Var *) node)->varlevelsup == 0 &&
-		((Var *) node)->varattno == key_att + 1;
+	return cxfdw_column_att(node, relid) == key_att;
 }
 
-/* Whether expr can be computed once when the scan begins. */
-static bool
-is_scan_constant(Node *expr, Index relid)
+int
+cxfdw_column_att(Node *node, Index relid)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (node == NULL || !IsA(node, Var) || ((Var *) node)->varno != relid ||
+		((Var *) node)->varlevelsup != 0 || ((Var *) node)->varattno < 1)
+		return -1;
+	return ((Var *) node)->varattno - 1;
+}
+
+bool
+cxfdw_is_scan_constant(Node *expr, Index relid)
 {
 	Relids		relids = pull_varnos(NULL, expr);
 
 	return !bms_is_member(relid, relids) && !contain_volatile_functions(expr);
+}
+
+static bool
+is_integer_type(Oid type)
+{
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+bool
+cxfdw_value_type_convertible(const CxTypeInfo *ti, Oid value_type)
+{
+	Oid			col = ti->typid == VARCHAROID ? TEXTOID : ti->typid;
+
+	if (value_type == VARCHAROID)
+		value_type = TEXTOID;
+	if (value_type == col)
+		return true;
+	if (is_integer_type(col))
+		return is_integer_type(value_type);
+	return (col == FLOAT4OID || col == FLOAT8OID) &&
+		(value_type == FLOAT4OID || value_type == FLOAT8OID);
 }
 
 /* Whether opno is an equality of the btree operator family of the key's
@@ -129,9 +156,9 @@ key_equals(OpExpr *op, Index relid, int key_att, Oid key_type)
 		return NULL;
 	l = linitial(op->args);
 	r = lsecond(op->args);
-	if (is_key_var(l, relid, key_att) && is_scan_constant(r, relid))
+	if (is_key_var(l, relid, key_att) && cxfdw_is_scan_constant(r, relid))
 		return (Expr *) r;
-	if (is_key_var(r, relid, key_att) && is_scan_constant(l, relid))
+	if (is_key_var(r, relid, key_att) && cxfdw_is_scan_constant(l, relid))
 		return (Expr *) l;
 	return NULL;
 }
@@ -143,7 +170,7 @@ key_in(ScalarArrayOpExpr *op, Index relid, int key_att, Oid key_type)
 	if (!op->useOr || list_length(op->args) != 2 ||
 		!is_key_equality(op->opno, key_type) ||
 		!is_key_var(linitial(op->args), relid, key_att) ||
-		!is_scan_constant(lsecond(op->args), relid))
+		!cxfdw_is_scan_constant(lsecond(op->args), relid))
 		return NULL;
 	return (Expr *) lsecond(op->args);
 }
@@ -193,6 +220,8 @@ cxfdw_key_clause(RelOptInfo *baserel, const CxRelInfo *ri, CxKeyClause *out)
 		if (values == NULL)
 			continue;
 		cxfdw_key_clause_of_plan((Expr *) clause, values, ri, out);
+		if (!cxfdw_value_type_convertible(ti, out->value_type))
+			continue;
 		return true;
 	}
 	return false;
@@ -229,9 +258,26 @@ integer_value(Oid type, Datum value)
 	}
 }
 
+/* A float compared across widths: a float8 that no float4 equals (one not
+ * exactly representable) is left out. */
+static void
+add_float(const CxTypeInfo *ti, Oid value_type, Datum value, cx_datum *keys,
+		  uint32 *n)
+{
+	double		d = value_type == FLOAT4OID ? DatumGetFloat4(value) :
+		DatumGetFloat8(value);
+
+	keys[*n].isnull = false;
+	if (ti->type == CX_T_FLOAT64)
+		keys[(*n)++].v.f64 = d;
+	else if (isnan(d) || (double) (float) d == d)
+		keys[(*n)++].v.f32 = (float) d;
+}
+
 /*
- * Appends value as a key unless no key can equal it: NULL, or an integer of
- * another width that the key's type cannot hold.
+ * Appends value (of a type cxfdw_value_type_convertible accepts) as a key
+ * unless no value of the column can equal it: NULL, or a number of another
+ * width that the column's type cannot hold.
  */
 static void
 add_key(const CxTypeInfo *ti, Oid value_type, Datum value, bool isnull,
@@ -246,6 +292,11 @@ add_key(const CxTypeInfo *ti, Oid value_type, Datum value, bool isnull,
 	{
 		cxfdw_to_cx(ti, value, &keys[*n]);
 		(*n)++;
+		return;
+	}
+	if (ti->type == CX_T_FLOAT32 || ti->type == CX_T_FLOAT64)
+	{
+		add_float(ti, value_type, value, keys, n);
 		return;
 	}
 	/* An integer compared across widths (int8 = int4 and the like). */
@@ -266,13 +317,21 @@ cxfdw_key_values(const CxKeyClause *kc, ExprState *values,
 {
 	bool		isnull;
 	Datum		v = ExecEvalExpr(values, econtext, &isnull);
+
+	return cxfdw_values_of(kc->is_array, kc->value_type, v, isnull, ti, n);
+}
+
+cx_datum *
+cxfdw_values_of(bool is_array, Oid value_type, Datum v, bool isnull,
+				const CxTypeInfo *ti, uint32 *n)
+{
 	cx_datum   *keys;
 
 	*n = 0;
-	if (!kc->is_array)
+	if (!is_array)
 	{
 		keys = palloc(sizeof(cx_datum));
-		add_key(ti, kc->value_type, v, isnull, keys, n);
+		add_key(ti, value_type, v, isnull, keys, n);
 	}
 	else if (isnull)
 		keys = palloc(sizeof(cx_datum));
@@ -291,7 +350,7 @@ cxfdw_key_values(const CxKeyClause *kc, ExprState *values,
 						  &elems, &nulls, &nelems);
 		keys = palloc(sizeof(cx_datum) * Max(nelems, 1));
 		for (int i = 0; i < nelems; i++)
-			add_key(ti, kc->value_type, elems[i], nulls[i], keys, n);
+			add_key(ti, value_type, elems[i], nulls[i], keys, n);
 	}
 	return keys;
 }

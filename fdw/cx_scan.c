@@ -13,7 +13,9 @@
  * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
  * buffered row before it.  Quals are all evaluated locally by the executor;
  * a qual naming keys (cx_keypath.c) also makes the scan read only the row
- * groups that hold them.
+ * groups that hold them, and quals the store's statistics can answer
+ * (cx_pushdown.c) make it skip fragments and row groups none of whose rows
+ * match.
  *
  * Snapshots are shared, reference-counted, by the planning and the execution
  * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):
@@ -31,11 +33,14 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
+#include "optimizer/prep.h"
 #include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/ruleutils.h"
 #include "storage/proc.h"
@@ -71,11 +76,15 @@ typedef struct CxScanState
 	CxRelInfo  *ri;
 	CxSnap	   *snap;			/* one reference held */
 	List	   *retrieved;		/* attribute numbers the query needs */
+	bool		narrow_slot;	/* the scan slot holds just those, in order
+								 * (fdw_scan_tlist) */
 	CxBinding	bind;			/* table columns vs the store's */
 	bool	   *want;			/* per store column: fetch it */
 	CxKeyClause key;			/* a qual naming keys (key.clause NULL: none) */
 	ExprState  *key_values;		/* its keys, evaluated as the scan begins */
 	ExprContext *econtext;
+	/* Predicate pushdown (cx_pushdown.c): NULL when no qual is pushed. */
+	CxPushdown *pushdown;
 
 	/* Position in the store: rows[pos] of group, of nrows visible rows. */
 	cx_tablescan *scan;			/* NULL: empty store, or EXPLAIN only */
@@ -228,6 +237,10 @@ typedef struct CxPlanInfo
 	List	   *retrieved;		/* attributes to fetch */
 	bool		has_key;		/* key holds a qual naming keys */
 	CxKeyClause key;
+	List	   *pushed;			/* cxfdw_pushdown_classify() */
+	List	   *pushed_values;
+	double		read_rows;		/* of the fragments not skipped */
+	bool		user_columns_only;	/* no whole-row or system column used */
 } CxPlanInfo;
 
 /* Estimates the rows and records the attributes to fetch (those the query
@@ -243,7 +256,18 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	table_close(rel, NoLock);
 	baserel->tuples = table_rows(ri);
-	baserel->rows = clamp_row_est(baserel->tuples *
+	/* Rows of the fragments the pushed quals do not skip, and of those the
+	 * share PostgreSQL's selectivity says match. */
+	pi->pushed = cxfdw_pushdown_classify(baserel, ri, &pi->pushed_values);
+	pi->read_rows = baserel->tuples;
+	if (pi->pushed != NIL)
+	{
+		cx_snapshot *snap = snap_get(ri)->snap;
+
+		pi->read_rows -= (double) cx_snapshot_row_estimate(snap) -
+			cxfdw_pushdown_rows(snap, pi->pushed, pi->pushed_values, ri);
+	}
+	baserel->rows = clamp_row_est(pi->read_rows *
 								  clauselist_selectivity(root, baserel->baserestrictinfo,
 														 0, JOIN_INNER, NULL));
 
@@ -252,6 +276,8 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
 					   baserel->relid, &attrs);
 	pi->retrieved = retrieved_attrs(attrs, ri->natts);
+	pi->user_columns_only = bms_is_empty(attrs) ||
+		bms_next_member(attrs, -1) > -FirstLowInvalidHeapAttributeNumber;
 	pi->has_key = cxfdw_key_clause(baserel, ri, &pi->key);
 	/* A key has at most one row. */
 	if (pi->has_key)
@@ -260,12 +286,13 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	baserel->fdw_private = pi;
 }
 
-/* A key lookup costs its rows; any other scan reads every row. */
+/* A key lookup costs its rows; any other scan reads every row of the
+ * fragments it does not skip. */
 static void
 cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
-	double		read = pi->has_key ? baserel->rows : baserel->tuples;
+	double		read = pi->has_key ? baserel->rows : pi->read_rows;
 	Cost		startup = STORE_STARTUP_COST + baserel->baserestrictcost.startup;
 	Cost		total = startup + read *
 		(cpu_tuple_cost + baserel->baserestrictcost.per_tuple);
@@ -276,10 +303,70 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 													   NIL, NULL, NULL, NIL));
 }
 
+/* The retrieved attributes as a target list of Vars of baserel (of the
+ * attributes' own types: a domain, not its base type). */
+static List *
+retrieved_tlist(RelOptInfo *baserel, TupleDesc desc, List *retrieved)
+{
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, retrieved)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, lfirst_int(lc) - 1);
+		Var		   *v = makeVar(baserel->relid, lfirst_int(lc), a->atttypid,
+								a->atttypmod, a->attcollation, 0);
+
+		tlist = lappend(tlist, makeTargetEntry((Expr *) v,
+											   list_length(tlist) + 1,
+											   NULL, false));
+	}
+	return tlist;
+}
+
 /*
- * fdw_private: the attributes to fetch and the qual naming keys (NULL if
- * none); fdw_exprs: that qual's keys, so that setrefs fixes their
- * parameters.  The qual stays among the plan's quals (rechecked).
+ * The scan's output, when it can be narrowed to the attributes fetched (a
+ * scan of a table not being modified or locked, using user columns only):
+ * the planner's physical target list (every column) becomes the path's
+ * target (labelled with its sort and group references, as the planner
+ * labels what it builds), and the scan tuple the fetched columns
+ * (*scan_tlist; NIL when none is).
+ */
+static List *
+narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, TupleDesc desc,
+			 const CxPlanInfo *pi, const PathTarget *target, List *tlist,
+			 List **scan_tlist)
+{
+	List	   *used = NIL;
+	ListCell   *lc;
+
+	*scan_tlist = NIL;
+	if (!pi->user_columns_only ||
+		baserel->relid == root->parse->resultRelation ||
+		get_plan_rowmark(root->rowMarks, baserel->relid) != NULL)
+		return tlist;
+	foreach(lc, target->exprs)
+	{
+		TargetEntry *te;
+
+		if (!IsA(lfirst(lc), Var))
+			return tlist;
+		te = makeTargetEntry(lfirst(lc), list_length(used) + 1, NULL, false);
+		if (target->sortgrouprefs != NULL)
+			te->ressortgroupref = target->sortgrouprefs[foreach_current_index(lc)];
+		used = lappend(used, te);
+	}
+	/* Nothing fetched (count(*)): a relation-shaped scan tuple, all NULL. */
+	if (pi->retrieved != NIL)
+		*scan_tlist = retrieved_tlist(baserel, desc, pi->retrieved);
+	return tlist_same_exprs(tlist, used) ? tlist : used;
+}
+
+/*
+ * fdw_private: the attributes to fetch, the qual naming keys (NULL if
+ * none) and the pushed quals; fdw_exprs: that qual's keys, then the pushed
+ * quals' values, so that setrefs fixes their parameters.  Every qual stays
+ * among the plan's quals (rechecked).
  */
 static ForeignScan *
 cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -288,12 +375,19 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
 	List	   *private = list_make1(pi->retrieved);
+	List	   *exprs = pi->has_key ? list_make1(pi->key.values) : NIL;
+	Relation	rel = table_open(foreigntableid, NoLock);
+	List	   *scan_tlist;
 
+	tlist = narrow_tlist(root, baserel, RelationGetDescr(rel), pi,
+						 best_path->path.pathtarget, tlist, &scan_tlist);
+	table_close(rel, NoLock);
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
+	private = lappend(private, pi->pushed);
+	exprs = list_concat(exprs, pi->pushed_values);
 	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid,
-							pi->has_key ? list_make1(pi->key.values) : NIL,
-							private, NIL, NIL, outer_plan);
+							baserel->relid, exprs, private, scan_tlist, NIL,
+							outer_plan);
 }
 
 /* ---- execution ---- */
@@ -370,11 +464,10 @@ choose_store_columns(CxScanState *s, const cx_manifest *base)
 	s->want[s->store_key_col] = true;
 }
 
-/* A scan of the rows of n keys (in the key column's type). */
-static cx_code
-begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
-			   const cx_datum *keys, uint32 n, cx_tablescan **scan,
-			   cx_err *err)
+/* Makes spec look up the rows of n keys (in the key column's type). */
+static void
+spec_keys(cx_scan_spec *spec, const CxTypeInfo *ti, const cx_datum *keys,
+		  uint32 n)
 {
 	const uint8_t **bytes = palloc(sizeof(uint8_t *) * Max(n, 1));
 	size_t	   *lens = palloc(sizeof(size_t) * Max(n, 1));
@@ -384,15 +477,21 @@ begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
 		(void) cx_datum_key_bytes(ti->type, &keys[i],
 								  fixed + (size_t) i * CX_KEY_FIXED_MAX,
 								  &bytes[i], &lens[i]);
-	return cx_tablescan_begin_keys(snap, want, bytes, lens, n, scan, err);
+	spec->has_keys = true;
+	spec->keys = bytes;
+	spec->lens = lens;
+	spec->nkeys = n;
 }
 
 /* Starts reading the snapshot's rows (none for an empty store): those of
- * the keys a qual names (evaluated now: parameters may differ per rescan),
- * or all of them. */
+ * the keys a qual names, or all of them, skipping what the pushed quals
+ * rule out (keys and values evaluated now, in per-query memory that lasts
+ * as long as the scan: parameters may differ per rescan). */
 static void
 begin_store_scan(CxScanState *s)
 {
+	MemoryContext old;
+	cx_scan_spec spec;
 	cx_err		err;
 	cx_code		rc;
 
@@ -401,20 +500,23 @@ begin_store_scan(CxScanState *s)
 	s->pos = s->nrows = 0;
 	if (s->want == NULL)
 		return;
+	old = MemoryContextSwitchTo(s->econtext->ecxt_per_query_memory);
+	cx_scan_spec_init(&spec);
+	spec.want = s->want;
 	if (s->key_values != NULL)
 	{
 		const CxTypeInfo *ti = &s->ri->columns[s->key.key_att].type;
-		MemoryContext old = MemoryContextSwitchTo(s->econtext->ecxt_per_query_memory);
 		uint32		n;
 		cx_datum   *keys = cxfdw_key_values(&s->key, s->key_values, ti,
 											s->econtext, &n);
 
-		rc = begin_key_scan(s->snap->snap, s->want, ti, keys, n, &s->scan,
-							&err);
-		MemoryContextSwitchTo(old);
+		spec_keys(&spec, ti, keys, n);
 	}
-	else
-		rc = cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err);
+	if (s->pushdown != NULL)
+		spec.preds = cxfdw_pushdown_preds(s->pushdown, s->ri, &s->bind,
+										  s->econtext, &spec.npreds);
+	rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
+	MemoryContextSwitchTo(old);
 	if (rc != CX_OK)
 		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
 					s->ri->uri, s->ri->relname);
@@ -434,14 +536,16 @@ cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
 	const cx_rowgroup *g;
 	const uint32_t *rows;
 	uint32_t	n = 0;
-	bool	   *want;
+	cx_scan_spec spec;
 	cx_err		err;
 	cx_code		rc;
 
 	if (base->schema == NULL)
 		return false;
-	want = palloc0(sizeof(bool) * base->schema->ncolumns);
-	rc = begin_key_scan(snap->snap, want, key_type, key, 1, &scan, &err);
+	cx_scan_spec_init(&spec);
+	spec.want = palloc0(sizeof(bool) * base->schema->ncolumns);
+	spec_keys(&spec, key_type, key, 1);
+	rc = cx_tablescan_begin_spec(snap->snap, &spec, &scan, &err);
 	if (rc == CX_OK)
 		rc = cx_tablescan_next(scan, &g, &rows, &n, &err);
 	cx_tablescan_end(scan);
@@ -463,13 +567,19 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->ri = cxfdw_rel_info(node->ss.ss_currentRelation,
 						   OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId());
 	s->retrieved = linitial(plan->fdw_private);
+	s->narrow_slot = plan->fdw_scan_tlist != NIL;
+	s->econtext = node->ss.ps.ps_ExprContext;
 	if (lsecond(plan->fdw_private) != NULL)
 	{
 		cxfdw_key_clause_of_plan(lsecond(plan->fdw_private),
 								 linitial(plan->fdw_exprs), s->ri, &s->key);
 		s->key_values = ExecInitExpr(s->key.values, &node->ss.ps);
-		s->econtext = node->ss.ps.ps_ExprContext;
 	}
+	if (lthird(plan->fdw_private) != NIL)
+		s->pushdown = cxfdw_pushdown_begin(lthird(plan->fdw_private),
+										   list_copy_tail(plan->fdw_exprs,
+														  s->key_values != NULL ? 1 : 0),
+										   &node->ss.ps);
 	cx_buf_init(&s->scratch);
 	s->cleanup.func = release_store_objects;
 	s->cleanup.arg = s;
@@ -490,6 +600,13 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->scan_pending_start = true;
 }
 
+/* Where attribute att, the i-th retrieved, goes in the scan tuple. */
+static int
+slot_position(const CxScanState *s, int att, int i)
+{
+	return s->narrow_slot ? i : att;
+}
+
 static void
 fill_from_group(CxScanState *s, TupleTableSlot *slot)
 {
@@ -501,16 +618,17 @@ fill_from_group(CxScanState *s, TupleTableSlot *slot)
 	foreach(lc, s->retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
+		int			at = slot_position(s, att, foreach_current_index(lc));
 		cx_datum	d;
 
 		cx_colvec_get(cx_tablescan_column(s->scan, s->bind.att_col[att]),
 					  row, &d);
-		slot->tts_isnull[att] = d.isnull;
+		slot->tts_isnull[at] = d.isnull;
 		if (d.isnull)
 			continue;
 		ec.att = att;
-		slot->tts_values[att] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
-											  CX_LIST_SLICE);
+		slot->tts_values[at] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
+											 CX_LIST_SLICE);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
 }
@@ -578,14 +696,15 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	foreach(lc, s->retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
+		int			at = slot_position(s, att, foreach_current_index(lc));
 		const cx_datum *d = &s->pending_values[s->pending_bind.att_col[att]];
 
-		slot->tts_isnull[att] = d->isnull;
+		slot->tts_isnull[at] = d->isnull;
 		if (d->isnull)
 			continue;
 		ec.att = att;
-		slot->tts_values[att] = cxfdw_from_cx(&s->ri->columns[att].type, d,
-											  CX_LIST_ITEMS);
+		slot->tts_values[at] = cxfdw_from_cx(&s->ri->columns[att].type, d,
+											 CX_LIST_ITEMS);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
 }
@@ -677,17 +796,21 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 																		NIL),
 											   false, false),
 							es);
+	if (es->verbose)
+		cxfdw_pushdown_explain(s->pushdown, node, es);
 	if (es->analyze && s->scan != NULL)
 	{
 		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
 
 		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
-		if (s->key.clause != NULL)
+		if (s->key.clause != NULL || s->pushdown != NULL)
 		{
 			ExplainPropertyUInteger("Row Groups Read", NULL, st->row_groups_read, es);
 			ExplainPropertyUInteger("Row Groups Skipped", NULL,
 									st->row_groups_skipped, es);
 		}
+		if (s->pushdown != NULL)
+			cxfdw_pushdown_explain_counts(st, es);
 		ExplainPropertyUInteger("Rows Hidden", NULL, st->rows_hidden, es);
 	}
 	if (es->verbose && s->retrieved != NIL)

@@ -78,5 +78,14 @@ SELECT n FROM kl_int WHERE id = 42;
 SELECT n FROM kl_int WHERE id IN (7::smallint, 8::smallint);
 SELECT count(*) FROM kl_int WHERE id = 4294967296;
 
+-- A date key compared with a timestamp is no key lookup (its value is no
+-- date), but still finds its row.
+CREATE FOREIGN TABLE kl_date (id date, n int) SERVER kl_srv
+  OPTIONS (uri 'file://@store_root@/kl_date');
+INSERT INTO kl_date VALUES ('2024-01-02', 1), ('2024-01-03', 2);
+EXPLAIN (COSTS OFF) SELECT n FROM kl_date WHERE id = timestamp '2024-01-02';
+SELECT n FROM kl_date WHERE id = timestamp '2024-01-02';
+
 SET client_min_messages = warning;
 DROP EXTENSION ctxstore CASCADE;
+

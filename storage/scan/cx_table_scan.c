@@ -44,6 +44,16 @@
  * groups holding one of those rows are read, and only those rows can be
  * visible.  Generations whose key statistics cannot hold a key are neither
  * mapped nor read; in the others, rows of other keys are hidden.
+ *
+ * Predicates and a top-k bound (cx_prune.h) skip a fragment before it is
+ * opened and a row group before it is read, when their statistics prove no
+ * row can match.  The key map is never pruned; and a base fragment or row
+ * group skipped so whose keys may be in the map still has its key and
+ * commit-time columns read, so that its winning rows beat the older unmerged
+ * versions of their keys (else those would reappear).  Generations are
+ * skipped freely: the map decides their winners.  With spec.order_column,
+ * base fragments and the row groups of every fragment are visited
+ * best-first by that column's statistics.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +62,7 @@
 #include "table/cx_row_key.h"
 #include "table/cx_truncation.h"
 #include "scan/cx_key_lookup.h"
+#include "scan/cx_prune.h"
 #include "scan/cx_scan_int.h"
 
 /* A growable bitmap of row indices. */
@@ -131,8 +142,15 @@ struct cx_tablescan
 	bool		check_cut;		/* compare commit times with cut_ts */
 	bool		check_keys;		/* compare rows with the map */
 	cx_dvcursor dvc;
-	uint32_t	group;
-	uint64_t	first_row;
+	bool		keys_only;		/* skipped by predicates, read to de-duplicate */
+	bool	   *key_want;		/* per fragment column: the key and commit time */
+	uint32_t   *frag_order;		/* base fragments in visiting order, or NULL */
+	uint32_t   *group_order;	/* the open fragment's groups, in visiting order */
+	uint64_t   *group_first;	/* the fragment row of each group's first row */
+	uint32_t	groups_cap;
+	uint32_t	pos;			/* in group_order: the next group to visit */
+	uint32_t	group;			/* the group being visited */
+	uint64_t	first_row;		/* group_first[group] */
 	/* The batch handed out last. */
 	cx_rowgroup *g;
 	uint32_t   *rows;
@@ -306,6 +324,141 @@ begin_lookup(cx_tablescan *scan, const uint8_t *const *keys,
 						 nkeys, &scan->lookup, err);
 }
 
+/* --------------------------------------------------------------------------
+ * Pruning and visiting order (cx_prune.h)
+ * -------------------------------------------------------------------------- */
+
+/* Statistics of table column `column` over unit `at`: a fragment of the
+ * current phase, or a row group of the open fragment; NULL when unknown. */
+typedef const cx_colstats *(*stats_at_fn) (const cx_tablescan *scan,
+										   uint32_t at, uint32_t column);
+
+static const cx_fragment_info *
+phase_fragment(const cx_tablescan *scan, uint32_t source)
+{
+	if (scan->phase == PHASE_BASE)
+		return &scan->snap->base->fragments[source];
+	return &scan->snap->gens[source].gen->fragment;
+}
+
+static const cx_colstats *
+fragment_stats_at(const cx_tablescan *scan, uint32_t source, uint32_t column)
+{
+	return cx_fragment_stats(phase_fragment(scan, source), scan->table,
+							 column);
+}
+
+/* A column stored narrower has its bounds in another type: unknown. */
+static const cx_colstats *
+group_stats_at(const cx_tablescan *scan, uint32_t group, uint32_t column)
+{
+	const cx_layout_col *c = &scan->layout.cols[column];
+
+	if (c->frag < 0 || c->widen)
+		return NULL;
+	return &cx_fragr_chunk(scan->r, group, (uint32_t) c->frag)->stats;
+}
+
+/* Whether unit `at` may hold a row that satisfies every predicate and beats
+ * the bound. */
+static bool
+stats_may_match(const cx_tablescan *scan, stats_at_fn stats_at, uint32_t at)
+{
+	const cx_column *cols = scan->table->columns;
+	uint32_t	n = scan->table->ncolumns;
+
+	for (uint32_t i = 0; i < scan->spec.npreds; i++)
+	{
+		const cx_pred *p = &scan->spec.preds[i];
+
+		if (p->column < n &&
+			!cx_prune_may_match((cx_type) cols[p->column].type,
+								stats_at(scan, at, p->column), p))
+			return false;
+	}
+	return !scan->has_bound || scan->bound_column >= n ||
+		cx_prune_may_beat((cx_type) cols[scan->bound_column].type,
+						  stats_at(scan, at, scan->bound_column),
+						  &scan->bound, scan->bound_desc,
+						  scan->bound_nulls_win);
+}
+
+uint64_t
+cx_snapshot_rows_matching(const cx_snapshot *snap, const cx_pred *preds,
+						  uint32_t npreds)
+{
+	cx_tablescan scan = {0};
+	uint64_t	rows = 0;
+
+	if (snap->base->schema == NULL)
+		return 0;
+	scan.snap = (cx_snapshot *) snap;
+	scan.table = snap->base->schema;
+	scan.spec.preds = preds;
+	scan.spec.npreds = npreds;
+	scan.phase = PHASE_BASE;
+	for (uint32_t i = 0; i < snap->base->nfragments; i++)
+		if (stats_may_match(&scan, fragment_stats_at, i))
+			rows += snap->base->fragments[i].rows -
+				cx_manifest_deleted_count(snap->base, i);
+	scan.phase = PHASE_GENS;
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		if (stats_may_match(&scan, fragment_stats_at, i))
+			rows += snap->gens[i].gen->fragment.rows;
+	return rows;
+}
+
+typedef struct order_sort
+{
+	const cx_tablescan *scan;
+	stats_at_fn stats_at;
+} order_sort;
+
+static int
+by_order_column(const void *a, const void *b, void *arg)
+{
+	const order_sort *o = arg;
+	const cx_tablescan *scan = o->scan;
+	uint32_t	col = (uint32_t) scan->spec.order_column;
+	uint32_t	ia = *(const uint32_t *) a;
+	uint32_t	ib = *(const uint32_t *) b;
+	int			c;
+
+	c = cx_prune_order_cmp((cx_type) scan->table->columns[col].type,
+						   o->stats_at(scan, ia, col),
+						   o->stats_at(scan, ib, col), scan->spec.order_desc);
+	return c != 0 ? c : (ia > ib) - (ia < ib);	/* ties: storage order */
+}
+
+/* order[0..n): the units 0..n-1, best first when the spec orders them. */
+static void
+visit_best_first(const cx_tablescan *scan, stats_at_fn stats_at,
+				 uint32_t *order, uint32_t n)
+{
+	order_sort	o = {scan, stats_at};
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	if (scan->spec.order_column >= 0 &&
+		(uint32_t) scan->spec.order_column < scan->table->ncolumns)
+		qsort_r(order, n, sizeof(uint32_t), by_order_column, &o);
+}
+
+/* The order base fragments are visited in (storage order without one). */
+static cx_code
+order_fragments(cx_tablescan *scan, cx_err *err)
+{
+	uint32_t	n = scan->snap->base->nfragments;
+
+	if (scan->spec.order_column < 0 || n == 0)
+		return CX_OK;
+	scan->frag_order = malloc(n * sizeof(uint32_t));
+	if (scan->frag_order == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	visit_best_first(scan, fragment_stats_at, scan->frag_order, n);
+	return CX_OK;
+}
+
 cx_code
 cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
 						cx_tablescan **out, cx_err *err)
@@ -343,7 +496,8 @@ cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
 		scan->want_user[c] = want == NULL || want[c];
 	scan->dedup = base->key_column != NULL && snap->ngens > 0;
 	scan->cut_ts = base->truncated_before_us;
-	if ((keys != NULL && begin_lookup(scan, keys, spec->lens, spec->nkeys, err) != CX_OK) ||
+	if (order_fragments(scan, err) != CX_OK ||
+		(keys != NULL && begin_lookup(scan, keys, spec->lens, spec->nkeys, err) != CX_OK) ||
 		(scan->dedup &&
 		 (cx_key_column(scan->table, base->key_column, &scan->key_col,
 						err) != CX_OK ||
@@ -426,13 +580,18 @@ static cx_code
 size_want(cx_tablescan *scan, cx_err *err)
 {
 	bool	   *want;
+	bool	   *key_want;
 
 	if (scan->layout.nfrag <= scan->want_cap)
 		return CX_OK;
 	want = realloc(scan->want, scan->layout.nfrag * sizeof(bool));
-	if (want == NULL)
+	if (want != NULL)
+		scan->want = want;
+	key_want = realloc(scan->key_want, scan->layout.nfrag * sizeof(bool));
+	if (key_want != NULL)
+		scan->key_want = key_want;
+	if (want == NULL || key_want == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
-	scan->want = want;
 	scan->want_cap = scan->layout.nfrag;
 	return CX_OK;
 }
@@ -453,8 +612,47 @@ close_source(cx_tablescan *scan)
 	cx_layout_free(&scan->layout);
 }
 
+/* The open fragment's row groups: where each starts, and the order they are
+ * visited in. */
+static cx_code
+plan_groups(cx_tablescan *scan, cx_err *err)
+{
+	uint32_t	n = cx_fragr_num_groups(scan->r);
+	uint64_t	row = 0;
+
+	if (n > scan->groups_cap)
+	{
+		uint32_t   *order = realloc(scan->group_order, n * sizeof(uint32_t));
+		uint64_t   *first;
+
+		if (order != NULL)
+			scan->group_order = order;
+		first = realloc(scan->group_first, n * sizeof(uint64_t));
+		if (first != NULL)
+			scan->group_first = first;
+		if (order == NULL || first == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+		scan->groups_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+	{
+		scan->group_first[i] = row;
+		row += cx_fragr_group_rows(scan->r, i);
+	}
+	visit_best_first(scan, group_stats_at, scan->group_order, n);
+	scan->pos = 0;
+	return CX_OK;
+}
+
+static cx_scan_layer_stats *
+layer_stats(cx_tablescan *scan)
+{
+	return scan->phase == PHASE_BASE ? &scan->stats.base : &scan->stats.gens;
+}
+
 /* Opens the next base fragment or generation, or moves to PHASE_DONE; one
- * whose rows are all truncated is passed over (scan->r stays NULL). */
+ * whose rows are all truncated, or that the predicates skip, is passed over
+ * (scan->r stays NULL). */
 static cx_code
 open_next(cx_tablescan *scan, cx_err *err)
 {
@@ -471,19 +669,33 @@ open_next(cx_tablescan *scan, cx_err *err)
 	if (scan->phase == PHASE_DONE)
 		return CX_OK;
 	scan->source = scan->next_source++;
-	if (scan->phase == PHASE_BASE)
-	{
-		fi = &snap->base->fragments[scan->source];
-		dv = snap->base->dvs != NULL ? &snap->base->dvs[scan->source] : NULL;
-	}
-	else
-		fi = &snap->gens[scan->source].gen->fragment;
+	if (scan->phase == PHASE_BASE && scan->frag_order != NULL)
+		scan->source = scan->frag_order[scan->source];
+	fi = phase_fragment(scan, scan->source);
+	if (scan->phase == PHASE_BASE && snap->base->dvs != NULL)
+		dv = &snap->base->dvs[scan->source];
 	if ((scan->cut_ts > 0 && cx_fragment_all_before(fi, scan->cut_ts)) ||
 		!lookup_may_hold(scan, fi))
 		return CX_OK;
+	/* Base rows are compared with the unmerged keys only in fragments whose
+	 * key statistics overlap them; such a fragment is opened even when the
+	 * predicates skip it, to read just its keys. */
+	scan->check_keys = scan->dedup &&
+		(scan->phase == PHASE_GENS ||
+		 cx_keyrange_may_overlap(&scan->range,
+								 cx_fragment_stats(fi, scan->table,
+												   scan->key_col)));
+	scan->keys_only = !stats_may_match(scan, fragment_stats_at, scan->source);
+	if (scan->keys_only && !(scan->phase == PHASE_BASE && scan->check_keys))
+	{
+		scan->stats.fragments_skipped++;
+		layer_stats(scan)->fragments_skipped++;
+		return CX_OK;
+	}
 	if (cx_fragr_open_entry(snap->store, fi, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
+	layer_stats(scan)->fragments_read++;
 	if (cx_layout_check(scan->table, cx_fragr_schema(scan->r), fi->path,
 						&scan->layout, err) != CX_OK ||
 		size_want(scan, err) != CX_OK)
@@ -493,17 +705,11 @@ open_next(cx_tablescan *scan, cx_err *err)
 		return cx_err_set(err, CX_ERR_SCHEMA, "fragment %s lacks the key column",
 						  fi->path);
 	/* Generations may always hold tombstones; base fragments only if their
-	 * statistics say so.  Base rows are compared with the unmerged keys only
-	 * in fragments whose key statistics overlap them. */
+	 * statistics say so. */
 	scan->read_tomb = scan->phase == PHASE_GENS ||
 		cx_fragment_may_have_tombstones(fi);
 	scan->check_cut = scan->cut_ts > 0 &&
 		cx_fragment_any_before(fi, scan->cut_ts);
-	scan->check_keys = scan->dedup &&
-		(scan->phase == PHASE_GENS ||
-		 cx_keyrange_may_overlap(&scan->range,
-								 cx_fragment_stats(fi, scan->table,
-												   scan->key_col)));
 	cx_layout_want(&scan->layout, scan->want_user, scan->want);
 	if (scan->read_tomb)
 		scan->want[scan->layout.tomb_col] = true;
@@ -515,15 +721,17 @@ open_next(cx_tablescan *scan, cx_err *err)
 	{
 		want_key(scan);
 		scan->want[scan->layout.ts_col] = true;
+		memset(scan->key_want, 0, scan->layout.nfrag * sizeof(bool));
+		scan->key_want[cx_layout_frag_column(&scan->layout, scan->key_col)] = true;
+		scan->key_want[scan->layout.ts_col] = true;
 	}
 	/* A lookup keeps only generation rows of its keys. */
 	if (scan->lookup != NULL && scan->phase == PHASE_GENS)
 		want_key(scan);
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;
-	scan->group = 0;
 	scan->first_row = 0;
-	return CX_OK;
+	return plan_groups(scan, err);
 }
 
 /* Whether base row i (live, of the current group) survives the unmerged
@@ -634,20 +842,36 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 	return CX_OK;
 }
 
-/* Whether a lookup can skip the open base fragment's next row group unread:
- * it holds none of the rows the probe found. */
+/* Moves to the group at scan->pos.  The deletion-vector cursor moves only
+ * forwards: it starts again when the order goes back. */
+static void
+start_group(cx_tablescan *scan)
+{
+	uint64_t	first;
+
+	scan->group = scan->group_order[scan->pos];
+	first = scan->group_first[scan->group];
+	if (first < scan->first_row)
+		scan->dvc.next = 0;
+	scan->first_row = first;
+}
+
+static void
+count_skipped_group(cx_tablescan *scan)
+{
+	scan->stats.row_groups_skipped++;
+	layer_stats(scan)->row_groups_skipped++;
+}
+
+/* Whether a lookup can skip the open base fragment's current row group
+ * unread: it holds none of the rows the probe found. */
 static bool
 lookup_skips_group(cx_tablescan *scan)
 {
 	uint32_t	n = cx_fragr_group_rows(scan->r, scan->group);
 
-	if (scan->lookup == NULL || scan->phase != PHASE_BASE ||
-		cx_lookup_base_rows_in(scan->lookup, scan->source, scan->first_row, n))
-		return false;
-	scan->group++;
-	scan->first_row += n;
-	scan->stats.row_groups_skipped++;
-	return true;
+	return scan->lookup != NULL && scan->phase == PHASE_BASE &&
+		!cx_lookup_base_rows_in(scan->lookup, scan->source, scan->first_row, n);
 }
 
 /*
@@ -673,17 +897,45 @@ rows_to_read(const cx_tablescan *scan, uint32_t n, uint32_t *lo,
 	*count = (uint32_t) (last - first) + 1;
 }
 
+/* A base row group the predicates or the bound skip: its live rows still
+ * beat the older unmerged versions of their keys (base_row_wins), so its
+ * key and commit-time columns are read when its keys may be in the map. */
 static cx_code
-read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
+skip_group(cx_tablescan *scan, cx_err *err)
 {
-	uint32_t	group_rows = cx_fragr_group_rows(scan->r, scan->group);
+	uint32_t	n;
+
+	count_skipped_group(scan);
+	if (scan->phase != PHASE_BASE || !scan->check_keys ||
+		!cx_keyrange_may_overlap(&scan->range,
+								 group_stats_at(scan, scan->group,
+												scan->key_col)))
+		return CX_OK;
+	scan->stats.row_groups_keys_only++;
+	if (cx_fragr_read_group(scan->r, scan->group, scan->key_want, &scan->g,
+							err) != CX_OK)
+		return err->code;
+	n = cx_rowgroup_rows(scan->g);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		bool		wins;
+
+		if (!cx_dvcursor_deleted(&scan->dvc, scan->first_row + i) &&
+			base_row_wins(scan, scan->g, i, &wins, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
+static cx_code
+read_visible(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
+{
 	uint32_t	lo;
 	uint32_t	n;
 
-	if (lookup_skips_group(scan))
-		return CX_OK;
 	scan->stats.row_groups_read++;
-	rows_to_read(scan, group_rows, &lo, &n);
+	layer_stats(scan)->row_groups_read++;
+	rows_to_read(scan, cx_fragr_group_rows(scan->r, scan->group), &lo, &n);
 	if (cx_fragr_read_rows(scan->r, scan->group, lo, n, scan->want, &scan->g,
 						   err) != CX_OK ||
 		cx_layout_adapt(&scan->layout, scan->g, scan->want_user, err) != CX_OK)
@@ -699,11 +951,25 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 		scan->rows = grown;
 		scan->rows_cap = n;
 	}
-	if (visible_rows(scan, scan->g, nvisible, err) != CX_OK)
-		return err->code;
-	scan->group++;
-	scan->first_row += group_rows - lo;
-	return CX_OK;
+	return visible_rows(scan, scan->g, nvisible, err);
+}
+
+/* Visits the open fragment's next row group: skipped, or read. */
+static cx_code
+read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
+{
+	cx_code		rc = CX_OK;
+
+	start_group(scan);
+	if (lookup_skips_group(scan))
+		count_skipped_group(scan);
+	else if (scan->keys_only ||
+			 !stats_may_match(scan, group_stats_at, scan->group))
+		rc = skip_group(scan, err);
+	else
+		rc = read_visible(scan, nvisible, err);
+	scan->pos++;
+	return rc;
 }
 
 cx_code
@@ -729,7 +995,7 @@ cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 				return err->code;
 			continue;
 		}
-		if (scan->group == cx_fragr_num_groups(scan->r))
+		if (scan->pos == cx_fragr_num_groups(scan->r))
 		{
 			close_source(scan);
 			continue;
@@ -762,6 +1028,10 @@ cx_tablescan_end(cx_tablescan *scan)
 	cx_keyrange_free(&scan->range);
 	free(scan->rows);
 	free(scan->want);
+	free(scan->key_want);
+	free(scan->frag_order);
+	free(scan->group_order);
+	free(scan->group_first);
 	free(scan->want_user);
 	free(scan);
 }

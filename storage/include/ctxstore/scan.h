@@ -118,6 +118,12 @@ typedef struct cx_scan_spec
 	void	   *claim_arg;
 } cx_scan_spec;
 
+/* Rows estimate (as cx_snapshot_row_estimate) of the fragments whose
+ * statistics do not rule out the predicates (a conjunction): what a scan
+ * with them reads at most. */
+uint64_t	cx_snapshot_rows_matching(const cx_snapshot *snap,
+									  const cx_pred *preds, uint32_t npreds);
+
 /* A spec that reads every column of every row, in storage order. */
 void		cx_scan_spec_init(cx_scan_spec *spec);
 cx_code		cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
@@ -133,17 +139,34 @@ void		cx_tablescan_set_bound(cx_tablescan *scan, uint32_t column,
 								   const cx_datum *bound, bool desc,
 								   bool nulls_win);
 
+/* What the streaming of one layer (the base, or the unmerged generations)
+ * read and skipped. */
+typedef struct cx_scan_layer_stats
+{
+	uint64_t	fragments_read;
+	uint64_t	fragments_skipped;	/* by predicates or a bound, unopened */
+	uint64_t	row_groups_read;
+	uint64_t	row_groups_skipped; /* by predicates, a bound or a key lookup */
+} cx_scan_layer_stats;
+
 /* What a scan did so far, for tests, EXPLAIN ANALYZE and stats. */
 typedef struct cx_tablescan_stats
 {
 	uint64_t	fragments_opened;	/* base fragments and generations */
+	uint64_t	fragments_skipped;	/* by predicates or a bound, unopened */
 	uint64_t	keymap_keys;	/* distinct unmerged keys (0: no map built) */
 	uint64_t	keymap_bytes;	/* memory the de-duplication map holds */
 	uint64_t	row_groups_read;
-	uint64_t	row_groups_skipped; /* by a key lookup, unread */
+	uint64_t	row_groups_skipped; /* by a key lookup, predicates or a bound */
+	/* Base row groups skipped by predicates or a bound whose key and
+	 * commit-time columns were still read to de-duplicate (also counted in
+	 * row_groups_skipped). */
+	uint64_t	row_groups_keys_only;
 	uint64_t	rows_returned;
 	uint64_t	rows_hidden;	/* deleted, shadowed by a newer version, or
 								 * tombstones */
+	cx_scan_layer_stats base;
+	cx_scan_layer_stats gens;
 } cx_tablescan_stats;
 
 const cx_tablescan_stats *cx_tablescan_get_stats(const cx_tablescan *scan);
