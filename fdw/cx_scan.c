@@ -30,6 +30,7 @@
 #include "access/xact.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -98,6 +99,11 @@ typedef struct CxScanState
 	size_t		pending_end;
 	cx_datum   *pending_values;
 	cx_buf		scratch;
+
+	/* Parallel scans (cx_parallel.c): the units this participant reads
+	 * (claim NULL: all). */
+	bool		(*claim) (void *arg, uint32_t *unit);
+	void	   *claim_arg;
 
 	MemoryContextCallback cleanup;
 } CxScanState;
@@ -243,6 +249,7 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	table_close(rel, NoLock);
 	baserel->tuples = table_rows(ri);
+	baserel->pages = cxfdw_snapshot_pages(snap_get(ri)->snap);
 	baserel->rows = clamp_row_est(baserel->tuples *
 								  clauselist_selectivity(root, baserel->baserestrictinfo,
 														 0, JOIN_INNER, NULL));
@@ -274,6 +281,8 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 													   baserel->rows,
 													   startup, total,
 													   NIL, NULL, NULL, NIL));
+	if (!pi->has_key)
+		cxfdw_add_partial_path(root, baserel, startup, total - startup);
 }
 
 /*
@@ -414,7 +423,15 @@ begin_store_scan(CxScanState *s)
 		MemoryContextSwitchTo(old);
 	}
 	else
-		rc = cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err);
+	{
+		cx_scan_spec spec;
+
+		cx_scan_spec_init(&spec);
+		spec.want = s->want;
+		spec.claim = s->claim;
+		spec.claim_arg = s->claim_arg;
+		rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
+	}
 	if (rc != CX_OK)
 		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
 					s->ri->uri, s->ri->relname);
@@ -476,6 +493,9 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->cleanup);
 	node->fdw_state = s;
 
+	/* cxfdw_scan_begin_worker gives it the leader's snapshot. */
+	if (IsParallelWorker() && plan->scan.plan.parallel_aware)
+		return;
 	s->snap = snap_get(s->ri);
 	s->snap->refs++;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
@@ -490,29 +510,35 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->scan_pending_start = true;
 }
 
-static void
-fill_from_group(CxScanState *s, TupleTableSlot *slot)
+void
+cxfdw_scan_row_values(const CxRelInfo *ri, const CxBinding *bind,
+					  List *retrieved, const cx_tablescan *scan, uint32 row,
+					  Datum *values, bool *isnull)
 {
 	CxConvErrContext ec;
-	uint32		row = s->rows[s->pos];
 	ListCell   *lc;
 
-	cxfdw_conv_errcontext_push(&ec, s->ri);
-	foreach(lc, s->retrieved)
+	cxfdw_conv_errcontext_push(&ec, ri);
+	foreach(lc, retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
 		cx_datum	d;
 
-		cx_colvec_get(cx_tablescan_column(s->scan, s->bind.att_col[att]),
-					  row, &d);
-		slot->tts_isnull[att] = d.isnull;
+		cx_colvec_get(cx_tablescan_column(scan, bind->att_col[att]), row, &d);
+		isnull[att] = d.isnull;
 		if (d.isnull)
 			continue;
 		ec.att = att;
-		slot->tts_values[att] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
-											  CX_LIST_SLICE);
+		values[att] = cxfdw_from_cx(&ri->columns[att].type, &d, CX_LIST_SLICE);
 	}
 	cxfdw_conv_errcontext_pop(&ec);
+}
+
+static void
+fill_from_group(CxScanState *s, TupleTableSlot *slot)
+{
+	cxfdw_scan_row_values(s->ri, &s->bind, s->retrieved, s->scan,
+						  s->rows[s->pos], slot->tts_values, slot->tts_isnull);
 }
 
 /* Whether the transaction wrote a row of key since the scan's snapshot; if
@@ -638,6 +664,59 @@ cx_iterate(ForeignScanState *node)
 	return ExecStoreVirtualTuple(slot);
 }
 
+/* ---- parallel scans (the rest is in cx_parallel.c) ---- */
+
+cx_snapshot *
+cxfdw_scan_snapshot(ForeignScanState *node)
+{
+	return ((CxScanState *) node->fdw_state)->snap->snap;
+}
+
+bool
+cxfdw_scan_has_pending(ForeignScanState *node)
+{
+	return ((CxScanState *) node->fdw_state)->pending != NULL;
+}
+
+void
+cxfdw_scan_set_claim(ForeignScanState *node,
+					 bool (*claim) (void *arg, uint32_t *unit), void *arg)
+{
+	CxScanState *s = node->fdw_state;
+
+	s->claim = claim;
+	s->claim_arg = arg;
+}
+
+/* A worker reads the snapshot the leader pinned (not cached: no other scan
+ * of the worker reads it), none of the store's rows when store_rows is
+ * false, and never the leader's buffered rows (it has none). */
+void
+cxfdw_scan_begin_worker(ForeignScanState *node, const cx_snapshot_pin *pin,
+						bool store_rows)
+{
+	CxScanState *s = node->fdw_state;
+	CxStore    *st = cxfdw_store_open(s->ri, CX_ACCESS_READ);
+	CxSnap	   *c = MemoryContextAllocZero(TopMemoryContext, sizeof(CxSnap));
+	cx_err		err;
+
+	if (cx_snapshot_open_pinned(cxfdw_store_handle(st), pin, &c->snap,
+								&err) != CX_OK)
+	{
+		pfree(c);
+		cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
+					pin->base_version, s->ri->uri);
+	}
+	c->refs = 1;
+	c->store = st;
+	c->version = s->ri->version;
+	s->snap = c;
+	if (store_rows)
+		choose_store_columns(s, cx_snapshot_base(c->snap));
+	s->scan_done = true;
+	s->scan_pending_start = true;
+}
+
 static void
 cx_rescan(ForeignScanState *node)
 {
@@ -712,4 +791,6 @@ cxfdw_scan_routine(FdwRoutine *routine)
 	routine->ReScanForeignScan = cx_rescan;
 	routine->EndForeignScan = cx_end_scan;
 	routine->ExplainForeignScan = cx_explain;
+	cxfdw_parallel_routine(routine);
+	cxfdw_analyze_routine(routine);
 }

@@ -350,18 +350,35 @@ cx_snapshot_version(const cx_snapshot *snap)
 	return snap->base->version;
 }
 
+/* The unmerged generations' rows, or their bytes. */
+static uint64_t
+sum_generations(const cx_snapshot *snap, bool bytes)
+{
+	uint64_t	n = 0;
+
+	for (uint32_t i = 0; i < snap->ngens; i++)
+	{
+		const cx_fragment_info *fi = &snap->gens[i].gen->fragment;
+
+		n += bytes ? fi->size : fi->rows;
+	}
+	return n;
+}
+
 uint64_t
 cx_snapshot_row_estimate(const cx_snapshot *snap)
 {
-	uint64_t	rows = cx_manifest_rows(snap->base);
-
-	for (uint32_t i = 0; i < snap->ngens; i++)
-		rows += snap->gens[i].gen->fragment.rows;
-	return rows;
+	return cx_manifest_rows(snap->base) + sum_generations(snap, false);
 }
 
 uint32_t
 cx_snapshot_pending_generations(const cx_snapshot *snap)
 {
 	return snap->ngens;
+}
+
+uint64_t
+cx_snapshot_bytes(const cx_snapshot *snap)
+{
+	return cx_manifest_bytes(snap->base) + sum_generations(snap, true);
 }

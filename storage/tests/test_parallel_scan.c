@@ -239,6 +239,8 @@ CX_TEST(parallel_scan_pinned_snapshot_ignores_later_commits)
 	REQUIRE_OK(cx_snapshot_open_pinned(s, &pin, &again, &err), &err);
 	CHECK(cx_snapshot_version(again) == cx_snapshot_version(snap));
 	CHECK(cx_snapshot_pending_generations(again) == 2);
+	CHECK(cx_snapshot_bytes(again) == cx_snapshot_bytes(snap));
+	CHECK(cx_snapshot_bytes(snap) > 0);
 	cx_snapshot_close(again);
 	cx_scan_spec_init(&spec);
 	spec.claim = claim_shared;

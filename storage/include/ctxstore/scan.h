@@ -51,6 +51,8 @@ uint64_t	cx_snapshot_version(const cx_snapshot *snap);
 /* Rows estimate: base rows plus unmerged generation rows. */
 uint64_t	cx_snapshot_row_estimate(const cx_snapshot *snap);
 uint32_t	cx_snapshot_pending_generations(const cx_snapshot *snap);
+/* Bytes of its fragments: base fragments plus unmerged generations. */
+uint64_t	cx_snapshot_bytes(const cx_snapshot *snap);
 
 typedef struct cx_tablescan cx_tablescan;
 
