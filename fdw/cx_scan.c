@@ -276,11 +276,14 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	Cost		startup = STORE_STARTUP_COST + baserel->baserestrictcost.startup;
 	Cost		total = startup + read *
 		(cpu_tuple_cost + baserel->baserestrictcost.per_tuple);
+	ForeignPath *serial = create_foreignscan_path(root, baserel, NULL,
+												  baserel->rows, startup,
+												  total, NIL, NULL, NULL, NIL);
 
-	add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL,
-													   baserel->rows,
-													   startup, total,
-													   NIL, NULL, NULL, NIL));
+	/* Only a parallel-aware scan reads the leader's snapshot (cx_parallel.c):
+	 * a whole scan run inside a worker would open one of its own. */
+	serial->path.parallel_safe = false;
+	add_path(baserel, (Path *) serial);
 	if (!pi->has_key)
 		cxfdw_add_partial_path(root, baserel, startup, total - startup);
 }

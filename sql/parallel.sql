@@ -59,6 +59,20 @@ RESET parallel_leader_participation;
 -- An aggregate over a parallel scan.
 SELECT count(*), sum(n) FROM par;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM par;
+-- In a join the scan is parallel aware too, never a whole scan run in a
+-- worker (which would open a snapshot of its own).
+CREATE TABLE par_keys AS SELECT 'k' || i AS id FROM generate_series(1, 3000) i;
+ANALYZE par_keys;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id);
+EXPLAIN (COSTS OFF) SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id)
+  WHERE p.id IN ('k6', 'k7', 'k2001');
+SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id)
+  WHERE p.id IN ('k6', 'k7', 'k2001');
+SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id);
+EXPLAIN (COSTS OFF) SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id)
+  WHERE p.id IN ('k6', 'k7', 'k2001');
+SELECT count(*), sum(p.n) FROM par_keys k JOIN par p USING (id)
+  WHERE p.id IN ('k6', 'k7', 'k2001');
 
 -- A plan made before the transaction wrote (a cached generic plan) stays
 -- parallel: its workers return nothing and the leader reads every row,
@@ -89,7 +103,7 @@ ROLLBACK;
 DEALLOCATE par_all;
 RESET plan_cache_mode;
 
-DROP TABLE par_serial, par_parallel;
+DROP TABLE par_serial, par_parallel, par_keys;
 DROP FOREIGN TABLE par;
 DROP SERVER par_srv;
 DROP EXTENSION ctxstore;
