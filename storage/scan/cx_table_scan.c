@@ -658,10 +658,7 @@ hide_rows_base_beats(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *n,
 		if (!beaten[j])
 			scan->rows[k++] = scan->rows[j];
 	if (rc == CX_OK)
-	{
-		scan->stats.rows_hidden += *n - k;
 		*n = k;
-	}
 	cx_probe_result_free(&r);
 	free(values);
 	free(lens);

@@ -80,10 +80,10 @@ claim_shared(void *arg, uint32_t *unit)
 }
 
 /* Runs n participants, each on its own pinned copy of snap, stepping them
- * in turn so that they interleave; collects their rows into out. */
+ * in turn so that they interleave; collects their rows into out, their stats into stats. */
 static void
 scan_in_parallel(cx_objstore *s, cx_snapshot *snap, cx_scan_spec *specs,
-				 int n, mw_rows *out, uint64_t *groups_read)
+				 int n, mw_rows *out, cx_tablescan_stats *stats)
 {
 	cx_snapshot_pin pin;
 	cx_snapshot *snaps[4];
@@ -120,7 +120,7 @@ scan_in_parallel(cx_objstore *s, cx_snapshot *snap, cx_scan_spec *specs,
 		}
 	for (int p = 0; p < n; p++)
 	{
-		groups_read[p] = cx_tablescan_get_stats(scans[p])->row_groups_read;
+		stats[p] = *cx_tablescan_get_stats(scans[p]);
 		cx_tablescan_end(scans[p]);
 		cx_snapshot_close(snaps[p]);
 	}
@@ -137,7 +137,7 @@ CX_TEST(parallel_scan_participants_return_the_serial_rows)
 	cx_scan_spec specs[3];
 	strided		st[3];
 	uint32_t	shared = 0;
-	uint64_t	groups[3];
+	cx_tablescan_stats st3[3];
 	mw_rows		serial,
 				par;
 	int64_t		v = 0;
@@ -160,10 +160,10 @@ CX_TEST(parallel_scan_participants_return_the_serial_rows)
 			specs[p].claim = claim_strided;
 			specs[p].claim_arg = &st[p];
 		}
-		scan_in_parallel(s, snap, specs, n, &par, groups);
+		scan_in_parallel(s, snap, specs, n, &par, st3);
 		CHECK(mw_rows_equal(&serial, &par));
 		for (int p = 0; p < n; p++)
-			CHECK(groups[p] >= 2);	/* every one read a share */
+			CHECK(st3[p].row_groups_read >= 2);	/* every one read a share */
 		mw_rows_free(&par);
 	}
 	for (int p = 0; p < 3; p++)
@@ -172,9 +172,11 @@ CX_TEST(parallel_scan_participants_return_the_serial_rows)
 		specs[p].claim = claim_shared;
 		specs[p].claim_arg = &shared;
 	}
-	scan_in_parallel(s, snap, specs, 3, &par, groups);
+	scan_in_parallel(s, snap, specs, 3, &par, st3);
 	CHECK(mw_rows_equal(&serial, &par));
-	CHECK(groups[0] + groups[1] + groups[2] == 7 + 2);	/* once each */
+	/* once each */
+	CHECK(st3[0].row_groups_read + st3[1].row_groups_read +
+		  st3[2].row_groups_read == 7 + 2);
 	mw_rows_free(&par);
 	cx_snapshot_close(snap);
 	mw_rows_free(&serial);
@@ -189,7 +191,7 @@ CX_TEST(parallel_scan_generation_reader_probes_the_base)
 	cx_snapshot *snap;
 	cx_scan_spec spec;
 	strided		gens_only = {7, 1, 1000};	/* the 7 base groups are 0..6 */
-	uint64_t	groups;
+	cx_tablescan_stats st;
 	mw_rows		r;
 	int64_t		v = 0;
 	cx_err		err;
@@ -200,9 +202,11 @@ CX_TEST(parallel_scan_generation_reader_probes_the_base)
 	cx_scan_spec_init(&spec);
 	spec.claim = claim_strided;
 	spec.claim_arg = &gens_only;
-	scan_in_parallel(s, snap, &spec, 1, &r, &groups);
-	CHECK(groups == 2);
+	scan_in_parallel(s, snap, &spec, 1, &r, &st);
+	CHECK(st.row_groups_read == 2);
 	CHECK(r.n == 2);			/* b3 = 333 and n1; not a = 1 */
+	/* a (beaten by the base), b3 = 33 (replaced), b4 (a tombstone) */
+	CHECK(st.rows_hidden == 3 && st.rows_returned == 2);
 	CHECK(mw_count(&r, "a", NULL) == 0);
 	CHECK(mw_count(&r, "b3", &v) == 1 && v == 333);
 	CHECK(mw_count(&r, "n1", NULL) == 1);
@@ -226,7 +230,7 @@ CX_TEST(parallel_scan_pinned_snapshot_ignores_later_commits)
 				after;
 	cx_scan_spec spec;
 	uint32_t	unit = 0;
-	uint64_t	groups;
+	cx_tablescan_stats st;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
@@ -245,7 +249,7 @@ CX_TEST(parallel_scan_pinned_snapshot_ignores_later_commits)
 	cx_scan_spec_init(&spec);
 	spec.claim = claim_shared;
 	spec.claim_arg = &unit;
-	scan_in_parallel(s, snap, &spec, 1, &after, &groups);
+	scan_in_parallel(s, snap, &spec, 1, &after, &st);
 	CHECK(mw_rows_equal(&before, &after));
 	CHECK(mw_count(&after, "z", NULL) == 0);
 	mw_rows_free(&after);
