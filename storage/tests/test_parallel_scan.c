@@ -80,7 +80,8 @@ claim_shared(void *arg, uint32_t *unit)
 }
 
 /* Runs n participants, each on its own pinned copy of snap, stepping them
- * in turn so that they interleave; collects their rows into out, their stats into stats. */
+ * in turn so that they interleave; collects their rows into out and
+ * their scans' stats into stats[]. */
 static void
 scan_in_parallel(cx_objstore *s, cx_snapshot *snap, cx_scan_spec *specs,
 				 int n, mw_rows *out, cx_tablescan_stats *stats)
