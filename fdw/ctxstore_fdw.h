@@ -23,6 +23,8 @@
  *   cx_maintenance.c SQL functions that ask the writer (flush, merge, ...)
  *   cx_writer_submit.c  the writer protocol's backend side: submit and wait
  *   cx_workers_view.c   the ctxstore.workers view
+ *   cx_parallel.c    parallel scans: partial paths, the shared state
+ *   cx_analyze.c     ANALYZE: the row sample
  *
  * What the workers and this side share (module entry, GUCs, the option
  * table, engine errors -> ereport, the writer protocol) is in shared/.
@@ -328,6 +330,36 @@ extern void cxfdw_pushdown_explain(const CxPushdown *pd,
 								   ForeignScanState *node, ExplainState *es);
 extern void cxfdw_pushdown_explain_counts(const cx_tablescan_stats *st,
 										  ExplainState *es);
+
+/* ---- reading rows (cx_scan.c), for ANALYZE (cx_analyze.c) ---- */
+
+/* Converts the attributes in retrieved (attribute numbers, 1-based) of row
+ * `row` of the group scan returned last into values/isnull (indexed by
+ * attribute number - 1, or, when narrow, by position in retrieved),
+ * allocating in CurrentMemoryContext. */
+extern void cxfdw_scan_row_values(const CxRelInfo *ri, const CxBinding *bind,
+								  List *retrieved, const cx_tablescan *scan,
+								  uint32 row, bool narrow, Datum *values,
+								  bool *isnull);
+extern void cxfdw_analyze_routine(FdwRoutine *routine);
+
+/* ---- parallel scans (cx_parallel.c; the scan's side in cx_scan.c) ---- */
+
+extern void cxfdw_parallel_routine(FdwRoutine *routine);
+/* Pages the planner and ANALYZE count for a snapshot: its bytes. */
+extern BlockNumber cxfdw_snapshot_pages(const cx_snapshot *snap);
+/* Adds a parallel-aware partial path of the scan whose serial run (after
+ * startup) costs run, when the table is big enough. */
+extern void cxfdw_add_partial_path(PlannerInfo *root, RelOptInfo *baserel,
+								   Cost startup, Cost run);
+extern cx_snapshot *cxfdw_scan_snapshot(ForeignScanState *node);
+extern bool cxfdw_scan_has_pending(ForeignScanState *node);
+extern void cxfdw_scan_set_claim(ForeignScanState *node,
+								 bool (*claim) (void *arg, uint32_t *unit),
+								 void *arg);
+extern void cxfdw_scan_begin_worker(ForeignScanState *node,
+									const cx_snapshot_pin *pin,
+									bool store_rows);
 
 /* ---- the callbacks (cx_scan.c, cx_modify.c) ---- */
 

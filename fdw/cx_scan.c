@@ -32,6 +32,7 @@
 #include "access/xact.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
@@ -107,6 +108,11 @@ typedef struct CxScanState
 	size_t		pending_end;
 	cx_datum   *pending_values;
 	cx_buf		scratch;
+
+	/* Parallel scans (cx_parallel.c): the units this participant reads
+	 * (claim NULL: all). */
+	bool		(*claim) (void *arg, uint32_t *unit);
+	void	   *claim_arg;
 
 	MemoryContextCallback cleanup;
 } CxScanState;
@@ -256,6 +262,7 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	table_close(rel, NoLock);
 	baserel->tuples = table_rows(ri);
+	baserel->pages = cxfdw_snapshot_pages(snap_get(ri)->snap);
 	/* Rows of the fragments the pushed quals do not skip, and of those the
 	 * share PostgreSQL's selectivity says match. */
 	pi->pushed = cxfdw_pushdown_classify(baserel, ri, &pi->pushed_values);
@@ -296,11 +303,16 @@ cx_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	Cost		startup = STORE_STARTUP_COST + baserel->baserestrictcost.startup;
 	Cost		total = startup + read *
 		(cpu_tuple_cost + baserel->baserestrictcost.per_tuple);
+	ForeignPath *serial = create_foreignscan_path(root, baserel, NULL,
+												  baserel->rows, startup,
+												  total, NIL, NULL, NULL, NIL);
 
-	add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL,
-													   baserel->rows,
-													   startup, total,
-													   NIL, NULL, NULL, NIL));
+	/* Only a parallel-aware scan reads the leader's snapshot (cx_parallel.c):
+	 * a whole scan run inside a worker would open one of its own. */
+	serial->path.parallel_safe = false;
+	add_path(baserel, (Path *) serial);
+	if (!pi->has_key)
+		cxfdw_add_partial_path(root, baserel, startup, total - startup);
 }
 
 /* The retrieved attributes as a target list of Vars of baserel (of the
@@ -515,6 +527,8 @@ begin_store_scan(CxScanState *s)
 	if (s->pushdown != NULL)
 		spec.preds = cxfdw_pushdown_preds(s->pushdown, s->ri, &s->bind,
 										  s->econtext, &spec.npreds);
+	spec.claim = s->claim;
+	spec.claim_arg = s->claim_arg;
 	rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CX_OK)
@@ -586,6 +600,9 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->cleanup);
 	node->fdw_state = s;
 
+	/* cxfdw_scan_begin_worker gives it the leader's snapshot. */
+	if (IsParallelWorker() && plan->scan.plan.parallel_aware)
+		return;
 	s->snap = snap_get(s->ri);
 	s->snap->refs++;
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
@@ -600,37 +617,45 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	s->scan_pending_start = true;
 }
 
-/* Where attribute att, the i-th retrieved, goes in the scan tuple. */
+/* Where attribute att, the i-th retrieved, goes in the scan tuple: at i
+ * in a narrowed one, else at its own position. */
 static int
-slot_position(const CxScanState *s, int att, int i)
+slot_position(bool narrow, int att, int i)
 {
-	return s->narrow_slot ? i : att;
+	return narrow ? i : att;
+}
+
+void
+cxfdw_scan_row_values(const CxRelInfo *ri, const CxBinding *bind,
+					  List *retrieved, const cx_tablescan *scan, uint32 row,
+					  bool narrow, Datum *values, bool *isnull)
+{
+	CxConvErrContext ec;
+	ListCell   *lc;
+
+	cxfdw_conv_errcontext_push(&ec, ri);
+	foreach(lc, retrieved)
+	{
+		int			att = lfirst_int(lc) - 1;
+		int			at = slot_position(narrow, att, foreach_current_index(lc));
+		cx_datum	d;
+
+		cx_colvec_get(cx_tablescan_column(scan, bind->att_col[att]), row, &d);
+		isnull[at] = d.isnull;
+		if (d.isnull)
+			continue;
+		ec.att = att;
+		values[at] = cxfdw_from_cx(&ri->columns[att].type, &d, CX_LIST_SLICE);
+	}
+	cxfdw_conv_errcontext_pop(&ec);
 }
 
 static void
 fill_from_group(CxScanState *s, TupleTableSlot *slot)
 {
-	CxConvErrContext ec;
-	uint32		row = s->rows[s->pos];
-	ListCell   *lc;
-
-	cxfdw_conv_errcontext_push(&ec, s->ri);
-	foreach(lc, s->retrieved)
-	{
-		int			att = lfirst_int(lc) - 1;
-		int			at = slot_position(s, att, foreach_current_index(lc));
-		cx_datum	d;
-
-		cx_colvec_get(cx_tablescan_column(s->scan, s->bind.att_col[att]),
-					  row, &d);
-		slot->tts_isnull[at] = d.isnull;
-		if (d.isnull)
-			continue;
-		ec.att = att;
-		slot->tts_values[at] = cxfdw_from_cx(&s->ri->columns[att].type, &d,
-											 CX_LIST_SLICE);
-	}
-	cxfdw_conv_errcontext_pop(&ec);
+	cxfdw_scan_row_values(s->ri, &s->bind, s->retrieved, s->scan,
+						  s->rows[s->pos], s->narrow_slot, slot->tts_values,
+						  slot->tts_isnull);
 }
 
 /* Whether the transaction wrote a row of key since the scan's snapshot; if
@@ -696,7 +721,8 @@ fill_from_pending(CxScanState *s, TupleTableSlot *slot)
 	foreach(lc, s->retrieved)
 	{
 		int			att = lfirst_int(lc) - 1;
-		int			at = slot_position(s, att, foreach_current_index(lc));
+		int			at = slot_position(s->narrow_slot, att,
+									   foreach_current_index(lc));
 		const cx_datum *d = &s->pending_values[s->pending_bind.att_col[att]];
 
 		slot->tts_isnull[at] = d->isnull;
@@ -755,6 +781,59 @@ cx_iterate(ForeignScanState *node)
 		return slot;
 	fill_from_pending(s, slot);
 	return ExecStoreVirtualTuple(slot);
+}
+
+/* ---- parallel scans (the rest is in cx_parallel.c) ---- */
+
+cx_snapshot *
+cxfdw_scan_snapshot(ForeignScanState *node)
+{
+	return ((CxScanState *) node->fdw_state)->snap->snap;
+}
+
+bool
+cxfdw_scan_has_pending(ForeignScanState *node)
+{
+	return ((CxScanState *) node->fdw_state)->pending != NULL;
+}
+
+void
+cxfdw_scan_set_claim(ForeignScanState *node,
+					 bool (*claim) (void *arg, uint32_t *unit), void *arg)
+{
+	CxScanState *s = node->fdw_state;
+
+	s->claim = claim;
+	s->claim_arg = arg;
+}
+
+/* A worker reads the snapshot the leader pinned (not cached: no other scan
+ * of the worker reads it), none of the store's rows when store_rows is
+ * false, and never the leader's buffered rows (it has none). */
+void
+cxfdw_scan_begin_worker(ForeignScanState *node, const cx_snapshot_pin *pin,
+						bool store_rows)
+{
+	CxScanState *s = node->fdw_state;
+	CxStore    *st = cxfdw_store_open(s->ri, CX_ACCESS_READ);
+	CxSnap	   *c = MemoryContextAllocZero(TopMemoryContext, sizeof(CxSnap));
+	cx_err		err;
+
+	if (cx_snapshot_open_pinned(cxfdw_store_handle(st), pin, &c->snap,
+								&err) != CX_OK)
+	{
+		pfree(c);
+		cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
+					pin->base_version, s->ri->uri);
+	}
+	c->refs = 1;
+	c->store = st;
+	c->version = s->ri->version;
+	s->snap = c;
+	if (store_rows)
+		choose_store_columns(s, cx_snapshot_base(c->snap));
+	s->scan_done = true;
+	s->scan_pending_start = true;
 }
 
 static void
@@ -835,4 +914,6 @@ cxfdw_scan_routine(FdwRoutine *routine)
 	routine->ReScanForeignScan = cx_rescan;
 	routine->EndForeignScan = cx_end_scan;
 	routine->ExplainForeignScan = cx_explain;
+	cxfdw_parallel_routine(routine);
+	cxfdw_analyze_routine(routine);
 }

@@ -21,6 +21,7 @@ struct cx_snapshot
 	cx_manifest *base;			/* never NULL; version 0 = empty store */
 	uint32_t	nshards;		/* base->nshards */
 	cx_shard_manifest **shards; /* newest manifest per shard, or NULL */
+	uint64_t   *shard_versions; /* their versions (0: NULL), for the pin */
 	uint32_t	ngens;
 	cx_snapgen *gens;			/* by shard (base order), then generation */
 };

@@ -197,6 +197,52 @@ adopt_shards(cx_snapshot *snap, loaded *l, cx_err *err)
 	return CX_OK;
 }
 
+/* Notes the version of each shard manifest, for cx_snapshot_pin_of. */
+static cx_code
+note_shard_versions(cx_snapshot *snap, cx_err *err)
+{
+	if (snap->nshards == 0)
+		return CX_OK;
+	snap->shard_versions = calloc(snap->nshards, sizeof(uint64_t));
+	if (snap->shard_versions == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	for (uint32_t i = 0; i < snap->nshards; i++)
+		if (snap->shards[i] != NULL)
+			snap->shard_versions[i] = snap->shards[i]->version;
+	return CX_OK;
+}
+
+/* What every way of opening does once the base and the shard manifests are
+ * fixed (rc: how fixing them went); frees snap on failure. */
+static cx_code
+finish_open(cx_snapshot *snap, cx_code rc, cx_snapshot **out, cx_err *err)
+{
+	if (rc == CX_OK)
+		rc = note_shard_versions(snap, err);
+	if (rc == CX_OK)
+		rc = collect_gens(snap, err);
+	if (rc == CX_OK)
+		rc = check_schema(snap, err);
+	if (rc != CX_OK)
+	{
+		cx_snapshot_close(snap);
+		return rc;
+	}
+	*out = snap;
+	return CX_OK;
+}
+
+/* The base version, or an empty manifest for version 0. */
+static cx_code
+load_base(cx_snapshot *snap, uint64_t version, cx_err *err)
+{
+	if (version != 0)
+		return cx_manifest_load(snap->store, version, &snap->base, err);
+	if ((snap->base = cx_manifest_new()) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	return CX_OK;
+}
+
 cx_code
 cx_snapshot_open(cx_objstore *s, uint64_t version, cx_snapshot **out,
 				 cx_err *err)
@@ -212,26 +258,70 @@ cx_snapshot_open(cx_objstore *s, uint64_t version, cx_snapshot **out,
 	/* A pinned version reads its base fragments only: generations are not
 	 * versioned with the base. */
 	if (version != 0)
-		rc = cx_manifest_load(s, version, &snap->base, err);
+		rc = load_base(snap, version, err);
 	else
 		rc = fix_newest(s, &snap->base, &l, err);
-	if (rc == CX_OK && snap->base == NULL &&
-		(snap->base = cx_manifest_new()) == NULL)
-		rc = cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	if (rc == CX_OK && snap->base == NULL)
+		rc = load_base(snap, 0, err);
 	if (rc == CX_OK && version == 0)
 		rc = adopt_shards(snap, &l, err);
-	if (rc == CX_OK)
-		rc = collect_gens(snap, err);
-	if (rc == CX_OK)
-		rc = check_schema(snap, err);
 	loaded_free(&l);
-	if (rc != CX_OK)
+	return finish_open(snap, rc, out, err);
+}
+
+void
+cx_snapshot_pin_of(const cx_snapshot *snap, cx_snapshot_pin *pin)
+{
+	pin->base_version = snap->base->version;
+	pin->nshards = snap->nshards;
+	pin->shard_versions = snap->shard_versions;
+}
+
+/* The shard manifests the pin names, in the base's shard order. */
+static cx_code
+load_pinned_shards(cx_snapshot *snap, const cx_snapshot_pin *pin,
+				   cx_err *err)
+{
+	if (pin->nshards == 0)
+		return CX_OK;
+	if (pin->nshards != snap->base->nshards)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "snapshot of %s: the pin names %u shards, base version %llu has %u",
+						  snap->store->uri, pin->nshards,
+						  (unsigned long long) pin->base_version,
+						  snap->base->nshards);
+	snap->shards = calloc(pin->nshards, sizeof(cx_shard_manifest *));
+	if (snap->shards == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	snap->nshards = pin->nshards;
+	for (uint32_t i = 0; i < snap->nshards; i++)
 	{
-		cx_snapshot_close(snap);
-		return rc;
+		const char *id = snap->base->shards[i].shard_id;
+
+		if (pin->shard_versions[i] != 0 &&
+			cx_shard_manifest_load(snap->store, id, pin->shard_versions[i],
+								   &snap->shards[i], err) != CX_OK)
+			return cx_err_prefix(err, "snapshot of %s: shard %s",
+								 snap->store->uri, id);
 	}
-	*out = snap;
 	return CX_OK;
+}
+
+cx_code
+cx_snapshot_open_pinned(cx_objstore *s, const cx_snapshot_pin *pin,
+						cx_snapshot **out, cx_err *err)
+{
+	cx_snapshot *snap = calloc(1, sizeof(cx_snapshot));
+	cx_code		rc;
+
+	*out = NULL;
+	if (snap == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	snap->store = s;
+	rc = load_base(snap, pin->base_version, err);
+	if (rc == CX_OK)
+		rc = load_pinned_shards(snap, pin, err);
+	return finish_open(snap, rc, out, err);
 }
 
 void
@@ -242,6 +332,7 @@ cx_snapshot_close(cx_snapshot *snap)
 	for (uint32_t i = 0; i < snap->nshards; i++)
 		cx_shard_manifest_free(snap->shards[i]);
 	free(snap->shards);
+	free(snap->shard_versions);
 	free(snap->gens);
 	cx_manifest_free(snap->base);
 	free(snap);
@@ -259,18 +350,35 @@ cx_snapshot_version(const cx_snapshot *snap)
 	return snap->base->version;
 }
 
+/* The unmerged generations' rows, or their bytes. */
+static uint64_t
+sum_generations(const cx_snapshot *snap, bool bytes)
+{
+	uint64_t	n = 0;
+
+	for (uint32_t i = 0; i < snap->ngens; i++)
+	{
+		const cx_fragment_info *fi = &snap->gens[i].gen->fragment;
+
+		n += bytes ? fi->size : fi->rows;
+	}
+	return n;
+}
+
 uint64_t
 cx_snapshot_row_estimate(const cx_snapshot *snap)
 {
-	uint64_t	rows = cx_manifest_rows(snap->base);
-
-	for (uint32_t i = 0; i < snap->ngens; i++)
-		rows += snap->gens[i].gen->fragment.rows;
-	return rows;
+	return cx_manifest_rows(snap->base) + sum_generations(snap, false);
 }
 
 uint32_t
 cx_snapshot_pending_generations(const cx_snapshot *snap)
 {
 	return snap->ngens;
+}
+
+uint64_t
+cx_snapshot_bytes(const cx_snapshot *snap)
+{
+	return cx_manifest_bytes(snap->base) + sum_generations(snap, true);
 }

@@ -63,6 +63,7 @@
 #include "table/cx_truncation.h"
 #include "scan/cx_key_lookup.h"
 #include "scan/cx_prune.h"
+#include "table/cx_base_probe.h"
 #include "scan/cx_scan_int.h"
 
 /* A growable bitmap of row indices. */
@@ -155,6 +156,11 @@ struct cx_tablescan
 	cx_rowgroup *g;
 	uint32_t   *rows;
 	uint32_t	rows_cap;
+	/* Parallel scans (spec.claim): the unit claimed and not read yet, and
+	 * the number of the open source's first unit. */
+	bool		has_claim;
+	uint32_t	claimed;
+	uint32_t	unit_base;
 	cx_tablescan_stats stats;
 };
 
@@ -475,6 +481,9 @@ cx_tablescan_begin_spec(cx_snapshot *snap, const cx_scan_spec *spec,
 		return cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
 	scan->snap = snap;
 	scan->spec = *spec;
+	/* Units are numbered in one order every participant agrees on. */
+	if (spec->claim != NULL)
+		scan->spec.order_column = -1;
 	if (spec->has_keys)
 		keys = spec->keys != NULL ? spec->keys : none;
 	scan->table = snap->base->schema;
@@ -650,6 +659,21 @@ layer_stats(cx_tablescan *scan)
 	return scan->phase == PHASE_BASE ? &scan->stats.base : &scan->stats.gens;
 }
 
+/*
+ * Whether the open generation's winning rows are checked against the base
+ * by a probe.  In a parallel scan the base row that beats a generation row
+ * may lie in a unit another participant reads, so marking losers from base
+ * rows (step 2) is not enough there: the participant that reads a
+ * generation row asks the base itself (docs/design/scan.md, "Parallel
+ * scans").
+ */
+static bool
+base_probed(const cx_tablescan *scan)
+{
+	return scan->spec.claim != NULL && scan->phase == PHASE_GENS &&
+		scan->check_keys && scan->snap->base->nfragments > 0;
+}
+
 /* Opens the next base fragment or generation, or moves to PHASE_DONE; one
  * whose rows are all truncated, or that the predicates skip, is passed over
  * (scan->r stays NULL). */
@@ -725,9 +749,15 @@ open_next(cx_tablescan *scan, cx_err *err)
 		scan->key_want[cx_layout_frag_column(&scan->layout, scan->key_col)] = true;
 		scan->key_want[scan->layout.ts_col] = true;
 	}
-	/* A lookup keeps only generation rows of its keys. */
+	/* A lookup keeps only generation rows of its keys; a parallel scan
+	 * probes the base for its generation rows' keys. */
 	if (scan->lookup != NULL && scan->phase == PHASE_GENS)
 		want_key(scan);
+	if (base_probed(scan))
+	{
+		want_key(scan);
+		scan->want[scan->layout.ts_col] = true;
+	}
 	scan->dvc.dv = dv;
 	scan->dvc.next = 0;
 	scan->first_row = 0;
@@ -802,6 +832,52 @@ lookup_wants(const cx_tablescan *scan, const cx_rowgroup *g, uint32_t i)
 		cx_lookup_has(scan->lookup, key, len);
 }
 
+/* Removes from scan->rows[0..*n) the generation rows a live base row of
+ * their key beats (committed strictly later), as step 2 would have marked
+ * them: one probe for the group's rows. */
+static cx_code
+hide_rows_base_beats(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *n,
+					 cx_err *err)
+{
+	const cx_colvec *keys = cx_layout_column(&scan->layout, g, scan->key_col);
+	const uint8_t **values = malloc(*n * sizeof(uint8_t *));
+	size_t	   *lens = malloc(*n * sizeof(size_t));
+	bool	   *beaten = calloc(*n, sizeof(bool));
+	cx_probe_result r = {0};
+	uint32_t	nkeys = 0;
+	uint32_t   *of_key = malloc(*n * sizeof(uint32_t));
+	uint32_t	k = 0;
+	cx_code		rc = CX_OK;
+
+	if (values == NULL || lens == NULL || beaten == NULL || of_key == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "scan: out of memory");
+	/* Winners are one per key, so the group's keys have no repeats. */
+	for (uint32_t j = 0; rc == CX_OK && j < *n; j++)
+		if (cx_key_bytes(keys, scan->rows[j], &values[nkeys], &lens[nkeys]))
+			of_key[nkeys++] = j;
+	if (rc == CX_OK && nkeys > 0)
+		rc = cx_base_probe(scan->snap->store, scan->snap->base, scan->key_col,
+						   values, lens, nkeys, &r, err);
+	for (uint32_t h = 0; rc == CX_OK && h < r.nhits; h++)
+	{
+		uint32_t	j = of_key[r.hits[h].value];
+
+		if (r.hits[h].ts > cx_row_ts(g, &scan->layout, scan->rows[j]))
+			beaten[j] = true;
+	}
+	for (uint32_t j = 0; rc == CX_OK && j < *n; j++)
+		if (!beaten[j])
+			scan->rows[k++] = scan->rows[j];
+	if (rc == CX_OK)
+		*n = k;
+	cx_probe_result_free(&r);
+	free(values);
+	free(lens);
+	free(beaten);
+	free(of_key);
+	return rc;
+}
+
 /* Fills scan->rows with the visible rows of group g (*nvisible of them). */
 static cx_code
 visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
@@ -836,6 +912,9 @@ visible_rows(cx_tablescan *scan, const cx_rowgroup *g, uint32_t *nvisible,
 		if (visible)
 			scan->rows[k++] = i;
 	}
+	if (base_probed(scan) && k > 0 &&
+		hide_rows_base_beats(scan, g, &k, err) != CX_OK)
+		return err->code;
 	scan->stats.rows_returned += k;
 	scan->stats.rows_hidden += n - k - unwanted;
 	*nvisible = k;
@@ -972,6 +1051,44 @@ read_group(cx_tablescan *scan, uint32_t *nvisible, cx_err *err)
 	return rc;
 }
 
+/*
+ * Parallel scans.  Units are the row groups of the sources in the order
+ * the scan opens them (base fragments, then generations; a source passed
+ * over without opening has none), numbered from 0.  Claimed numbers only
+ * grow, so a participant walks the sources forward once, opening each
+ * (its footer) to learn how many units it holds.
+ */
+
+/* Whether there is a unit to read: always without claim(); otherwise the
+ * one claimed before, or a new one. */
+static bool
+claim_next(cx_tablescan *scan)
+{
+	if (scan->spec.claim == NULL || scan->has_claim)
+		return true;
+	scan->has_claim = scan->spec.claim(scan->spec.claim_arg, &scan->claimed);
+	return scan->has_claim;
+}
+
+/* Whether the open source has a group left to read, positioned at it: the
+ * next one, or the claimed unit (skipping the groups before it). */
+static bool
+source_holds_claim(cx_tablescan *scan)
+{
+	uint32_t	ngroups = cx_fragr_num_groups(scan->r);
+
+	if (scan->spec.claim == NULL)
+		return scan->pos < ngroups;
+	if (scan->claimed >= scan->unit_base + ngroups)
+	{
+		scan->unit_base += ngroups;
+		return false;
+	}
+	/* Claimed scans visit row groups in storage order (begin_spec). */
+	scan->pos = scan->claimed - scan->unit_base;
+	return true;
+}
+
 cx_code
 cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 				  const uint32_t **rows, uint32_t *nrows, cx_err *err)
@@ -987,6 +1104,8 @@ cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 
 		cx_rowgroup_free(scan->g);
 		scan->g = NULL;
+		if (scan->phase != PHASE_DONE && !claim_next(scan))
+			scan->phase = PHASE_DONE;
 		if (scan->phase == PHASE_DONE)
 			return CX_OK;
 		if (scan->r == NULL)
@@ -995,13 +1114,14 @@ cx_tablescan_next(cx_tablescan *scan, const cx_rowgroup **group,
 				return err->code;
 			continue;
 		}
-		if (scan->pos == cx_fragr_num_groups(scan->r))
+		if (!source_holds_claim(scan))
 		{
 			close_source(scan);
 			continue;
 		}
 		if (read_group(scan, &nvisible, err) != CX_OK)
 			return err->code;
+		scan->has_claim = false;
 		if (nvisible > 0)
 		{
 			*group = scan->g;

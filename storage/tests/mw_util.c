@@ -397,7 +397,6 @@ scan_rows(cx_objstore *s, uint64_t version, const bool *want,
 {
 	cx_snapshot *snap;
 	cx_tablescan *scan;
-	uint32_t	cap = 0;
 	cx_code		rc;
 
 	memset(out, 0, sizeof(*out));
@@ -428,13 +427,7 @@ scan_rows(cx_objstore *s, uint64_t version, const bool *want,
 		rc = cx_tablescan_next(scan, &g, &rows, &n, err);
 		if (rc != CX_OK || g == NULL)
 			break;
-		if (out->n + n > cap)
-		{
-			cap = (out->n + n) * 2;
-			out->r = realloc(out->r, cap * sizeof(mw_row));
-		}
-		for (uint32_t k = 0; k < n; k++)
-			take_row(scan, rows[k], &out->r[out->n++]);
+		mw_rows_add(scan, rows, n, out);
 	}
 	if (scan != NULL)
 	{
@@ -442,9 +435,24 @@ scan_rows(cx_objstore *s, uint64_t version, const bool *want,
 		cx_tablescan_end(scan);
 	}
 	cx_snapshot_close(snap);
-	if (out->n > 0)
-		qsort(out->r, out->n, sizeof(mw_row), cmp_row);
+	mw_rows_sort(out);
 	return rc;
+}
+
+void
+mw_rows_add(const cx_tablescan *scan, const uint32_t *rows, uint32_t n,
+			mw_rows *out)
+{
+	out->r = realloc(out->r, (out->n + n + 1) * sizeof(mw_row));
+	for (uint32_t k = 0; k < n; k++)
+		take_row(scan, rows[k], &out->r[out->n++]);
+}
+
+void
+mw_rows_sort(mw_rows *rows)
+{
+	if (rows->n > 0)
+		qsort(rows->r, rows->n, sizeof(mw_row), cmp_row);
 }
 
 cx_code

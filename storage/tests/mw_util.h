@@ -103,6 +103,10 @@ cx_code		mw_scan_version(cx_objstore *s, uint64_t version, const bool *want,
  * columns (cx_tablescan_begin_keys). */
 cx_code		mw_scan_keys(cx_objstore *s, const char *const *keys, uint32_t n,
 						 mw_rows *out, cx_err *err);
+/* Appends rows[0..n) of the batch scan just returned (unsorted). */
+void		mw_rows_add(const cx_tablescan *scan, const uint32_t *rows,
+						uint32_t n, mw_rows *out);
+void		mw_rows_sort(mw_rows *rows);
 void		mw_rows_free(mw_rows *rows);
 /* Occurrences of id; *v receives the value of the last one. */
 int			mw_count(const mw_rows *rows, const char *id, int64_t *v);

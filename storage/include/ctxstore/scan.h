@@ -24,6 +24,25 @@ typedef struct cx_snapshot cx_snapshot;
 cx_code		cx_snapshot_open(cx_objstore *s, uint64_t version,
 							 cx_snapshot **out, cx_err *err);
 void		cx_snapshot_close(cx_snapshot *snap);
+/*
+ * What a snapshot is made of, to open exactly the same one elsewhere (the
+ * workers of a parallel scan): its base version (0: the empty store) and,
+ * per shard of that base in its order, the shard-manifest version it read
+ * (0: the shard had none).  nshards is 0 for a pinned old version.
+ */
+typedef struct cx_snapshot_pin
+{
+	uint64_t	base_version;
+	uint32_t	nshards;
+	const uint64_t *shard_versions;
+} cx_snapshot_pin;
+
+/* The pin of snap; pin->shard_versions points into snap. */
+void		cx_snapshot_pin_of(const cx_snapshot *snap, cx_snapshot_pin *pin);
+/* Opens the snapshot pin describes (CX_ERR_NOT_FOUND if a version it names
+ * is gone, CX_ERR_INVALID if it does not fit its base). */
+cx_code		cx_snapshot_open_pinned(cx_objstore *s, const cx_snapshot_pin *pin,
+									cx_snapshot **out, cx_err *err);
 /* The base version: an empty manifest (version 0, NULL schema) for an empty
  * store.  Its schema is the table's: shard writers record it in the base
  * with the first append, before any generation exists. */
@@ -32,6 +51,8 @@ uint64_t	cx_snapshot_version(const cx_snapshot *snap);
 /* Rows estimate: base rows plus unmerged generation rows. */
 uint64_t	cx_snapshot_row_estimate(const cx_snapshot *snap);
 uint32_t	cx_snapshot_pending_generations(const cx_snapshot *snap);
+/* Bytes of its fragments: base fragments plus unmerged generations. */
+uint64_t	cx_snapshot_bytes(const cx_snapshot *snap);
 
 typedef struct cx_tablescan cx_tablescan;
 
