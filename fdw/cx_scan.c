@@ -44,6 +44,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
+#include "cx_topk.h"
 #include "ctxstore/engine.h"
 
 /* Planner cost of opening the store (manifests and fragment footers). */
@@ -98,6 +99,9 @@ typedef struct CxScanState
 	size_t		pending_end;
 	cx_datum   *pending_values;
 	cx_buf		scratch;
+
+	/* ORDER BY / LIMIT answered in the scan (cx_topk.c); NULL: none. */
+	CxTopk	   *topk;
 
 	MemoryContextCallback cleanup;
 } CxScanState;
@@ -288,12 +292,14 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
 	List	   *private = list_make1(pi->retrieved);
+	List	   *exprs = pi->has_key ? list_make1(pi->key.values) : NIL;
+	List	   *quals = extract_actual_clauses(scan_clauses, false);
 
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
-	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid,
-							pi->has_key ? list_make1(pi->key.values) : NIL,
-							private, NIL, NIL, outer_plan);
+	if (best_path->fdw_private != NIL)
+		cxfdw_upper_plan(best_path->fdw_private, &private, &exprs, &quals);
+	return make_foreignscan(tlist, quals, baserel->relid, exprs, private,
+							NIL, NIL, outer_plan);
 }
 
 /* ---- execution ---- */
@@ -387,6 +393,24 @@ begin_key_scan(cx_snapshot *snap, const bool *want, const CxTypeInfo *ti,
 	return cx_tablescan_begin_keys(snap, want, bytes, lens, n, scan, err);
 }
 
+/* A scan of every row, best-first by the column a top-k orders by. */
+static cx_code
+begin_full_scan(CxScanState *s, cx_err *err)
+{
+	cx_scan_spec spec;
+	int			att;
+	bool		desc;
+
+	cx_scan_spec_init(&spec);
+	spec.want = s->want;
+	if (s->topk != NULL && cxfdw_topk_order(s->topk, &att, &desc))
+	{
+		spec.order_column = s->bind.att_col[att];
+		spec.order_desc = desc;
+	}
+	return cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, err);
+}
+
 /* Starts reading the snapshot's rows (none for an empty store): those of
  * the keys a qual names (evaluated now: parameters may differ per rescan),
  * or all of them. */
@@ -414,7 +438,7 @@ begin_store_scan(CxScanState *s)
 		MemoryContextSwitchTo(old);
 	}
 	else
-		rc = cx_tablescan_begin(s->snap->snap, s->want, &s->scan, &err);
+		rc = begin_full_scan(s, &err);
 	if (rc != CX_OK)
 		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
 					s->ri->uri, s->ri->relname);
@@ -470,6 +494,9 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 		s->key_values = ExecInitExpr(s->key.values, &node->ss.ps);
 		s->econtext = node->ss.ps.ps_ExprContext;
 	}
+	if (list_length(plan->fdw_private) > 2)
+		s->topk = cxfdw_topk_begin(node, lthird(plan->fdw_private),
+								   lsecond(plan->fdw_exprs), s->ri);
 	cx_buf_init(&s->scratch);
 	s->cleanup.func = release_store_objects;
 	s->cleanup.arg = s;
@@ -610,11 +637,11 @@ next_store_row(CxScanState *s)
 	return true;
 }
 
-static TupleTableSlot *
-cx_iterate(ForeignScanState *node)
+/* The next visible row into slot, a CxNextRow. */
+static bool
+next_row(void *arg, TupleTableSlot *slot)
 {
-	CxScanState *s = node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	CxScanState *s = arg;
 
 	ExecClearTuple(slot);
 	/* Columns the query does not use stay NULL. */
@@ -624,18 +651,38 @@ cx_iterate(ForeignScanState *node)
 		begin_store_scan(s);
 	while (next_store_row(s))
 	{
-		bool		shadowed = store_row_shadowed(s);
+		bool		skip = store_row_shadowed(s) ||
+			(s->topk != NULL &&
+			 !cxfdw_topk_admit(s->topk, s->scan, s->bind.att_col,
+							   s->rows[s->pos]));
 
-		if (!shadowed)
+		if (!skip)
 			fill_from_group(s, slot);
 		s->pos++;
-		if (!shadowed)
-			return ExecStoreVirtualTuple(slot);
+		if (!skip)
+		{
+			ExecStoreVirtualTuple(slot);
+			return true;
+		}
 	}
 	if (!next_pending_row(s))
-		return slot;
+		return false;
 	fill_from_pending(s, slot);
-	return ExecStoreVirtualTuple(slot);
+	ExecStoreVirtualTuple(slot);
+	return true;
+}
+
+static TupleTableSlot *
+cx_iterate(ForeignScanState *node)
+{
+	CxScanState *s = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	if (s->topk != NULL)
+		return cxfdw_topk_next(s->topk, next_row, s);
+	if (!next_row(s, slot))
+		ExecClearTuple(slot);
+	return slot;
 }
 
 static void
@@ -648,6 +695,8 @@ cx_rescan(ForeignScanState *node)
 	s->scan_done = true;
 	s->scan_pending_start = true;
 	s->pending_pos = s->pending_start;
+	if (s->topk != NULL)
+		cxfdw_topk_rescan(s->topk);
 }
 
 static void
@@ -677,12 +726,14 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 																		NIL),
 											   false, false),
 							es);
+	if (s->topk != NULL)
+		cxfdw_topk_explain(s->topk, node, es);
 	if (es->analyze && s->scan != NULL)
 	{
 		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
 
 		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
-		if (s->key.clause != NULL)
+		if (s->key.clause != NULL || s->topk != NULL)
 		{
 			ExplainPropertyUInteger("Row Groups Read", NULL, st->row_groups_read, es);
 			ExplainPropertyUInteger("Row Groups Skipped", NULL,
@@ -712,4 +763,5 @@ cxfdw_scan_routine(FdwRoutine *routine)
 	routine->ReScanForeignScan = cx_rescan;
 	routine->EndForeignScan = cx_end_scan;
 	routine->ExplainForeignScan = cx_explain;
+	routine->GetForeignUpperPaths = cxfdw_upper_paths;
 }
