@@ -406,7 +406,12 @@ cxfdw_topk_admit(CxTopk *t, cx_tablescan *scan, const int *att_col,
 		return true;
 	e.key = t->key;
 	e.isnull = t->key_null;
-	return entry_cmp(&e, &t->heap[0], t) < 0;
+	if (entry_cmp(&e, &t->heap[0], t) < 0)
+		return true;
+	/* Not built, so no row takes this key (a transaction's row that
+	 * follows must compute its own). */
+	t->key_ready = false;
+	return false;
 }
 
 static bool

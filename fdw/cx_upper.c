@@ -170,30 +170,31 @@ rows_wanted(const FinalPathExtraData *extra, double rows)
  * Costs.  LIMIT alone reads the fraction of the scan that yields the rows
  * wanted, as a Limit over the scan would, less the Limit node's own handling
  * of each row (which the planner does not charge, hence the explicit
- * saving).  A top-k reads every row and compares each with the k-th best
- * (log2(2k) comparisons at most, a sort's bounded heap does two per level);
- * it is offered only when k is small against the rows, where a heap in the
- * scan skips building most rows: otherwise a Sort does as well.
+ * saving).  A top-k reads every row and compares each that passes the quals
+ * with the k-th best (log2(2k) comparisons at most; a sort's bounded heap
+ * does two per level); the rows it returns cost nothing more.  It is offered only when k is small against the rows
+ * read (before the quals), where the heap skips building most of them:
+ * otherwise a Sort does as well.
  */
 static bool
 final_costs(RelOptInfo *base, Path *scan, bool sorted, double wanted,
 			double *rows, Cost *startup, Cost *total)
 {
-	double		in = Max(base->rows, 1);
-	double		out = Min(wanted, in);
+	double		passing = Max(base->rows, 1);
+	double		read = Max(base->tuples, 1);
 
-	*rows = clamp_row_est(out);
+	*rows = clamp_row_est(Min(wanted, passing));
 	if (!sorted)
 	{
 		*startup = scan->startup_cost;
-		*total = *startup + (scan->total_cost - *startup) * (out / in) -
-			cpu_tuple_cost * out;
+		*total = *startup + (scan->total_cost - *startup) *
+			Min(1.0, wanted / passing) - cpu_tuple_cost * *rows;
 		return true;
 	}
-	if (wanted > in / 2)
+	if (wanted > read / 2)
 		return false;
-	*startup = scan->total_cost + in * cpu_operator_cost * log2(2.0 * Max(wanted, 1));
-	*total = *startup + out * cpu_tuple_cost;
+	*startup = scan->total_cost + passing * cpu_operator_cost * log2(2.0 * *rows);
+	*total = *startup;
 	return true;
 }
 
