@@ -3,10 +3,13 @@
  *
  * Written for the compiler's vectoriser: each sum runs over LANES
  * independent accumulators in a loop of fixed trip count, so gcc -O2 turns
- * the inner loop into packed SIMD operations (one register of 8 floats or
- * two of 4 doubles) without -ffast-math (the order of the additions is the
- * one written, so it need not reassociate); the tail is summed one by one.
- * a and b never alias a written object, hence restrict.
+ * the inner loop into packed SIMD operations (two SSE registers of 4 floats
+ * or four of 2 doubles per sum) without -ffast-math: the order of the
+ * additions is the one written, so it need not reassociate.  The loops
+ * advance the pointers rather than index them with i + j, whose 32-bit
+ * wrap-around kept gcc from plain vector loads (it gathered element by
+ * element).  The tail is summed one by one.  a and b never alias a written
+ * object, hence restrict.
  */
 #include <math.h>
 
@@ -14,23 +17,20 @@
 
 #define LANES 8
 
-/* Sums of one pass over a and b: what every distance is computed from. */
+/* The sums every distance is computed from.  Cosine takes three dot
+ * products in three passes over vectors that stay in L1: one loop summing
+ * all three kept its 24 accumulators in memory. */
 #define DEFINE_SUMS(T, SFX) \
 static T \
 sum_sqdiff_##SFX(const T *restrict a, const T *restrict b, uint32_t n) \
 { \
 	T			acc[LANES] = {0}; \
 	T			s = 0; \
-	uint32_t	i = 0; \
 \
-	for (; i + LANES <= n; i += LANES) \
+	for (; n >= LANES; n -= LANES, a += LANES, b += LANES) \
 		for (int j = 0; j < LANES; j++) \
-		{ \
-			T			d = a[i + j] - b[i + j]; \
-\
-			acc[j] += d * d; \
-		} \
-	for (; i < n; i++) \
+			acc[j] += (a[j] - b[j]) * (a[j] - b[j]); \
+	for (uint32_t i = 0; i < n; i++) \
 		s += (a[i] - b[i]) * (a[i] - b[i]); \
 	for (int j = 0; j < LANES; j++) \
 		s += acc[j]; \
@@ -42,55 +42,20 @@ sum_dot_##SFX(const T *restrict a, const T *restrict b, uint32_t n) \
 { \
 	T			acc[LANES] = {0}; \
 	T			s = 0; \
-	uint32_t	i = 0; \
 \
-	for (; i + LANES <= n; i += LANES) \
+	for (; n >= LANES; n -= LANES, a += LANES, b += LANES) \
 		for (int j = 0; j < LANES; j++) \
-			acc[j] += a[i + j] * b[i + j]; \
-	for (; i < n; i++) \
+			acc[j] += a[j] * b[j]; \
+	for (uint32_t i = 0; i < n; i++) \
 		s += a[i] * b[i]; \
 	for (int j = 0; j < LANES; j++) \
 		s += acc[j]; \
 	return s; \
 } \
 \
-/* a.b, a.a and b.b in one pass. */ \
-static void \
-sum_cosine_##SFX(const T *restrict a, const T *restrict b, uint32_t n, \
-				 double *dot, double *na, double *nb) \
-{ \
-	T			ab[LANES] = {0}; \
-	T			aa[LANES] = {0}; \
-	T			bb[LANES] = {0}; \
-	uint32_t	i = 0; \
-\
-	for (; i + LANES <= n; i += LANES) \
-		for (int j = 0; j < LANES; j++) \
-		{ \
-			ab[j] += a[i + j] * b[i + j]; \
-			aa[j] += a[i + j] * a[i + j]; \
-			bb[j] += b[i + j] * b[i + j]; \
-		} \
-	for (; i < n; i++) \
-	{ \
-		ab[0] += a[i] * b[i]; \
-		aa[0] += a[i] * a[i]; \
-		bb[0] += b[i] * b[i]; \
-	} \
-	*dot = *na = *nb = 0; \
-	for (int j = 0; j < LANES; j++) \
-	{ \
-		*dot += ab[j]; \
-		*na += aa[j]; \
-		*nb += bb[j]; \
-	} \
-} \
-\
 double \
 cx_distance_##SFX(cx_distance_kind kind, const T *a, const T *b, uint32_t n) \
 { \
-	double		dot, na, nb; \
-\
 	switch (kind) \
 	{ \
 		case CX_DIST_L2: \
@@ -100,8 +65,8 @@ cx_distance_##SFX(cx_distance_kind kind, const T *a, const T *b, uint32_t n) \
 		case CX_DIST_COSINE: \
 			break; \
 	} \
-	sum_cosine_##SFX(a, b, n, &dot, &na, &nb); \
-	return cosine_from_sums(dot, na, nb); \
+	return cosine_from_sums(sum_dot_##SFX(a, b, n), sum_dot_##SFX(a, a, n), \
+							sum_dot_##SFX(b, b, n)); \
 }
 
 /* 1 - cos; NaN for a zero vector (0/0), as pgvector; the cosine is clamped
