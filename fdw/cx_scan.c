@@ -11,9 +11,10 @@
  * snapshot row whose key has a buffered row is skipped, and after the
  * snapshot the newest buffered row of each key is returned unless it is a
  * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
- * buffered row before it.  Quals are all evaluated locally by the executor;
- * a qual naming keys (cx_keypath.c) also makes the scan read only the row
- * groups that hold them.
+ * buffered row before it.  Quals are all evaluated locally, by the executor
+ * or, when the scan answers an ORDER BY / LIMIT itself (cx_topk.c), by the
+ * scan; a qual naming keys (cx_keypath.c) also makes the scan read only the
+ * row groups that hold them.
  *
  * Snapshots are shared, reference-counted, by the planning and the execution
  * of a statement (of a transaction under REPEATABLE READ or SERIALIZABLE):

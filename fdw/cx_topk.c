@@ -256,18 +256,25 @@ heap_full(const CxTopk *t)
 }
 
 static void
+swap_entries(CxTopk *t, int64 i, int64 j)
+{
+	TopkEntry	tmp = t->heap[i];
+
+	t->heap[i] = t->heap[j];
+	t->heap[j] = tmp;
+}
+
+/* The heap keeps the worst entry at its root. */
+static void
 sift_up(CxTopk *t, int64 i)
 {
 	while (i > 0)
 	{
 		int64		parent = (i - 1) / 2;
-		TopkEntry	tmp;
 
 		if (entry_cmp(&t->heap[parent], &t->heap[i], t) >= 0)
 			break;
-		tmp = t->heap[parent];
-		t->heap[parent] = t->heap[i];
-		t->heap[i] = tmp;
+		swap_entries(t, parent, i);
 		i = parent;
 	}
 }
@@ -278,16 +285,13 @@ sift_down(CxTopk *t, int64 i)
 	for (;;)
 	{
 		int64		worst = i;
-		TopkEntry	tmp;
 
 		for (int64 c = 2 * i + 1; c <= 2 * i + 2 && c < t->n; c++)
 			if (entry_cmp(&t->heap[c], &t->heap[worst], t) > 0)
 				worst = c;
 		if (worst == i)
 			return;
-		tmp = t->heap[worst];
-		t->heap[worst] = t->heap[i];
-		t->heap[i] = tmp;
+		swap_entries(t, worst, i);
 		i = worst;
 	}
 }

@@ -198,6 +198,21 @@ final_costs(RelOptInfo *base, Path *scan, bool sorted, double wanted,
 	return true;
 }
 
+/* The path's fdw_private: the items, then the ORDER BY expression, OFFSET
+ * and LIMIT (the first items of the plan's expression list, CxTopkExpr). */
+static List *
+path_private(const int *items, Expr *order, Node *offset, Node *count)
+{
+	List	   *ints = NIL;
+	List	   *result;
+
+	for (int i = 0; i < CX_TOPK_NITEMS; i++)
+		ints = lappend_int(ints, items[i]);
+	result = lappend(list_make1(ints), order);
+	result = lappend(result, offset);
+	return lappend(result, count);
+}
+
 static void
 add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 			   RelOptInfo *final_rel, FinalPathExtraData *extra)
@@ -209,7 +224,6 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	bool		sorted = false;
 	double		rows;
 	Cost		startup, total;
-	List	   *path_private;
 
 	if (input_rel->reloptkind == RELOPT_UPPER_REL && input_rel->fdw_private)
 	{
@@ -229,15 +243,14 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	if (!final_costs(base, base->cheapest_total_path, sorted,
 					 rows_wanted(extra, base->rows), &rows, &startup, &total))
 		return;
-	path_private = list_make4(NIL, order, parse->limitOffset, parse->limitCount);
-	for (int i = 0; i < CX_TOPK_NITEMS; i++)
-		linitial(path_private) = lappend_int(linitial(path_private), items[i]);
 	add_path(final_rel, (Path *)
 			 create_foreign_upper_path(root, base,
 									   root->upper_targets[UPPERREL_FINAL],
 									   rows, startup, total,
 									   sorted ? root->sort_pathkeys : NIL,
-									   NULL, path_private));
+									   NULL,
+									   path_private(items, order, parse->limitOffset,
+													parse->limitCount)));
 }
 
 void
@@ -260,9 +273,7 @@ void
 cxfdw_upper_plan(List *path_private, List **private, List **exprs,
 				 List **quals)
 {
-	List	   *topk_exprs = list_make4(lsecond(path_private),
-										lthird(path_private),
-										lfourth(path_private), *quals);
+	List	   *topk_exprs = lappend(list_copy_tail(path_private, 1), *quals);
 
 	*private = lappend(*private, linitial(path_private));
 	if (*exprs == NIL)

@@ -40,8 +40,8 @@ CX_TEST(distance_kernels_match_reference)
 	static const cx_distance_kind kinds[] = {
 		CX_DIST_L2, CX_DIST_COSINE, CX_DIST_INNER_PRODUCT
 	};
-	float		af[MAX_DIM], bf[MAX_DIM];
-	double		ad[MAX_DIM], bd[MAX_DIM];
+	float		af[MAX_DIM] = {0}, bf[MAX_DIM] = {0};
+	double		ad[MAX_DIM] = {0}, bd[MAX_DIM] = {0};
 
 	srand(12);
 	for (uint32_t n = 1; n <= MAX_DIM; n += 3)
