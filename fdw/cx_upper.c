@@ -11,9 +11,10 @@
  *                                                  distance, v a constant
  *                                                  or parameter
  *
- * only for a single table without joins, grouping, aggregates, window
- * functions, DISTINCT, set-returning functions in the target list or row
- * locks: then the base rel is what the ordered (or final) rel reads.  The
+ * only for a single table without inheritance children, joins, grouping,
+ * aggregates, window functions, DISTINCT, set-returning functions in the
+ * target list or row locks: then the base rel is what the ordered (or
+ * final) rel reads.  The
  * scan evaluates the quals itself, before a row counts (cx_topk.c).
  */
 #include "postgres.h"
@@ -27,6 +28,7 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 
 #include "cx_topk.h"
@@ -231,6 +233,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		sorted = root->sort_pathkeys != NIL;
 	}
 	if (base->reloptkind != RELOPT_BASEREL || base->cheapest_total_path == NULL ||
+		planner_rt_fetch(base->relid, root)->inh ||
 		!bms_is_empty(base->lateral_relids) ||
 		parse->commandType != CMD_SELECT || parse->rowMarks != NIL ||
 		parse->hasTargetSRFs || !extra->limit_needed ||

@@ -120,7 +120,7 @@ SELECT same_result('SELECT id, n FROM tk ORDER BY n LIMIT 3');
 SELECT same_result('SELECT id, label FROM tk WHERE bot_id = 1 ORDER BY label DESC NULLS LAST LIMIT 3');
 ROLLBACK;
 
--- Not answered in the scan: two sort keys, an aggregate, a row lock.
+-- Not answered in the scan: two sort keys, an aggregate, no LIMIT.
 EXPLAIN (COSTS OFF) SELECT id FROM tk ORDER BY n, id LIMIT 3;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM tk LIMIT 3;
 EXPLAIN (COSTS OFF) SELECT bot_id FROM tk ORDER BY n DESC;
@@ -184,9 +184,19 @@ SELECT same_result(format('SELECT ctxstore.cosine_distance(e, %L) FROM tk ORDER 
 SELECT id FROM tk ORDER BY ctxstore.cosine_distance(e, '{1,2}') LIMIT 5;
 -- The transaction's rows take part.
 BEGIN;
-INSERT INTO tk VALUES ('p2', 2, 1, now(), 'p', :'q', NULL);
+INSERT INTO tk SELECT 'p2', 2, 1, now(), 'p', array_agg(x + 0.001), NULL FROM unnest(:'q'::real[]) x;
+INSERT INTO tk_heap SELECT * FROM tk WHERE id = 'p2';
 EXECUTE nearest_bot(:'q', 2);
+EXECUTE nearest_bot_heap(:'q', 2);
 ROLLBACK;
+
+-- A table with inheritance children: not in the scan, which reads only the
+-- table's own rows (last: the table keeps relhassubclass after the DROP).
+CREATE TABLE tk_child () INHERITS (tk);
+INSERT INTO tk_child (id, n) VALUES ('c1', 5000);
+SELECT id, n FROM tk ORDER BY n DESC NULLS LAST LIMIT 2;
+SELECT count(*) FROM (SELECT id FROM tk LIMIT 1000) s;
+DROP TABLE tk_child;
 
 SET client_min_messages = warning;
 DROP EXTENSION ctxstore CASCADE;
