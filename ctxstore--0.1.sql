@@ -142,3 +142,27 @@ CREATE EVENT TRIGGER ctxstore_alter_start ON ddl_command_start
 CREATE EVENT TRIGGER ctxstore_alter_end ON ddl_command_end
   WHEN TAG IN ('ALTER FOREIGN TABLE', 'ALTER TABLE')
   EXECUTE FUNCTION ctxstore.alter_end();
+
+-- Distances between embedding vectors (docs/SQL.md, "Similarity search"):
+-- Euclidean, 1 - cosine similarity (NaN for a zero vector) and the plain
+-- inner product (larger is nearer: order it DESC).  Arrays of one dimension
+-- without NULL elements, of the same length.  ORDER BY one of them LIMIT k
+-- on a ctxstore table is answered by the scan.
+CREATE FUNCTION ctxstore.l2_distance(real[], real[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_l2_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ctxstore.l2_distance(float8[], float8[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_l2_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ctxstore.cosine_distance(real[], real[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_cosine_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ctxstore.cosine_distance(float8[], float8[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_cosine_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ctxstore.inner_product(real[], real[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_inner_product'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ctxstore.inner_product(float8[], float8[]) RETURNS float8
+AS 'MODULE_PATHNAME', 'ctxstore_inner_product'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

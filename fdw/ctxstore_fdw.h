@@ -11,6 +11,9 @@
  *   cx_scan.c        planner, executor scan and EXPLAIN
  *   cx_keypath.c     scans that read only given keys (key = / IN / ANY)
  *   cx_pushdown.c    clauses the store skips fragments and row groups by
+ *   cx_upper.c       ORDER BY / LIMIT paths answered by the scan
+ *   cx_topk.c        the scan's bounded top-k and early stop (cx_topk.h)
+ *   cx_vector.c      the distance functions (cx_vector.h)
  *   cx_modify.c      INSERT, COPY FROM, UPDATE, DELETE, TRUNCATE into the
  *                    transaction's buffer
  *   cx_xact.c        the transaction buffers, their key maps and their

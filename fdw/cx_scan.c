@@ -11,9 +11,10 @@
  * snapshot row whose key has a buffered row is skipped, and after the
  * snapshot the newest buffered row of each key is returned unless it is a
  * DELETE; a buffered TRUNCATE marker hides every snapshot row and every
- * buffered row before it.  Quals are all evaluated locally by the executor;
- * a qual naming keys (cx_keypath.c) also makes the scan read only the row
- * groups that hold them, and quals the store's statistics can answer
+ * buffered row before it.  Quals are all evaluated locally, by the executor
+ * or, when the scan answers an ORDER BY / LIMIT itself (cx_topk.c), by the
+ * scan; a qual naming keys (cx_keypath.c) also makes the scan read only the
+ * row groups that hold them, and quals the store's statistics can answer
  * (cx_pushdown.c) make it skip fragments and row groups none of whose rows
  * match.
  *
@@ -50,6 +51,7 @@
 
 #include "ctxstore_fdw.h"
 #include "cx_pgerror.h"
+#include "cx_topk.h"
 #include "ctxstore/engine.h"
 
 /* Planner cost of opening the store (manifests and fragment footers). */
@@ -113,6 +115,8 @@ typedef struct CxScanState
 	 * (claim NULL: all). */
 	bool		(*claim) (void *arg, uint32_t *unit);
 	void	   *claim_arg;
+	/* ORDER BY / LIMIT answered in the scan (cx_topk.c); NULL: none. */
+	CxTopk	   *topk;
 
 	MemoryContextCallback cleanup;
 } CxScanState;
@@ -376,9 +380,11 @@ narrow_tlist(PlannerInfo *root, RelOptInfo *baserel, TupleDesc desc,
 
 /*
  * fdw_private: the attributes to fetch, the qual naming keys (NULL if
- * none) and the pushed quals; fdw_exprs: that qual's keys, then the pushed
- * quals' values, so that setrefs fixes their parameters.  Every qual stays
- * among the plan's quals (rechecked).
+ * none), the pushed quals and, for an ORDER BY / LIMIT answered in the
+ * scan, its description (cx_upper.c); fdw_exprs: that qual's keys (or
+ * NULL), the pushed quals' values and the top-k's expressions, so that
+ * setrefs fixes their parameters.  Every qual stays among the plan's quals
+ * (rechecked), except in a top-k scan, which evaluates them itself.
  */
 static ForeignScan *
 cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -387,19 +393,26 @@ cx_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 {
 	const CxPlanInfo *pi = baserel->fdw_private;
 	List	   *private = list_make1(pi->retrieved);
-	List	   *exprs = pi->has_key ? list_make1(pi->key.values) : NIL;
+	List	   *exprs = list_make1(NULL);
 	Relation	rel = table_open(foreigntableid, NoLock);
-	List	   *scan_tlist;
+	List	   *scan_tlist = NIL;
+	List	   *quals = extract_actual_clauses(scan_clauses, false);
 
-	tlist = narrow_tlist(root, baserel, RelationGetDescr(rel), pi,
-						 best_path->path.pathtarget, tlist, &scan_tlist);
+	if (pi->has_key)
+		linitial(exprs) = pi->key.values;
+	/* A top-k scan evaluates the quals and its order on whole rows
+	 * (cx_topk.c): its scan tuple is not narrowed. */
+	if (best_path->fdw_private == NIL)
+		tlist = narrow_tlist(root, baserel, RelationGetDescr(rel), pi,
+							 best_path->path.pathtarget, tlist, &scan_tlist);
 	table_close(rel, NoLock);
 	private = lappend(private, pi->has_key ? pi->key.clause : NULL);
 	private = lappend(private, pi->pushed);
-	exprs = list_concat(exprs, pi->pushed_values);
-	return make_foreignscan(tlist, extract_actual_clauses(scan_clauses, false),
-							baserel->relid, exprs, private, scan_tlist, NIL,
-							outer_plan);
+	exprs = lappend(exprs, pi->pushed_values);
+	if (best_path->fdw_private != NIL)
+		cxfdw_upper_plan(best_path->fdw_private, &private, &exprs, &quals);
+	return make_foreignscan(tlist, quals, baserel->relid, exprs, private,
+							scan_tlist, NIL, outer_plan);
 }
 
 /* ---- execution ---- */
@@ -497,13 +510,16 @@ spec_keys(cx_scan_spec *spec, const CxTypeInfo *ti, const cx_datum *keys,
 
 /* Starts reading the snapshot's rows (none for an empty store): those of
  * the keys a qual names, or all of them, skipping what the pushed quals
- * rule out (keys and values evaluated now, in per-query memory that lasts
- * as long as the scan: parameters may differ per rescan). */
+ * rule out, best-first by the column a top-k orders by (keys and values
+ * evaluated now, in per-query memory that lasts as long as the scan:
+ * parameters may differ per rescan). */
 static void
 begin_store_scan(CxScanState *s)
 {
 	MemoryContext old;
 	cx_scan_spec spec;
+	int			att;
+	bool		desc;
 	cx_err		err;
 	cx_code		rc;
 
@@ -527,6 +543,11 @@ begin_store_scan(CxScanState *s)
 	if (s->pushdown != NULL)
 		spec.preds = cxfdw_pushdown_preds(s->pushdown, s->ri, &s->bind,
 										  s->econtext, &spec.npreds);
+	if (s->topk != NULL && cxfdw_topk_order(s->topk, &att, &desc))
+	{
+		spec.order_column = s->bind.att_col[att];
+		spec.order_desc = desc;
+	}
 	spec.claim = s->claim;
 	spec.claim_arg = s->claim_arg;
 	rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
@@ -591,9 +612,11 @@ cx_begin_scan(ForeignScanState *node, int eflags)
 	}
 	if (lthird(plan->fdw_private) != NIL)
 		s->pushdown = cxfdw_pushdown_begin(lthird(plan->fdw_private),
-										   list_copy_tail(plan->fdw_exprs,
-														  s->key_values != NULL ? 1 : 0),
+										   lsecond(plan->fdw_exprs),
 										   &node->ss.ps);
+	if (list_length(plan->fdw_private) > 3)
+		s->topk = cxfdw_topk_begin(node, lfourth(plan->fdw_private),
+								   lthird(plan->fdw_exprs), s->ri);
 	cx_buf_init(&s->scratch);
 	s->cleanup.func = release_store_objects;
 	s->cleanup.arg = s;
@@ -755,11 +778,11 @@ next_store_row(CxScanState *s)
 	return true;
 }
 
-static TupleTableSlot *
-cx_iterate(ForeignScanState *node)
+/* The next visible row into slot, a CxNextRow. */
+static bool
+next_row(void *arg, TupleTableSlot *slot)
 {
-	CxScanState *s = node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	CxScanState *s = arg;
 
 	ExecClearTuple(slot);
 	/* Columns the query does not use stay NULL. */
@@ -769,18 +792,38 @@ cx_iterate(ForeignScanState *node)
 		begin_store_scan(s);
 	while (next_store_row(s))
 	{
-		bool		shadowed = store_row_shadowed(s);
+		bool		skip = store_row_shadowed(s) ||
+			(s->topk != NULL &&
+			 !cxfdw_topk_admit(s->topk, s->scan, s->bind.att_col,
+							   s->rows[s->pos]));
 
-		if (!shadowed)
+		if (!skip)
 			fill_from_group(s, slot);
 		s->pos++;
-		if (!shadowed)
-			return ExecStoreVirtualTuple(slot);
+		if (!skip)
+		{
+			ExecStoreVirtualTuple(slot);
+			return true;
+		}
 	}
 	if (!next_pending_row(s))
-		return slot;
+		return false;
 	fill_from_pending(s, slot);
-	return ExecStoreVirtualTuple(slot);
+	ExecStoreVirtualTuple(slot);
+	return true;
+}
+
+static TupleTableSlot *
+cx_iterate(ForeignScanState *node)
+{
+	CxScanState *s = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	if (s->topk != NULL)
+		return cxfdw_topk_next(s->topk, next_row, s);
+	if (!next_row(s, slot))
+		ExecClearTuple(slot);
+	return slot;
 }
 
 /* ---- parallel scans (the rest is in cx_parallel.c) ---- */
@@ -846,6 +889,8 @@ cx_rescan(ForeignScanState *node)
 	s->scan_done = true;
 	s->scan_pending_start = true;
 	s->pending_pos = s->pending_start;
+	if (s->topk != NULL)
+		cxfdw_topk_rescan(s->topk);
 }
 
 static void
@@ -877,12 +922,14 @@ cx_explain(ForeignScanState *node, ExplainState *es)
 							es);
 	if (es->verbose)
 		cxfdw_pushdown_explain(s->pushdown, node, es);
+	if (s->topk != NULL)
+		cxfdw_topk_explain(s->topk, node, es);
 	if (es->analyze && s->scan != NULL)
 	{
 		const cx_tablescan_stats *st = cx_tablescan_get_stats(s->scan);
 
 		ExplainPropertyUInteger("Fragments Read", NULL, st->fragments_opened, es);
-		if (s->key.clause != NULL || s->pushdown != NULL)
+		if (s->key.clause != NULL || s->pushdown != NULL || s->topk != NULL)
 		{
 			ExplainPropertyUInteger("Row Groups Read", NULL, st->row_groups_read, es);
 			ExplainPropertyUInteger("Row Groups Skipped", NULL,
@@ -916,4 +963,5 @@ cxfdw_scan_routine(FdwRoutine *routine)
 	routine->ExplainForeignScan = cx_explain;
 	cxfdw_parallel_routine(routine);
 	cxfdw_analyze_routine(routine);
+	routine->GetForeignUpperPaths = cxfdw_upper_paths;
 }

@@ -15,6 +15,7 @@
 #include "ctxstore/table.h"
 #include "ctxstore/memwal.h"
 #include "ctxstore/scan.h"
+#include "ctxstore/vector.h"
 #include "ctxstore/iceberg.h"
 
 #endif							/* CTXSTORE_ENGINE_H */
