@@ -267,8 +267,8 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	table_close(rel, NoLock);
 	baserel->tuples = table_rows(ri);
 	baserel->pages = cxfdw_snapshot_pages(snap_get(ri)->snap);
-	/* Rows of the fragments the pushed quals do not skip, and of those the
-	 * share PostgreSQL's selectivity says match. */
+	/* PostgreSQL's estimate (exact with ANALYZE's statistics), but never
+	 * more than the rows of the fragments the pushed quals do not skip. */
 	pi->pushed = cxfdw_pushdown_classify(baserel, ri, &pi->pushed_values);
 	pi->read_rows = baserel->tuples;
 	if (pi->pushed != NIL)
@@ -278,9 +278,9 @@ cx_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 		pi->read_rows -= (double) cx_snapshot_row_estimate(snap) -
 			cxfdw_pushdown_rows(snap, pi->pushed, pi->pushed_values, ri);
 	}
-	baserel->rows = clamp_row_est(pi->read_rows *
-								  clauselist_selectivity(root, baserel->baserestrictinfo,
-														 0, JOIN_INNER, NULL));
+	baserel->rows = clamp_row_est(Min(pi->read_rows, baserel->tuples *
+									  clauselist_selectivity(root, baserel->baserestrictinfo,
+															 0, JOIN_INNER, NULL)));
 
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &attrs);
 	foreach(lc, baserel->baserestrictinfo)
