@@ -298,6 +298,7 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 			out->bytes_merged += ms.gens[i].fragment.size;
 		out->merged_through = ms.gens[ms.ngens - 1].gen;
 		out->rows_written = ms.rows_written;
+		out->sorted_runs = ms.sorted_runs;
 		out->rows_replaced = ms.rows_replaced;
 		out->base_version = version;
 		out->key_conflicts = ms.key_conflicts;

@@ -96,6 +96,7 @@ typedef struct merge_state
 	cx_fragment_info *out;
 	uint32_t	nout;
 	uint64_t	rows_written;
+	uint32_t	sorted_runs;
 	uint64_t	rows_replaced;	/* set by the rebase that committed */
 	uint64_t	key_conflicts;	/* keys whose base row another shard wrote */
 	char		key_conflict_example[CX_KEY_EXAMPLE_MAX];

@@ -25,10 +25,10 @@ is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* The next name of the list at *p (blanks around it dropped), allocated;
- * NULL when out of memory. */
+/* The next name of the list at *p (blanks around it dropped), allocated
+ * (NULL when out of memory); *more: a comma follows it. */
 static char *
-next_name(const char **p)
+next_name(const char **p, bool *more)
 {
 	const char *s = *p;
 	const char *end;
@@ -38,7 +38,8 @@ next_name(const char **p)
 	end = strchr(s, ',');
 	if (end == NULL)
 		end = s + strlen(s);
-	*p = *end == ',' ? end + 1 : end;
+	*more = *end == ',';
+	*p = *more ? end + 1 : end;
 	while (end > s && is_blank(end[-1]))
 		end--;
 	return strndup(s, (size_t) (end - s));
@@ -78,13 +79,14 @@ cx_sort_key_resolve(const cx_schema *schema, const char *sort_key,
 					uint32_t *cols, uint32_t *n, cx_err *err)
 {
 	const char *p = sort_key;
+	bool		more = true;
 
 	*n = 0;
 	if (p == NULL || *p == '\0')
 		return CX_OK;
-	while (*p != '\0' || *n == 0)
+	while (more)
 	{
-		char	   *name = next_name(&p);
+		char	   *name = next_name(&p, &more);
 		cx_code		rc;
 
 		if (name == NULL)

@@ -155,6 +155,7 @@ flush_run(writer *wr, cx_err *err)
 {
 	if (cx_sort_run_flush(wr->run, append_row, wr, err) != CX_OK)
 		return err->code;
+	wr->ms->sorted_runs++;
 	return wr->w != NULL ? finish_fragment(wr, err) : CX_OK;
 }
 

@@ -262,6 +262,8 @@ typedef struct cx_merge_result
 	uint64_t	merged_through; /* new watermark */
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
+	uint32_t	sorted_runs;	/* rows written in sort order, in this many
+								 * runs (0: in commit order) */
 	uint64_t	base_version;	/* committed base version (0 if none) */
 	/* Keys of the merged generations whose live base row (shadowed or
 	 * shadowing) came from another shard: a key written by two clusters,
