@@ -45,15 +45,41 @@ next_name(const char **p, bool *more)
 	return strndup(s, (size_t) (end - s));
 }
 
+/* The names of list into names[CX_SORT_KEY_MAX_COLUMNS] (allocated; the
+ * caller frees *n of them): none empty, none twice. */
 static cx_code
-add_sort_column(const cx_schema *schema, const char *name, uint32_t *cols,
-				uint32_t *n, cx_err *err)
+split_names(const char *list, char **names, uint32_t *n, cx_err *err)
+{
+	bool		more = true;
+
+	while (more)
+	{
+		char	   *name;
+
+		if (*n == CX_SORT_KEY_MAX_COLUMNS)
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "sort key names more than %d columns",
+							  CX_SORT_KEY_MAX_COLUMNS);
+		if ((name = next_name(&list, &more)) == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+		names[(*n)++] = name;
+		if (name[0] == '\0')
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "sort key has an empty column name");
+		for (uint32_t i = 0; i + 1 < *n; i++)
+			if (strcmp(names[i], name) == 0)
+				return cx_err_set(err, CX_ERR_INVALID,
+								  "sort key names column \"%s\" twice", name);
+	}
+	return CX_OK;
+}
+
+static cx_code
+find_sort_column(const cx_schema *schema, const char *name, uint32_t *col,
+				 cx_err *err)
 {
 	int			c = cx_schema_find(schema, name);
 
-	if (name[0] == '\0')
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "sort key: empty column name");
 	if (c < 0)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "sort key column \"%s\" is not a column of the table",
@@ -62,15 +88,7 @@ add_sort_column(const cx_schema *schema, const char *name, uint32_t *cols,
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "sort key column \"%s\" has type %s, which has no order to sort by",
 						  name, cx_type_name((cx_type) schema->columns[c].type));
-	for (uint32_t i = 0; i < *n; i++)
-		if (cols[i] == (uint32_t) c)
-			return cx_err_set(err, CX_ERR_INVALID,
-							  "sort key names column \"%s\" twice", name);
-	if (*n == CX_SORT_KEY_MAX_COLUMNS)
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "sort key names more than %d columns",
-						  CX_SORT_KEY_MAX_COLUMNS);
-	cols[(*n)++] = (uint32_t) c;
+	*col = (uint32_t) c;
 	return CX_OK;
 }
 
@@ -78,25 +96,20 @@ cx_code
 cx_sort_key_resolve(const cx_schema *schema, const char *sort_key,
 					uint32_t *cols, uint32_t *n, cx_err *err)
 {
-	const char *p = sort_key;
-	bool		more = true;
+	char	   *names[CX_SORT_KEY_MAX_COLUMNS];
+	uint32_t	nnames = 0;
+	cx_code		rc = CX_OK;
 
 	*n = 0;
-	if (p == NULL || *p == '\0')
-		return CX_OK;
-	while (more)
-	{
-		char	   *name = next_name(&p, &more);
-		cx_code		rc;
-
-		if (name == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-		rc = add_sort_column(schema, name, cols, n, err);
-		free(name);
-		if (rc != CX_OK)
-			return rc;
-	}
-	return CX_OK;
+	if (sort_key != NULL && sort_key[0] != '\0')
+		rc = split_names(sort_key, names, &nnames, err);
+	for (uint32_t i = 0; rc == CX_OK && schema != NULL && i < nnames; i++)
+		rc = find_sort_column(schema, names[i], &cols[i], err);
+	if (rc == CX_OK && schema != NULL)
+		*n = nnames;
+	for (uint32_t i = 0; i < nnames; i++)
+		free(names[i]);
+	return rc;
 }
 
 /* ---- sorted runs ---- */

@@ -416,9 +416,16 @@ CX_TEST(merge_sort_key_validation)
 	CHECK(n == 2 && cols[0] == COL_V && cols[1] == COL_ID);
 	check_refused("nosuch", "\"nosuch\" is not a column");
 	check_refused("v,v", "names column \"v\" twice");
-	check_refused("v,,id", "empty column name");
-	check_refused("v,", "empty column name");
+	check_refused("v,,id", "an empty column name");
+	check_refused("v,", "an empty column name");
 	check_refused("tags", "has type list, which has no order");
+	check_refused("a,b,c,d,e,f,g,h,i", "more than 8 columns");
+	/* without a schema only the list is checked */
+	REQUIRE_OK(cx_sort_key_resolve(NULL, "nosuch, tags", cols, &n, &err),
+			   &err);
+	CHECK(n == 0);
+	CHECK_CODE(cx_sort_key_resolve(NULL, "a, a", cols, &n, &err),
+			   CX_ERR_INVALID);
 	/* a merge with a bad sort key fails before writing anything */
 	s = mw_open_store();
 	REQUIRE(s != NULL);

@@ -242,9 +242,10 @@ typedef struct cx_merge_options
  * The columns of schema that sort_key names (comma-separated column names,
  * blanks around them ignored), most significant first, into
  * cols[CX_SORT_KEY_MAX_COLUMNS]; *n = 0 for NULL or "".  CX_ERR_INVALID for
- * an empty name, a name that is no column, a column of a type without an
- * order statistics can use (cx_type_has_stats: not interval, numeric, json,
- * lists, external values), a column named twice, or too many.
+ * an empty name, a column named twice, too many, a name that is no column,
+ * or a column of a type without an order statistics can use
+ * (cx_type_has_stats: not interval, numeric, json, lists, external
+ * values).  schema NULL checks the list alone (*n = 0).
  */
 cx_code		cx_sort_key_resolve(const cx_schema *schema, const char *sort_key,
 								uint32_t *cols, uint32_t *n, cx_err *err);
