@@ -132,6 +132,7 @@ typedef struct run_item
 struct cx_sort_run
 {
 	const merge_state *ms;
+	cx_type		types[CX_SORT_KEY_MAX_COLUMNS + 1];	/* of ms->sort_cols */
 	uint8_t    *arena;
 	size_t		cap;			/* a multiple of the item alignment */
 	size_t		used;			/* row bytes from the start */
@@ -165,6 +166,8 @@ cx_sort_run_new(const merge_state *ms, cx_sort_run **out, cx_err *err)
 	if (run == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	run->ms = ms;
+	for (uint32_t i = 0; i < ms->nsort; i++)
+		run->types[i] = (cx_type) ms->table->columns[ms->sort_cols[i]].type;
 	cx_buf_init(&run->scratch);
 	cx_buf_init(&run->lists);
 	run->values = calloc(ms->written_schema->ncolumns, sizeof(cx_datum));
@@ -192,7 +195,7 @@ cx_sort_run_empty(const cx_sort_run *run)
 }
 
 /* Appends each order column of values to out: a NULL flag, then the
- * value's length and bytes. */
+ * value's length (native u32: only this process reads it) and bytes. */
 static void
 encode_order_keys(const merge_state *ms, const cx_datum *values, cx_buf *out)
 {
@@ -202,6 +205,7 @@ encode_order_keys(const merge_state *ms, const cx_datum *values, cx_buf *out)
 		uint8_t		fixed[CX_KEY_FIXED_MAX];
 		const uint8_t *p;
 		size_t		len;
+		uint32_t	len32;
 
 		if (!cx_datum_key_bytes((cx_type) ms->table->columns[c].type,
 								&values[c], fixed, &p, &len))
@@ -209,8 +213,9 @@ encode_order_keys(const merge_state *ms, const cx_datum *values, cx_buf *out)
 			cx_buf_put_u8(out, 1);
 			continue;
 		}
+		len32 = (uint32_t) len;
 		cx_buf_put_u8(out, 0);
-		cx_buf_put_u64(out, len);
+		cx_buf_put(out, &len32, sizeof(len32));
 		cx_buf_put(out, p, len);
 	}
 }
@@ -286,13 +291,15 @@ static bool
 read_order_key(const uint8_t **p, const uint8_t **val, size_t *len)
 {
 	bool		isnull = **p != 0;
+	uint32_t	len32;
 
 	(*p)++;
 	if (isnull)
 		return false;
-	*len = (size_t) cx_load_u64(*p);
-	*val = *p + 8;
-	*p += 8 + *len;
+	memcpy(&len32, *p, sizeof(len32));
+	*len = len32;
+	*val = *p + sizeof(len32);
+	*p += sizeof(len32) + len32;
 	return true;
 }
 
@@ -319,8 +326,7 @@ item_cmp(const void *a, const void *b, void *arg)
 			return has_x ? -1 : 1;	/* NULLs last */
 		if (!has_x)
 			continue;
-		c = cx_value_cmp((cx_type) run->ms->table->columns[run->ms->sort_cols[i]].type,
-						 vx, lx, vy, ly);
+		c = cx_value_cmp(run->types[i], vx, lx, vy, ly);
 		if (c != 0)
 			return c;
 	}
