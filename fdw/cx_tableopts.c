@@ -70,7 +70,7 @@ check_sort_key(const CxRelInfo *ri, const CxStoreSettings *s)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("invalid sort_key of foreign table \"%s\"", ri->relname),
 				errdetail("The %s.", err.msg),
-				errhint("Name store columns of orderable types (integers, floats, text, bytea, uuid, bool, date and time types), as in OPTIONS (SET sort_key 'session_id, created_at')."));
+				errhint("Name store columns of orderable types (integers, floats, text, bytea, uuid, bool, date, time and timestamp types), as in OPTIONS (SET sort_key 'session_id, created_at')."));
 }
 
 /*
