@@ -197,18 +197,17 @@ cx_sort_run_empty(const cx_sort_run *run)
 /* Appends each order column of values to out: a NULL flag, then the
  * value's length (native u32: only this process reads it) and bytes. */
 static void
-encode_order_keys(const merge_state *ms, const cx_datum *values, cx_buf *out)
+encode_order_keys(const cx_sort_run *run, const cx_datum *values, cx_buf *out)
 {
-	for (uint32_t i = 0; i < ms->nsort; i++)
+	for (uint32_t i = 0; i < run->ms->nsort; i++)
 	{
-		uint32_t	c = ms->sort_cols[i];
 		uint8_t		fixed[CX_KEY_FIXED_MAX];
 		const uint8_t *p;
 		size_t		len;
 		uint32_t	len32;
 
-		if (!cx_datum_key_bytes((cx_type) ms->table->columns[c].type,
-								&values[c], fixed, &p, &len))
+		if (!cx_datum_key_bytes(run->types[i], &values[run->ms->sort_cols[i]],
+								fixed, &p, &len))
 		{
 			cx_buf_put_u8(out, 1);
 			continue;
@@ -236,10 +235,12 @@ reserve(cx_sort_run *run, size_t need)
 	size_t		cap = run->cap;
 	uint8_t    *grown;
 
-	if (want <= cap)
-		return RESERVED;
+	/* First: an arena grown past the budget by a large first row must not
+	 * hold more rows than the budget afterwards. */
 	if (run->n > 0 && want > budget)
 		return RUN_FULL;
+	if (want <= cap)
+		return RESERVED;
 	while (cap < want)
 		cap = cap ? cap * 2 : 65536;
 	if (cap > budget)
@@ -263,7 +264,7 @@ cx_sort_run_add(cx_sort_run *run, const cx_datum *values, cx_keyver *v,
 	reserved	r;
 
 	cx_buf_reset(&run->scratch);
-	encode_order_keys(ms, values, &run->scratch);
+	encode_order_keys(run, values, &run->scratch);
 	keys_len = run->scratch.len;
 	cx_row_encode(ms->written_schema, CX_ROW_PUT, values, &run->scratch);
 	if (!cx_buf_ok(&run->scratch) || run->scratch.len - keys_len > UINT32_MAX)

@@ -452,3 +452,52 @@ CX_TEST(merge_sort_nan_sorts_last)
 	CHECK(cx_value_cmp(CX_T_FLOAT64, nan, 8, nan, 8) == 0);
 	CHECK(cx_value_cmp(CX_T_FLOAT64, big, 8, big, 8) == 0);
 }
+
+/*
+ * A row larger than the budget is a run of its own, and the runs after it
+ * stay within the budget although the arena grew past it for that row.
+ */
+CX_TEST(merge_sort_a_row_larger_than_the_budget_is_held_alone)
+{
+	enum
+	{
+		NSMALL = 600, BIG = 100 * 1024
+	};
+	cx_objstore *s = mw_open_store();
+	cx_merge_options o = sorted_by("v");
+	mw_genrow  *rows = calloc(NSMALL + 1, sizeof(mw_genrow));
+	char	   *big = malloc(BIG + 1);
+	char	  (*ids)[16] = calloc(NSMALL, sizeof(*ids));
+	cx_merge_result res;
+	cx_manifest *m = NULL;
+	uint64_t	total = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL && rows != NULL && big != NULL && ids != NULL);
+	memset(big, 'b', BIG);
+	big[BIG] = '\0';
+	rows[0] = (mw_genrow) {big, 0, 10, false};
+	for (int i = 0; i < NSMALL; i++)
+	{
+		snprintf(ids[i], sizeof(ids[i]), "k%04d", i);
+		rows[i + 1] = (mw_genrow) {ids[i], i, 11 + i, false};
+	}
+	REQUIRE_OK(mw_fake_seal(s, "a", rows, NSMALL + 1, &err), &err);
+	o.sort_memory = 4096;
+	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == res.sorted_runs && m->nfragments > 2);
+	CHECK(m->fragments[0].rows == 1);
+	for (uint32_t f = 1; f < m->nfragments; f++)
+	{
+		/* a held row takes at least its v, commit time and order bytes */
+		CHECK(m->fragments[f].rows <= o.sort_memory / 32);
+		total += m->fragments[f].rows;
+	}
+	CHECK(total == NSMALL);
+	cx_manifest_free(m);
+	free(rows);
+	free(big);
+	free(ids);
+	cx_obj_close(s);
+}
