@@ -50,6 +50,18 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_versions'
 LANGUAGE C STRICT VOLATILE ROWS 100;
 
+-- The base fragments of the store behind a foreign table, in the order its
+-- version lists them: rows, rows deleted, the shard whose merge wrote each,
+-- and the statistics bounds (min, max) of the table's order columns (its
+-- sort_key, or its key) as text; a text min may be a prefix.  Reads only the
+-- version's manifest.  Needs SELECT on the table.
+CREATE FUNCTION ctxstore.fragments(t regclass,
+  OUT fragment integer, OUT rows bigint, OUT deleted bigint,
+  OUT origin_shard text, OUT min text[], OUT max text[])
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ctxstore_fragments'
+LANGUAGE C STRICT VOLATILE ROWS 100;
+
 -- Maintenance of the store behind a foreign table.  Each needs ownership of
 -- the table; all but pending_wal_generations ask the writer worker (so they
 -- need shared_preload_libraries) and wait for it, bounded by

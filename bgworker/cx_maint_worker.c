@@ -90,6 +90,7 @@ merge_options_from(const CxStoreSettings *s, uint32 step_generations,
 	o->max_bytes = (uint64_t) s->merge_max_bytes;
 	o->target_rows_per_fragment = (uint64_t) s->target_rows_per_fragment;
 	o->fragment.compression_level = s->compression_level;
+	o->sort_key = s->sort_key[0] != '\0' ? s->sort_key : NULL;
 }
 
 static void

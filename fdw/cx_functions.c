@@ -1,6 +1,7 @@
 /*
  * cx_functions.c — SQL functions in schema ctxstore that describe the store
- * behind a foreign table (regclass): ctxstore.stats() and ctxstore.versions(),
+ * behind a foreign table (regclass): ctxstore.stats(), ctxstore.versions()
+ * and ctxstore.fragments(),
  * and what every function of the schema shares: opening the table with the
  * caller's privileges checked, and reading a store's shards.
  *
@@ -18,7 +19,9 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "catalog/pg_type.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
@@ -374,6 +377,113 @@ ctxstore_versions(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/* ---- ctxstore.fragments() ---- */
+
+/* The store columns whose bounds ctxstore.fragments() shows: the table's
+ * sort key, or its key (the order merges write base fragments in). */
+static uint32
+order_columns(const CxRelInfo *ri, const cx_manifest *m, uint32 *cols)
+{
+	CxStoreSettings s;
+	uint32_t	n = 0;
+	cx_err		err;
+
+	cxfdw_table_settings(ri, &s);
+	if (m->schema != NULL &&
+		cx_sort_key_resolve(m->schema, s.sort_key[0] ? s.sort_key : s.key_column,
+							cols, &n, &err) != CX_OK)
+		cx_pg_error(&err, "foreign table \"%s\" has no order to show", ri->relname);
+	return n;
+}
+
+/* A bound as text, by the output function of the table column of store
+ * column name; NULL when it has none or no table column reads it. */
+static Datum
+bound_text(const CxRelInfo *ri, const char *name, const cx_datum *d,
+		   bool *isnull)
+{
+	*isnull = true;
+	for (int att = 0; !d->isnull && att < ri->natts; att++)
+	{
+		const CxColumnDef *col = &ri->columns[att];
+		Oid			out;
+		bool		varlena;
+
+		if (col->attname == NULL || strcmp(col->name, name) != 0)
+			continue;
+		getTypeOutputInfo(col->type.typid, &out, &varlena);
+		*isnull = false;
+		return CStringGetTextDatum(OidOutputFunctionCall(out,
+														 cxfdw_from_cx(&col->type, d, CX_LIST_ITEMS)));
+	}
+	return (Datum) 0;
+}
+
+static Datum
+text_array(Datum *elems, bool *nulls, int n)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs,
+											  TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* One row of ctxstore.fragments(): fragment f of m. */
+static void
+emit_fragment(ReturnSetInfo *rsinfo, const CxRelInfo *ri, const cx_manifest *m,
+			  uint32 f, const uint32 *cols, uint32 ncols)
+{
+	cx_fragment_summary fs;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	Datum		bounds[2][CX_SORT_KEY_MAX_COLUMNS];
+	bool		bound_nulls[2][CX_SORT_KEY_MAX_COLUMNS];
+
+	cx_manifest_fragment_summary(m, f, &fs);
+	for (uint32 i = 0; i < ncols; i++)
+	{
+		const char *name = m->schema->columns[cols[i]].name;
+		cx_datum	min;
+		cx_datum	max;
+
+		cx_manifest_fragment_bounds(m, f, cols[i], &min, &max);
+		bounds[0][i] = bound_text(ri, name, &min, &bound_nulls[0][i]);
+		bounds[1][i] = bound_text(ri, name, &max, &bound_nulls[1][i]);
+	}
+	values[0] = Int32GetDatum((int32) f);
+	values[1] = Int64GetDatum((int64) fs.rows);
+	values[2] = Int64GetDatum((int64) fs.deleted);
+	values[3] = fs.origin_shard ? CStringGetTextDatum(fs.origin_shard) : (Datum) 0;
+	nulls[3] = fs.origin_shard == NULL;
+	values[4] = text_array(bounds[0], bound_nulls[0], (int) ncols);
+	values[5] = text_array(bounds[1], bound_nulls[1], (int) ncols);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_fragments);
+
+/* ctxstore.fragments(regclass) returns setof (fragment, rows, deleted,
+ * origin_shard, min, max): the base fragments of the table's version, with
+ * the statistics bounds of its order columns (no fragment is read). */
+Datum
+ctxstore_fragments(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_SELECT);
+	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+	const cx_manifest *m = cxfdw_store_manifest(cxfdw_store_open(ri, CX_ACCESS_READ),
+												ri->version);
+	uint32		cols[CX_SORT_KEY_MAX_COLUMNS];
+	uint32		ncols = m != NULL ? order_columns(ri, m, cols) : 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (uint32 f = 0; m != NULL && f < m->nfragments; f++)
+		emit_fragment(rsinfo, ri, m, f, cols, ncols);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -277,6 +277,27 @@ endpoint_problem(const char *value)
 	return NULL;
 }
 
+/* The sort key's list, by the engine's own reader (the columns are checked
+ * against the table when it is first written, cxfdw_table_settings). */
+static void
+check_sort_key(const CxOptDef *def, const char *value)
+{
+	uint32_t	cols[CX_SORT_KEY_MAX_COLUMNS];
+	uint32_t	n;
+	cx_err		err;
+
+	if (value[0] == '\0')
+		reject_value(def, value, "The value must not be empty.");
+	if (strlen(value) >= CX_SORT_KEY_LEN)
+		reject_value(def, value,
+					 psprintf("The value must be shorter than %d bytes.",
+							  CX_SORT_KEY_LEN));
+	if (cx_sort_key_resolve(NULL, value, cols, &n, &err) != CX_OK)
+		reject_value(def, value,
+					 psprintf("The %s; name up to %d columns, separated by commas, as in 'session_id, created_at'.",
+							  err.msg, CX_SORT_KEY_MAX_COLUMNS));
+}
+
 /* Runs the engine's own reader of the option over value (booleans come
  * back as 0 or 1). */
 static int64
@@ -323,6 +344,9 @@ parse_value(const CxOptDef *def, const char *value)
 		case OPT_PATH:
 			if (value[0] != '/')
 				reject_value(def, value, "The value must be an absolute file name.");
+			return 0;
+		case OPT_SORT_KEY:
+			check_sort_key(def, value);
 			return 0;
 		case OPT_ENGINE_BOOL:
 		case OPT_TRANSPORT:

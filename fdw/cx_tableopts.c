@@ -47,6 +47,33 @@ set_source(CxTableRef *ref, const CxRelInfo *ri)
 }
 
 /*
+ * The sort key names orderable store columns of the table (the engine's
+ * check, which merges repeat against the store's schema).  Checked before
+ * writes only: reads do not depend on it.
+ */
+static void
+check_sort_key(const CxRelInfo *ri, const CxStoreSettings *s)
+{
+	cx_schema  *schema;
+	uint32_t	cols[CX_SORT_KEY_MAX_COLUMNS];
+	uint32_t	n;
+	cx_err		err;
+	cx_code		rc;
+
+	if (s->sort_key[0] == '\0')
+		return;
+	schema = cxfdw_schema_from_rel(ri);
+	rc = cx_sort_key_resolve(schema, s->sort_key, cols, &n, &err);
+	cx_schema_free(schema);
+	if (rc != CX_OK)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("invalid sort_key of foreign table \"%s\"", ri->relname),
+				errdetail("The %s.", err.msg),
+				errhint("Name store columns of orderable types (integers, floats, text, bytea, uuid, bool, date, time and timestamp types), as in OPTIONS (SET sort_key 'session_id, created_at')."));
+}
+
+/*
  * The write settings of the foreign table ri, from its options and the
  * defaults, with the table they come from.
  */
@@ -67,6 +94,8 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
 		else if (strcmp(opt->defname, "upsert_key") == 0)
 			set_column_name(out->upsert_key, ri, "upsert_key",
 							defGetString(opt));
+		else if (strcmp(opt->defname, "sort_key") == 0)
+			strlcpy(out->sort_key, defGetString(opt), sizeof(out->sort_key));
 		else if ((i = cxfdw_setting_set(out, opt->defname, defGetString(opt))) >= 0)
 			out->explicit_mask |= UINT32_C(1) << i;
 	}
@@ -77,7 +106,8 @@ cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out)
  * Checks, before a transaction writes to ri, that its key names a column of
  * the store (the store's schema, or the table's for a store nobody has
  * written yet), and that it agrees with the key the store recorded with its
- * first writer (base may be NULL: an empty store).
+ * first writer (base may be NULL: an empty store), and that its sort key
+ * names orderable columns of the table.
  */
 /*
  * The store tells keys apart by their stored bytes, so a key's type must be
@@ -127,4 +157,5 @@ cxfdw_check_table_key(const CxRelInfo *ri, const CxStoreSettings *s,
 						  key, s->unique_key ? "unique" : "not unique"),
 				errhint("Set the table's key and unique_key options to the store's: they are fixed by the store's first writer."));
 	check_key_type(ri);
+	check_sort_key(ri, s);
 }

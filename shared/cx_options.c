@@ -62,6 +62,7 @@ const CxOptDef cx_options[] =
 	{"unique_key", TABLE, OF_STORE, OPT_BOOL, 0, 0,
 	ENGINE_DEFAULT(CX_SW_DEFAULT_UNIQUE_KEY), FIELD(unique_key)},
 	{"upsert_key", TABLE, OF_STORE, OPT_STRING},
+	{"sort_key", TABLE, OF_STORE, OPT_SORT_KEY},
 	{"flush_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "30",
 	FIELD(flush_interval_s)},
 	{"merge_after_generations", TABLE, OF_STORE, OPT_INT, 0, INT_MAX, "8",

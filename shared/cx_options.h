@@ -25,6 +25,7 @@ typedef enum CxOptKind
 	OPT_ENGINE_BOOL,			/* on/off, true/false, yes/no, 1/0 */
 	OPT_TRANSPORT,				/* timeouts, retries, TLS (cx_http.h) */
 	OPT_PATH,					/* absolute file name */
+	OPT_SORT_KEY,				/* comma-separated store column names */
 	OPT_NOT_YET					/* refused until the feature is built */
 } CxOptKind;
 
@@ -79,6 +80,10 @@ typedef struct CxTableRef
 	char		name[2 * NAMEDATALEN + 1];	/* "schema.table", for messages */
 } CxTableRef;
 
+/* Room for the sort_key option: CX_SORT_KEY_MAX_COLUMNS names and the
+ * commas and blanks between them. */
+#define CX_SORT_KEY_LEN (8 * (NAMEDATALEN + 2))
+
 /* Most numeric and boolean settings (the option table, cx_options.c, lists them). */
 #define CX_SETTINGS_MAX 16
 
@@ -98,6 +103,8 @@ typedef struct CxStoreSettings
 	char		upsert_key[NAMEDATALEN];	/* store column an insert
 											 * supersedes the live row of
 											 * by value; "" = none */
+	char		sort_key[CX_SORT_KEY_LEN];	/* store columns merges sort
+											 * by; "" = the key */
 	bool		unique_key;
 	bool		seal_on_insert;
 	int			flush_interval_s;	/* 0 = no timed flush */

@@ -117,6 +117,19 @@ cx_statacc_add_null(cx_statacc *acc)
 	acc->st.null_count++;
 }
 
+int
+cx_value_cmp(cx_type type, const uint8_t *a, size_t alen, const uint8_t *b,
+			 size_t blen)
+{
+	size_t		width = (size_t) cx_type_width(type);
+	bool		nan_a = alen == width && is_nan(type, a);
+	bool		nan_b = blen == width && is_nan(type, b);
+
+	if (nan_a || nan_b)
+		return nan_a - nan_b;
+	return cx_stats_cmp(type, a, alen, b, blen);
+}
+
 static void
 set_bound(uint8_t *dst, uint8_t *dst_len, const uint8_t *val, size_t len)
 {

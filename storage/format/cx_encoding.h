@@ -42,6 +42,10 @@ void		cx_statacc_finish(const cx_statacc *acc, cx_colstats *out);
 /* Orders two on-disk values of a type with statistics (NaN excluded). */
 int			cx_stats_cmp(cx_type type, const uint8_t *a, size_t alen,
 						 const uint8_t *b, size_t blen);
+/* The same order over every value, NaN included: PostgreSQL's, where NaN
+ * equals NaN and sorts above every number (merges sort by it). */
+int			cx_value_cmp(cx_type type, const uint8_t *a, size_t alen,
+						 const uint8_t *b, size_t blen);
 
 /* ---- values ---- */
 

@@ -89,11 +89,18 @@ cx_fragw_options_default(cx_fragw_options *o)
 	o->rows_per_group = 65536;
 	o->max_group_bytes = (uint64_t) 32 << 20;
 	o->compression_level = CX_FRAGW_DEFAULT_COMPRESSION_LEVEL;
+	o->sort_columns = NULL;
+	o->nsort_columns = 0;
 }
 
 static cx_code
-check_options(const cx_fragw_options *o, cx_err *err)
+check_options(const cx_fragw_options *o, const cx_schema *schema, cx_err *err)
 {
+	for (uint32_t i = 0; i < o->nsort_columns; i++)
+		if (o->sort_columns[i] >= schema->ncolumns)
+			return cx_err_set(err, CX_ERR_INVALID,
+							  "sort column %u is not a column of the schema",
+							  o->sort_columns[i]);
 	if (o->rows_per_group == 0)
 		return cx_err_set(err, CX_ERR_INVALID, "rows_per_group must be positive");
 	if (o->max_group_bytes == 0 || o->max_group_bytes > CX_GROUP_BYTES_MAX)
@@ -189,7 +196,7 @@ cx_fragw_open(cx_objstore *s, const char *key, const cx_schema *schema,
 
 	*out = NULL;
 	if (cx_schema_validate(schema, err) != CX_OK ||
-		(opt != NULL && check_options(opt, err) != CX_OK))
+		(opt != NULL && check_options(opt, schema, err) != CX_OK))
 		return cx_err_prefix(err, "fragment %s", key);
 	w = calloc(1, sizeof(cx_fragw));
 	if (w == NULL)
@@ -640,6 +647,8 @@ typedef struct footer_parts
 	uint8_t    *bounds;			/* 2 * CX_STATS_MAX_BYTES per chunk */
 	cx_pq_schema_element *elements;
 	char	   *schema_json;
+	cx_pq_sorting_column *sorting;	/* nsort_columns, shared by the groups */
+	char	   *sort_key;		/* the sort column names, or NULL */
 } footer_parts;
 
 static void
@@ -651,6 +660,38 @@ footer_parts_free(footer_parts *fp)
 	free(fp->bounds);
 	free(fp->elements);
 	free(fp->schema_json);
+	free(fp->sorting);
+	free(fp->sort_key);
+}
+
+/* The sort order as SortingColumns and as the ctxstore.sort_key value. */
+static bool
+sort_parts_alloc(const cx_fragw *w, footer_parts *fp)
+{
+	uint32_t	n = w->opt.nsort_columns;
+	cx_buf		names;
+
+	if (n == 0)
+		return true;
+	fp->sorting = calloc(n, sizeof(cx_pq_sorting_column));
+	if (fp->sorting == NULL)
+		return false;
+	cx_buf_init(&names);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		const char *name = w->schema->columns[w->opt.sort_columns[i]].name;
+
+		fp->sorting[i].column_idx = (int32_t) w->opt.sort_columns[i];
+		if (i > 0)
+			cx_buf_put(&names, ",", 1);
+		cx_buf_put(&names, name, strlen(name));
+	}
+	cx_buf_put(&names, "", 1);
+	if (cx_buf_ok(&names))
+		fp->sort_key = (char *) names.data;
+	else
+		cx_buf_free(&names);
+	return fp->sort_key != NULL;
 }
 
 static bool
@@ -665,7 +706,7 @@ footer_parts_alloc(const cx_fragw *w, footer_parts *fp, uint32_t *nelements)
 	fp->bounds = calloc(n ? n : 1, 2 * CX_STATS_MAX_BYTES);
 	fp->schema_json = cx_pq_schema_json(w->schema);
 	return fp->groups && fp->chunks && fp->paths && fp->bounds &&
-		fp->schema_json &&
+		fp->schema_json && sort_parts_alloc(w, fp) &&
 		cx_pq_schema_elements(w->schema, &fp->elements, nelements);
 }
 
@@ -685,6 +726,8 @@ fill_row_groups(const cx_fragw *w, footer_parts *fp)
 		rg->has_total_compressed_size = true;
 		rg->has_ordinal = g <= INT16_MAX;
 		rg->ordinal = (int16_t) g;
+		rg->nsorting = w->opt.nsort_columns;
+		rg->sorting = fp->sorting;
 		for (uint32_t c = 0; c < w->ncols; c++)
 		{
 			size_t		i = first + c;
@@ -704,7 +747,7 @@ encode_footer(const cx_fragw *w, cx_buf *f, cx_err *err)
 {
 	footer_parts fp;
 	cx_pq_file_meta m;
-	cx_pq_key_value kv[2];
+	cx_pq_key_value kv[3];
 	size_t		start = f->len;
 
 	memset(&m, 0, sizeof(m));
@@ -718,12 +761,14 @@ encode_footer(const cx_fragw *w, cx_buf *f, cx_err *err)
 	kv[0].value = fp.schema_json;
 	kv[1].key = (char *) CX_PQ_KV_FORMAT;
 	kv[1].value = (char *) CX_PQ_FORMAT_VERSION;
+	kv[2].key = (char *) CX_PQ_KV_SORT_KEY;
+	kv[2].value = fp.sort_key;
 	m.version = 2;
 	m.schema = fp.elements;
 	m.num_rows = (int64_t) w->rows;
 	m.nrow_groups = w->ngroups;
 	m.row_groups = fp.groups;
-	m.nkv = 2;
+	m.nkv = fp.sort_key != NULL ? 3 : 2;
 	m.kv = kv;
 	m.created_by = (char *) CX_PQ_CREATED_BY;
 	m.type_defined_order = true;

@@ -156,6 +156,16 @@ enc_column_chunk(cx_thrift_w *w, const cx_pq_column_chunk *c)
 }
 
 static void
+enc_sorting_column(cx_thrift_w *w, const cx_pq_sorting_column *s)
+{
+	cx_thrift_w_begin(w);
+	cx_thrift_w_field_i32(w, 1, s->column_idx);
+	cx_thrift_w_field_bool(w, 2, s->descending);
+	cx_thrift_w_field_bool(w, 3, s->nulls_first);
+	cx_thrift_w_end(w);
+}
+
+static void
 enc_row_group(cx_thrift_w *w, const cx_pq_row_group *g)
 {
 	cx_thrift_w_begin(w);
@@ -164,6 +174,12 @@ enc_row_group(cx_thrift_w *w, const cx_pq_row_group *g)
 		enc_column_chunk(w, &g->columns[i]);
 	cx_thrift_w_field_i64(w, 2, g->total_byte_size);
 	cx_thrift_w_field_i64(w, 3, g->num_rows);
+	if (g->nsorting > 0)
+	{
+		cx_thrift_w_field_list(w, 4, CX_THRIFT_STRUCT, g->nsorting);
+		for (uint32_t i = 0; i < g->nsorting; i++)
+			enc_sorting_column(w, &g->sorting[i]);
+	}
 	if (g->has_file_offset)
 		cx_thrift_w_field_i64(w, 5, g->file_offset);
 	if (g->has_total_compressed_size)
@@ -814,6 +830,36 @@ static const struct_desc column_chunk_desc = {
 };
 
 static bool
+sorting_column_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
+{
+	cx_pq_sorting_column *s = out;
+
+	switch (id)
+	{
+		case 1:
+			if (cx_thrift_r_field_i32(r, t, &s->column_idx) &&
+				s->column_idx < 0)
+				cx_thrift_r_fail(r, "field %d is negative", r->field_id);
+			break;
+		case 2:
+			cx_thrift_r_field_bool(r, t, &s->descending);
+			break;
+		case 3:
+			cx_thrift_r_field_bool(r, t, &s->nulls_first);
+			break;
+		default:
+			return false;
+	}
+	return true;
+}
+
+static const char *const sorting_column_required[] = {
+	[1] = "column_idx", [2] = "descending", [3] = "nulls_first"
+};
+static const struct_desc sorting_column_desc =
+	DESC("SortingColumn", sorting_column_field, sorting_column_required);
+
+static bool
 row_group_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 {
 	cx_pq_row_group *g = out;
@@ -829,6 +875,10 @@ row_group_field(cx_thrift_r *r, int16_t id, cx_thrift_type t, void *out)
 			break;
 		case 3:
 			field_size64(r, t, &g->num_rows);
+			break;
+		case 4:
+			g->sorting = dec_struct_list(r, t, &sorting_column_desc,
+										 sizeof(*g->sorting), &g->nsorting);
 			break;
 		case 5:
 			g->has_file_offset = field_size64(r, t, &g->file_offset);
@@ -1268,6 +1318,7 @@ row_group_free(cx_pq_row_group *g)
 	for (uint32_t i = 0; i < g->ncolumns; i++)
 		column_meta_free(&g->columns[i].meta);
 	free(g->columns);
+	free(g->sorting);
 }
 
 void

@@ -207,10 +207,21 @@ typedef struct cx_pq_column_chunk
 	int32_t		column_index_length;
 } cx_pq_column_chunk;
 
+/* SortingColumn: the rows of a row group are in this column's order
+ * (column_idx is the leaf's position among the columns). */
+typedef struct cx_pq_sorting_column
+{
+	int32_t		column_idx;
+	bool		descending;
+	bool		nulls_first;
+} cx_pq_sorting_column;
+
 typedef struct cx_pq_row_group
 {
 	uint32_t	ncolumns;
 	cx_pq_column_chunk *columns;
+	uint32_t	nsorting;		/* 0 = sorting_columns absent */
+	cx_pq_sorting_column *sorting;	/* most significant first */
 	int64_t		total_byte_size;
 	int64_t		num_rows;
 	bool		has_file_offset;

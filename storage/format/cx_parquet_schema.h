@@ -17,6 +17,8 @@
 
 #define CX_PQ_KV_SCHEMA "ctxstore.schema"
 #define CX_PQ_KV_FORMAT "ctxstore.format"
+/* The sort order of a fragment's rows (cx_fragw_options.sort_columns). */
+#define CX_PQ_KV_SORT_KEY "ctxstore.sort_key"
 #define CX_PQ_FORMAT_VERSION "2"
 /* FileMetaData.created_by; the version is the extension's (ctxstore.control) */
 #define CX_PQ_CREATED_BY "ctxstore version " CX_VERSION

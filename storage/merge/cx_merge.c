@@ -25,6 +25,8 @@ cx_merge_options_default(cx_merge_options *o)
 	o->max_bytes = CX_MERGE_DEFAULT_MAX_BYTES;
 	o->target_rows_per_fragment = CX_MERGE_DEFAULT_TARGET_ROWS;
 	cx_fragw_options_default(&o->fragment);
+	o->sort_key = NULL;
+	o->sort_memory = CX_MERGE_DEFAULT_SORT_MEMORY;
 }
 
 static void
@@ -84,6 +86,29 @@ choose_generations(merge_state *ms, cx_err *err)
 	return CX_OK;
 }
 
+/*
+ * The order rows are written in: the sort key, then the key, so that zone
+ * maps of both become selective (without a sort key the key is the order;
+ * a table with neither keeps commit order and is not buffered).  The
+ * fragments record it (cx_fragw_options.sort_columns).
+ */
+static cx_code
+fix_order(merge_state *ms, cx_err *err)
+{
+	bool		has_key = false;
+
+	if (cx_sort_key_resolve(ms->table, ms->opt.sort_key, ms->sort_cols,
+							&ms->nsort, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < ms->nsort; i++)
+		has_key |= ms->keyed && ms->sort_cols[i] == ms->key_col;
+	if (ms->keyed && !has_key)
+		ms->sort_cols[ms->nsort++] = ms->key_col;
+	ms->opt.fragment.sort_columns = ms->sort_cols;
+	ms->opt.fragment.nsort_columns = ms->nsort;
+	return CX_OK;
+}
+
 /* The table schema, what merged fragments hold, and the key.  Writers
  * record the schema in the base before their first generation exists. */
 static cx_code
@@ -99,10 +124,11 @@ fix_table(merge_state *ms, cx_err *err)
 								   err) != CX_OK)
 		return err->code;
 	ms->keyed = ms->start->key_column != NULL;
-	if (ms->keyed)
-		return cx_key_column(ms->table, ms->start->key_column, &ms->key_col,
-							 err);
-	return CX_OK;
+	if (ms->keyed &&
+		cx_key_column(ms->table, ms->start->key_column, &ms->key_col,
+					  err) != CX_OK)
+		return err->code;
+	return fix_order(ms, err);
 }
 
 static bool
@@ -218,6 +244,9 @@ check_options(const cx_merge_options *o, cx_err *err)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "target_rows_per_fragment must be between 1 and %u",
 						  UINT32_MAX);
+	if (o->sort_memory == 0)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "sort_memory must be positive");
 	return CX_OK;
 }
 
@@ -269,6 +298,7 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 			out->bytes_merged += ms.gens[i].fragment.size;
 		out->merged_through = ms.gens[ms.ngens - 1].gen;
 		out->rows_written = ms.rows_written;
+		out->sorted_runs = ms.sorted_runs;
 		out->rows_replaced = ms.rows_replaced;
 		out->base_version = version;
 		out->key_conflicts = ms.key_conflicts;

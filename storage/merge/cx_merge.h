@@ -13,7 +13,8 @@
  *      base rows those keys replace (older
  *      commit time loses; across shards the later commit time wins);
  *   4. writes the surviving rows as new base fragments (with the hidden
- *      columns) and commits ONE base version that adds them, adds deletion
+ *      columns), sorted by the sort key, then the key (cx_merge_sort.c),
+ *      and commits ONE base version that adds them, adds deletion
  *      vectors for the replaced base rows, and raises the shard's watermark
  *      to the newest merged generation — atomically;
  *   5. on a lost race rebases: re-checks keys against fragments committed in
@@ -37,9 +38,11 @@
  * base row came from another shard is counted in key_conflicts.
  *
  * Costs: the merged generations' keys are held in memory (a cx_keymap; about
- * 100 bytes per distinct key plus the key bytes); finding the base rows they
- * replace is a probe of the base for the merged keys (cx_base_probe.h): the
- * key index where it covers the base, key columns elsewhere.
+ * 100 bytes per distinct key plus the key bytes), and so are the surviving
+ * rows of a sorted merge, up to sort_memory bytes per sorted run; finding
+ * the base rows they replace is a probe of the base for the merged keys
+ * (cx_base_probe.h): the key index where it covers the base, key columns
+ * elsewhere.
  *
  * Failpoints (cx_failpoint.h), each reached after the step it names:
  *   merge.after_upload   the new base fragments are uploaded, the base

@@ -7,6 +7,8 @@
  *                         fragments committed in between)
  *   cx_merge_write.c      writing the surviving rows as base fragments
  *   cx_merge_deletions.c  deletions gathered per fragment path
+ *   cx_merge_sort.c       the sort key and the sorted runs rows are
+ *                         written from
  * Not a public interface.
  */
 #ifndef CX_MERGE_INT_H
@@ -72,6 +74,12 @@ typedef struct merge_state
 	cx_keymap  *map;			/* newest merged version of each key; source =
 								 * index in gens */
 	cx_keyrange range;			/* of the keys in map */
+
+	/* The order rows are written in, most significant first: the sort key,
+	 * then the key (when the sort key does not name it); nsort = 0: commit
+	 * order (a table with neither). */
+	uint32_t	sort_cols[CX_SORT_KEY_MAX_COLUMNS + 1];
+	uint32_t	nsort;
 	cx_dvset	replaced;		/* base rows of `start` our rows replace */
 	cx_dvset	rebased;		/* found on rebase: rows of fragments
 								 * committed after `start`, or of ours */
@@ -88,6 +96,7 @@ typedef struct merge_state
 	cx_fragment_info *out;
 	uint32_t	nout;
 	uint64_t	rows_written;
+	uint32_t	sorted_runs;
 	uint64_t	rows_replaced;	/* set by the rebase that committed */
 	uint64_t	key_conflicts;	/* keys whose base row another shard wrote */
 	char		key_conflict_example[CX_KEY_EXAMPLE_MAX];
@@ -98,6 +107,25 @@ cx_code		cx_merge_build_keymap(merge_state *ms, cx_err *err);
 cx_code		cx_merge_find_replaced(merge_state *ms, cx_err *err);
 cx_code		cx_merge_compare_new(merge_state *ms, const cx_manifest *base,
 								 cx_err *err);
+
+/* cx_merge_sort.c: a sorted run holds rows of ms (values of its
+ * written_schema) up to ms->opt.sort_memory bytes. */
+typedef struct cx_sort_run cx_sort_run;
+typedef cx_code (*cx_sort_emit_fn) (void *arg, const cx_datum *values,
+									cx_keyver *v, cx_err *err);
+
+cx_code		cx_sort_run_new(const merge_state *ms, cx_sort_run **out,
+							cx_err *err);
+void		cx_sort_run_free(cx_sort_run *run);
+bool		cx_sort_run_empty(const cx_sort_run *run);
+/* Copies a row in; *full (nothing copied) when it does not fit in the
+ * budget beside the rows held: flush first.  v is the row's key map entry
+ * (or NULL), handed back with it. */
+cx_code		cx_sort_run_add(cx_sort_run *run, const cx_datum *values,
+							cx_keyver *v, bool *full, cx_err *err);
+/* Hands every row held to emit in order and empties the run. */
+cx_code		cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit,
+							  void *arg, cx_err *err);
 
 /* cx_merge_write.c */
 cx_code		cx_merge_write(merge_state *ms, cx_err *err);

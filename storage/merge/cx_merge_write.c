@@ -5,7 +5,12 @@
  * One generation row group is decoded at a time and each surviving row is
  * appended to a cx_fragw, which uploads a row group as soon as it is cut, so
  * memory stays at about one row group in and one out.  A new fragment is
- * started every target_rows_per_fragment rows.
+ * started every target_rows_per_fragment rows.  A merge with an order (the
+ * sort key, then the key: cx_merge_sort.c) gathers the surviving rows in a
+ * sorted run instead and writes it out in order when the merge ends or the
+ * run's memory budget is reached: each run ends its fragment, so every base
+ * fragment is sorted, and consecutive fragments of one run are disjoint in
+ * the order.
  *
  * Survivors: in tables with a key column (all de-duplicate, whatever
  * unique_key says), each key's newest merged version unless
@@ -30,6 +35,7 @@ typedef struct writer
 	cx_datum   *values;			/* one row of written_schema */
 	cx_buf		items;			/* list elements of that row */
 	const cx_layout *layout;	/* of the generation being read */
+	cx_sort_run *run;			/* sorted merges only */
 } writer;
 
 /* Column c of written_schema (the table's, then the hidden ones) in g. */
@@ -112,11 +118,12 @@ finish_fragment(writer *wr, cx_err *err)
 	return CX_OK;
 }
 
-/* Appends row i of g; v (NULL for rows outside the key map) records where. */
+/* Appends a row of written_schema; v (NULL for rows outside the key map)
+ * records where (cx_sort_emit_fn). */
 static cx_code
-emit_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_keyver *v,
-		 cx_err *err)
+append_row(void *arg, const cx_datum *values, cx_keyver *v, cx_err *err)
 {
+	writer	   *wr = arg;
 	merge_state *ms = wr->ms;
 
 	if (wr->w == NULL)
@@ -134,12 +141,42 @@ emit_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_keyver *v,
 		v->out_fragment = ms->nout;
 		v->out_row = (uint32_t) cx_fragw_rows(wr->w);
 	}
-	if (copy_row(wr, g, i, err) != CX_OK ||
-		cx_fragw_append(wr->w, wr->values, err) != CX_OK)
+	if (cx_fragw_append(wr->w, values, err) != CX_OK)
 		return err->code;
 	ms->rows_written++;
 	if (cx_fragw_rows(wr->w) >= ms->opt.target_rows_per_fragment)
 		return finish_fragment(wr, err);
+	return CX_OK;
+}
+
+/* Writes the sorted run out; its last fragment ends with it. */
+static cx_code
+flush_run(writer *wr, cx_err *err)
+{
+	if (cx_sort_run_flush(wr->run, append_row, wr, err) != CX_OK)
+		return err->code;
+	wr->ms->sorted_runs++;
+	return wr->w != NULL ? finish_fragment(wr, err) : CX_OK;
+}
+
+/* Row i of g survives: appended now, or to the sorted run. */
+static cx_code
+emit_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_keyver *v,
+		 cx_err *err)
+{
+	bool		full;
+
+	if (copy_row(wr, g, i, err) != CX_OK)
+		return err->code;
+	if (wr->run == NULL)
+		return append_row(wr, wr->values, v, err);
+	if (cx_sort_run_add(wr->run, wr->values, v, &full, err) != CX_OK)
+		return err->code;
+	if (!full)
+		return CX_OK;
+	if (flush_run(wr, err) != CX_OK ||
+		cx_sort_run_add(wr->run, wr->values, v, &full, err) != CX_OK)
+		return err->code;
 	return CX_OK;
 }
 
@@ -217,20 +254,25 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 cx_code
 cx_merge_write(merge_state *ms, cx_err *err)
 {
-	writer		wr = {ms, NULL, NULL, {0}, NULL};
+	writer		wr = {ms, NULL, NULL, {0}, NULL, NULL};
 	cx_code		rc = CX_OK;
 
 	cx_buf_init(&wr.items);
 	wr.values = calloc(ms->written_schema->ncolumns, sizeof(cx_datum));
 	if (wr.values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
+	if (rc == CX_OK && ms->nsort > 0)
+		rc = cx_sort_run_new(ms, &wr.run, err);
 	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
 		if (!cx_fragment_all_before(&ms->gens[i].fragment, ms->cut_ts))
 			rc = write_generation(&wr, i, err);
+	if (rc == CX_OK && wr.run != NULL && !cx_sort_run_empty(wr.run))
+		rc = flush_run(&wr, err);
 	if (rc == CX_OK && wr.w != NULL)
 		rc = finish_fragment(&wr, err);
 	if (wr.w != NULL)
 		cx_fragw_abort(wr.w);
+	cx_sort_run_free(wr.run);
 	free(wr.values);
 	cx_buf_free(&wr.items);
 	return rc;

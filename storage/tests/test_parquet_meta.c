@@ -116,6 +116,10 @@ full_meta(cx_pq_file_meta *m)
 	static cx_pq_column_chunk cols[2];
 	static cx_pq_stats stats;
 	static cx_pq_row_group groups[2];
+	static cx_pq_sorting_column sorting[2] = {
+		{.column_idx = 1, .descending = true, .nulls_first = false},
+		{.column_idx = 0, .descending = false, .nulls_first = true},
+	};
 
 	stats = full_stats();
 	full_columns(cols, &stats);
@@ -124,6 +128,7 @@ full_meta(cx_pq_file_meta *m)
 		.num_rows = 1000, .has_file_offset = true, .file_offset = 4,
 		.has_total_compressed_size = true, .total_compressed_size = 4444,
 		.has_ordinal = true, .ordinal = -3,
+		.nsorting = 2, .sorting = sorting,
 	};
 	groups[1] = (cx_pq_row_group) {.ncolumns = 0, .num_rows = 0};
 	*m = (cx_pq_file_meta) {
@@ -243,10 +248,16 @@ row_group_eq(const cx_pq_row_group *a, const cx_pq_row_group *b)
 		(a->has_total_compressed_size &&
 		 a->total_compressed_size != b->total_compressed_size) ||
 		a->has_ordinal != b->has_ordinal ||
-		(a->has_ordinal && a->ordinal != b->ordinal))
+		(a->has_ordinal && a->ordinal != b->ordinal) ||
+		a->nsorting != b->nsorting)
 		return false;
 	for (uint32_t i = 0; i < a->ncolumns; i++)
 		if (!column_chunk_eq(&a->columns[i], &b->columns[i]))
+			return false;
+	for (uint32_t i = 0; i < a->nsorting; i++)
+		if (a->sorting[i].column_idx != b->sorting[i].column_idx ||
+			a->sorting[i].descending != b->sorting[i].descending ||
+			a->sorting[i].nulls_first != b->sorting[i].nulls_first)
 			return false;
 	return true;
 }

@@ -218,7 +218,14 @@ typedef struct cx_merge_options
 	uint64_t	target_rows_per_fragment;	/* default 1048576; at most
 											 * UINT32_MAX (deletion vectors
 											 * name rows with a u32) */
-	cx_fragw_options fragment;
+	cx_fragw_options fragment;	/* sort_columns are the merge's own */
+	/* The columns merges sort the rows they write by (the sort_key option:
+	 * names, comma-separated, most significant first), then by the key;
+	 * NULL or "": by the key alone (a table without a key: commit order). */
+	const char *sort_key;
+	uint64_t	sort_memory;	/* default 256 MiB: the rows one sorted run
+								 * holds; more make several runs, each
+								 * its own base fragments */
 } cx_merge_options;
 
 /* The defaults, which are also those of the options named above.  Plain
@@ -226,6 +233,22 @@ typedef struct cx_merge_options
 #define CX_MERGE_DEFAULT_MAX_GENERATIONS 8
 #define CX_MERGE_DEFAULT_MAX_BYTES 1073741824	/* 1 GiB */
 #define CX_MERGE_DEFAULT_TARGET_ROWS 1048576
+#define CX_MERGE_DEFAULT_SORT_MEMORY 268435456	/* 256 MiB */
+
+/* Most columns a sort key names. */
+#define CX_SORT_KEY_MAX_COLUMNS 8
+
+/*
+ * The columns of schema that sort_key names (comma-separated column names,
+ * blanks around them ignored), most significant first, into
+ * cols[CX_SORT_KEY_MAX_COLUMNS]; *n = 0 for NULL or "".  CX_ERR_INVALID for
+ * an empty name, a column named twice, too many, a name that is no column,
+ * or a column of a type without an order statistics can use
+ * (cx_type_has_stats: not interval, numeric, json, lists, external
+ * values).  schema NULL checks the list alone (*n = 0).
+ */
+cx_code		cx_sort_key_resolve(const cx_schema *schema, const char *sort_key,
+								uint32_t *cols, uint32_t *n, cx_err *err);
 
 void		cx_merge_options_default(cx_merge_options *o);
 
@@ -240,6 +263,8 @@ typedef struct cx_merge_result
 	uint64_t	merged_through; /* new watermark */
 	uint64_t	rows_written;
 	uint64_t	rows_replaced;	/* base rows given a deletion vector entry */
+	uint32_t	sorted_runs;	/* rows written in sort order, in this many
+								 * runs (0: in commit order) */
 	uint64_t	base_version;	/* committed base version (0 if none) */
 	/* Keys of the merged generations whose live base row (shadowed or
 	 * shadowing) came from another shard: a key written by two clusters,

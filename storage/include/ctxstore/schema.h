@@ -211,6 +211,13 @@ typedef struct cx_fragw_options
 	uint64_t	max_group_bytes;	/* raw bytes before a row group is cut;
 									 * default 32 MiB */
 	int			compression_level;	/* zstd level, default 3 */
+	/* The order the caller appends rows in, most significant column first
+	 * (columns of the schema, ascending, NULLs last; none by default):
+	 * recorded as every row group's sorting_columns and as the key-value
+	 * ctxstore.sort_key (the column names, comma-separated).  The writer
+	 * trusts it; the array must outlive the writer. */
+	const uint32_t *sort_columns;
+	uint32_t	nsort_columns;
 } cx_fragw_options;
 
 /* The zstd level fragments are written with unless the store sets another

@@ -66,6 +66,24 @@ uint64_t	cx_manifest_rows(const cx_manifest *m);
 /* Bytes of the fragments listed. */
 uint64_t	cx_manifest_bytes(const cx_manifest *m);
 
+/* Fragment f of m as ctxstore.fragments() shows it (cx_fragment_summary.c):
+ * its rows, those deleted, and the shard that wrote it (NULL: unknown). */
+typedef struct cx_fragment_summary
+{
+	uint64_t	rows;
+	uint64_t	deleted;
+	const char *origin_shard;	/* points into m */
+} cx_fragment_summary;
+
+void		cx_manifest_fragment_summary(const cx_manifest *m, uint32_t f,
+										 cx_fragment_summary *out);
+/* The statistics bounds of column `column` of m's schema in fragment f, as
+ * values of its type (variable-width ones point into m; a text min may be a
+ * prefix of the smallest value); a missing bound comes back NULL. */
+void		cx_manifest_fragment_bounds(const cx_manifest *m, uint32_t f,
+										uint32_t column, cx_datum *min,
+										cx_datum *max);
+
 /* Loads version `version`; CX_ERR_NOT_FOUND if it does not exist. */
 cx_code		cx_manifest_load(cx_objstore *s, uint64_t version,
 							 cx_manifest **out, cx_err *err);
