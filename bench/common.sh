@@ -39,7 +39,7 @@ bench_stop() {
   as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -m fast stop >/dev/null
 }
 
-# The wide agent-context table of the brief, as a foreign table and as a heap.
+# The wide agent-context table, as a foreign table and as a heap.
 context_columns="id text NOT NULL, external_id text, bot_id text, session_id text, role text,
   content text, metadata jsonb, embedding real[], created_at timestamptz"
 
