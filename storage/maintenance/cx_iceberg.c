@@ -376,7 +376,7 @@ static cx_code
 write_manifest(publish *p, const cx_ice_files *fs, int content, int k,
 			   const char *schema_json, cx_ice_manifest_ref *ref, cx_err *err)
 {
-	cx_ice_manifest_meta meta = {schema_json, content};
+	cx_ice_manifest_meta meta = {schema_json, p->base->schema_id, content};
 	char		key[CX_KEY_MAX + 1];
 	cx_buf		b;
 	cx_code		rc;
@@ -535,11 +535,12 @@ new_metadata(publish *p, json_t **out, cx_err *err)
 			free(location);
 			return location == NULL ? cx_err_set(err, CX_ERR_NOMEM, "out of memory") : err->code;
 		}
-		*out = cx_ice_meta_new(location, table_uuid, p->base->schema);
+		*out = cx_ice_meta_new(location, table_uuid);
 		free(location);
 	}
-	return *out != NULL ? CX_OK :
-		cx_err_set(err, CX_ERR_NOMEM, "out of memory building Iceberg metadata");
+	if (*out == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory building Iceberg metadata");
+	return cx_ice_meta_set_schemas(*out, p->base, err);
 }
 
 static cx_code
@@ -555,6 +556,7 @@ add_snapshot(publish *p, json_t *meta, const char *list_uri, cx_err *err)
 		.timestamp_ms = p->base->committed_at_us / 1000,
 		.manifest_list = list_uri,
 		.previous_updated_ms = json_integer_value(json_object_get(meta, "last-updated-ms")),
+		.schema_id = p->base->schema_id,
 	};
 	cx_code		rc;
 
@@ -644,7 +646,7 @@ static cx_code
 publish_once(publish *p, cx_iceberg_result *res, cx_err *err)
 {
 	json_t	   *meta = NULL;
-	json_t	   *schema = cx_ice_schema_json(p->base->schema);
+	json_t	   *schema = cx_ice_schema_json(p->base->schema, p->base->schema_id);
 	char	   *schema_text = schema != NULL ? json_dumps(schema, JSON_COMPACT) : NULL;
 	char	   *list_uri = NULL;
 	cx_code		rc = schema_text != NULL ? CX_OK :

@@ -326,15 +326,17 @@ cx_ice_write_manifest(const cx_ice_files *entries,
 					  const cx_ice_manifest_meta *meta, cx_buf *out,
 					  cx_err *err)
 {
+	char		schema_id[16];
 	const kv	extra[] = {
 		{"schema", meta->schema_json},
-		{"schema-id", "0"},
+		{"schema-id", schema_id},
 		{"partition-spec", "[]"},
 		{"partition-spec-id", "0"},
 		{"format-version", "2"},
 		{"content", meta->content == CX_ICE_DATA ? "data" : "deletes"},
 	};
 
+	snprintf(schema_id, sizeof(schema_id), "%u", meta->schema_id);
 	return write_container(cx_ice_manifest_entry_schema, fill_entry, entries,
 						   entries->n, extra, NKV(extra), out, err);
 }

@@ -78,6 +78,7 @@ typedef struct cx_ice_manifest_ref
 typedef struct cx_ice_manifest_meta
 {
 	const char *schema_json;	/* the table schema, as in the metadata */
+	uint32_t	schema_id;
 	int			content;
 } cx_ice_manifest_meta;
 
@@ -108,11 +109,15 @@ cx_code		cx_ice_avro_file_meta(const cx_buf *data, const char *name,
 
 /* ---- table metadata (cx_iceberg_meta.c) ---- */
 
-/* The Iceberg schema of a table (hidden columns left out), schema-id 0. */
-json_t	   *cx_ice_schema_json(const cx_schema *table);
-/* Empty table metadata: no snapshot yet. */
-json_t	   *cx_ice_meta_new(const char *location, const char *table_uuid,
-							const cx_schema *table);
+/* The Iceberg schema of a table (hidden columns left out) with that id
+ * (the store's schema id). */
+json_t	   *cx_ice_schema_json(const cx_schema *table, uint32_t schema_id);
+/* Empty table metadata: no schema and no snapshot yet. */
+json_t	   *cx_ice_meta_new(const char *location, const char *table_uuid);
+/* Lists every schema the base version knows (its history, then the
+ * current one) that the metadata lacks, and makes the base's current. */
+cx_code		cx_ice_meta_set_schemas(json_t *meta, const cx_manifest *base,
+									cx_err *err);
 
 /* What a new snapshot adds to the metadata. */
 typedef struct cx_ice_snapshot
@@ -127,6 +132,7 @@ typedef struct cx_ice_snapshot
 	const char *previous_metadata;	/* absolute URI of the file this
 									 * replaces; NULL: the first */
 	int64_t		previous_updated_ms;
+	uint32_t	schema_id;		/* the schema its data files are read with */
 } cx_ice_snapshot;
 
 /* Adds snap as the current snapshot of meta (and to its logs). */

@@ -70,7 +70,7 @@ column_type(const cx_column *c)
 }
 
 json_t *
-cx_ice_schema_json(const cx_schema *table)
+cx_ice_schema_json(const cx_schema *table, uint32_t schema_id)
 {
 	json_t	   *fields = json_array();
 
@@ -84,8 +84,8 @@ cx_ice_schema_json(const cx_schema *table)
 										"name", c->name, "required", c->required,
 										"type", column_type(c)));
 	}
-	return json_pack("{s:s, s:i, s:o}", "type", "struct", "schema-id", 0,
-					 "fields", fields);
+	return json_pack("{s:s, s:I, s:o}", "type", "struct",
+					 "schema-id", (json_int_t) schema_id, "fields", fields);
 }
 
 /* The largest field id of the table, element ids included. */
@@ -107,18 +107,17 @@ last_column_id(const cx_schema *table)
 }
 
 json_t *
-cx_ice_meta_new(const char *location, const char *table_uuid,
-				const cx_schema *table)
+cx_ice_meta_new(const char *location, const char *table_uuid)
 {
-	return json_pack("{s:i, s:s, s:s, s:i, s:i, s:I, s:[o], s:i, s:[{s:i, s:[]}],"
+	return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:[], s:i, s:[{s:i, s:[]}],"
 					 " s:i, s:i, s:[{s:i, s:[]}], s:i, s:{}, s:[], s:[], s:[], s:{}}",
 					 "format-version", 2,
 					 "table-uuid", table_uuid,
 					 "location", location,
 					 "last-sequence-number", 0,
 					 "last-updated-ms", 0,
-					 "last-column-id", last_column_id(table),
-					 "schemas", cx_ice_schema_json(table),
+					 "last-column-id", 0,
+					 "schemas",
 					 "current-schema-id", 0,
 					 "partition-specs", "spec-id", 0, "fields",
 					 "default-spec-id", 0,
@@ -130,6 +129,41 @@ cx_ice_meta_new(const char *location, const char *table_uuid,
 					 "refs");
 }
 
+/* Appends schema s with id to the metadata's schemas unless that id is
+ * there, and raises last-column-id to cover it. */
+static bool
+add_schema(json_t *meta, const cx_schema *s, uint32_t id)
+{
+	json_t	   *schemas = json_object_get(meta, "schemas");
+	json_int_t	last = json_integer_value(json_object_get(meta, "last-column-id"));
+	size_t		i;
+	json_t	   *have;
+
+	json_array_foreach(schemas, i, have)
+		if (json_integer_value(json_object_get(have, "schema-id")) == (json_int_t) id)
+		return true;
+	if (last_column_id(s) > last &&
+		json_object_set_new(meta, "last-column-id",
+							json_integer(last_column_id(s))) != 0)
+		return false;
+	return json_array_append_new(schemas, cx_ice_schema_json(s, id)) == 0;
+}
+
+cx_code
+cx_ice_meta_set_schemas(json_t *meta, const cx_manifest *base, cx_err *err)
+{
+	bool		ok = true;
+
+	for (uint32_t i = 0; ok && i < base->nold_schemas; i++)
+		ok = add_schema(meta, base->old_schemas[i].schema,
+						base->old_schemas[i].schema_id);
+	ok = ok && add_schema(meta, base->schema, base->schema_id) &&
+		json_object_set_new(meta, "current-schema-id",
+							json_integer(base->schema_id)) == 0;
+	return ok ? CX_OK :
+		cx_err_set(err, CX_ERR_NOMEM, "out of memory building Iceberg metadata");
+}
+
 static json_t *
 snapshot_json(const cx_ice_snapshot *snap)
 {
@@ -139,7 +173,7 @@ snapshot_json(const cx_ice_snapshot *snap)
 							  "timestamp-ms", (json_int_t) snap->timestamp_ms,
 							  "manifest-list", snap->manifest_list,
 							  "summary", snap->summary,
-							  "schema-id", 0);
+							  "schema-id", (json_int_t) snap->schema_id);
 
 	if (j != NULL && snap->parent_id != 0)
 		json_object_set_new(j, "parent-snapshot-id",

@@ -298,7 +298,8 @@ check_table_fields(cx_objstore *s, json_t *meta)
 	CHECK(jint(meta, "format-version") == 2);
 	CHECK(strlen(jstr(meta, "table-uuid")) == 36);
 	CHECK(strcmp(jstr(meta, "location"), location) == 0);
-	CHECK(jint(meta, "current-schema-id") == 0);
+	CHECK(jint(meta, "current-schema-id") == 1);
+	CHECK(jint(json_array_get(json_object_get(meta, "schemas"), 0), "schema-id") == 1);
 	CHECK(jint(meta, "default-spec-id") == 0);
 	CHECK(jint(meta, "last-partition-id") == 999);
 	CHECK(jint(meta, "last-column-id") == 3 + CX_FIELD_ID_ELEMENT_OFFSET);
@@ -497,6 +498,47 @@ CX_TEST(iceberg_second_publish_after_more_commits)
 	CHECK(existing == a.data_files && removed_deletes == 1);
 	check_rebuild(s, meta);
 	cx_ice_files_free(&fs);
+	json_decref(meta);
+	cx_iceberg_result_free(&a);
+	cx_iceberg_result_free(&b);
+	cx_obj_close(s);
+}
+
+/* A column added after a publish: the next snapshot is read with the new
+ * schema, and the metadata keeps the first one (schema history by the
+ * store's schema ids, field ids kept). */
+CX_TEST(iceberg_schema_follows_the_store_with_its_history)
+{
+	cx_objstore *s = mw_open_store();
+	cx_schema_alter add = {CX_ALTER_ADD, "note", NULL, {.type = CX_T_STRING}};
+	cx_iceberg_result a,
+				b;
+	uint64_t	version;
+	json_t	   *meta;
+	json_t	   *schemas;
+	json_t	   *fields;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &a, &err), &err);
+	REQUIRE_OK(cx_table_alter_schema(s, &add, 1, &version, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &b, &err), &err);
+	CHECK(b.published && b.base_version == version);
+	meta = load_metadata(s, 2);
+	REQUIRE(meta != NULL);
+	schemas = json_object_get(meta, "schemas");
+	REQUIRE(json_array_size(schemas) == 2);
+	CHECK(jint(json_array_get(schemas, 0), "schema-id") == 1);
+	CHECK(jint(json_array_get(schemas, 1), "schema-id") == 2);
+	CHECK(jint(meta, "current-schema-id") == 2);
+	CHECK(jint(cx_ice_meta_current(meta), "schema-id") == 2);
+	CHECK(jint(json_array_get(json_object_get(meta, "snapshots"), 0), "schema-id") == 1);
+	fields = json_object_get(json_array_get(schemas, 1), "fields");
+	REQUIRE(json_array_size(fields) == 4);
+	CHECK(strcmp(jstr(json_array_get(fields, 3), "name"), "note") == 0);
+	CHECK(jint(json_array_get(fields, 3), "id") == 4);
+	CHECK(jint(json_array_get(fields, 0), "id") == 1);
 	json_decref(meta);
 	cx_iceberg_result_free(&a);
 	cx_iceberg_result_free(&b);
