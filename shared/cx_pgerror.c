@@ -56,6 +56,10 @@ cx_pg_errcode(cx_code code)
 			return ERRCODE_UNIQUE_VIOLATION;
 		case CX_ERR_CARDINALITY:
 			return ERRCODE_CARDINALITY_VIOLATION;
+		case CX_ERR_BUSY:
+			return ERRCODE_LOCK_NOT_AVAILABLE;
+		case CX_ERR_CANCELED:
+			return ERRCODE_QUERY_CANCELED;
 		case CX_OK:
 			break;
 	}

@@ -85,6 +85,10 @@ cx_code_name(cx_code code)
 			return "unique";
 		case CX_ERR_CARDINALITY:
 			return "cardinality";
+		case CX_ERR_BUSY:
+			return "busy";
+		case CX_ERR_CANCELED:
+			return "canceled";
 	}
 	return "unknown";
 }

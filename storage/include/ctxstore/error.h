@@ -39,8 +39,11 @@ typedef enum cx_code
 							 * aimed at a missing bucket or container */
 	CX_ERR_UNIQUE,			/* an insert of a key that is live; the
 							 * message names the key */
-	CX_ERR_CARDINALITY		/* an upsert whose upsert-key value more than
+	CX_ERR_CARDINALITY,		/* an upsert whose upsert-key value more than
 							 * one live row holds; the message names two */
+	CX_ERR_BUSY,			/* another job holds the store's lease (a
+							 * compaction); the message names it */
+	CX_ERR_CANCELED			/* the caller asked a job to stop */
 } cx_code;
 
 #define CX_ERR_MSG_LEN 512

@@ -1,0 +1,110 @@
+/*
+ * ctxstore/lifecycle.h — compaction and garbage collection of a store
+ * (storage/maintenance/; docs/design/maintenance.md).
+ *
+ * Both run on a store handle the caller opened with the same resolved
+ * options and credentials as the write path.  Every wait is bounded by the
+ * store's request timeouts; progress callbacks let the caller report
+ * progress and ask to stop (cancel), after which the call returns
+ * CX_ERR_CANCELED and leaves the store consistent.
+ */
+#ifndef CTXSTORE_LIFECYCLE_H
+#define CTXSTORE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/memwal.h"
+
+/* Progress of a running job: called between steps; returning false asks the
+ * job to stop. */
+typedef struct cx_job_progress
+{
+	bool		(*report) (void *arg, const char *phase, uint64_t done,
+						   uint64_t total);
+	void	   *arg;
+} cx_job_progress;
+
+/* ---- compaction (maintenance/cx_compact*.c) ---- */
+
+typedef struct cx_compact_options
+{
+	uint32_t	min_fragments;	/* compact_min_fragments, default 8: a tier
+								 * of at least this many small fragments */
+	uint64_t	target_rows_per_fragment;	/* as merges' */
+	cx_fragw_options fragment;
+	const char *sort_key;		/* as merges' (NULL: by the key) */
+	uint64_t	sort_memory;
+	/* The lease that makes one compaction per store at a time: held by
+	 * holder (a readable name: cluster, pid) for lease_seconds, renewed
+	 * while the job runs; another caller gets CX_ERR_BUSY naming it. */
+	const char *holder;
+	uint32_t	lease_seconds;	/* default 60 */
+	bool		force;			/* ctxstore.compact(): every small fragment,
+								 * even below min_fragments */
+} cx_compact_options;
+
+#define CX_COMPACT_DEFAULT_MIN_FRAGMENTS 8
+#define CX_COMPACT_DEFAULT_LEASE_SECONDS 60
+
+void		cx_compact_options_default(cx_compact_options *o);
+
+typedef struct cx_compact_result
+{
+	bool		compacted;		/* false: nothing to do */
+	uint32_t	inputs;			/* fragments rewritten */
+	uint32_t	outputs;		/* fragments written */
+	uint64_t	rows;			/* live rows carried over */
+	uint64_t	rows_dropped;	/* deleted rows not carried over */
+	uint64_t	deletions_carried;	/* deletion-vector entries a concurrent
+									 * commit added, remapped to outputs */
+	uint64_t	bytes_read;
+	uint64_t	bytes_written;
+	uint64_t	version;		/* the base version committed */
+	uint32_t	retries;
+} cx_compact_result;
+
+cx_code		cx_compact(cx_objstore *s, const cx_compact_options *o,
+					   const cx_job_progress *progress,
+					   cx_compact_result *res, cx_err *err);
+
+/* ---- garbage collection (maintenance/cx_gc*.c) ---- */
+
+typedef struct cx_gc_options
+{
+	uint32_t	retain_versions;	/* newest base versions kept, default 10 */
+	int64_t		retain_interval_us; /* and every version newer than this,
+									 * default 1 hour */
+	int64_t		grace_us;		/* objects no version references are deleted
+								 * only once older than this, default 1 hour
+								 * (uploads not yet committed, commits of
+								 * unknown outcome) */
+	const uint64_t *pinned;		/* base versions that must stay (tables with
+								 * the version option), npinned of them */
+	uint32_t	npinned;
+	bool		dry_run;		/* report, delete nothing */
+	uint32_t	batch;			/* deletes per batch, default 100 */
+} cx_gc_options;
+
+#define CX_GC_DEFAULT_RETAIN_VERSIONS 10
+#define CX_GC_DEFAULT_RETAIN_INTERVAL_US INT64_C(3600000000)
+#define CX_GC_DEFAULT_GRACE_US INT64_C(3600000000)
+
+void		cx_gc_options_default(cx_gc_options *o);
+
+typedef struct cx_gc_result
+{
+	uint64_t	objects_listed;
+	uint64_t	bytes_listed;
+	uint64_t	objects_garbage;	/* unreferenced and past the grace */
+	uint64_t	bytes_garbage;
+	uint64_t	objects_deleted;	/* 0 in a dry run */
+	uint64_t	bytes_deleted;
+	uint64_t	versions_retained;
+} cx_gc_result;
+
+cx_code		cx_gc(cx_objstore *s, const cx_gc_options *o,
+				  const cx_job_progress *progress, cx_gc_result *res,
+				  cx_err *err);
+
+#endif							/* CTXSTORE_LIFECYCLE_H */
