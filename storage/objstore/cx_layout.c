@@ -285,6 +285,8 @@ parse_key(const char *key, cx_object_name *name)
 		return CX_OBJECT_BASE_HINT;
 	if (strcmp(key, CX_ACCESS_CHECK_KEY) == 0)
 		return CX_OBJECT_ACCESS_CHECK;
+	if (strcmp(key, CX_COMPACTION_LEASE_KEY) == 0)
+		return CX_OBJECT_COMPACTION_LEASE;
 	if (cx_vseq_parse(&cx_layout_base_versions, key, &name->number))
 		return CX_OBJECT_BASE_VERSION;
 	if (strncmp(key, SHARDS_PREFIX, strlen(SHARDS_PREFIX)) == 0)

@@ -30,6 +30,10 @@
 #define CX_FRAGMENT_KEY_SIZE \
 	(sizeof(CX_FRAGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_FRAGMENT_SUFFIX))
 
+/* The lease that lets one compaction at a time run on a store
+ * (maintenance/cx_compact_lease.c). */
+#define CX_COMPACTION_LEASE_KEY "_compaction/lease"
+
 #define CX_INDEX_SEGMENT_PREFIX "index/"
 #define CX_INDEX_SEGMENT_SUFFIX ".cxk"
 /* An index segment key and its NUL. */

@@ -53,6 +53,8 @@ CX_TEST(layout_base_keys_parse_back)
 	CHECK(parses_as(CX_LATEST_HINT_KEY, "_latest", &want));
 	want = numbered(CX_OBJECT_ACCESS_CHECK, "", 0);
 	CHECK(parses_as(CX_ACCESS_CHECK_KEY, "_access_check", &want));
+	want = numbered(CX_OBJECT_COMPACTION_LEASE, "", 0);
+	CHECK(parses_as(CX_COMPACTION_LEASE_KEY, "_compaction/lease", &want));
 }
 
 CX_TEST(layout_fragment_keys_parse_back)

@@ -1020,7 +1020,7 @@ verify_small_object(verify_ctx *ctx, const char *key, small_object kind)
 }
 
 /* Hints are not verified: a damaged one is harmless (readers fall back to
- * a listing), and the access check holds no checksum. */
+ * a listing); the access check and the compaction lease hold no checksum. */
 static void
 verify_object(verify_ctx *ctx, const char *key)
 {
@@ -1046,6 +1046,7 @@ verify_object(verify_ctx *ctx, const char *key)
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_SHARD_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
+		case CX_OBJECT_COMPACTION_LEASE:
 		case CX_OBJECT_NONE:
 			return;
 	}

@@ -27,7 +27,8 @@ typedef enum cx_object_kind
 	CX_OBJECT_SHARD_HINT,		/* _shards/<id>/_latest */
 	CX_OBJECT_WAL_ENTRY,		/* _shards/<id>/wal/<20 digits>.wal */
 	CX_OBJECT_ACCESS_CHECK,		/* CX_ACCESS_CHECK_KEY */
-	CX_OBJECT_INDEX_SEGMENT		/* index/<32 lowercase hex>.cxk */
+	CX_OBJECT_INDEX_SEGMENT,	/* index/<32 lowercase hex>.cxk */
+	CX_OBJECT_COMPACTION_LEASE	/* _compaction/lease */
 } cx_object_kind;
 
 /* A key taken apart; fields the kind does not have are zero. */

@@ -1,0 +1,66 @@
+/*
+ * cx_compact_int.h — the parts of compaction (ctxstore/lifecycle.h) that
+ * its files share: the lease and the choice of inputs.
+ * docs/design/maintenance.md "Compaction".
+ */
+#ifndef CX_COMPACT_INT_H
+#define CX_COMPACT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctxstore/lifecycle.h"
+#include "objstore/cx_objstore.h"
+#include "table/cx_manifest.h"
+
+/* Longest holder name a lease records (cluster name and pid fit). */
+#define CX_LEASE_HOLDER_MAX 200
+
+/* What the lease object says (docs/FORMAT.md "Compaction lease"). */
+typedef struct cx_compact_lease
+{
+	char		holder[CX_LEASE_HOLDER_MAX + 1];
+	int64_t		since_us;		/* when this holder first took it */
+	int64_t		expires_us;		/* it may be taken over after this */
+} cx_compact_lease;
+
+/*
+ * Takes or renews the store's compaction lease for holder until now_us +
+ * lease_seconds.  A lease another holder has and that has not expired is
+ * CX_ERR_BUSY naming that holder and since when; an expired one is taken
+ * over.  The object store offers no compare-and-swap, so taking over is a
+ * delete and a put-if-absent, and two callers that race for an expired
+ * lease can both believe they hold it: the lease only keeps compactions
+ * from wasting work on each other; the commit's check that every input is
+ * still listed keeps the store right whatever the lease says.
+ */
+cx_code		cx_compact_lease_take(cx_objstore *s, const char *holder,
+								  uint32_t lease_seconds, int64_t now_us,
+								  cx_err *err);
+/* Deletes the lease if holder has it; anything else is left alone. */
+cx_code		cx_compact_lease_release(cx_objstore *s, const char *holder,
+									 cx_err *err);
+/* The lease as stored: CX_ERR_NOT_FOUND if none, CX_ERR_CORRUPT if it
+ * cannot be read. */
+cx_code		cx_compact_lease_read(cx_objstore *s, cx_compact_lease *l,
+								  cx_err *err);
+
+/* Each tier holds fragments up to this factor larger than the one below. */
+#define CX_COMPACT_TIER_FACTOR 4
+
+/*
+ * The fragments of m to compact, as ascending indices into m->fragments
+ * (*picked malloc'd, *n of them; NULL and 0 when there is nothing to do).
+ * A fragment is small when its live rows are below the target; small
+ * fragments fall into tiers by live rows (tier t: below 4^(t+1) rows), and
+ * the smallest tier with at least min_fragments of them is chosen, so that
+ * a compaction rewrites fragments of like size and no row is rewritten
+ * again and again with ever larger neighbours.  force takes every small
+ * fragment, as long as that changes something: two or more, or one with
+ * deleted rows.
+ */
+cx_code		cx_compact_select(const cx_manifest *m,
+							  const cx_compact_options *o, uint32_t **picked,
+							  uint32_t *n, cx_err *err);
+
+#endif							/* CX_COMPACT_INT_H */

@@ -1,0 +1,208 @@
+/*
+ * test_compact.c — compaction (maintenance/cx_compact*.c): which fragments
+ * it chooses, and the lease that keeps compactions from running at once.
+ */
+#include <stdlib.h>
+
+#include "cx_test.h"
+#include "maintenance/cx_compact_int.h"
+#include "objstore/cx_layout.h"
+
+/* A manifest listing fragments with these row counts (no columns). */
+static cx_manifest *
+fragments_of(const uint64_t *rows, uint32_t n)
+{
+	cx_manifest *m = cx_manifest_new();
+	cx_err		err;
+
+	if (m == NULL)
+		abort();
+	for (uint32_t i = 0; i < n; i++)
+	{
+		char		path[32];
+		cx_fragment_info fi = {.path = path, .rows = rows[i]};
+
+		snprintf(path, sizeof(path), "data/f%u.parquet", i);
+		if (cx_manifest_add_fragment(m, &fi, &err) != CX_OK)
+			abort();
+	}
+	return m;
+}
+
+/* The picked indices as "0,1,3" ("" for none). */
+static const char *
+picked_list(const cx_manifest *m, const cx_compact_options *o)
+{
+	static char out[CX_ERR_MSG_LEN + 16];
+	uint32_t   *picked;
+	uint32_t	n;
+	cx_err		err;
+	size_t		len = 0;
+
+	out[0] = '\0';
+	if (cx_compact_select(m, o, &picked, &n, &err) != CX_OK)
+	{
+		snprintf(out, sizeof(out), "error: %s", err.msg);
+		return out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		len += snprintf(out + len, sizeof(out) - len, "%s%u", i ? "," : "",
+						picked[i]);
+	free(picked);
+	return out;
+}
+
+CX_TEST(compact_options_default_values)
+{
+	cx_compact_options o;
+
+	cx_compact_options_default(&o);
+	CHECK(o.min_fragments == CX_COMPACT_DEFAULT_MIN_FRAGMENTS);
+	CHECK(o.lease_seconds == CX_COMPACT_DEFAULT_LEASE_SECONDS);
+	CHECK(o.target_rows_per_fragment == CX_MERGE_DEFAULT_TARGET_ROWS);
+	CHECK(o.sort_memory == CX_MERGE_DEFAULT_SORT_MEMORY);
+	CHECK(o.sort_key == NULL && o.holder == NULL && !o.force);
+}
+
+/* Tiers of factor 4: 2,3 in tier 0; 5,6,9 in tier 1; 20 in tier 2; 5000
+ * is at the target and never small. */
+CX_TEST(compact_select_takes_smallest_tier_with_enough)
+{
+	const uint64_t rows[] = {5, 2, 5000, 6, 20, 3, 9};
+	cx_manifest *m = fragments_of(rows, 7);
+	cx_compact_options o;
+
+	cx_compact_options_default(&o);
+	o.target_rows_per_fragment = 5000;
+	o.min_fragments = 2;
+	CHECK(strcmp(picked_list(m, &o), "1,5") == 0);
+	o.min_fragments = 3;
+	CHECK(strcmp(picked_list(m, &o), "0,3,6") == 0);
+	o.min_fragments = 4;
+	CHECK(strcmp(picked_list(m, &o), "") == 0);
+	o.force = true;
+	CHECK(strcmp(picked_list(m, &o), "0,1,3,4,5,6") == 0);
+	cx_manifest_free(m);
+}
+
+/* Deleted rows count against a fragment's size: 40 rows with 38 deleted
+ * sit in tier 0 with the 2-row one. */
+CX_TEST(compact_select_sizes_by_live_rows)
+{
+	const uint64_t rows[] = {40, 2};
+	cx_manifest *m = fragments_of(rows, 2);
+	uint32_t	dead[38];
+	cx_compact_options o;
+	cx_err		err;
+
+	for (uint32_t i = 0; i < 38; i++)
+		dead[i] = i;
+	cx_compact_options_default(&o);
+	o.min_fragments = 2;
+	CHECK(strcmp(picked_list(m, &o), "") == 0);
+	REQUIRE_OK(cx_manifest_add_deletions(m, 0, dead, 38, &err), &err);
+	CHECK(strcmp(picked_list(m, &o), "0,1") == 0);
+	cx_manifest_free(m);
+}
+
+/* force rewrites a lone small fragment only to drop its deleted rows. */
+CX_TEST(compact_select_force_skips_useless_rewrite)
+{
+	const uint64_t rows[] = {10};
+	cx_manifest *m = fragments_of(rows, 1);
+	const uint32_t dead[] = {4};
+	cx_compact_options o;
+	cx_err		err;
+
+	cx_compact_options_default(&o);
+	o.force = true;
+	CHECK(strcmp(picked_list(m, &o), "") == 0);
+	REQUIRE_OK(cx_manifest_add_deletions(m, 0, dead, 1, &err), &err);
+	CHECK(strcmp(picked_list(m, &o), "0") == 0);
+	o.force = false;
+	o.min_fragments = 1;
+	CHECK(strcmp(picked_list(m, &o), "") == 0);
+	cx_manifest_free(m);
+}
+
+#define SECOND INT64_C(1000000)
+/* 2026-12-01 16:00:00 UTC */
+#define T0 (INT64_C(1796140800) * SECOND)
+
+CX_TEST(compact_lease_busy_names_holder)
+{
+	cx_objstore *s;
+	cx_compact_lease l;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_compact_lease_take(s, "pg-a pid 41", 60, T0, &err), &err);
+	CHECK_CODE(cx_compact_lease_take(s, "pg-b pid 7", 60, T0 + 10 * SECOND, &err),
+			   CX_ERR_BUSY);
+	CHECK(strstr(err.msg, "pg-a pid 41") != NULL);
+	CHECK(strstr(err.msg, "since 2026-12-01 16:00:00 UTC") != NULL);
+	CHECK(strstr(err.msg, "50 more seconds") != NULL);
+	/* The holder renews it, keeping when it first took it. */
+	REQUIRE_OK(cx_compact_lease_take(s, "pg-a pid 41", 60, T0 + 30 * SECOND, &err), &err);
+	REQUIRE_OK(cx_compact_lease_read(s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "pg-a pid 41") == 0);
+	CHECK(l.since_us == T0 && l.expires_us == T0 + 90 * SECOND);
+	CHECK_CODE(cx_compact_lease_take(s, "pg-b pid 7", 60, T0 + 80 * SECOND, &err),
+			   CX_ERR_BUSY);
+	cx_obj_close(s);
+}
+
+CX_TEST(compact_lease_expired_is_taken_over)
+{
+	cx_objstore *s;
+	cx_compact_lease l;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_compact_lease_take(s, "a", 60, T0, &err), &err);
+	REQUIRE_OK(cx_compact_lease_take(s, "b", 60, T0 + 61 * SECOND, &err), &err);
+	REQUIRE_OK(cx_compact_lease_read(s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "b") == 0 && l.since_us == T0 + 61 * SECOND);
+	/* The old holder, back late, finds it taken. */
+	CHECK_CODE(cx_compact_lease_take(s, "a", 60, T0 + 62 * SECOND, &err),
+			   CX_ERR_BUSY);
+	CHECK(strstr(err.msg, ": b, since") != NULL);
+	cx_obj_close(s);
+}
+
+CX_TEST(compact_lease_release_only_by_holder)
+{
+	cx_objstore *s;
+	cx_compact_lease l;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_compact_lease_release(s, "a", &err), &err);
+	REQUIRE_OK(cx_compact_lease_take(s, "a", 60, T0, &err), &err);
+	REQUIRE_OK(cx_compact_lease_release(s, "b", &err), &err);
+	REQUIRE_OK(cx_compact_lease_read(s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "a") == 0);
+	REQUIRE_OK(cx_compact_lease_release(s, "a", &err), &err);
+	CHECK_CODE(cx_compact_lease_read(s, &l, &err), CX_ERR_NOT_FOUND);
+	REQUIRE_OK(cx_compact_lease_take(s, "b", 60, T0, &err), &err);
+	cx_obj_close(s);
+}
+
+/* A lease that cannot be read (a holder that wrote garbage) does not block
+ * compaction for ever; a bad holder name is refused before any write. */
+CX_TEST(compact_lease_unreadable_is_taken_over)
+{
+	cx_objstore *s;
+	cx_compact_lease l;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, CX_COMPACTION_LEASE_KEY, "junk", 4, CX_PUT_OVERWRITE, &err), &err);
+	CHECK_CODE(cx_compact_lease_read(s, &l, &err), CX_ERR_CORRUPT);
+	REQUIRE_OK(cx_compact_lease_take(s, "a", 60, T0, &err), &err);
+	REQUIRE_OK(cx_compact_lease_read(s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "a") == 0);
+	CHECK_CODE(cx_compact_lease_take(s, "two\nlines", 60, T0, &err), CX_ERR_INVALID);
+	CHECK_CODE(cx_compact_lease_take(s, "", 60, T0, &err), CX_ERR_INVALID);
+	cx_obj_close(s);
+}
