@@ -63,4 +63,50 @@ cx_code		cx_compact_select(const cx_manifest *m,
 							  const cx_compact_options *o, uint32_t **picked,
 							  uint32_t *n, cx_err *err);
 
+/*
+ * Where compaction put each row of its inputs (cx_compact_rowmap.c), so that
+ * deletions a concurrent commit adds to an input after compaction read it
+ * can be carried over to the outputs.  One entry per input row: memory is
+ * bounded by the rows compacted (8 bytes each).
+ */
+#define CX_ROW_NOT_WRITTEN UINT32_MAX
+
+typedef struct cx_row_dest
+{
+	uint32_t	output;			/* index among the outputs, or
+								 * CX_ROW_NOT_WRITTEN (deleted when read) */
+	uint32_t	row;			/* row within that output */
+} cx_row_dest;
+
+typedef struct cx_compact_rowmap
+{
+	uint32_t	ninputs;
+	uint64_t   *nrows;			/* rows of each input */
+	cx_row_dest **dest;			/* dest[i][row] */
+} cx_compact_rowmap;
+
+/* A map for the fragments of m at inputs[0..ninputs), every row marked not
+ * written; free with cx_compact_rowmap_free. */
+cx_code		cx_compact_rowmap_init(cx_compact_rowmap *map, const cx_manifest *m,
+								   const uint32_t *inputs, uint32_t ninputs,
+								   cx_err *err);
+void		cx_compact_rowmap_free(cx_compact_rowmap *map);
+
+/*
+ * Carries deletions over: for each input (inputs index the fragments of
+ * read, the manifest compaction read), the rows now's deletion vector of
+ * the same fragment lists and read's did not are deleted from the output
+ * rows they were written to, in edited: a copy of now that
+ * cx_manifest_rewrite edited, whose outputs start at fragment first_output.
+ * An input now no longer lists is CX_ERR_CONFLICT.  *carried counts the
+ * deletions carried.
+ */
+cx_code		cx_compact_carry_deletions(const cx_compact_rowmap *map,
+									   const cx_manifest *read,
+									   const uint32_t *inputs,
+									   const cx_manifest *now,
+									   cx_manifest *edited,
+									   uint32_t first_output,
+									   uint64_t *carried, cx_err *err);
+
 #endif							/* CX_COMPACT_INT_H */

@@ -130,6 +130,17 @@ cx_code		cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
  * versions still list them).  Returns how many fragments it removed.
  */
 uint32_t	cx_manifest_truncate(cx_manifest *m, int64_t before_us);
+/*
+ * Compaction's edit: appends copies of outputs (empty deletion vectors) and
+ * removes the fragments whose paths are inputs, keeping the order of the
+ * others, so the outputs end up as the last noutputs fragments.  An input m
+ * no longer lists (another compaction replaced it) is CX_ERR_CONFLICT
+ * naming it; on any error m is unchanged.
+ */
+cx_code		cx_manifest_rewrite(cx_manifest *m, const char *const *inputs,
+								uint32_t ninputs,
+								const cx_fragment_info *outputs,
+								uint32_t noutputs, cx_err *err);
 /* Deleted rows of one fragment (0 if none). */
 uint32_t	cx_manifest_deleted_count(const cx_manifest *m, uint32_t fragment);
 

@@ -206,3 +206,123 @@ CX_TEST(compact_lease_unreadable_is_taken_over)
 	CHECK_CODE(cx_compact_lease_take(s, "", 60, T0, &err), CX_ERR_INVALID);
 	cx_obj_close(s);
 }
+
+static bool
+dv_is(const cx_manifest *m, uint32_t f, const uint32_t *rows, uint32_t n)
+{
+	const cx_deletion_vector *dv = m->dvs != NULL ? &m->dvs[f] : NULL;
+	uint32_t	have = dv != NULL ? dv->n : 0;
+
+	return have == n && (n == 0 || memcmp(dv->rows, rows, n * sizeof(uint32_t)) == 0);
+}
+
+/* The edit keeps every fragment that is no input, in order, and appends
+ * the outputs; a missing input is a conflict that leaves m alone. */
+CX_TEST(compact_rewrite_replaces_inputs)
+{
+	const uint64_t rows[] = {4, 3, 5};
+	cx_manifest *m = fragments_of(rows, 3);
+	const char *inputs[] = {"data/f0.parquet", "data/f2.parquet"};
+	const char *gone[] = {"data/f0.parquet", "data/nope.parquet"};
+	cx_fragment_info out = {.path = "data/out.parquet", .rows = 9};
+	cx_err		err;
+
+	CHECK_CODE(cx_manifest_rewrite(m, gone, 2, &out, 1, &err), CX_ERR_CONFLICT);
+	CHECK(strstr(err.msg, "data/nope.parquet") != NULL);
+	REQUIRE(m->nfragments == 3);
+	REQUIRE_OK(cx_manifest_rewrite(m, inputs, 2, &out, 1, &err), &err);
+	REQUIRE(m->nfragments == 2);
+	CHECK(strcmp(m->fragments[0].path, "data/f1.parquet") == 0);
+	CHECK(strcmp(m->fragments[1].path, "data/out.parquet") == 0);
+	CHECK(m->fragments[1].rows == 9);
+	cx_manifest_free(m);
+}
+
+static void
+map_row(cx_compact_rowmap *map, uint32_t input, uint32_t row, uint32_t output,
+		uint32_t out_row)
+{
+	map->dest[input][row] = (cx_row_dest) {output, out_row};
+}
+
+/*
+ * Compaction read f0 (row 1 deleted) and f1, wrote their live rows to two
+ * outputs; meanwhile a merge added f3 and deleted f0 row 3, f1 row 0 and
+ * f2 row 2.  The commit keeps f2's and f3's state and moves the two new
+ * deletions of inputs to the output rows that hold those rows.
+ */
+CX_TEST(compact_carries_concurrent_deletions)
+{
+	const uint64_t rows[] = {4, 3, 5};
+	cx_manifest *read = fragments_of(rows, 3);
+	cx_manifest *now = NULL;
+	cx_manifest *edited = NULL;
+	const uint32_t inputs[] = {0, 1};
+	const char *paths[] = {"data/f0.parquet", "data/f1.parquet"};
+	cx_fragment_info outs[] = {{.path = "data/o0.parquet", .rows = 3},
+	{.path = "data/o1.parquet", .rows = 3}};
+	cx_fragment_info added = {.path = "data/f3.parquet", .rows = 2};
+	const uint32_t r1[] = {1}, r13[] = {1, 3}, r0[] = {0}, r2[] = {2};
+	cx_compact_rowmap map;
+	uint64_t	carried;
+	cx_err		err;
+
+	REQUIRE_OK(cx_manifest_add_deletions(read, 0, r1, 1, &err), &err);
+	REQUIRE_OK(cx_compact_rowmap_init(&map, read, inputs, 2, &err), &err);
+	map_row(&map, 0, 0, 0, 0);
+	map_row(&map, 0, 2, 0, 1);
+	map_row(&map, 0, 3, 1, 0);
+	map_row(&map, 1, 0, 0, 2);
+	map_row(&map, 1, 1, 1, 1);
+	map_row(&map, 1, 2, 1, 2);
+	now = cx_manifest_clone(read);
+	REQUIRE(now != NULL);
+	REQUIRE_OK(cx_manifest_add_fragment(now, &added, &err), &err);
+	REQUIRE_OK(cx_manifest_add_deletions(now, 0, r13, 2, &err), &err);
+	REQUIRE_OK(cx_manifest_add_deletions(now, 1, r0, 1, &err), &err);
+	REQUIRE_OK(cx_manifest_add_deletions(now, 2, r2, 1, &err), &err);
+	edited = cx_manifest_clone(now);
+	REQUIRE(edited != NULL);
+	REQUIRE_OK(cx_manifest_rewrite(edited, paths, 2, outs, 2, &err), &err);
+	REQUIRE(edited->nfragments == 4);
+	REQUIRE_OK(cx_compact_carry_deletions(&map, read, inputs, now, edited, 2,
+										  &carried, &err), &err);
+	CHECK(carried == 2);
+	CHECK(strcmp(edited->fragments[0].path, "data/f2.parquet") == 0 && dv_is(edited, 0, r2, 1));
+	CHECK(strcmp(edited->fragments[1].path, "data/f3.parquet") == 0 && dv_is(edited, 1, NULL, 0));
+	CHECK(dv_is(edited, 2, r2, 1));	/* f1 row 0 was o0 row 2 */
+	CHECK(dv_is(edited, 3, r0, 1));	/* f0 row 3 was o1 row 0 */
+	/* f2 and f3 as now has them, and the four output rows still live. */
+	CHECK(cx_manifest_rows(edited) == 4 + 2 + 4);
+	/* Carrying onto an edit that lost an input is refused. */
+	CHECK_CODE(cx_compact_carry_deletions(&map, read, inputs, edited, edited, 2,
+										  &carried, &err), CX_ERR_CONFLICT);
+	cx_compact_rowmap_free(&map);
+	cx_manifest_free(read);
+	cx_manifest_free(now);
+	cx_manifest_free(edited);
+}
+
+/* A deleted row the map says was never written means the map is wrong:
+ * an error, never a silently resurrected or lost row. */
+CX_TEST(compact_carry_refuses_unmapped_row)
+{
+	const uint64_t rows[] = {2};
+	cx_manifest *read = fragments_of(rows, 1);
+	cx_manifest *now = cx_manifest_clone(read);
+	const uint32_t inputs[] = {0};
+	const uint32_t r1[] = {1};
+	cx_compact_rowmap map;
+	uint64_t	carried;
+	cx_err		err;
+
+	REQUIRE(now != NULL);
+	REQUIRE_OK(cx_compact_rowmap_init(&map, read, inputs, 1, &err), &err);
+	map_row(&map, 0, 0, 0, 0);
+	REQUIRE_OK(cx_manifest_add_deletions(now, 0, r1, 1, &err), &err);
+	CHECK_CODE(cx_compact_carry_deletions(&map, read, inputs, now, now, 0,
+										  &carried, &err), CX_ERR_INVALID);
+	cx_compact_rowmap_free(&map);
+	cx_manifest_free(read);
+	cx_manifest_free(now);
+}
