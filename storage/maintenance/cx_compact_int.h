@@ -109,4 +109,32 @@ cx_code		cx_compact_carry_deletions(const cx_compact_rowmap *map,
 									   uint32_t first_output,
 									   uint64_t *carried, cx_err *err);
 
+/* The operation compaction's base versions carry (ctxstore.versions()). */
+#define CX_COMPACT_OPERATION "compact"
+
+/* What a compaction commits: the fragments it read and what it wrote. */
+typedef struct cx_compact_edit
+{
+	const cx_manifest *read;	/* the base version the inputs were read from */
+	const uint32_t *inputs;		/* indices into read->fragments */
+	uint32_t	ninputs;
+	const cx_fragment_info *outputs;
+	uint32_t	noutputs;
+	const cx_compact_rowmap *map;	/* where each input row went */
+	/* Set by cx_compact_commit: */
+	uint64_t	deletions_carried;
+	uint32_t	retries;		/* commits lost to a newer base first */
+} cx_compact_edit;
+
+/*
+ * Commits the edit as a base version with operation "compact" on top of
+ * the newest base, however many merges or deletes came after e->read:
+ * their fragments stay, deletions they added to an input are carried over
+ * to the outputs.  An input the newest base no longer lists (another
+ * compaction replaced it) is CX_ERR_CONFLICT; the outputs are then
+ * unreferenced, for the caller to delete or GC to collect.
+ */
+cx_code		cx_compact_commit(cx_objstore *s, cx_compact_edit *e,
+							  uint64_t *version, cx_err *err);
+
 #endif							/* CX_COMPACT_INT_H */

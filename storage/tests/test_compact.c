@@ -7,6 +7,7 @@
 #include "cx_test.h"
 #include "maintenance/cx_compact_int.h"
 #include "objstore/cx_layout.h"
+#include "table/cx_commit.h"
 
 /* A manifest listing fragments with these row counts (no columns). */
 static cx_manifest *
@@ -325,4 +326,179 @@ CX_TEST(compact_carry_refuses_unmapped_row)
 	cx_compact_rowmap_free(&map);
 	cx_manifest_free(read);
 	cx_manifest_free(now);
+}
+
+/* --------------------------------------------------------------------------
+ * Committing against a store that moved on
+ * -------------------------------------------------------------------------- */
+
+typedef struct test_append
+{
+	const char *const *paths;
+	const uint64_t *rows;
+	uint32_t	n;
+} test_append;
+
+/* Adds fragments (one int64 column; the objects need not exist, commits only
+ * record them). */
+static cx_code
+append_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			  cx_err *err)
+{
+	test_append *a = arg;
+	cx_colstats stats = {.value_count = 1};
+
+	if (base == NULL)
+	{
+		cx_schema  *schema = cx_schema_new();
+		cx_code		rc = schema == NULL ? CX_ERR_NOMEM :
+			cx_schema_add(schema, "n", CX_T_INT64, 0, NULL, err);
+
+		if (rc == CX_OK)
+			rc = cx_manifest_set_schema(next, schema, err);
+		cx_schema_free(schema);
+		if (rc != CX_OK)
+			return rc;
+	}
+	for (uint32_t i = 0; i < a->n; i++)
+	{
+		cx_fragment_info fi = {.path = (char *) a->paths[i], .rows = a->rows[i],
+		.size = 100, .ncolumns = 1, .stats = &stats};
+
+		if (cx_manifest_add_fragment(next, &fi, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
+/* Commits what rebase does, failing the test if it cannot. */
+static void
+commit_or_fail(cx_objstore *s, const char *operation, cx_rebase_fn rebase,
+			   void *arg)
+{
+	uint64_t	v;
+	cx_err		err;
+
+	if (cx_commit(s, operation, rebase, arg, NULL, &v, &err) != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+}
+
+static void
+append(cx_objstore *s, const char *const *paths, const uint64_t *rows,
+	   uint32_t n)
+{
+	test_append a = {paths, rows, n};
+
+	commit_or_fail(s, "append", append_rebase, &a);
+}
+
+typedef struct test_delete
+{
+	const char *path;
+	uint32_t	row;
+} test_delete;
+
+static cx_code
+delete_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			  cx_err *err)
+{
+	test_delete *d = arg;
+
+	(void) base;
+	return cx_manifest_add_deletions(next, (uint32_t) cx_manifest_find_fragment(next, d->path),
+									 &d->row, 1, err);
+}
+
+static void
+delete_row(cx_objstore *s, const char *path, uint32_t row)
+{
+	test_delete d = {path, row};
+
+	commit_or_fail(s, "delete", delete_rebase, &d);
+}
+
+/* f0 (4 rows) and f1 (3 rows) compacted into one 7-row output, in order;
+ * *e keeps only the results (its inputs point to freed memory). */
+static cx_code
+compact_f0_f1(cx_objstore *s, const cx_manifest *read, const char *output,
+			  cx_compact_edit *e, uint64_t *version, cx_err *err)
+{
+	static const uint32_t inputs[] = {0, 1};
+	cx_colstats stats = {.value_count = 7};
+	cx_fragment_info out = {.path = (char *) output, .rows = 7, .size = 100,
+	.ncolumns = 1, .stats = &stats};
+	cx_compact_rowmap map;
+	cx_code		rc;
+
+	if (cx_compact_rowmap_init(&map, read, inputs, 2, err) != CX_OK)
+		return err->code;
+	for (uint32_t r = 0; r < 7; r++)
+		map_row(&map, r < 4 ? 0 : 1, r < 4 ? r : r - 4, 0, r);
+	*e = (cx_compact_edit) {.read = read, .inputs = inputs, .ninputs = 2,
+	.outputs = &out, .noutputs = 1, .map = &map};
+	rc = cx_compact_commit(s, e, version, err);
+	cx_compact_rowmap_free(&map);
+	return rc;
+}
+
+static const char *const f01[] = {"data/f0.parquet", "data/f1.parquet"};
+static const uint64_t rows43[] = {4, 3};
+
+/* A merge and a delete commit after compaction read version 1: the merge's
+ * fragment stays, the deletion in f0 moves to the output, f2's stays. */
+CX_TEST(compact_commit_after_merge_and_delete)
+{
+	const char *const f2[] = {"data/f2.parquet"};
+	const uint64_t rows5[] = {5};
+	const uint32_t r0[] = {0}, r2[] = {2};
+	cx_objstore *s;
+	cx_manifest *read = NULL;
+	cx_manifest *m = NULL;
+	cx_compact_edit e;
+	uint64_t	v = 0;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	append(s, f01, rows43, 2);
+	REQUIRE_OK(cx_manifest_load_latest(s, &read, &err), &err);
+	append(s, f2, rows5, 1);
+	delete_row(s, "data/f0.parquet", 2);
+	delete_row(s, "data/f2.parquet", 0);
+	REQUIRE_OK(compact_f0_f1(s, read, "data/o.parquet", &e, &v, &err), &err);
+	CHECK(v == 5 && e.deletions_carried == 1 && e.retries == 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->version == 5 && strcmp(m->operation, CX_COMPACT_OPERATION) == 0);
+	REQUIRE(m->nfragments == 2);
+	CHECK(strcmp(m->fragments[0].path, "data/f2.parquet") == 0 && dv_is(m, 0, r0, 1));
+	CHECK(strcmp(m->fragments[1].path, "data/o.parquet") == 0 && dv_is(m, 1, r2, 1));
+	CHECK(cx_manifest_rows(m) == 4 + 6);
+	cx_manifest_free(read);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* Two compactions of the same inputs: the second finds them gone and
+ * commits nothing. */
+CX_TEST(compact_commit_loses_to_another_compaction)
+{
+	cx_objstore *s;
+	cx_manifest *read = NULL;
+	cx_manifest *m = NULL;
+	cx_compact_edit e;
+	uint64_t	v = 0;
+	cx_err		err;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	append(s, f01, rows43, 2);
+	REQUIRE_OK(cx_manifest_load_latest(s, &read, &err), &err);
+	REQUIRE_OK(compact_f0_f1(s, read, "data/a.parquet", &e, &v, &err), &err);
+	CHECK(v == 2);
+	CHECK_CODE(compact_f0_f1(s, read, "data/b.parquet", &e, &v, &err), CX_ERR_CONFLICT);
+	CHECK(strstr(err.msg, "data/f0.parquet") != NULL);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->version == 2 && m->nfragments == 1);
+	CHECK(strcmp(m->fragments[0].path, "data/a.parquet") == 0);
+	cx_manifest_free(read);
+	cx_manifest_free(m);
+	cx_obj_close(s);
 }
