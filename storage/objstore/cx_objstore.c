@@ -86,6 +86,20 @@ cx_obj_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
 }
 
 cx_code
+cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us, cx_err *err)
+{
+	if (check_or_fail(s, "mtime", key, false, err) != CX_OK)
+		return err->code;
+	if (s->ops->mtime == NULL)
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "%s cannot tell when an object was written", s->uri);
+	s->stats.heads++;
+	if (s->ops->mtime(s, key, us, err) != CX_OK)
+		return op_failed(s, "mtime", key, err);
+	return CX_OK;
+}
+
+cx_code
 cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
 			cx_err *err)
 {

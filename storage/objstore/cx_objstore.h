@@ -37,6 +37,10 @@ struct cx_objstore_ops
 	cx_code		(*list) (cx_objstore *s, const char *prefix, cx_list_fn fn,
 						 void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
+	/* When the object was last written, Unix microseconds; NULL in a
+	 * backend that cannot tell (cx_obj_mtime: CX_ERR_UNSUPPORTED). */
+	cx_code		(*mtime) (cx_objstore *s, const char *key, int64_t *us,
+						  cx_err *err);
 	/* Streaming upload: begin, write any number of times, then finish
 	 * (publishes the object atomically, honouring mode) or abort.  finish
 	 * and abort free the upload whatever the outcome; after a failed write
@@ -98,6 +102,9 @@ cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
 							 size_t len, cx_buf *out, cx_err *err);
 cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 						cx_err *err);
+/* Garbage collection's grace period rests on this. */
+cx_code		cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us,
+						 cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,

@@ -659,6 +659,21 @@ local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
 	return CX_OK;
 }
 
+static cx_code
+local_mtime(cx_objstore *s, const char *key, int64_t *us, cx_err *err)
+{
+	char		path[PATH_MAX];
+	struct stat st;
+
+	if (check_not_reserved(key, err) != CX_OK)
+		return err->code;
+	key_path((local_store *) s, key, path);
+	if (stat(path, &st) != 0)
+		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "stat");
+	*us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
+	return CX_OK;
+}
+
 /*
  * The directory entry is fsynced so that a delete, once returned, is not
  * undone by a crash: callers delete only objects nothing references, but a
@@ -871,6 +886,7 @@ static const cx_objstore_ops local_ops = {
 	.head = local_head,
 	.list = local_list,
 	.del = local_del,
+	.mtime = local_mtime,
 	.upload_begin = local_upload_begin,
 	.upload_write = local_upload_write,
 	.upload_finish = local_upload_finish,
