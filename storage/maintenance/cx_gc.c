@@ -8,11 +8,13 @@
  * is garbage.  Keys under those prefixes that are no key of the layout are
  * counted as unknown and left alone.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "maintenance/cx_gc_int.h"
+#include "maintenance/cx_iceberg_int.h"
 #include "memwal/cx_shard_manifest.h"
 #include "objstore/cx_layout.h"
 #include "objstore/cx_versioned.h"
@@ -39,12 +41,53 @@ now_us(void)
 }
 
 static bool
-is_pinned(const cx_gc_options *o, uint64_t version)
+is_pinned(const cx_gc_run *run, uint64_t version)
 {
-	for (uint32_t i = 0; i < o->npinned; i++)
-		if (o->pinned[i] == version)
+	for (uint32_t i = 0; i < run->opts->npinned; i++)
+		if (run->opts->pinned[i] == version)
+			return true;
+	for (uint32_t i = 0; i < run->niceberg_pins; i++)
+		if (run->iceberg_pins[i] == version)
 			return true;
 	return false;
+}
+
+/*
+ * Every snapshot of the newest Iceberg metadata counts as retained: its
+ * data files are the fragments of the base version it was published from
+ * (ctxstore.base-version in its summary), so that version is pinned.  Its
+ * metadata, manifests and delete files live under iceberg/, which GC does
+ * not sweep.
+ */
+static cx_code
+pin_iceberg_snapshots(cx_gc_run *run, cx_err *err)
+{
+	uint64_t	version;
+	json_t	   *meta;
+	json_t	   *snaps;
+	size_t		n;
+	cx_code		rc = cx_ice_load_newest(run->store, &version, &meta, err);
+
+	if (rc != CX_OK || meta == NULL)
+		return rc;
+	snaps = json_object_get(meta, "snapshots");
+	n = json_array_size(snaps);
+	run->iceberg_pins = n > 0 ? calloc(n, sizeof(uint64_t)) : NULL;
+	if (n > 0 && run->iceberg_pins == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; rc == CX_OK && i < n; i++)
+	{
+		uint64_t	base = cx_ice_snapshot_base_version(json_array_get(snaps, i));
+
+		if (base == 0)
+			rc = cx_err_set(err, CX_ERR_CORRUPT,
+							"%s: Iceberg metadata v%" PRIu64 " has a snapshot naming no base version",
+							run->store->uri, version);
+		else
+			run->iceberg_pins[run->niceberg_pins++] = base;
+	}
+	json_decref(meta);
+	return rc;
 }
 
 static bool
@@ -108,16 +151,17 @@ typedef struct version_walk
  * newest always is.
  */
 static cx_code
-walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_options *o,
-			  bool pins, int64_t now, uint64_t *retained, cx_err *err)
+walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_run *run,
+			  bool pins, uint64_t *retained, cx_err *err)
 {
+	const cx_gc_options *o = run->opts;
 	bool		in_window = true;
 	cx_code		rc = CX_OK;
 
 	for (size_t k = v->n; k-- > 0 && rc == CX_OK;)
 	{
 		size_t		age = v->n - 1 - k;
-		bool		pinned = pins && is_pinned(o, v->v[k]);
+		bool		pinned = pins && is_pinned(run, v->v[k]);
 		int64_t		committed_at;
 
 		if (!in_window && !pinned)
@@ -125,7 +169,7 @@ walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_options *o,
 		if ((rc = w->load(w, v->v[k], &committed_at, err)) != CX_OK)
 			break;
 		if (age == 0 || age < o->retain_versions ||
-			committed_at >= now - o->retain_interval_us || pinned)
+			committed_at >= run->now - o->retain_interval_us || pinned)
 		{
 			rc = w->reference(w, err);
 			(*retained)++;
@@ -229,8 +273,8 @@ reference_base(cx_gc_run *run, cx_err *err)
 	if (rc == CX_OK && v.n > 0)
 	{
 		run->newest = v.v[v.n - 1];
-		rc = walk_retained(&w, &v, run->opts, true, run->now,
-						   &run->res->versions_retained, err);
+		rc = walk_retained(&w, &v, run, true, &run->res->versions_retained,
+						   err);
 	}
 	free(v.v);
 	return rc;
@@ -258,7 +302,7 @@ reference_shards(cx_gc_run *run, cx_err *err)
 		cx_layout_shard_versions(w.shard_id, prefix, &q);
 		rc = list_versions(run->store, &q, &v, err);
 		if (rc == CX_OK && v.n > 0)
-			rc = walk_retained(&w, &v, run->opts, false, run->now, &retained, err);
+			rc = walk_retained(&w, &v, run, false, &retained, err);
 		if (rc == CX_OK && v.n > 0)
 			rc = cx_gc_shard_add(run, w.shard_id, v.v[v.n - 1], w.replay_seq, err);
 		free(v.v);
@@ -285,7 +329,9 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	run.progress = progress;
 	run.res = res;
 	run.now = now_us();
-	rc = reference_base(&run, err);
+	rc = pin_iceberg_snapshots(&run, err);
+	if (rc == CX_OK)
+		rc = reference_base(&run, err);
 	/* An empty store has nothing to collect. */
 	if (rc == CX_OK && run.newest > 0)
 		rc = reference_shards(&run, err);

@@ -46,6 +46,10 @@ typedef struct cx_gc_run
 	int64_t		now;			/* Unix us when the run began */
 	uint64_t	newest;			/* newest base version listed */
 	cx_gc_refs	refs;
+	/* The base versions the snapshots of the newest Iceberg metadata were
+	 * published from: retained like pinned ones. */
+	uint64_t   *iceberg_pins;
+	uint32_t	niceberg_pins;
 	cx_gc_shard *shards;
 	uint32_t	nshards;
 	/* The garbage keys waiting to be deleted: at most opts->batch. */

@@ -233,4 +233,5 @@ cx_gc_run_free(cx_gc_run *run)
 	for (uint32_t i = 0; i < run->nshards; i++)
 		free(run->shards[i].shard_id);
 	free(run->shards);
+	free(run->iceberg_pins);
 }

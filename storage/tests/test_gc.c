@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctxstore/iceberg.h"
 #include "ctxstore/lifecycle.h"
 #include "merge/cx_merge.h"
 #include "objstore/cx_layout.h"
@@ -152,6 +153,37 @@ CX_TEST(gc_replaced_fragment_lives_as_long_as_a_retained_version)
 	CHECK(!exists(s, replaced));
 	CHECK(rows_at(s, 0) == 20);
 	CHECK(exists(s, CX_LATEST_HINT_KEY));
+	cx_obj_close(s);
+}
+
+/* An Iceberg snapshot of version 5 keeps its data files (version 5's
+ * fragments) although no retained version names the replaced one. */
+CX_TEST(gc_keeps_what_iceberg_snapshots_list)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m;
+	char		replaced[CX_KEY_MAX + 1];
+	cx_iceberg_result pub;
+	uint64_t	v;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	CHECK(pub.published && pub.base_version == 5);
+	cx_iceberg_result_free(&pub);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	snprintf(replaced, sizeof(replaced), "%s", m->fragments[0].path);
+	cx_manifest_free(m);
+	REQUIRE_OK(cx_commit(s, "compact", drop_first_fragment, NULL, NULL, &v,
+						 &err), &err);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 2);
+	CHECK(exists(s, replaced));
+	CHECK(rows_at(s, 5) == 30);
+	CHECK(exists(s, CX_ICEBERG_VERSION_HINT_KEY));
 	cx_obj_close(s);
 }
 
