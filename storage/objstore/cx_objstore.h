@@ -32,15 +32,13 @@ struct cx_objstore_ops
 	 * error: fewer bytes (possibly none) come back. */
 	cx_code		(*get) (cx_objstore *s, const char *key, uint64_t offset,
 						size_t len, cx_buf *out, cx_err *err);
+	/* mtime_us may be NULL; else it receives when the object was last
+	 * written, Unix microseconds (S3 and Azure: second precision). */
 	cx_code		(*head) (cx_objstore *s, const char *key, uint64_t *size,
-						 cx_err *err);
+						 int64_t *mtime_us, cx_err *err);
 	cx_code		(*list) (cx_objstore *s, const char *prefix, cx_list_fn fn,
 						 void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
-	/* When the object was last written, Unix microseconds; NULL in a
-	 * backend that cannot tell (cx_obj_mtime: CX_ERR_UNSUPPORTED). */
-	cx_code		(*mtime) (cx_objstore *s, const char *key, int64_t *us,
-						  cx_err *err);
 	/* Streaming upload: begin, write any number of times, then finish
 	 * (publishes the object atomically, honouring mode) or abort.  finish
 	 * and abort free the upload whatever the outcome; after a failed write
@@ -102,7 +100,7 @@ cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
 							 size_t len, cx_buf *out, cx_err *err);
 cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 						cx_err *err);
-/* Garbage collection's grace period rests on this. */
+/* When key was last written (Unix us): GC's grace period rests on it. */
 cx_code		cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us,
 						 cx_err *err);
 /* Deleting a missing object is not an error. */

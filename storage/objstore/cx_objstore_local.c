@@ -643,7 +643,8 @@ local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 }
 
 static cx_code
-local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+		   cx_err *err)
 {
 	char		path[PATH_MAX];
 	struct stat st;
@@ -656,21 +657,8 @@ local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
 	if (S_ISDIR(st.st_mode))
 		return not_found(err);
 	*size = (uint64_t) st.st_size;
-	return CX_OK;
-}
-
-static cx_code
-local_mtime(cx_objstore *s, const char *key, int64_t *us, cx_err *err)
-{
-	char		path[PATH_MAX];
-	struct stat st;
-
-	if (check_not_reserved(key, err) != CX_OK)
-		return err->code;
-	key_path((local_store *) s, key, path);
-	if (stat(path, &st) != 0)
-		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "stat");
-	*us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
+	if (mtime_us != NULL)
+		*mtime_us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
 	return CX_OK;
 }
 
@@ -886,7 +874,6 @@ static const cx_objstore_ops local_ops = {
 	.head = local_head,
 	.list = local_list,
 	.del = local_del,
-	.mtime = local_mtime,
 	.upload_begin = local_upload_begin,
 	.upload_write = local_upload_write,
 	.upload_finish = local_upload_finish,

@@ -143,6 +143,7 @@ CX_TEST(s3_put_get_head_delete)
 	cx_err		err;
 	cx_buf		b;
 	uint64_t	size;
+	int64_t		mtime;
 
 	if (!direct_env(&e))
 		return;
@@ -177,6 +178,8 @@ CX_TEST(s3_put_get_head_delete)
 	CHECK_CODE(cx_obj_head(s, "a/b.bin", &size, &err), CX_ERR_NOT_FOUND);
 	CHECK(s->stats.puts == 2 && s->stats.bytes_written == 10);
 	CHECK(s->stats.heads == 3 && s->stats.deletes == 2);
+	CHECK(cx_test_written_lately(s, "empty"));
+	CHECK_CODE(cx_obj_mtime(s, "a/b.bin", &mtime, &err), CX_ERR_NOT_FOUND);
 	cx_obj_close(s);
 }
 
