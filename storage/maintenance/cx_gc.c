@@ -141,6 +141,7 @@ typedef struct version_walk
 	cx_shard_manifest *shard;	/* the shard version loaded */
 	uint64_t	replay_seq;		/* of the shard's newest version */
 	bool		seen_newest;
+	uint64_t	oldest_retained;
 } version_walk;
 
 /*
@@ -148,7 +149,7 @@ typedef struct version_walk
  * one committed within retain_interval, are retained (commit times grow
  * along the chain, so the walk stops loading at the first that is neither);
  * pinned ones (base versions only) are retained wherever they are.  The
- * newest always is.
+ * newest always is.  w->oldest_retained receives the oldest retained.
  */
 static cx_code
 walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_run *run,
@@ -172,6 +173,7 @@ walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_run *run,
 			committed_at >= run->now - o->retain_interval_us || pinned)
 		{
 			rc = w->reference(w, err);
+			w->oldest_retained = v->v[k];
 			(*retained)++;
 		}
 		else
@@ -275,6 +277,7 @@ reference_base(cx_gc_run *run, cx_err *err)
 		run->newest = v.v[v.n - 1];
 		rc = walk_retained(&w, &v, run, true, &run->res->versions_retained,
 						   err);
+		run->base_floor = w.oldest_retained;
 	}
 	free(v.v);
 	return rc;
@@ -304,7 +307,8 @@ reference_shards(cx_gc_run *run, cx_err *err)
 		if (rc == CX_OK && v.n > 0)
 			rc = walk_retained(&w, &v, run, false, &retained, err);
 		if (rc == CX_OK && v.n > 0)
-			rc = cx_gc_shard_add(run, w.shard_id, v.v[v.n - 1], w.replay_seq, err);
+			rc = cx_gc_shard_add(run, w.shard_id, w.oldest_retained,
+								 w.replay_seq, err);
 		free(v.v);
 	}
 	if (base != NULL)

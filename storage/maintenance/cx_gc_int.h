@@ -28,12 +28,12 @@ typedef struct cx_gc_refs
 	size_t		cap;
 } cx_gc_refs;
 
-/* What the sweep keeps of a shard: its newest version and the WAL
- * entries from the replay point on. */
+/* What the sweep keeps of a shard: its versions from the oldest retained
+ * on and its WAL entries from the replay point on. */
 typedef struct cx_gc_shard
 {
 	char	   *shard_id;
-	uint64_t	newest;
+	uint64_t	floor;			/* oldest retained version */
 	uint64_t	replay_seq;
 } cx_gc_shard;
 
@@ -45,6 +45,10 @@ typedef struct cx_gc_run
 	cx_gc_result *res;
 	int64_t		now;			/* Unix us when the run began */
 	uint64_t	newest;			/* newest base version listed */
+	/* The oldest retained base version: only versions below it are
+	 * deleted, so that the versions present stay one contiguous range
+	 * (docs/FORMAT.md "Finding the newest version"). */
+	uint64_t	base_floor;
 	cx_gc_refs	refs;
 	/* The base versions the snapshots of the newest Iceberg metadata were
 	 * published from: retained like pinned ones. */
@@ -64,10 +68,10 @@ typedef struct cx_gc_run
 
 cx_code		cx_gc_refs_add(cx_gc_refs *refs, const char *key, cx_err *err);
 void		cx_gc_refs_sort(cx_gc_refs *refs);
-/* Records a shard walked: its newest version (from which on nothing of it
- * is garbage) and its replay point. */
+/* Records a shard walked: its oldest retained version and the replay
+ * point of its newest. */
 cx_code		cx_gc_shard_add(cx_gc_run *run, const char *shard_id,
-							uint64_t newest, uint64_t replay_seq, cx_err *err);
+							uint64_t floor, uint64_t replay_seq, cx_err *err);
 
 /* Lists every key under prefix and deletes (or, in a dry run, counts) the
  * garbage, opts->batch at a time. */

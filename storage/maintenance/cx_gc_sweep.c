@@ -46,7 +46,7 @@ cx_gc_refs_sort(cx_gc_refs *refs)
 }
 
 cx_code
-cx_gc_shard_add(cx_gc_run *run, const char *shard_id, uint64_t newest,
+cx_gc_shard_add(cx_gc_run *run, const char *shard_id, uint64_t floor,
 				uint64_t replay_seq, cx_err *err)
 {
 	cx_gc_shard *a = realloc(run->shards, (run->nshards + 1) * sizeof(*a));
@@ -57,7 +57,7 @@ cx_gc_shard_add(cx_gc_run *run, const char *shard_id, uint64_t newest,
 	a[run->nshards].shard_id = cx_strdup(shard_id);
 	if (a[run->nshards].shard_id == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-	a[run->nshards].newest = newest;
+	a[run->nshards].floor = floor;
 	a[run->nshards].replay_seq = replay_seq;
 	run->nshards++;
 	return CX_OK;
@@ -81,9 +81,11 @@ is_referenced(const cx_gc_refs *refs, const char *key)
 }
 
 /*
- * Whether key is a kind of object GC may delete.  A version newer than the
- * newest listed (a base version, or a shard's) was committed while GC ran,
- * or is a commit of unknown outcome that landed: never garbage.  A WAL entry
+ * Whether key is a kind of object GC may delete.  Versions (base or a
+ * shard's) go only below the oldest retained, a prefix of the range: one
+ * between retained ones stays, though its fragments may go.  A version
+ * newer than the newest listed (committed while GC ran, or a commit of
+ * unknown outcome that landed since) is above that floor too.  A WAL entry
  * is garbage once below the replay point of its shard's newest version.
  * Hints, and everything of a shard the base does not register, are kept.
  */
@@ -100,10 +102,10 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 		case CX_OBJECT_INDEX_SEGMENT:
 			return true;
 		case CX_OBJECT_BASE_VERSION:
-			return name.number < run->newest;
+			return name.number < run->base_floor;
 		case CX_OBJECT_SHARD_VERSION:
 			shard = find_shard(run, name.shard_id);
-			return shard != NULL && name.number < shard->newest;
+			return shard != NULL && name.number < shard->floor;
 		case CX_OBJECT_WAL_ENTRY:
 			shard = find_shard(run, name.shard_id);
 			return shard != NULL && name.number < shard->replay_seq;

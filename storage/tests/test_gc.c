@@ -107,6 +107,7 @@ CX_TEST(gc_replaced_fragment_lives_as_long_as_a_retained_version)
 	cx_objstore *s = mw_open_store();
 	cx_manifest *m;
 	char		replaced[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
 	uint64_t	v;
 	uint64_t	pin = 4;
 	cx_gc_options o;
@@ -140,16 +141,19 @@ CX_TEST(gc_replaced_fragment_lives_as_long_as_a_retained_version)
 	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
 	CHECK(res.versions_retained == 2 && exists(s, replaced));
 	CHECK(rows_at(s, 4) == 20);
+	/* version 5, between two retained, stays: no gap in the versions */
+	cx_manifest_key(5, key, sizeof(key));
+	CHECK(exists(s, key));
 	/* unreferenced but younger than the grace */
 	o = gc_opts(1, 0, CX_GC_DEFAULT_GRACE_US);
 	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
 	CHECK(res.objects_garbage == 0 && exists(s, replaced));
-	/* past the grace: the fragment and version 4's manifest go (the runs
+	/* past the grace: the fragment and versions 4 and 5 go (the runs
 	 * before took the older manifests and the drained shard state) */
 	o = gc_opts(1, 0, 0);
 	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
 	CHECK(res.versions_retained == 1);
-	CHECK(res.objects_deleted == 2 && res.objects_garbage == 2);
+	CHECK(res.objects_deleted == 3 && res.objects_garbage == 3);
 	CHECK(!exists(s, replaced));
 	CHECK(rows_at(s, 0) == 20);
 	CHECK(exists(s, CX_LATEST_HINT_KEY));
