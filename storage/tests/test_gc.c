@@ -295,3 +295,42 @@ CX_TEST(gc_deletes_in_batches_and_stops_when_asked)
 	CHECK(rows_at(s, 0) == 30);
 	cx_obj_close(s);
 }
+
+/* WAL entries below the replay point of the shard's newest version are
+ * sealed into generations: garbage; from the replay point on they stay. */
+CX_TEST(gc_wal_below_the_replay_point_goes)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shard_manifest *sm;
+	cx_shard_manifest *winner;
+	bool		unknown;
+	char		prefix[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
+	cx_vseq		wal;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	cx_layout_wal("a", prefix, &wal);
+	for (uint64_t seq = 2; seq <= 4; seq++)
+	{
+		cx_vseq_key(&wal, seq, key);
+		REQUIRE_OK(cx_obj_put(s, key, "w", 1, CX_PUT_OVERWRITE, &err), &err);
+	}
+	/* a hand-made next shard version that sealed through entry 2 */
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "a", 0, &sm, &err), &err);
+	sm->version++;
+	sm->replay_seq = 3;
+	REQUIRE_OK(cx_shard_manifest_put(s, sm, &winner, &unknown, &err), &err);
+	REQUIRE(winner == NULL);
+	cx_shard_manifest_free(sm);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	for (uint64_t seq = 1; seq <= 4; seq++)
+	{
+		cx_vseq_key(&wal, seq, key);
+		CHECK(exists(s, key) == (seq >= 3));
+	}
+	cx_obj_close(s);
+}
