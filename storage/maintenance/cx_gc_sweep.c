@@ -120,15 +120,18 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 	return false;
 }
 
+/* Deletes the batch (a dry run only counted it), then reports progress,
+ * the caller's chance to cancel. */
 static cx_code
 flush_batch(cx_gc_run *run, cx_err *err)
 {
+	bool		dry = run->opts->dry_run;
 	cx_code		rc = CX_OK;
 	uint32_t	i;
 
 	if (run->nbatch == 0)
 		return CX_OK;
-	for (i = 0; i < run->nbatch && rc == CX_OK; i++)
+	for (i = 0; !dry && i < run->nbatch && rc == CX_OK; i++)
 	{
 		rc = cx_obj_delete(run->store, run->batch[i], err);
 		if (rc == CX_OK)
@@ -141,23 +144,25 @@ flush_batch(cx_gc_run *run, cx_err *err)
 		free(run->batch[i]);
 	run->nbatch = 0;
 	if (rc == CX_OK && run->progress != NULL && run->progress->report != NULL &&
-		!run->progress->report(run->progress->arg, "delete",
-							   run->res->objects_deleted,
+		!run->progress->report(run->progress->arg, dry ? "count" : "delete",
+							   dry ? run->res->objects_garbage : run->res->objects_deleted,
 							   run->res->objects_garbage))
 		rc = cx_err_set(err, CX_ERR_CANCELED, "garbage collection canceled");
 	return rc;
 }
 
+/* A dry run batches too (keys not kept), so that it reports progress and
+ * can be canceled the same way. */
 static cx_code
 add_garbage(cx_gc_run *run, const char *key, uint64_t size, cx_err *err)
 {
+	char	   *copy = NULL;
+
 	run->res->objects_garbage++;
 	run->res->bytes_garbage += size;
-	if (run->opts->dry_run)
-		return CX_OK;
-	run->batch[run->nbatch] = cx_strdup(key);
-	if (run->batch[run->nbatch] == NULL)
+	if (!run->opts->dry_run && (copy = cx_strdup(key)) == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	run->batch[run->nbatch] = copy;
 	run->batch_bytes[run->nbatch++] = size;
 	return run->nbatch == run->batch_cap ? flush_batch(run, err) : CX_OK;
 }

@@ -283,6 +283,12 @@ CX_TEST(gc_deletes_in_batches_and_stops_when_asked)
 	for (int i = 0; i < 50; i++)
 		REQUIRE_OK(put_orphan(s, (uint8_t) (i + 1), key, &err), &err);
 	o.batch = 7;
+	/* a dry run reports per batch too, and stops as well */
+	o.dry_run = true;
+	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
+	CHECK(res.objects_garbage == 14 && res.objects_deleted == 0);
+	o.dry_run = false;
+	log.calls = 0;
 	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
 	CHECK(res.objects_deleted == 14);
 	log.stop_after = 0;
