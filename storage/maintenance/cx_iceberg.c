@@ -149,29 +149,38 @@ read_text_hint(cx_objstore *s)
 	return n;
 }
 
-static cx_code
-load_state(cx_objstore *s, table_state *st, cx_err *err)
+cx_code
+cx_ice_load_newest(cx_objstore *s, uint64_t *version, json_t **meta,
+				   cx_err *err)
 {
 	char		key[CX_KEY_MAX + 1];
 	json_error_t jerr;
 	cx_buf		b;
 
-	memset(st, 0, sizeof(*st));
+	*meta = NULL;
 	if (cx_vseq_latest(s, &cx_layout_iceberg_versions,
 					   CX_ICEBERG_VERSION_HINT_KEY, read_text_hint(s),
-					   &st->version, err) != CX_OK)
+					   version, err) != CX_OK)
 		return err->code;
-	if (st->version == 0)
+	if (*version == 0)
 		return CX_OK;
-	cx_vseq_key(&cx_layout_iceberg_versions, st->version, key);
+	cx_vseq_key(&cx_layout_iceberg_versions, *version, key);
 	cx_buf_init(&b);
 	if (cx_obj_get(s, key, &b, err) == CX_OK &&
-		(st->meta = json_loadb((const char *) b.data, b.len, 0, &jerr)) == NULL)
+		(*meta = json_loadb((const char *) b.data, b.len, 0, &jerr)) == NULL)
 		cx_err_set(err, CX_ERR_CORRUPT, "%s/%s: %s", s->uri, key, jerr.text);
 	cx_buf_free(&b);
-	if (st->meta == NULL)
+	return *meta == NULL ? err->code : CX_OK;
+}
+
+static cx_code
+load_state(cx_objstore *s, table_state *st, cx_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	if (cx_ice_load_newest(s, &st->version, &st->meta, err) != CX_OK)
 		return err->code;
-	st->current = cx_ice_meta_current(st->meta);
+	if (st->meta != NULL)
+		st->current = cx_ice_meta_current(st->meta);
 	return CX_OK;
 }
 

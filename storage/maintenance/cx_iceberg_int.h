@@ -107,6 +107,11 @@ cx_code		cx_ice_read_manifest_list(const cx_buf *data, const char *name,
 cx_code		cx_ice_avro_file_meta(const cx_buf *data, const char *name,
 								  const char *key, char **value, cx_err *err);
 
+/* The table's newest metadata file (cx_iceberg.c): its number and JSON;
+ * 0 and NULL when the store was never published. */
+cx_code		cx_ice_load_newest(cx_objstore *s, uint64_t *version,
+							   json_t **meta, cx_err *err);
+
 /* ---- table metadata (cx_iceberg_meta.c) ---- */
 
 /* The Iceberg schema of a table (hidden columns left out) with that id

@@ -223,6 +223,28 @@ cx_http_headers_get(const cx_http_headers *h, const char *name)
 	return NULL;
 }
 
+cx_code
+cx_http_read_head(const cx_http_headers *h, uint64_t *size, int64_t *mtime_us,
+				  cx_err *err)
+{
+	const char *len = cx_http_headers_get(h, "content-length");
+	const char *date = cx_http_headers_get(h, "last-modified");
+	char	   *end;
+	time_t		t;
+
+	errno = 0;
+	*size = len ? strtoull(len, &end, 10) : 0;
+	if (len == NULL || end == len || *end != '\0' || errno != 0)
+		return cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Content-Length");
+	if (mtime_us == NULL)
+		return CX_OK;
+	t = date ? curl_getdate(date, NULL) : -1;
+	if (t < 0)
+		return cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Last-Modified");
+	*mtime_us = (int64_t) t * 1000000;
+	return CX_OK;
+}
+
 void
 cx_http_response_init(cx_http_response *r)
 {

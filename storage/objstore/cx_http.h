@@ -67,6 +67,12 @@ void		cx_http_headers_add(cx_http_headers *h, const char *name,
 /* Value of the first header named name (case-insensitive), or NULL. */
 const char *cx_http_headers_get(const cx_http_headers *h, const char *name);
 
+/* What a HEAD answer says of the object: its Content-Length and, unless
+ * mtime_us is NULL, its Last-Modified (an HTTP date, second precision) as
+ * Unix microseconds; CX_ERR_IO when one is missing or malformed. */
+cx_code		cx_http_read_head(const cx_http_headers *h, uint64_t *size,
+							  int64_t *mtime_us, cx_err *err);
+
 typedef struct cx_http_response
 {
 	long		status;			/* final HTTP status */

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SHARDS_PREFIX "_shards/"
 #define SHARD_VERSIONS_DIR "_versions/"
 #define SHARD_VERSION_SUFFIX ".shard"
 #define SHARD_HINT_NAME "_latest"
@@ -96,7 +95,7 @@ cx_vseq_parse(const cx_vseq *q, const char *key, uint64_t *n)
 static void
 shard_key(const char *shard_id, const char *rest, char *key)
 {
-	snprintf(key, CX_KEY_MAX + 1, SHARDS_PREFIX "%s/%s", shard_id, rest);
+	snprintf(key, CX_KEY_MAX + 1, CX_SHARDS_PREFIX "%s/%s", shard_id, rest);
 }
 
 void
@@ -255,7 +254,7 @@ parse_random_named(const char *key, cx_object_name *name)
 static cx_object_kind
 parse_shard_object(const char *key, cx_object_name *name)
 {
-	const char *id = key + strlen(SHARDS_PREFIX);
+	const char *id = key + strlen(CX_SHARDS_PREFIX);
 	const char *slash = strchr(id, '/');
 	char		built[CX_KEY_MAX + 1];
 	cx_vseq		q;
@@ -289,7 +288,7 @@ parse_key(const char *key, cx_object_name *name)
 		return CX_OBJECT_COMPACTION_LEASE;
 	if (cx_vseq_parse(&cx_layout_base_versions, key, &name->number))
 		return CX_OBJECT_BASE_VERSION;
-	if (strncmp(key, SHARDS_PREFIX, strlen(SHARDS_PREFIX)) == 0)
+	if (strncmp(key, CX_SHARDS_PREFIX, strlen(CX_SHARDS_PREFIX)) == 0)
 		return parse_shard_object(key, name);
 	return parse_random_named(key, name);
 }

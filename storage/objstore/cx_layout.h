@@ -23,6 +23,7 @@
 
 #define CX_VERSIONS_PREFIX "_versions/"
 #define CX_LATEST_HINT_KEY "_latest"
+#define CX_SHARDS_PREFIX "_shards/"
 
 #define CX_FRAGMENT_PREFIX "data/"
 #define CX_FRAGMENT_SUFFIX ".parquet"

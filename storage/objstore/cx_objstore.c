@@ -74,15 +74,30 @@ cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 	return CX_OK;
 }
 
-cx_code
-cx_obj_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+static cx_code
+head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+	 cx_err *err)
 {
 	if (check_or_fail(s, "head", key, false, err) != CX_OK)
 		return err->code;
 	s->stats.heads++;
-	if (s->ops->head(s, key, size, err) != CX_OK)
+	if (s->ops->head(s, key, size, mtime_us, err) != CX_OK)
 		return op_failed(s, "head", key, err);
 	return CX_OK;
+}
+
+cx_code
+cx_obj_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+{
+	return head(s, key, size, NULL, err);
+}
+
+cx_code
+cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us, cx_err *err)
+{
+	uint64_t	size;
+
+	return head(s, key, &size, us, err);
 }
 
 cx_code

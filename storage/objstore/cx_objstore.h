@@ -32,8 +32,10 @@ struct cx_objstore_ops
 	 * error: fewer bytes (possibly none) come back. */
 	cx_code		(*get) (cx_objstore *s, const char *key, uint64_t offset,
 						size_t len, cx_buf *out, cx_err *err);
+	/* mtime_us may be NULL; else it receives when the object was last
+	 * written, Unix microseconds (S3 and Azure: second precision). */
 	cx_code		(*head) (cx_objstore *s, const char *key, uint64_t *size,
-						 cx_err *err);
+						 int64_t *mtime_us, cx_err *err);
 	cx_code		(*list) (cx_objstore *s, const char *prefix, cx_list_fn fn,
 						 void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
@@ -98,6 +100,9 @@ cx_code		cx_obj_get_range(cx_objstore *s, const char *key, uint64_t offset,
 							 size_t len, cx_buf *out, cx_err *err);
 cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 						cx_err *err);
+/* When key was last written (Unix us): GC's grace period rests on it. */
+cx_code		cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us,
+						 cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,

@@ -221,7 +221,7 @@ write_outcome(az_req *r, cx_err *err)
 }
 
 static cx_code az_head(cx_objstore *base, const char *key, uint64_t *size,
-					   cx_err *err);
+					   int64_t *mtime_us, cx_err *err);
 
 /*
  * With conditional_put off the service is not trusted with If-None-Match:
@@ -236,7 +236,7 @@ precheck_absent(az_store *s, const char *key, cx_put_mode mode, cx_err *err)
 
 	if (mode != CX_PUT_IF_ABSENT || s->conditional)
 		return CX_OK;
-	rc = az_head(&s->base, key, &size, err);
+	rc = az_head(&s->base, key, &size, NULL, err);
 	if (rc == CX_OK)
 		return cx_err_set(err, CX_ERR_EXISTS, "object already exists");
 	return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
@@ -505,7 +505,7 @@ az_get(cx_objstore *base, const char *key, uint64_t offset, size_t len,
 	{
 		uint64_t	size;
 
-		return az_head(base, key, &size, err);
+		return az_head(base, key, &size, NULL, err);
 	}
 	req_init(&r, s, NULL, "GET", key, NULL);
 	if (len == SIZE_MAX || offset + len - 1 < offset)
@@ -535,11 +535,10 @@ az_get(cx_objstore *base, const char *key, uint64_t offset, size_t len,
 }
 
 static cx_code
-az_head(cx_objstore *base, const char *key, uint64_t *size, cx_err *err)
+az_head(cx_objstore *base, const char *key, uint64_t *size, int64_t *mtime_us,
+		cx_err *err)
 {
 	az_store   *s = (az_store *) base;
-	const char *len;
-	char	   *end;
 	az_req		r;
 	cx_code		rc;
 
@@ -548,13 +547,7 @@ az_head(cx_objstore *base, const char *key, uint64_t *size, cx_err *err)
 	if (rc == CX_OK && r.resp.status != 200)
 		rc = req_fail(&r, cx_http_status_code(r.resp.status), err);
 	if (rc == CX_OK)
-	{
-		len = cx_http_headers_get(&r.resp.headers, "content-length");
-		errno = 0;
-		*size = len ? strtoull(len, &end, 10) : 0;
-		if (len == NULL || end == len || *end != '\0' || errno != 0)
-			rc = cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Content-Length");
-	}
+		rc = cx_http_read_head(&r.resp.headers, size, mtime_us, err);
 	req_free(&r);
 	return rc;
 }

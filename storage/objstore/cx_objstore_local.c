@@ -643,7 +643,8 @@ local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 }
 
 static cx_code
-local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+		   cx_err *err)
 {
 	char		path[PATH_MAX];
 	struct stat st;
@@ -656,6 +657,8 @@ local_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
 	if (S_ISDIR(st.st_mode))
 		return not_found(err);
 	*size = (uint64_t) st.st_size;
+	if (mtime_us != NULL)
+		*mtime_us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
 	return CX_OK;
 }
 

@@ -257,7 +257,8 @@ call_fail(s3_call *c, cx_err *err)
 /* --- HEAD, GET, DELETE ------------------------------------------------- */
 
 static cx_code
-s3_head(cx_objstore *base, const char *key, uint64_t *size, cx_err *err)
+s3_head(cx_objstore *base, const char *key, uint64_t *size, int64_t *mtime_us,
+		cx_err *err)
 {
 	s3_call		c;
 	cx_code		rc;
@@ -269,14 +270,7 @@ s3_head(cx_objstore *base, const char *key, uint64_t *size, cx_err *err)
 	else if (rc == CX_OK && !call_ok(&c))
 		rc = call_fail(&c, err);
 	else if (rc == CX_OK)
-	{
-		const char *len = cx_http_headers_get(&c.resp.headers, "content-length");
-		char	   *end;
-
-		*size = len ? strtoull(len, &end, 10) : 0;
-		if (len == NULL || end == len || *end != '\0')
-			rc = cx_err_set(err, CX_ERR_IO, "HEAD answered without a Content-Length");
-	}
+		rc = cx_http_read_head(&c.resp.headers, size, mtime_us, err);
 	call_free(&c);
 	return rc;
 }
@@ -286,7 +280,7 @@ static cx_code
 exists(s3_store *s, const char *key, bool *found, cx_err *err)
 {
 	uint64_t	size;
-	cx_code		rc = s3_head(&s->base, key, &size, err);
+	cx_code		rc = s3_head(&s->base, key, &size, NULL, err);
 
 	*found = rc == CX_OK;
 	return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
@@ -323,7 +317,7 @@ s3_get(cx_objstore *base, const char *key, uint64_t offset, size_t len,
 		/* No Range can ask for nothing; say whether the object exists. */
 		uint64_t	size;
 
-		return s3_head(base, key, &size, err);
+		return s3_head(base, key, &size, NULL, err);
 	}
 	call_init(&c, s, "GET", key, NULL);
 	if (ranged)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -160,4 +161,16 @@ cx_test_refused_commit(cx_objstore *s, const char *ctl,
 	if (ctl != NULL)
 		cx_test_proxy_reset(ctl);
 	cx_buf_free(&bytes);
+}
+
+bool
+cx_test_written_lately(cx_objstore *s, const char *key)
+{
+	int64_t		mtime;
+	int64_t		now = (int64_t) time(NULL) * 1000000;
+	cx_err		err;
+
+	if (cx_obj_mtime(s, key, &mtime, &err) != CX_OK)
+		return false;
+	return mtime <= now + 1000000 && mtime > now - 60 * INT64_C(1000000);
 }

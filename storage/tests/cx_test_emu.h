@@ -44,6 +44,9 @@ long		cx_test_proxy_stat(const char *ctl, const char *name);
 /* Whether key holds exactly the len bytes at data. */
 bool		cx_test_holds(cx_objstore *s, const char *key, const void *data,
 						  size_t len);
+/* Whether the store says key was last written within the last minute (its
+ * mtime, second precision). */
+bool		cx_test_written_lately(cx_objstore *s, const char *key);
 
 /*
  * Writes base version 1 of s through the commit protocol's put while s

@@ -239,9 +239,14 @@ wrap_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 }
 
 static cx_code
-wrap_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+wrap_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+		  cx_err *err)
 {
-	return cx_obj_head(((sw_wrap *) s)->inner, key, size, err);
+	cx_objstore *inner = ((sw_wrap *) s)->inner;
+
+	if (mtime_us != NULL)
+		return cx_obj_mtime(inner, key, mtime_us, err);
+	return cx_obj_head(inner, key, size, err);
 }
 
 static cx_code

@@ -261,6 +261,7 @@ CX_TEST(azure_live_put_get_head_delete)
 	CHECK(strcmp(range_str(s, "empty", 0, 10), "") == 0);
 	REQUIRE_OK(cx_obj_head(s, "empty", &size, &err), &err);
 	CHECK(size == 0);
+	CHECK(cx_test_written_lately(s, "empty"));
 
 	/* Missing objects; deleting is idempotent. */
 	CHECK_CODE(cx_obj_get(s, "missing", &b, &err), CX_ERR_NOT_FOUND);

@@ -81,8 +81,10 @@ faulty_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 }
 
 static cx_code
-faulty_head(cx_objstore *s, const char *key, uint64_t *size, cx_err *err)
+faulty_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+			cx_err *err)
 {
+	(void) mtime_us;			/* the commit protocol never asks */
 	return cx_obj_head(((faulty *) s)->inner, key, size, err);
 }
 

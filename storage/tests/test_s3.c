@@ -17,11 +17,14 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "ctxstore/lifecycle.h"
+#include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "util/cx_crypto.h"
 #include "objstore/cx_objstore.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
+#include "mw_util.h"
 
 #define SECRET "S3RVER"
 #define TOKEN "SESSION-TOKEN-SECRET"
@@ -143,6 +146,7 @@ CX_TEST(s3_put_get_head_delete)
 	cx_err		err;
 	cx_buf		b;
 	uint64_t	size;
+	int64_t		mtime;
 
 	if (!direct_env(&e))
 		return;
@@ -177,6 +181,8 @@ CX_TEST(s3_put_get_head_delete)
 	CHECK_CODE(cx_obj_head(s, "a/b.bin", &size, &err), CX_ERR_NOT_FOUND);
 	CHECK(s->stats.puts == 2 && s->stats.bytes_written == 10);
 	CHECK(s->stats.heads == 3 && s->stats.deletes == 2);
+	CHECK(cx_test_written_lately(s, "empty"));
+	CHECK_CODE(cx_obj_mtime(s, "a/b.bin", &mtime, &err), CX_ERR_NOT_FOUND);
 	cx_obj_close(s);
 }
 
@@ -895,5 +901,45 @@ CX_TEST(s3_wrong_secret_is_refused_by_the_verifier)
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
 	CHECK_CODE(put_str(s, "k", "v", CX_PUT_OVERWRITE, &err), CX_ERR_AUTH);
 	CHECK(strstr(err.msg, "HTTP 403 (InvalidAccessKeyId)") != NULL);
+	cx_obj_close(s);
+}
+
+/*
+ * GC on S3: the listing pages three keys at a time (so GC works across
+ * continuation requests, holding only its references and one delete batch),
+ * and the grace reads the objects' Last-Modified.
+ */
+CX_TEST(s3_gc_sweeps_orphans_across_list_pages)
+{
+	s3_env		e;
+	cx_objstore *s;
+	cx_gc_options o;
+	cx_gc_result res;
+	uint64_t	v;
+	char		key[CX_FRAGMENT_KEY_SIZE];
+	uint8_t		id[CX_FRAGMENT_ID_LEN];
+	cx_err		err;
+
+	if (!direct_env(&e))
+		return;
+	add_opt(&e, "list_page_size", "3");
+	REQUIRE_OK(env_open(&e, &s, &err), &err);
+	REQUIRE_OK(mw_commit_fragments(s, mw_schema(), NULL, 0, &v, &err), &err);
+	for (int i = 0; i < 20; i++)
+	{
+		memset(id, i + 1, sizeof(id));
+		cx_layout_fragment(id, key);
+		REQUIRE_OK(put_str(s, key, "orphan", CX_PUT_OVERWRITE, &err), &err);
+	}
+	cx_gc_options_default(&o);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_listed == 21 && res.objects_garbage == 0);
+	o.grace_us = 0;
+	o.batch = 6;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_deleted == 20 && res.bytes_deleted == 20 * 6);
+	CHECK(!cx_test_holds(s, key, "orphan", 6));
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_listed == 1 && res.objects_garbage == 0);
 	cx_obj_close(s);
 }

@@ -101,6 +101,8 @@ typedef struct cx_gc_result
 	uint64_t	objects_deleted;	/* 0 in a dry run */
 	uint64_t	bytes_deleted;
 	uint64_t	versions_retained;
+	uint64_t	objects_unknown;	/* under a known prefix but no key of
+									 * the layout: reported, never deleted */
 } cx_gc_result;
 
 cx_code		cx_gc(cx_objstore *s, const cx_gc_options *o,

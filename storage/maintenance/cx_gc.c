@@ -1,0 +1,350 @@
+/*
+ * cx_gc.c — garbage collection of a store (ctxstore/lifecycle.h,
+ * docs/design/maintenance.md "Garbage collection").
+ *
+ * The referenced set is every object a retained base version names: its
+ * manifest, fragments and key-index segments.  Every fragment, index
+ * segment and base manifest outside it that is older than the grace period
+ * is garbage.  Keys under those prefixes that are no key of the layout are
+ * counted as unknown and left alone.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "maintenance/cx_gc_int.h"
+#include "maintenance/cx_iceberg_int.h"
+#include "memwal/cx_shard_manifest.h"
+#include "objstore/cx_layout.h"
+#include "objstore/cx_versioned.h"
+#include "table/cx_key_index.h"
+#include "table/cx_manifest.h"
+
+void
+cx_gc_options_default(cx_gc_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->retain_versions = CX_GC_DEFAULT_RETAIN_VERSIONS;
+	o->retain_interval_us = CX_GC_DEFAULT_RETAIN_INTERVAL_US;
+	o->grace_us = CX_GC_DEFAULT_GRACE_US;
+	o->batch = CX_GC_DEFAULT_BATCH;
+}
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool
+is_pinned(const cx_gc_run *run, uint64_t version)
+{
+	for (uint32_t i = 0; i < run->opts->npinned; i++)
+		if (run->opts->pinned[i] == version)
+			return true;
+	for (uint32_t i = 0; i < run->niceberg_pins; i++)
+		if (run->iceberg_pins[i] == version)
+			return true;
+	return false;
+}
+
+/*
+ * Every snapshot of the newest Iceberg metadata counts as retained: its
+ * data files are the fragments of the base version it was published from
+ * (ctxstore.base-version in its summary), so that version is pinned.  Its
+ * metadata, manifests and delete files live under iceberg/, which GC does
+ * not sweep.
+ */
+static cx_code
+pin_iceberg_snapshots(cx_gc_run *run, cx_err *err)
+{
+	uint64_t	version;
+	json_t	   *meta;
+	json_t	   *snaps;
+	size_t		n;
+	cx_code		rc = cx_ice_load_newest(run->store, &version, &meta, err);
+
+	if (rc != CX_OK || meta == NULL)
+		return rc;
+	snaps = json_object_get(meta, "snapshots");
+	n = json_array_size(snaps);
+	run->iceberg_pins = n > 0 ? calloc(n, sizeof(uint64_t)) : NULL;
+	if (n > 0 && run->iceberg_pins == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; rc == CX_OK && i < n; i++)
+	{
+		uint64_t	base = cx_ice_snapshot_base_version(json_array_get(snaps, i));
+
+		if (base == 0)
+			rc = cx_err_set(err, CX_ERR_CORRUPT,
+							"%s: Iceberg metadata v%" PRIu64 " has a snapshot naming no base version",
+							run->store->uri, version);
+		else
+			run->iceberg_pins[run->niceberg_pins++] = base;
+	}
+	json_decref(meta);
+	return rc;
+}
+
+static bool
+collect_version(void *arg, uint64_t version)
+{
+	cx_gc_versions *v = arg;
+
+	if (v->n == v->cap)
+	{
+		size_t		cap = v->cap ? v->cap * 2 : 64;
+		uint64_t   *a = realloc(v->v, cap * sizeof(uint64_t));
+
+		if (a == NULL)
+		{
+			v->oom = true;
+			return false;
+		}
+		v->v = a;
+		v->cap = cap;
+	}
+	v->v[v->n++] = version;
+	return true;
+}
+
+static cx_code
+list_versions(cx_objstore *s, const cx_vseq *q, cx_gc_versions *v,
+			  cx_err *err)
+{
+	cx_code		rc = cx_vseq_list(s, q, collect_version, v, err);
+
+	if (rc == CX_OK && v->oom)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory listing versions");
+	return rc;
+}
+
+/*
+ * One sequence of versions (base versions, or one shard's manifests) as
+ * the retention walk sees it: load a version (telling its commit time),
+ * add what the loaded one references, release it.
+ */
+typedef struct version_walk
+{
+	cx_code		(*load) (struct version_walk *w, uint64_t version,
+						 int64_t *committed_at_us, cx_err *err);
+	cx_code		(*reference) (struct version_walk *w, cx_err *err);
+	void		(*release) (struct version_walk *w);
+	cx_objstore *store;
+	cx_gc_refs *refs;
+	const char *shard_id;		/* the shard walked; NULL: the base */
+	cx_manifest *base;			/* the base version loaded */
+	cx_shard_manifest *shard;	/* the shard version loaded */
+	uint64_t	replay_seq;		/* of the shard's newest version */
+	bool		seen_newest;
+	uint64_t	oldest_retained;
+} version_walk;
+
+/*
+ * Walks the versions newest first: the newest retain_versions, and every
+ * one committed within retain_interval, are retained (commit times grow
+ * along the chain, so the walk stops loading at the first that is neither);
+ * pinned ones (base versions only) are retained wherever they are.  The
+ * newest always is.  w->oldest_retained receives the oldest retained.
+ */
+static cx_code
+walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_run *run,
+			  bool pins, uint64_t *retained, cx_err *err)
+{
+	const cx_gc_options *o = run->opts;
+	bool		in_window = true;
+	cx_code		rc = CX_OK;
+
+	for (size_t k = v->n; k-- > 0 && rc == CX_OK;)
+	{
+		size_t		age = v->n - 1 - k;
+		bool		pinned = pins && is_pinned(run, v->v[k]);
+		int64_t		committed_at;
+
+		if (!in_window && !pinned)
+			continue;
+		if ((rc = w->load(w, v->v[k], &committed_at, err)) != CX_OK)
+			break;
+		if (age == 0 || age < o->retain_versions ||
+			committed_at >= run->now - o->retain_interval_us || pinned)
+		{
+			rc = w->reference(w, err);
+			w->oldest_retained = v->v[k];
+			(*retained)++;
+		}
+		else
+			in_window = false;
+		w->release(w);
+	}
+	return rc;
+}
+
+static cx_code
+base_load(version_walk *w, uint64_t version, int64_t *committed_at_us,
+		  cx_err *err)
+{
+	cx_code		rc = cx_manifest_load(w->store, version, &w->base, err);
+
+	if (rc == CX_OK)
+		*committed_at_us = w->base->committed_at_us;
+	return rc;
+}
+
+/* A base version references its manifest, fragments and index segments. */
+static cx_code
+base_reference(version_walk *w, cx_err *err)
+{
+	const cx_manifest *m = w->base;
+	char		key[CX_KEY_MAX + 1];
+	cx_keyindex ix;
+	cx_code		rc;
+
+	cx_manifest_key(m->version, key, sizeof(key));
+	if ((rc = cx_gc_refs_add(w->refs, key, err)) != CX_OK)
+		return rc;
+	for (uint32_t f = 0; f < m->nfragments; f++)
+		if ((rc = cx_gc_refs_add(w->refs, m->fragments[f].path, err)) != CX_OK)
+			return rc;
+	if ((rc = cx_keyindex_load(m, &ix, err)) != CX_OK)
+		return rc;
+	for (uint32_t i = 0; i < ix.n && rc == CX_OK; i++)
+		rc = cx_gc_refs_add(w->refs, ix.segs[i].path, err);
+	cx_keyindex_free(&ix);
+	return rc;
+}
+
+static void
+base_release(version_walk *w)
+{
+	cx_manifest_free(w->base);
+	w->base = NULL;
+}
+
+static cx_code
+shard_load(version_walk *w, uint64_t version, int64_t *committed_at_us,
+		   cx_err *err)
+{
+	cx_code		rc = cx_shard_manifest_load(w->store, w->shard_id, version,
+											&w->shard, err);
+
+	if (rc != CX_OK)
+		return rc;
+	*committed_at_us = w->shard->committed_at_us;
+	/* The walk loads the newest first. */
+	if (!w->seen_newest)
+		w->replay_seq = w->shard->replay_seq;
+	w->seen_newest = true;
+	return CX_OK;
+}
+
+/* A shard version references its manifest and its generations. */
+static cx_code
+shard_reference(version_walk *w, cx_err *err)
+{
+	const cx_shard_manifest *m = w->shard;
+	char		key[CX_KEY_MAX + 1];
+	cx_code		rc;
+
+	cx_shard_manifest_key(m->shard_id, m->version, key, sizeof(key));
+	if ((rc = cx_gc_refs_add(w->refs, key, err)) != CX_OK)
+		return rc;
+	for (uint32_t g = 0; g < m->ngens && rc == CX_OK; g++)
+		rc = cx_gc_refs_add(w->refs, m->gens[g].fragment.path, err);
+	return rc;
+}
+
+static void
+shard_release(version_walk *w)
+{
+	cx_shard_manifest_free(w->shard);
+	w->shard = NULL;
+}
+
+static cx_code
+reference_base(cx_gc_run *run, cx_err *err)
+{
+	version_walk w = {.load = base_load, .reference = base_reference,
+		.release = base_release, .store = run->store, .refs = &run->refs};
+	cx_gc_versions v = {0};
+	cx_code		rc = list_versions(run->store, &cx_layout_base_versions, &v, err);
+
+	if (rc == CX_OK && v.n > 0)
+	{
+		run->newest = v.v[v.n - 1];
+		rc = walk_retained(&w, &v, run, true, &run->res->versions_retained,
+						   err);
+		run->base_floor = w.oldest_retained;
+	}
+	free(v.v);
+	return rc;
+}
+
+/* Every shard the newest base version registers. */
+static cx_code
+reference_shards(cx_gc_run *run, cx_err *err)
+{
+	version_walk w = {.load = shard_load, .reference = shard_reference,
+		.release = shard_release, .store = run->store, .refs = &run->refs};
+	cx_manifest *base;
+	uint64_t	retained = 0;
+	cx_code		rc = cx_manifest_load(run->store, run->newest, &base, err);
+
+	for (uint32_t i = 0; rc == CX_OK && i < base->nshards; i++)
+	{
+		char		prefix[CX_KEY_MAX + 1];
+		cx_vseq		q;
+		cx_gc_versions v = {0};
+
+		w.shard_id = base->shards[i].shard_id;
+		w.seen_newest = false;
+		w.replay_seq = 0;
+		cx_layout_shard_versions(w.shard_id, prefix, &q);
+		rc = list_versions(run->store, &q, &v, err);
+		if (rc == CX_OK && v.n > 0)
+			rc = walk_retained(&w, &v, run, false, &retained, err);
+		if (rc == CX_OK && v.n > 0)
+			rc = cx_gc_shard_add(run, w.shard_id, w.oldest_retained,
+								 w.replay_seq, err);
+		free(v.v);
+	}
+	if (base != NULL)
+		cx_manifest_free(base);
+	return rc;
+}
+
+cx_code
+cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
+	  cx_gc_result *res, cx_err *err)
+{
+	static const char *const prefixes[] = {
+		CX_FRAGMENT_PREFIX, CX_INDEX_SEGMENT_PREFIX, CX_VERSIONS_PREFIX,
+		CX_SHARDS_PREFIX
+	};
+	cx_gc_run	run = {0};
+	cx_code		rc;
+
+	memset(res, 0, sizeof(*res));
+	run.store = s;
+	run.opts = o;
+	run.progress = progress;
+	run.res = res;
+	run.now = now_us();
+	rc = pin_iceberg_snapshots(&run, err);
+	if (rc == CX_OK)
+		rc = reference_base(&run, err);
+	/* An empty store has nothing to collect. */
+	if (rc == CX_OK && run.newest > 0)
+		rc = reference_shards(&run, err);
+	if (rc == CX_OK && run.newest > 0)
+	{
+		cx_gc_refs_sort(&run.refs);
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]) && rc == CX_OK; i++)
+			rc = cx_gc_sweep(&run, prefixes[i], err);
+	}
+	cx_gc_run_free(&run);
+	return rc;
+}

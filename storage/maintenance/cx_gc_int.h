@@ -1,0 +1,81 @@
+/*
+ * cx_gc_int.h — what the files of garbage collection share (cx_gc.c picks
+ * the referenced set, cx_gc_sweep.c lists the store and deletes).
+ */
+#ifndef CX_GC_INT_H
+#define CX_GC_INT_H
+
+#include "ctxstore/lifecycle.h"
+#include "objstore/cx_objstore.h"
+
+#define CX_GC_DEFAULT_BATCH 100
+
+/* The base versions present, ascending. */
+typedef struct cx_gc_versions
+{
+	uint64_t   *v;
+	size_t		n;
+	size_t		cap;
+	bool		oom;
+} cx_gc_versions;
+
+/* The keys retained versions reference: a sorted set once
+ * cx_gc_refs_sort ran. */
+typedef struct cx_gc_refs
+{
+	char	  **keys;
+	size_t		n;
+	size_t		cap;
+} cx_gc_refs;
+
+/* What the sweep keeps of a shard: its versions from the oldest retained
+ * on and its WAL entries from the replay point on. */
+typedef struct cx_gc_shard
+{
+	char	   *shard_id;
+	uint64_t	floor;			/* oldest retained version */
+	uint64_t	replay_seq;
+} cx_gc_shard;
+
+typedef struct cx_gc_run
+{
+	cx_objstore *store;
+	const cx_gc_options *opts;
+	const cx_job_progress *progress;
+	cx_gc_result *res;
+	int64_t		now;			/* Unix us when the run began */
+	uint64_t	newest;			/* newest base version listed */
+	/* The oldest retained base version: only versions below it are
+	 * deleted, so that the versions present stay one contiguous range
+	 * (docs/FORMAT.md "Finding the newest version"). */
+	uint64_t	base_floor;
+	cx_gc_refs	refs;
+	/* The base versions the snapshots of the newest Iceberg metadata were
+	 * published from: retained like pinned ones. */
+	uint64_t   *iceberg_pins;
+	uint32_t	niceberg_pins;
+	cx_gc_shard *shards;
+	uint32_t	nshards;
+	/* The garbage keys waiting to be deleted: at most opts->batch. */
+	char	  **batch;
+	uint64_t   *batch_bytes;
+	uint32_t	nbatch;
+	uint32_t	batch_cap;
+	/* The first error met inside a listing callback. */
+	cx_code		rc;
+	cx_err	   *err;
+} cx_gc_run;
+
+cx_code		cx_gc_refs_add(cx_gc_refs *refs, const char *key, cx_err *err);
+void		cx_gc_refs_sort(cx_gc_refs *refs);
+/* Records a shard walked: its oldest retained version and the replay
+ * point of its newest. */
+cx_code		cx_gc_shard_add(cx_gc_run *run, const char *shard_id,
+							uint64_t floor, uint64_t replay_seq, cx_err *err);
+
+/* Lists every key under prefix and deletes (or, in a dry run, counts) the
+ * garbage, opts->batch at a time. */
+cx_code		cx_gc_sweep(cx_gc_run *run, const char *prefix, cx_err *err);
+void		cx_gc_run_free(cx_gc_run *run);
+
+#endif							/* CX_GC_INT_H */

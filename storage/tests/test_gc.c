@@ -1,0 +1,342 @@
+/*
+ * test_gc.c — garbage collection (ctxstore/lifecycle.h, cx_gc*.c): what
+ * retained versions reference survives and stays readable, replaced
+ * fragments and orphans go only after the grace period, unknown keys are
+ * reported and kept, a dry run deletes nothing, deletes come in batches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctxstore/iceberg.h"
+#include "ctxstore/lifecycle.h"
+#include "merge/cx_merge.h"
+#include "objstore/cx_layout.h"
+#include "table/cx_commit.h"
+#include "cx_test.h"
+#include "mw_util.h"
+
+/* Three merged and drained rounds of 10 rows: base versions 1 (register),
+ * 2 (create) and 3 to 5, each merge adding one fragment; shard versions 1
+ * to 7, the newest with no generation left. */
+static cx_code
+three_merges(cx_objstore *s, cx_err *err)
+{
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_code		rc;
+
+	if ((rc = mw_writer(s, "a", true, &w, err)) != CX_OK)
+		return rc;
+	for (int g = 0; g < 3 && rc == CX_OK; g++)
+	{
+		rc = mw_put(w, "k", g * 10, 10, g, true, err);
+		if (rc == CX_OK)
+			rc = cx_merge_shard(s, "a", NULL, &res, err);
+		if (rc == CX_OK)
+			rc = mw_drain(s, w, err);
+	}
+	if (rc == CX_OK)
+		return cx_sw_close(w, false, err);
+	(void) cx_sw_close(w, false, err);
+	return rc;
+}
+
+/* A stand-in for compaction's edit: the first fragment is replaced (its
+ * rows vanish with it, which is all GC cares about). */
+static cx_code
+drop_first_fragment(void *arg, const cx_manifest *base, cx_manifest *next,
+					cx_err *err)
+{
+	(void) arg;
+	(void) base;
+	if (next->nfragments == 0 || (next->dvs != NULL && next->dvs[0].n > 0))
+		return cx_err_set(err, CX_ERR_INVALID, "test store not as expected");
+	cx_fragment_info_free(&next->fragments[0]);
+	memmove(&next->fragments[0], &next->fragments[1],
+			(next->nfragments - 1) * sizeof(next->fragments[0]));
+	if (next->dvs != NULL)
+		memmove(&next->dvs[0], &next->dvs[1],
+				(next->nfragments - 1) * sizeof(next->dvs[0]));
+	next->nfragments--;
+	return CX_OK;
+}
+
+static cx_gc_options
+gc_opts(uint32_t retain_versions, int64_t retain_interval_us, int64_t grace_us)
+{
+	cx_gc_options o;
+
+	cx_gc_options_default(&o);
+	o.retain_versions = retain_versions;
+	o.retain_interval_us = retain_interval_us;
+	o.grace_us = grace_us;
+	return o;
+}
+
+static bool
+exists(cx_objstore *s, const char *key)
+{
+	uint64_t	size;
+	cx_err		err;
+
+	return cx_obj_head(s, key, &size, &err) == CX_OK;
+}
+
+static uint32_t
+rows_at(cx_objstore *s, uint64_t version)
+{
+	mw_rows		r;
+	uint32_t	n;
+	cx_err		err;
+
+	if (mw_scan_version(s, version, NULL, &r, &err) != CX_OK)
+		return UINT32_MAX;
+	n = r.n;
+	mw_rows_free(&r);
+	return n;
+}
+
+/*
+ * Version 6 replaces version 5's first fragment; only versions 3 to 5 still
+ * name it.  It survives while any of them is retained (by count, interval
+ * or pin) or while it is younger than the grace, and every retained version
+ * stays readable; then it goes.
+ */
+CX_TEST(gc_replaced_fragment_lives_as_long_as_a_retained_version)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m;
+	char		replaced[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
+	uint64_t	v;
+	uint64_t	pin = 4;
+	cx_gc_options o;
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->version == 5 && m->nfragments == 3);
+	snprintf(replaced, sizeof(replaced), "%s", m->fragments[0].path);
+	cx_manifest_free(m);
+	REQUIRE_OK(cx_commit(s, "compact", drop_first_fragment, NULL, NULL, &v,
+						 &err), &err);
+	REQUIRE(v == 6);
+
+	/* by count: versions 4..6 */
+	o = gc_opts(3, 0, 0);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 3);
+	CHECK(exists(s, replaced));
+	CHECK(rows_at(s, 4) == 20 && rows_at(s, 6) == 20);
+	/* by interval: all of them are recent */
+	o = gc_opts(1, CX_GC_DEFAULT_RETAIN_INTERVAL_US, 0);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 3 && exists(s, replaced));
+	/* by pin */
+	o = gc_opts(1, 0, 0);
+	o.pinned = &pin;
+	o.npinned = 1;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 2 && exists(s, replaced));
+	CHECK(rows_at(s, 4) == 20);
+	/* version 5, between two retained, stays: no gap in the versions */
+	cx_manifest_key(5, key, sizeof(key));
+	CHECK(exists(s, key));
+	/* unreferenced but younger than the grace */
+	o = gc_opts(1, 0, CX_GC_DEFAULT_GRACE_US);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_garbage == 0 && exists(s, replaced));
+	/* past the grace: the fragment and versions 4 and 5 go (the runs
+	 * before took the older manifests and the drained shard state) */
+	o = gc_opts(1, 0, 0);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 1);
+	CHECK(res.objects_deleted == 3 && res.objects_garbage == 3);
+	CHECK(!exists(s, replaced));
+	CHECK(rows_at(s, 0) == 20);
+	CHECK(exists(s, CX_LATEST_HINT_KEY));
+	cx_obj_close(s);
+}
+
+/* An Iceberg snapshot of version 5 keeps its data files (version 5's
+ * fragments) although no retained version names the replaced one. */
+CX_TEST(gc_keeps_what_iceberg_snapshots_list)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m;
+	char		replaced[CX_KEY_MAX + 1];
+	cx_iceberg_result pub;
+	uint64_t	v;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	CHECK(pub.published && pub.base_version == 5);
+	cx_iceberg_result_free(&pub);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	snprintf(replaced, sizeof(replaced), "%s", m->fragments[0].path);
+	cx_manifest_free(m);
+	REQUIRE_OK(cx_commit(s, "compact", drop_first_fragment, NULL, NULL, &v,
+						 &err), &err);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 2);
+	CHECK(exists(s, replaced));
+	CHECK(rows_at(s, 5) == 30);
+	CHECK(exists(s, CX_ICEBERG_VERSION_HINT_KEY));
+	cx_obj_close(s);
+}
+
+/* An object written but never committed (a crashed upload). */
+static cx_code
+put_orphan(cx_objstore *s, uint8_t tag, char *key, cx_err *err)
+{
+	uint8_t		id[CX_FRAGMENT_ID_LEN];
+
+	memset(id, tag, sizeof(id));
+	cx_layout_fragment(id, key);
+	return cx_obj_put(s, key, "orphan", 6, CX_PUT_OVERWRITE, err);
+}
+
+CX_TEST(gc_dry_run_reports_what_the_real_run_deletes)
+{
+	cx_objstore *s = mw_open_store();
+	char		orphan[CX_FRAGMENT_KEY_SIZE];
+	char		drained[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
+	cx_shard_manifest *sm;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result dry;
+	cx_gc_result real;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_shard_manifest_load(s, "a", 6, &sm, &err), &err);
+	REQUIRE(sm->ngens == 1);
+	snprintf(drained, sizeof(drained), "%s", sm->gens[0].fragment.path);
+	cx_shard_manifest_free(sm);
+	REQUIRE_OK(put_orphan(s, 0xab, orphan, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "data/notes.txt", "x", 1, CX_PUT_OVERWRITE, &err),
+			   &err);
+	o.dry_run = true;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &dry, &err), &err);
+	/* the orphan, base versions 1..4, shard versions 1..6 and the three
+	 * drained generations */
+	CHECK(dry.objects_garbage == 14 && dry.objects_deleted == 0);
+	CHECK(dry.objects_unknown == 1);
+	CHECK(exists(s, orphan) && exists(s, drained));
+	o.dry_run = false;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &real, &err), &err);
+	CHECK(real.objects_garbage == dry.objects_garbage);
+	CHECK(real.bytes_garbage == dry.bytes_garbage);
+	CHECK(real.objects_deleted == dry.objects_garbage);
+	CHECK(real.bytes_deleted == dry.bytes_garbage);
+	CHECK(!exists(s, orphan) && !exists(s, drained));
+	CHECK(exists(s, "data/notes.txt"));
+	/* the shard's newest version, hint and WAL entry at the replay point */
+	cx_shard_manifest_key("a", 7, key, sizeof(key));
+	CHECK(exists(s, key));
+	cx_layout_shard_hint("a", key);
+	CHECK(exists(s, key));
+	CHECK(exists(s, "_shards/a/wal/00000000000000000001.wal"));
+	cx_shard_manifest_key("a", 6, key, sizeof(key));
+	CHECK(!exists(s, key));
+	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+typedef struct progress_log
+{
+	int			calls;
+	int			stop_after;		/* 0: never */
+} progress_log;
+
+static bool
+log_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	progress_log *p = arg;
+
+	(void) phase;
+	(void) done;
+	(void) total;
+	p->calls++;
+	return p->stop_after == 0 || p->calls < p->stop_after;
+}
+
+CX_TEST(gc_deletes_in_batches_and_stops_when_asked)
+{
+	cx_objstore *s = mw_open_store();
+	char		key[CX_FRAGMENT_KEY_SIZE];
+	progress_log log = {0, 2};
+	cx_job_progress progress = {log_progress, &log};
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	for (int i = 0; i < 50; i++)
+		REQUIRE_OK(put_orphan(s, (uint8_t) (i + 1), key, &err), &err);
+	o.batch = 7;
+	/* a dry run reports per batch too, and stops as well */
+	o.dry_run = true;
+	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
+	CHECK(res.objects_garbage == 14 && res.objects_deleted == 0);
+	o.dry_run = false;
+	log.calls = 0;
+	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
+	CHECK(res.objects_deleted == 14);
+	log.stop_after = 0;
+	log.calls = 0;
+	REQUIRE_OK(cx_gc(s, &o, &progress, &res, &err), &err);
+	/* left: 39 under data/ (orphans, drained generations) in 5 full
+	 * batches and one of 4, then 4 base and 6 shard manifests */
+	CHECK(res.objects_deleted == 49);
+	CHECK(log.calls == 6 + 1 + 1);
+	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+/* WAL entries below the replay point of the shard's newest version are
+ * sealed into generations: garbage; from the replay point on they stay. */
+CX_TEST(gc_wal_below_the_replay_point_goes)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shard_manifest *sm;
+	cx_shard_manifest *winner;
+	bool		unknown;
+	char		prefix[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
+	cx_vseq		wal;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	cx_layout_wal("a", prefix, &wal);
+	for (uint64_t seq = 2; seq <= 4; seq++)
+	{
+		cx_vseq_key(&wal, seq, key);
+		REQUIRE_OK(cx_obj_put(s, key, "w", 1, CX_PUT_OVERWRITE, &err), &err);
+	}
+	/* a hand-made next shard version that sealed through entry 2 */
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "a", 0, &sm, &err), &err);
+	sm->version++;
+	sm->replay_seq = 3;
+	REQUIRE_OK(cx_shard_manifest_put(s, sm, &winner, &unknown, &err), &err);
+	REQUIRE(winner == NULL);
+	cx_shard_manifest_free(sm);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	for (uint64_t seq = 1; seq <= 4; seq++)
+	{
+		cx_vseq_key(&wal, seq, key);
+		CHECK(exists(s, key) == (seq >= 3));
+	}
+	cx_obj_close(s);
+}
