@@ -44,7 +44,8 @@ extern cx_code cxfdw_index_store(const struct CxRelInfo *ri,
 								 struct CxStore *st, cx_keyindex_result *res,
 								 cx_err *err);
 
-/* Appends "key":value to the JSON object buf is writing. */
+/* Appends "key":value to the JSON object or array buf is writing
+ * (cx_functions.c). */
 extern void cxfdw_json_uint(StringInfo buf, const char *key, uint64 value);
 
 #endif							/* CX_FUNCTIONS_H */

@@ -36,6 +36,7 @@
 #include "cx_module.h"
 #include "cx_options.h"
 #include "cx_pgerror.h"
+#include "cx_writer_protocol.h"
 
 /* Progress callback: a pending cancel, statement_timeout or termination
  * asks the job to stop (it returns CX_ERR_CANCELED, the store consistent);
@@ -168,13 +169,15 @@ ctxstore_compact(PG_FUNCTION_ARGS)
 	cx_compact_options opt;
 	cx_compact_result res;
 	StringInfoData buf;
+	cx_code		rc;
 	cx_err		err;
 
 	cx_compact_options_from(&settings, &opt);
 	opt.holder = lease_holder();
 	opt.force = true;
-	if (cx_compact(cxfdw_store_handle(st), &opt, &interruptible, &res,
-				   &err) != CX_OK)
+	rc = cx_compact(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
+	cx_stats_note_compact(ri->uri, rc, &res, &err);
+	if (rc != CX_OK)
 		job_error(&err, "compact", ri);
 	if (res.compacted)
 		index_compacted(ri, st);
@@ -210,12 +213,15 @@ ctxstore_gc(PG_FUNCTION_ARGS)
 	cx_gc_options opt;
 	cx_gc_result res;
 	StringInfoData buf;
+	cx_code		rc;
 	cx_err		err;
 
 	cx_gc_options_from(&settings, &opt);
 	opt.dry_run = PG_GETARG_BOOL(1);
 	opt.pinned = pinned_versions(ri->uri, &opt.npinned);
-	if (cx_gc(cxfdw_store_handle(st), &opt, &interruptible, &res, &err) != CX_OK)
+	rc = cx_gc(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
+	cx_stats_note_gc(ri->uri, rc, &res, opt.dry_run, &err);
+	if (rc != CX_OK)
 		job_error(&err, "collect garbage of", ri);
 	relation_close(rel, AccessShareLock);
 	initStringInfo(&buf);

@@ -109,16 +109,6 @@ cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
 	relation_close(rel, AccessShareLock);
 }
 
-/* Appends "key":value to the JSON object buf is writing. */
-void
-cxfdw_json_uint(StringInfo buf, const char *key, uint64 value)
-{
-	if (buf->data[buf->len - 1] != '{')
-		appendStringInfoChar(buf, ',');
-	escape_json(buf, key);
-	appendStringInfo(buf, ":" UINT64_FORMAT, value);
-}
-
 PG_FUNCTION_INFO_V1(ctxstore_flush);
 
 /* ctxstore.flush(regclass) returns jsonb: what the seal made visible and

@@ -27,6 +27,10 @@ WHERE name IN ('compact_min_fragments', 'compact_interval', 'retain_versions',
                'retain_interval', 'gc_grace', 'gc_interval')
 ORDER BY name;
 
+-- ctxstore.stats(t) shows the last compaction and GC: none yet.
+SELECT ctxstore.stats('lc')->'compaction' AS compaction,
+       ctxstore.stats('lc')->'gc' AS gc;
+
 -- An empty store: nothing to compact, nothing to collect.
 SELECT ctxstore.compact('lc');
 SELECT ctxstore.gc('lc', dry_run => true);
@@ -50,6 +54,10 @@ SELECT r->'dry_run' AS dry_run, r->'versions_pinned' AS versions_pinned,
 FROM ctxstore.gc('lc', true) r;
 SELECT ctxstore.gc('lc')->'versions_pinned' AS versions_pinned;
 SELECT count(*), sum(n) FROM lc;
+SELECT s->'compaction'->>'outcome' AS compaction,
+       s->'compaction'->>'last_at' IS NOT NULL AS compaction_at,
+       s->'gc'->>'outcome' AS gc, s->'gc'->'bytes_reclaimed' AS gc_bytes
+FROM ctxstore.stats('lc') s;
 
 -- Maintenance works on the newest version: a pinned table is refused
 -- (25006), and so is a role that does not own the table (42501).
