@@ -139,7 +139,8 @@ LANGUAGE C STRICT VOLATILE;
 CREATE FUNCTION ctxstore.worker_info(
   OUT pid integer, OUT kind text, OUT shard_id text, OUT stores integer,
   OUT store_uris text[], OUT queue_depth integer, OUT rounds bigint,
-  OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz)
+  OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz,
+  OUT phase text, OUT progress_done bigint, OUT progress_total bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_worker_info'
 LANGUAGE C STRICT VOLATILE ROWS 2;

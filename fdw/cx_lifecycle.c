@@ -33,7 +33,6 @@
 #include "ctxstore_fdw.h"
 #include "ctxstore/lifecycle.h"
 #include "cx_functions.h"
-#include "cx_module.h"
 #include "cx_options.h"
 #include "cx_pgerror.h"
 #include "cx_writer_protocol.h"
@@ -109,14 +108,6 @@ pinned_versions(const char *uri, uint32_t *n)
 	return out;
 }
 
-/* Who holds the compaction lease while this backend compacts: readable in
- * the BUSY error another caller gets. */
-static char *
-lease_holder(void)
-{
-	return psprintf("shard %s, pid %d", cx_shard_id(), MyProcPid);
-}
-
 /* After a compaction committed: the key index no longer resolves the
  * removed fragments' keys, so it indexes the outputs, as after a merge.  A
  * failure only costs lookup speed (fragments not indexed are read by
@@ -168,12 +159,14 @@ ctxstore_compact(PG_FUNCTION_ARGS)
 									"compact", &rel, &ri, &settings);
 	cx_compact_options opt;
 	cx_compact_result res;
+	char		holder[NAMEDATALEN + 32];
 	StringInfoData buf;
 	cx_code		rc;
 	cx_err		err;
 
 	cx_compact_options_from(&settings, &opt);
-	opt.holder = lease_holder();
+	cx_lease_holder(holder, sizeof(holder));
+	opt.holder = holder;
 	opt.force = true;
 	rc = cx_compact(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
 	cx_stats_note_compact(ri->uri, rc, &res, &err);

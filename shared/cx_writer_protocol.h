@@ -145,6 +145,10 @@ typedef struct CxWriterStoreStats
 	cx_objstats maintenance_requests;
 } CxWriterStoreStats;
 
+/* Who holds a compaction lease this process takes: shard and pid, as the
+ * BUSY error another caller gets names it; written to holder. */
+void		cx_lease_holder(char *holder, size_t len);
+
 /* Record the outcome of a compaction or GC of uri, rc and res (or err) as
  * the engine returned them (nothing without the workers' shared memory). */
 void		cx_stats_note_compact(const char *uri, cx_code rc,

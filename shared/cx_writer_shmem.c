@@ -14,6 +14,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "cx_module.h"
 #include "cx_writer_shmem.h"
 
 CxWriterShared *CxWriter = NULL;
@@ -209,6 +210,12 @@ note_run(const char *uri, CxLifecycleJob job, const char *outcome,
 		run->bytes_reclaimed = bytes_reclaimed;
 	}
 	LWLockRelease(CxWriter->lock);
+}
+
+void
+cx_lease_holder(char *holder, size_t len)
+{
+	snprintf(holder, len, "shard %s, pid %d", cx_shard_id(), MyProcPid);
 }
 
 /* A failed job's outcome: "failed: " and the engine's message. */

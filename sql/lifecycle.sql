@@ -59,6 +59,23 @@ SELECT s->'compaction'->>'outcome' AS compaction,
        s->'gc'->>'outcome' AS gc, s->'gc'->'bytes_reclaimed' AS gc_bytes
 FROM ctxstore.stats('lc') s;
 
+-- With compact_interval the maintenance worker compacts the store by
+-- itself, an interval after a merge job told it the settings (waited for
+-- up to 30 s).
+CREATE FOREIGN TABLE lc_timed (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_timed', merge_after_generations '0',
+           compact_interval '1s');
+INSERT INTO lc_timed VALUES ('a', 1);
+SELECT ctxstore.merge_wal('lc_timed') > 0 AS merged;
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    EXIT WHEN ctxstore.stats('lc_timed')->'compaction'->>'outcome' IS NOT NULL;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT ctxstore.stats('lc_timed')->'compaction'->>'outcome' AS compaction;
+
 -- Maintenance works on the newest version: a pinned table is refused
 -- (25006), and so is a role that does not own the table (42501).
 SELECT ctxstore.compact('lc_pinned');
