@@ -119,12 +119,28 @@ RETURNS jsonb
 AS 'MODULE_PATHNAME', 'ctxstore_publish_iceberg'
 LANGUAGE C STRICT VOLATILE;
 
+-- Store lifecycle (fdw/cx_lifecycle.c), by the owner of the table, without
+-- the workers (and so from pg_cron); the maintenance worker also runs them
+-- when the table sets compact_interval or gc_interval.  compact rewrites
+-- every small base fragment into fewer, larger ones; gc deletes the
+-- objects no retained version references (dry_run: reports only).
+CREATE FUNCTION ctxstore.compact(t regclass)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ctxstore_compact'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION ctxstore.gc(t regclass, dry_run boolean DEFAULT false)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ctxstore_gc'
+LANGUAGE C STRICT VOLATILE;
+
 -- The workers: one row per worker (writer, maintenance).  Store URIs and
 -- errors are shown to members of pg_read_all_stats only.
 CREATE FUNCTION ctxstore.worker_info(
   OUT pid integer, OUT kind text, OUT shard_id text, OUT stores integer,
   OUT store_uris text[], OUT queue_depth integer, OUT rounds bigint,
-  OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz)
+  OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz,
+  OUT phase text, OUT progress_done bigint, OUT progress_total bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_worker_info'
 LANGUAGE C STRICT VOLATILE ROWS 2;

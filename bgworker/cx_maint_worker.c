@@ -71,12 +71,14 @@ typedef struct MaintJob
 } MaintJob;
 
 /* What this worker keeps per open store (CxOpenStore.state): the Iceberg
- * publish a merge left due. */
+ * publish a merge left due, and the timed compaction. */
 typedef struct MaintStoreState
 {
 	int			iceberg_interval_s;
 	TimestampTz last_publish;	/* 0: never by this worker */
 	bool		publish_pending;
+	CxStoreSettings settings;	/* the last job's: compaction's options */
+	TimestampTz next_compact;	/* 0: compact_interval is off */
 } MaintStoreState;
 
 /* The job's merge options: its step of generations, the store's other
@@ -194,6 +196,32 @@ merge_until(MaintJob *job, const cx_merge_options *opt)
 	}
 }
 
+/* This worker's state of an open store, made on first use. */
+static MaintStoreState *
+store_state(CxOpenStore *os)
+{
+	if (os->state == NULL)
+		os->state = MemoryContextAllocZero(TopMemoryContext,
+										   sizeof(MaintStoreState));
+	return os->state;
+}
+
+/* A job's settings, for the store's timed compaction: the first one is due
+ * compact_interval after the job that set it. */
+static void
+note_settings(CxOpenStore *os, const CxStoreSettings *settings)
+{
+	MaintStoreState *ms = store_state(os);
+	int			interval_s = settings->compact_interval_s;
+
+	ms->settings = *settings;
+	if (interval_s <= 0)
+		ms->next_compact = 0;
+	else if (ms->next_compact == 0)
+		ms->next_compact = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   (int64) interval_s * 1000);
+}
+
 /* Opens the job's store (this worker's own handle) and merges. */
 static void
 run_job(MaintJob *job)
@@ -226,11 +254,29 @@ run_job(MaintJob *job)
 			strlcpy(job->upsert_key, view.settings->upsert_key,
 					sizeof(job->upsert_key));
 			job->iceberg_interval_s = view.settings->iceberg_interval_s;
+			note_settings(job->store, view.settings);
 			merge_until(job, &opt);
 		}
 		pfree(view.options);
 	}
 	dsm_detach(seg);
+}
+
+/* Brings the key index of os (its key, and upsert_key unless "") up to
+ * date with its base; a failure is logged (see index_after_merge). */
+static void
+index_store(CxOpenStore *os, const char *upsert_key)
+{
+	cx_keyindex_result res;
+	cx_err		err;
+
+	if (cx_keyindex_update_table(os->handle,
+								 upsert_key[0] != '\0' ? upsert_key : NULL,
+								 NULL, &res, &err) != CX_OK)
+		ereport(LOG,
+				errmsg("ctxstore maintenance: indexing store \"%s\" failed",
+					   os->uri),
+				errdetail_internal("%s", err.msg));
 }
 
 /*
@@ -246,19 +292,10 @@ run_job(MaintJob *job)
 static void
 index_after_merge(MaintJob *job)
 {
-	cx_keyindex_result res;
-	cx_err		err;
-
 	if (!job->ok || job->commits == 0 || job->store == NULL ||
 		ShutdownRequestPending)
 		return;
-	if (cx_keyindex_update_table(job->store->handle,
-								 job->upsert_key[0] != '\0' ? job->upsert_key : NULL,
-								 NULL, &res, &err) != CX_OK)
-		ereport(LOG,
-				errmsg("ctxstore maintenance: indexing store \"%s\" failed",
-					   job->uri),
-				errdetail_internal("%s", err.msg));
+	index_store(job->store, job->upsert_key);
 }
 
 /* After a job that merged: an Iceberg publish of the store is due when
@@ -271,10 +308,7 @@ note_publish_due(MaintJob *job)
 	if (!job->ok || job->commits == 0 || job->store == NULL ||
 		job->iceberg_interval_s <= 0)
 		return;
-	if (job->store->state == NULL)
-		job->store->state = MemoryContextAllocZero(TopMemoryContext,
-												   sizeof(MaintStoreState));
-	ms = job->store->state;
+	ms = store_state(job->store);
 	ms->iceberg_interval_s = job->iceberg_interval_s;
 	ms->publish_pending = true;
 }
@@ -303,10 +337,95 @@ publish_iceberg(CxOpenStore *os, MaintStoreState *ms, TimestampTz now)
 	cx_iceberg_result_free(&res);
 }
 
-/* Publishes every store whose publish is due; returns how long until the
- * next one is (IDLE_WAIT_MS at most). */
+/* Milliseconds from now until due (IDLE_WAIT_MS at most). */
 static long
-publish_due(void)
+wait_until(TimestampTz due, TimestampTz now)
+{
+	return Min(IDLE_WAIT_MS, (long) ((due - now) / 1000) + 1);
+}
+
+/* Publishes os if its publish is due; returns how long until it is. */
+static long
+publish_if_due(CxOpenStore *os, MaintStoreState *ms, TimestampTz now)
+{
+	TimestampTz due = TimestampTzPlusMilliseconds(ms->last_publish,
+												  (int64) ms->iceberg_interval_s * 1000);
+
+	if (!ms->publish_pending)
+		return IDLE_WAIT_MS;
+	if (ms->last_publish != 0 && now < due)
+		return wait_until(due, now);
+	publish_iceberg(os, ms, now);
+	return IDLE_WAIT_MS;
+}
+
+/* Progress callback of this worker's lifecycle jobs: shown in
+ * ctxstore.workers; SIGTERM asks the job to stop (the store stays
+ * consistent). */
+static bool
+show_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	(void) arg;
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	strlcpy(CxWriter->maint.phase, phase, sizeof(CxWriter->maint.phase));
+	CxWriter->maint.progress_done = done;
+	CxWriter->maint.progress_total = total;
+	LWLockRelease(CxWriter->lock);
+	return !ShutdownRequestPending;
+}
+
+/* Compacts os with its tables' settings, then indexes the outputs.
+ * Another holder of the lease (BUSY) or a stop is not a failure. */
+static void
+compact_store(CxOpenStore *os, MaintStoreState *ms)
+{
+	cx_job_progress progress = {show_progress, NULL};
+	cx_compact_options opt;
+	cx_compact_result res;
+	char		holder[NAMEDATALEN + 32];
+	cx_code		rc;
+	cx_err		err;
+
+	cx_compact_options_from(&ms->settings, &opt);
+	cx_lease_holder(holder, sizeof(holder));
+	opt.holder = holder;
+	rc = cx_compact(os->handle, &opt, &progress, &res, &err);
+	(void) show_progress(NULL, "", 0, 0);
+	cx_stats_note_compact(os->uri, rc, &res, &err);
+	if (rc == CX_OK && res.compacted)
+		index_store(os, ms->settings.upsert_key);
+	else if (rc != CX_OK && rc != CX_ERR_BUSY && rc != CX_ERR_CANCELED)
+	{
+		ereport(LOG,
+				errmsg("ctxstore maintenance: compacting store \"%s\" failed",
+					   os->uri),
+				errdetail_internal("%s", err.msg));
+		cx_worker_note_error(&CxWriter->maint, "store %s: %s", os->uri,
+							 err.msg);
+	}
+}
+
+/* Compacts os if its compact_interval has passed; returns how long until
+ * the next one is due. */
+static long
+compact_if_due(CxOpenStore *os, MaintStoreState *ms, TimestampTz now)
+{
+	int64		interval_ms = (int64) ms->settings.compact_interval_s * 1000;
+
+	if (ms->next_compact == 0)
+		return IDLE_WAIT_MS;
+	if (now < ms->next_compact)
+		return wait_until(ms->next_compact, now);
+	compact_store(os, ms);
+	ms->next_compact = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   interval_ms);
+	return Min(IDLE_WAIT_MS, interval_ms);
+}
+
+/* Does what is due on every open store (an Iceberg publish, a timed
+ * compaction); returns how long until the next is (IDLE_WAIT_MS at most). */
+static long
+timed_work_due(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	long		wait_ms = IDLE_WAIT_MS;
@@ -315,16 +434,11 @@ publish_due(void)
 	{
 		CxOpenStore *os = cx_stores_at(i);
 		MaintStoreState *ms = os != NULL ? os->state : NULL;
-		TimestampTz due;
 
-		if (ms == NULL || !ms->publish_pending || ShutdownRequestPending)
+		if (ms == NULL || ShutdownRequestPending)
 			continue;
-		due = TimestampTzPlusMilliseconds(ms->last_publish,
-										  (int64) ms->iceberg_interval_s * 1000);
-		if (ms->last_publish == 0 || now >= due)
-			publish_iceberg(os, ms, now);
-		else
-			wait_ms = Min(wait_ms, (long) ((due - now) / 1000) + 1);
+		wait_ms = Min(wait_ms, publish_if_due(os, ms, now));
+		wait_ms = Min(wait_ms, compact_if_due(os, ms, now));
 	}
 	return wait_ms;
 }
@@ -423,11 +537,12 @@ cx_maint_main(Datum main_arg)
 			index_after_merge(&job);
 			finish_job(&job);
 			note_publish_due(&job);
-			/* Between jobs too, so that a busy store is published. */
-			(void) publish_due();
+			/* Between jobs too, so that a busy store is published and
+			 * compacted. */
+			(void) timed_work_due();
 			continue;
 		}
-		wait_ms = publish_due();
+		wait_ms = timed_work_due();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait_ms, PG_WAIT_EXTENSION);
 	}

@@ -139,8 +139,8 @@ json_str(StringInfo buf, const char *key, const char *value)
 		escape_json(buf, value);
 }
 
-static void
-json_uint(StringInfo buf, const char *key, uint64 value)
+void
+cxfdw_json_uint(StringInfo buf, const char *key, uint64 value)
 {
 	json_key(buf, key);
 	appendStringInfo(buf, UINT64_FORMAT, value);
@@ -152,15 +152,15 @@ request_stats(StringInfo buf, const char *key, const cx_objstats *os)
 {
 	json_key(buf, key);
 	appendStringInfoChar(buf, '{');
-	json_uint(buf, "puts", os->puts);
-	json_uint(buf, "gets", os->gets);
-	json_uint(buf, "heads", os->heads);
-	json_uint(buf, "lists", os->lists);
-	json_uint(buf, "deletes", os->deletes);
-	json_uint(buf, "bytes_written", os->bytes_written);
-	json_uint(buf, "bytes_read", os->bytes_read);
-	json_uint(buf, "retries", os->retries);
-	json_uint(buf, "connections", os->connections);
+	cxfdw_json_uint(buf, "puts", os->puts);
+	cxfdw_json_uint(buf, "gets", os->gets);
+	cxfdw_json_uint(buf, "heads", os->heads);
+	cxfdw_json_uint(buf, "lists", os->lists);
+	cxfdw_json_uint(buf, "deletes", os->deletes);
+	cxfdw_json_uint(buf, "bytes_written", os->bytes_written);
+	cxfdw_json_uint(buf, "bytes_read", os->bytes_read);
+	cxfdw_json_uint(buf, "retries", os->retries);
+	cxfdw_json_uint(buf, "connections", os->connections);
 	appendStringInfoChar(buf, '}');
 }
 
@@ -173,12 +173,12 @@ manifest_stats(StringInfo buf, const cx_manifest *m, uint64 generation_rows)
 	uint64		bytes = m ? cx_manifest_bytes(m) : 0;
 	uint64		base_rows = m ? cx_manifest_rows(m) : 0;
 
-	json_uint(buf, "version", m ? m->version : 0);
-	json_uint(buf, "schema_id", m ? m->schema_id : 0);
-	json_uint(buf, "fragments", m ? m->nfragments : 0);
-	json_uint(buf, "rows", base_rows + generation_rows);
-	json_uint(buf, "base_rows", base_rows);
-	json_uint(buf, "bytes", bytes);
+	cxfdw_json_uint(buf, "version", m ? m->version : 0);
+	cxfdw_json_uint(buf, "schema_id", m ? m->schema_id : 0);
+	cxfdw_json_uint(buf, "fragments", m ? m->nfragments : 0);
+	cxfdw_json_uint(buf, "rows", base_rows + generation_rows);
+	cxfdw_json_uint(buf, "base_rows", base_rows);
+	cxfdw_json_uint(buf, "bytes", bytes);
 }
 
 /* Every shard of the store with its unmerged generations. */
@@ -193,11 +193,11 @@ shard_stats(StringInfo buf, const cx_shard_info *shards, int n)
 		json_sep(buf);
 		appendStringInfoChar(buf, '{');
 		json_str(buf, "shard_id", shards[i].shard_id);
-		json_uint(buf, "generations", shards[i].generations);
-		json_uint(buf, "generation_rows", shards[i].rows);
-		json_uint(buf, "merged_through", shards[i].merged_gen);
-		json_uint(buf, "version", shards[i].version);
-		json_uint(buf, "epoch", shards[i].epoch);
+		cxfdw_json_uint(buf, "generations", shards[i].generations);
+		cxfdw_json_uint(buf, "generation_rows", shards[i].rows);
+		cxfdw_json_uint(buf, "merged_through", shards[i].merged_gen);
+		cxfdw_json_uint(buf, "version", shards[i].version);
+		cxfdw_json_uint(buf, "epoch", shards[i].epoch);
 		json_str(buf, "writer", shards[i].writer);
 		appendStringInfoChar(buf, '}');
 	}
@@ -212,18 +212,18 @@ writer_object(StringInfo buf, const CxWriterStoreStats *ws)
 	appendStringInfoChar(buf, '{');
 	json_key(buf, "open");
 	appendStringInfoString(buf, ws->writer_open ? "true" : "false");
-	json_uint(buf, "epoch", ws->epoch);
-	json_uint(buf, "shard_version", ws->shard_version);
-	json_uint(buf, "pending_generations", ws->pending_generations);
-	json_uint(buf, "memtable_rows", ws->memtable_rows);
-	json_uint(buf, "claims", ws->claims);
-	json_uint(buf, "fenced", ws->fenced);
-	json_uint(buf, "clock_ahead_commits", ws->clock_ahead_commits);
-	json_uint(buf, "clock_ahead_max_us", ws->clock_ahead_max_us);
-	json_uint(buf, "wal_entries", ws->wal_entries);
-	json_uint(buf, "seals", ws->seals);
-	json_uint(buf, "drains", ws->drains);
-	json_uint(buf, "replayed_entries", ws->replayed_entries);
+	cxfdw_json_uint(buf, "epoch", ws->epoch);
+	cxfdw_json_uint(buf, "shard_version", ws->shard_version);
+	cxfdw_json_uint(buf, "pending_generations", ws->pending_generations);
+	cxfdw_json_uint(buf, "memtable_rows", ws->memtable_rows);
+	cxfdw_json_uint(buf, "claims", ws->claims);
+	cxfdw_json_uint(buf, "fenced", ws->fenced);
+	cxfdw_json_uint(buf, "clock_ahead_commits", ws->clock_ahead_commits);
+	cxfdw_json_uint(buf, "clock_ahead_max_us", ws->clock_ahead_max_us);
+	cxfdw_json_uint(buf, "wal_entries", ws->wal_entries);
+	cxfdw_json_uint(buf, "seals", ws->seals);
+	cxfdw_json_uint(buf, "drains", ws->drains);
+	cxfdw_json_uint(buf, "replayed_entries", ws->replayed_entries);
 	request_stats(buf, "requests", &ws->writer_requests);
 	appendStringInfoChar(buf, '}');
 }
@@ -234,12 +234,12 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
 {
 	json_key(buf, "merge");
 	appendStringInfoChar(buf, '{');
-	json_uint(buf, "merges", ws->merges);
-	json_uint(buf, "failures", ws->merge_failures);
-	json_uint(buf, "generations", ws->merged_generations);
-	json_uint(buf, "rows", ws->merged_rows);
-	json_uint(buf, "bytes", ws->merged_bytes);
-	json_uint(buf, "key_conflicts", ws->key_conflicts);
+	cxfdw_json_uint(buf, "merges", ws->merges);
+	cxfdw_json_uint(buf, "failures", ws->merge_failures);
+	cxfdw_json_uint(buf, "generations", ws->merged_generations);
+	cxfdw_json_uint(buf, "rows", ws->merged_rows);
+	cxfdw_json_uint(buf, "bytes", ws->merged_bytes);
+	cxfdw_json_uint(buf, "key_conflicts", ws->key_conflicts);
 	json_key(buf, "last_merge_at");
 	if (ws->last_merge_at == 0)
 		appendStringInfoString(buf, "null");
@@ -249,8 +249,24 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
 			 ws->last_merge_error[0] != '\0' ? ws->last_merge_error : NULL);
 	json_key(buf, "merges_behind");
 	appendStringInfoString(buf, ws->merges_behind ? "true" : "false");
-	json_uint(buf, "target_generations", ws->merge_target_generations);
+	cxfdw_json_uint(buf, "target_generations", ws->merge_target_generations);
 	request_stats(buf, "requests", &ws->maintenance_requests);
+	appendStringInfoChar(buf, '}');
+}
+
+/* The last compaction or GC of the store by this cluster. */
+static void
+lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run)
+{
+	json_key(buf, key);
+	appendStringInfoChar(buf, '{');
+	json_key(buf, "last_at");
+	if (run->at == 0)
+		appendStringInfoString(buf, "null");
+	else
+		escape_json(buf, timestamptz_to_str(run->at));
+	json_str(buf, "outcome", run->at != 0 ? run->outcome : NULL);
+	cxfdw_json_uint(buf, "bytes_reclaimed", run->bytes_reclaimed);
 	appendStringInfoChar(buf, '}');
 }
 
@@ -263,12 +279,14 @@ writer_stats(StringInfo buf, const char *uri)
 
 	if (cx_writer_available())
 		cx_writer_store_stats(uri, &ws);
-	json_uint(buf, "store_commits", ws.store_commits);
-	json_uint(buf, "acked_transactions", ws.acked_transactions);
-	json_uint(buf, "acked_rows", ws.acked_rows);
-	json_uint(buf, "failed_transactions", ws.failed_transactions);
+	cxfdw_json_uint(buf, "store_commits", ws.store_commits);
+	cxfdw_json_uint(buf, "acked_transactions", ws.acked_transactions);
+	cxfdw_json_uint(buf, "acked_rows", ws.acked_rows);
+	cxfdw_json_uint(buf, "failed_transactions", ws.failed_transactions);
 	writer_object(buf, &ws);
 	merge_object(buf, &ws);
+	lifecycle_object(buf, "compaction", &ws.last_compaction);
+	lifecycle_object(buf, "gc", &ws.last_gc);
 }
 
 /* Requests this backend's read handle has made, since it was opened. */
@@ -277,10 +295,10 @@ backend_read_stats(StringInfo buf, const cx_objstats *os)
 {
 	json_key(buf, "backend_reads");
 	appendStringInfoChar(buf, '{');
-	json_uint(buf, "gets", os->gets);
-	json_uint(buf, "heads", os->heads);
-	json_uint(buf, "lists", os->lists);
-	json_uint(buf, "bytes_read", os->bytes_read);
+	cxfdw_json_uint(buf, "gets", os->gets);
+	cxfdw_json_uint(buf, "heads", os->heads);
+	cxfdw_json_uint(buf, "lists", os->lists);
+	cxfdw_json_uint(buf, "bytes_read", os->bytes_read);
 	appendStringInfoChar(buf, '}');
 }
 
@@ -308,7 +326,7 @@ ctxstore_stats(PG_FUNCTION_ARGS)
 	json_key(&buf, "pinned");
 	appendStringInfoString(&buf, ri->version != 0 ? "true" : "false");
 	manifest_stats(&buf, cxfdw_store_manifest(st, ri->version), generation_rows);
-	json_uint(&buf, "pending_rows", p ? cxfdw_pending_rows(p) : 0);
+	cxfdw_json_uint(&buf, "pending_rows", p ? cxfdw_pending_rows(p) : 0);
 	writer_stats(&buf, ri->uri);
 	shard_stats(&buf, shards, nshards);
 	backend_read_stats(&buf, &cxfdw_store_handle(st)->stats);

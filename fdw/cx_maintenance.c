@@ -10,6 +10,8 @@
  *   create_id_index(t)          build or extend the store's key index
  *   publish_iceberg(t)          publish the base as an Iceberg snapshot
  *
+ * (compact and gc are in cx_lifecycle.c.)
+ *
  * The first three ask the writer worker (cx_writer_control) and wait for it,
  * through the same slot and the same bounded, interruptible wait as a
  * COMMIT; they need shared_preload_libraries.  The others work on the
@@ -46,8 +48,8 @@ refuse_pinned(const CxRelInfo *ri, const char *fname, const char *verb)
 }
 
 /* The store of an unpinned table, opened for writing. */
-static CxStore *
-open_unpinned(CxRelInfo *ri, const char *fname, const char *verb)
+CxStore *
+cxfdw_open_unpinned(CxRelInfo *ri, const char *fname, const char *verb)
 {
 	refuse_pinned(ri, fname, verb);
 	return cxfdw_store_open(ri, CX_ACCESS_WRITE);
@@ -107,15 +109,6 @@ cxfdw_flush_recorded(Oid relid, Oid userid, const char *uri,
 	relation_close(rel, AccessShareLock);
 }
 
-static void
-json_uint(StringInfo buf, const char *key, uint64 value, bool first)
-{
-	if (!first)
-		appendStringInfoChar(buf, ',');
-	escape_json(buf, key);
-	appendStringInfo(buf, ":" UINT64_FORMAT, value);
-}
-
 PG_FUNCTION_INFO_V1(ctxstore_flush);
 
 /* ctxstore.flush(regclass) returns jsonb: what the seal made visible and
@@ -130,10 +123,10 @@ ctxstore_flush(PG_FUNCTION_ARGS)
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"shard_id\":");
 	escape_json(&buf, cx_shard_id());
-	json_uint(&buf, "sealed_rows", res.sealed_rows, false);
-	json_uint(&buf, "shard_version", res.shard_version, false);
-	json_uint(&buf, "epoch", res.epoch, false);
-	json_uint(&buf, "pending_generations", res.pending_generations, false);
+	cxfdw_json_uint(&buf, "sealed_rows", res.sealed_rows);
+	cxfdw_json_uint(&buf, "shard_version", res.shard_version);
+	cxfdw_json_uint(&buf, "epoch", res.epoch);
+	cxfdw_json_uint(&buf, "pending_generations", res.pending_generations);
 	appendStringInfoChar(&buf, '}');
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
@@ -201,6 +194,16 @@ upsert_column(Oid relid)
 	return NULL;
 }
 
+/* Brings the key index of ri's store (the key column, and the upsert_key
+ * column when set) up to date with its base. */
+cx_code
+cxfdw_index_store(const CxRelInfo *ri, CxStore *st, cx_keyindex_result *res,
+				  cx_err *err)
+{
+	return cx_keyindex_update_table(cxfdw_store_handle(st),
+									upsert_column(ri->relid), NULL, res, err);
+}
+
 PG_FUNCTION_INFO_V1(ctxstore_create_id_index);
 
 /* ctxstore.create_id_index(regclass) returns jsonb: what the update of the
@@ -215,20 +218,18 @@ ctxstore_create_id_index(PG_FUNCTION_ARGS)
 	CxStore    *st;
 	cx_err		err;
 
-	st = open_unpinned(ri, "ctxstore.create_id_index", "index");
-	if (cx_keyindex_update_table(cxfdw_store_handle(st),
-								 upsert_column(ri->relid), NULL, &res,
-								 &err) != CX_OK)
+	st = cxfdw_open_unpinned(ri, "ctxstore.create_id_index", "index");
+	if (cxfdw_index_store(ri, st, &res, &err) != CX_OK)
 		cx_pg_error(&err, "could not index the store of foreign table \"%s\"",
 					ri->relname);
 	relation_close(rel, AccessShareLock);
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
-	json_uint(&buf, "segments_written", res.segments_written, true);
-	json_uint(&buf, "keys_indexed", res.keys_indexed, false);
-	json_uint(&buf, "fragments_covered", res.fragments_covered, false);
-	json_uint(&buf, "segments_merged", res.segments_merged, false);
-	json_uint(&buf, "base_version", res.base_version, false);
+	cxfdw_json_uint(&buf, "segments_written", res.segments_written);
+	cxfdw_json_uint(&buf, "keys_indexed", res.keys_indexed);
+	cxfdw_json_uint(&buf, "fragments_covered", res.fragments_covered);
+	cxfdw_json_uint(&buf, "segments_merged", res.segments_merged);
+	cxfdw_json_uint(&buf, "base_version", res.base_version);
 	appendStringInfoChar(&buf, '}');
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
@@ -243,7 +244,7 @@ ctxstore_publish_iceberg(PG_FUNCTION_ARGS)
 {
 	Relation	rel = cxfdw_function_table(PG_GETARG_OID(0), CX_CHECK_OWNER);
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
-	CxStore    *st = open_unpinned(ri, "ctxstore.publish_iceberg", "publish");
+	CxStore    *st = cxfdw_open_unpinned(ri, "ctxstore.publish_iceberg", "publish");
 	cx_iceberg_result res;
 	StringInfoData buf;
 	cx_err		err;
@@ -260,12 +261,12 @@ ctxstore_publish_iceberg(PG_FUNCTION_ARGS)
 	else
 		appendStringInfoString(&buf, "null");
 	appendStringInfo(&buf, ",\"snapshot_id\":" INT64_FORMAT, res.snapshot_id);
-	json_uint(&buf, "metadata_version", res.metadata_version, false);
-	json_uint(&buf, "base_version", res.base_version, false);
-	json_uint(&buf, "data_files", res.data_files, false);
-	json_uint(&buf, "records", res.records, false);
-	json_uint(&buf, "delete_files", res.delete_files, false);
-	json_uint(&buf, "position_deletes", res.position_deletes, false);
+	cxfdw_json_uint(&buf, "metadata_version", res.metadata_version);
+	cxfdw_json_uint(&buf, "base_version", res.base_version);
+	cxfdw_json_uint(&buf, "data_files", res.data_files);
+	cxfdw_json_uint(&buf, "records", res.records);
+	cxfdw_json_uint(&buf, "delete_files", res.delete_files);
+	cxfdw_json_uint(&buf, "position_deletes", res.position_deletes);
 	appendStringInfoChar(&buf, '}');
 	cx_iceberg_result_free(&res);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));

@@ -92,7 +92,7 @@ reject_unknown(const char *name, Oid context)
 
 	initStringInfo(&valid);
 	for (int i = 0; i < cx_noptions; i++)
-		if (cx_options[i].context == context && cx_options[i].kind != OPT_NOT_YET)
+		if (cx_options[i].context == context)
 			appendStringInfo(&valid, "%s%s", valid.len > 0 ? ", " : "",
 							 cx_options[i].name);
 
@@ -199,20 +199,6 @@ cxfdw_canonical_uri(const char *uri)
 	result = pstrdup(canonical);
 	free(canonical);
 	return result;
-}
-
-static void refuse_not_yet(const CxOptDef *def) pg_attribute_noreturn();
-
-/* An option kept for a feature not built yet: accepting it would promise a
- * behaviour the store does not have. */
-static void
-refuse_not_yet(const CxOptDef *def)
-{
-	ereport(ERROR,
-			errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			errmsg("option \"%s\" is not supported yet", def->name),
-			errhidestmt(true),
-			errhint("Leave the option out until the feature it governs is built (docs/OPERATIONS.md, section 2.3)."));
 }
 
 /* Integer from an integer option; min/max from the option's definition. */
@@ -367,8 +353,6 @@ parse_value(const CxOptDef *def, const char *value)
 		case OPT_BYTES:
 			n = parse_bytes(def, value);
 			break;
-		case OPT_NOT_YET:
-			refuse_not_yet(def);
 	}
 
 	if (n < def->min || n > def->max)

@@ -2,7 +2,8 @@
  * cx_workers_view.c — ctxstore.worker_info(), the set-returning function
  * behind the ctxstore.workers view: one row per worker (writer,
  * maintenance) with its pid, the stores it holds open, its queue depth, its
- * rounds and commits and its last error.
+ * rounds and commits, its last error and the lifecycle job it runs (phase,
+ * progress).
  *
  * Options are never shown.  Store URIs and error messages (which name
  * stores) are shown to members of pg_read_all_stats only, as
@@ -24,7 +25,7 @@
 #include "cx_module.h"
 #include "cx_writer_shmem.h"
 
-#define NCOLS 10
+#define NCOLS 13
 
 typedef enum WorkerKind
 {
@@ -91,13 +92,20 @@ worker_row(ReturnSetInfo *rsinfo, WorkerKind kind, bool see_details)
 	nulls[8] = w->last_error[0] == '\0' || !see_details;
 	values[9] = TimestampTzGetDatum(w->last_error_at);
 	nulls[9] = w->last_error_at == 0;
+	values[10] = CStringGetTextDatum(w->phase);
+	nulls[10] = w->phase[0] == '\0';
+	values[11] = Int64GetDatum((int64) w->progress_done);
+	nulls[11] = nulls[10];
+	values[12] = Int64GetDatum((int64) w->progress_total);
+	nulls[12] = nulls[10];
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 PG_FUNCTION_INFO_V1(ctxstore_worker_info);
 
 /* ctxstore.worker_info() returns setof (pid, kind, shard_id, stores,
- * store_uris, queue_depth, rounds, commits, last_error, last_error_at). */
+ * store_uris, queue_depth, rounds, commits, last_error, last_error_at,
+ * phase, progress_done, progress_total). */
 Datum
 ctxstore_worker_info(PG_FUNCTION_ARGS)
 {

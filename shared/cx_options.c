@@ -19,6 +19,7 @@
 #include "catalog/pg_user_mapping.h"
 
 #include "ctxstore/engine.h"
+#include "ctxstore/lifecycle.h"
 #include "cx_options.h"
 
 #define SERVER ForeignServerRelationId
@@ -28,6 +29,16 @@
 
 /* A default that is an engine constant (an integer literal or true). */
 #define ENGINE_DEFAULT(constant) CppAsString2(constant)
+/* The engine keeps GC's intervals in microseconds, the options in seconds. */
+#define CX_GC_DEFAULT_RETAIN_INTERVAL_S 3600
+#define CX_GC_DEFAULT_GRACE_S 3600
+StaticAssertDecl(CX_GC_DEFAULT_RETAIN_INTERVAL_S * INT64CONST(1000000) ==
+				 CX_GC_DEFAULT_RETAIN_INTERVAL_US,
+				 "retain_interval's default is the engine's");
+StaticAssertDecl(CX_GC_DEFAULT_GRACE_S * INT64CONST(1000000) ==
+				 CX_GC_DEFAULT_GRACE_US,
+				 "gc_grace's default is the engine's");
+
 #define FIELD(f) \
 	{offsetof(CxStoreSettings, f), sizeof(((CxStoreSettings *) NULL)->f)}
 
@@ -81,7 +92,6 @@ const CxOptDef cx_options[] =
 	{"pending_generations_max", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
 		ENGINE_DEFAULT(CX_SW_DEFAULT_PENDING_MAX),
 	FIELD(pending_generations_max)},
-	{"compact_min_fragments", TABLE, OF_STORE, OPT_NOT_YET},
 	{"target_rows_per_fragment", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
 		ENGINE_DEFAULT(CX_MERGE_DEFAULT_TARGET_ROWS),
 	FIELD(target_rows_per_fragment)},
@@ -90,6 +100,22 @@ const CxOptDef cx_options[] =
 	FIELD(compression_level)},
 	{"iceberg_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "0",
 	FIELD(iceberg_interval_s)},
+	{"compact_min_fragments", TABLE, OF_STORE, OPT_INT, 2, INT_MAX,
+		ENGINE_DEFAULT(CX_COMPACT_DEFAULT_MIN_FRAGMENTS),
+	FIELD(compact_min_fragments)},
+	{"compact_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "0",
+	FIELD(compact_interval_s)},
+	{"retain_versions", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
+		ENGINE_DEFAULT(CX_GC_DEFAULT_RETAIN_VERSIONS),
+	FIELD(retain_versions)},
+	{"retain_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX,
+		CppAsString2(CX_GC_DEFAULT_RETAIN_INTERVAL_S),
+	FIELD(retain_interval_s)},
+	{"gc_grace", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX,
+		CppAsString2(CX_GC_DEFAULT_GRACE_S),
+	FIELD(gc_grace_s)},
+	{"gc_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "0",
+	FIELD(gc_interval_s)},
 	{"version", TABLE, OF_TABLE, OPT_INT, 1, PG_INT64_MAX},
 
 	{"column_name", COLUMN, OF_OBJECT, OPT_STRING},
@@ -226,4 +252,25 @@ cx_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 	}
 	*store = merged;
 	return true;
+}
+
+/* ---- the lifecycle jobs' options, from a store's settings ---- */
+
+void
+cx_compact_options_from(const CxStoreSettings *s, cx_compact_options *o)
+{
+	cx_compact_options_default(o);
+	o->min_fragments = (uint32_t) s->compact_min_fragments;
+	o->target_rows_per_fragment = (uint64_t) s->target_rows_per_fragment;
+	o->fragment.compression_level = s->compression_level;
+	o->sort_key = s->sort_key[0] != '\0' ? s->sort_key : NULL;
+}
+
+void
+cx_gc_options_from(const CxStoreSettings *s, cx_gc_options *o)
+{
+	cx_gc_options_default(o);
+	o->retain_versions = (uint32_t) s->retain_versions;
+	o->retain_interval_us = (int64_t) s->retain_interval_s * INT64CONST(1000000);
+	o->grace_us = (int64_t) s->gc_grace_s * INT64CONST(1000000);
 }

@@ -9,6 +9,9 @@
 
 #include "postgres.h"
 
+#include "ctxstore/engine.h"
+#include "ctxstore/lifecycle.h"
+
 /* What an option's value must look like. */
 typedef enum CxOptKind
 {
@@ -25,8 +28,7 @@ typedef enum CxOptKind
 	OPT_ENGINE_BOOL,			/* on/off, true/false, yes/no, 1/0 */
 	OPT_TRANSPORT,				/* timeouts, retries, TLS (cx_http.h) */
 	OPT_PATH,					/* absolute file name */
-	OPT_SORT_KEY,				/* comma-separated store column names */
-	OPT_NOT_YET					/* refused until the feature is built */
+	OPT_SORT_KEY				/* comma-separated store column names */
 } CxOptKind;
 
 /*
@@ -85,7 +87,7 @@ typedef struct CxTableRef
 #define CX_SORT_KEY_LEN (8 * (NAMEDATALEN + 2))
 
 /* Most numeric and boolean settings (the option table, cx_options.c, lists them). */
-#define CX_SETTINGS_MAX 16
+#define CX_SETTINGS_MAX 24
 
 /*
  * The foreign-table options that govern how the writer worker keeps a store
@@ -118,6 +120,12 @@ typedef struct CxStoreSettings
 	int64		target_rows_per_fragment;
 	int			compression_level;
 	int			iceberg_interval_s; /* 0 = no automatic Iceberg publish */
+	int			compact_min_fragments;
+	int			compact_interval_s; /* 0 = no automatic compaction */
+	int			retain_versions;
+	int			retain_interval_s;
+	int			gc_grace_s;
+	int			gc_interval_s;	/* 0 = no automatic GC */
 	uint32		explicit_mask;	/* bit i: setting i was set by the table */
 	CxTableRef	source;
 } CxStoreSettings;
@@ -146,5 +154,11 @@ extern void cx_setting_copy(CxStoreSettings *dst, const CxStoreSettings *src,
 extern bool cx_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 							  const CxStoreSettings *req, char *why,
 							  size_t whylen);
+
+/* The engine options of compaction and GC from a store's settings (the
+ * caller sets what is its own: holder, force, pinned, dry_run). */
+extern void cx_compact_options_from(const CxStoreSettings *s,
+									cx_compact_options *o);
+extern void cx_gc_options_from(const CxStoreSettings *s, cx_gc_options *o);
 
 #endif							/* CX_OPTIONS_H */

@@ -89,6 +89,8 @@ hint_for(cx_code code)
 			return "The disk or quota holding the store is full; free space, then retry.";
 		case CX_ERR_UNIQUE:
 			return "To skip rows whose key exists use INSERT ... ON CONFLICT DO NOTHING; to replace them, set the table option unique_key 'false' or use UPDATE.";
+		case CX_ERR_BUSY:
+			return "Another compaction of the store is running (the detail names its holder); retry once it ends, or once its lease expires if that holder is gone.";
 		case CX_ERR_CARDINALITY:
 			return "An upsert supersedes at most one row: delete all but one of the rows holding that upsert-key value.";
 		default:

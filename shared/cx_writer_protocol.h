@@ -79,6 +79,24 @@ typedef enum CxControlKind
  * request array and the workers exist. */
 bool		cx_writer_available(void);
 
+/* The store lifecycle's jobs. */
+typedef enum CxLifecycleJob
+{
+	CX_LIFECYCLE_COMPACT,
+	CX_LIFECYCLE_GC
+} CxLifecycleJob;
+
+/* The last run of one of them on a store. */
+typedef struct CxLifecycleRun
+{
+	TimestampTz at;				/* 0 = none since the server started */
+	char		outcome[256];	/* "compacted", "nothing to do", "collected",
+								 * "dry run", or "failed: <error>" */
+	uint64		bytes_reclaimed;	/* GC: bytes deleted; compaction: input
+									 * bytes less output bytes, reclaimed
+									 * once GC deletes the inputs */
+} CxLifecycleRun;
+
 /* What the workers did for one store since the server started (shared
  * memory).  Never holds an option value. */
 typedef struct CxWriterStoreStats
@@ -118,10 +136,27 @@ typedef struct CxWriterStoreStats
 								 * one catch-up step takes */
 	uint32		merge_target_generations;	/* that step: the backlog one
 											 * merge call clears */
+	/* the store's lifecycle: the last compaction and GC of this cluster
+	 * (ctxstore.compact / ctxstore.gc or the maintenance worker) */
+	CxLifecycleRun last_compaction;
+	CxLifecycleRun last_gc;
 	/* object-store requests of the workers' own handles */
 	cx_objstats writer_requests;
 	cx_objstats maintenance_requests;
 } CxWriterStoreStats;
+
+/* Who holds a compaction lease this process takes: shard and pid, as the
+ * BUSY error another caller gets names it; written to holder. */
+void		cx_lease_holder(char *holder, size_t len);
+
+/* Record the outcome of a compaction or GC of uri, rc and res (or err) as
+ * the engine returned them (nothing without the workers' shared memory). */
+void		cx_stats_note_compact(const char *uri, cx_code rc,
+								  const cx_compact_result *res,
+								  const cx_err *err);
+void		cx_stats_note_gc(const char *uri, cx_code rc,
+							 const cx_gc_result *res, bool dry_run,
+							 const cx_err *err);
 
 /* False if the workers have no record of the store (never used here since
  * the server started). */

@@ -14,6 +14,7 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "cx_module.h"
 #include "cx_writer_shmem.h"
 
 CxWriterShared *CxWriter = NULL;
@@ -187,6 +188,68 @@ cx_counters_add_delta(uint64 *dst, const uint64 *now, uint64 *last, int n)
 		dst[i] += now[i] - last[i];
 		last[i] = now[i];
 	}
+}
+
+static void
+note_run(const char *uri, CxLifecycleJob job, const char *outcome,
+		 uint64 bytes_reclaimed)
+{
+	CxStoreStatsEntry *e;
+
+	if (CxWriter == NULL)
+		return;
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	e = cx_stats_entry(uri, true);
+	if (e != NULL)
+	{
+		CxLifecycleRun *run = job == CX_LIFECYCLE_GC ?
+			&e->stats.last_gc : &e->stats.last_compaction;
+
+		run->at = GetCurrentTimestamp();
+		strlcpy(run->outcome, outcome, sizeof(run->outcome));
+		run->bytes_reclaimed = bytes_reclaimed;
+	}
+	LWLockRelease(CxWriter->lock);
+}
+
+void
+cx_lease_holder(char *holder, size_t len)
+{
+	snprintf(holder, len, "shard %s, pid %d", cx_shard_id(), MyProcPid);
+}
+
+/* A failed job's outcome: "failed: " and the engine's message. */
+static void
+note_failure(const char *uri, CxLifecycleJob job, const cx_err *err)
+{
+	char		outcome[sizeof(((CxLifecycleRun *) NULL)->outcome)];
+
+	snprintf(outcome, sizeof(outcome), "failed: %s", err->msg);
+	note_run(uri, job, outcome, 0);
+}
+
+void
+cx_stats_note_compact(const char *uri, cx_code rc,
+					  const cx_compact_result *res, const cx_err *err)
+{
+	if (rc != CX_OK)
+		note_failure(uri, CX_LIFECYCLE_COMPACT, err);
+	else
+		note_run(uri, CX_LIFECYCLE_COMPACT,
+				 res->compacted ? "compacted" : "nothing to do",
+				 res->bytes_read > res->bytes_written ?
+				 res->bytes_read - res->bytes_written : 0);
+}
+
+void
+cx_stats_note_gc(const char *uri, cx_code rc, const cx_gc_result *res,
+				 bool dry_run, const cx_err *err)
+{
+	if (rc != CX_OK)
+		note_failure(uri, CX_LIFECYCLE_GC, err);
+	else
+		note_run(uri, CX_LIFECYCLE_GC, dry_run ? "dry run" : "collected",
+				 res->bytes_deleted);
 }
 
 bool

@@ -116,6 +116,11 @@ typedef struct CxWorkerInfo
 								 * maintenance: merge commits */
 	TimestampTz last_error_at;	/* 0 = none */
 	char		last_error[CX_ERR_MSG_LEN];
+	/* The lifecycle job running (maintenance): its phase ("" = none) and
+	 * the units (fragments or objects, per the phase) done of total. */
+	char		phase[32];
+	uint64		progress_done;
+	uint64		progress_total;
 } CxWorkerInfo;
 
 typedef enum CxJobState

@@ -130,13 +130,6 @@ ALTER FOREIGN TABLE opt_ft OPTIONS (SET compression_level '0');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET compression_level '23');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET version '0');
 ALTER FOREIGN TABLE opt_ft OPTIONS (SET version '99999999999999999999');
--- Options of features not built yet are refused whatever their value
--- (0A000), at CREATE and ALTER, and are not listed as valid.
-ALTER FOREIGN TABLE opt_ft OPTIONS (ADD compact_min_fragments '16');
-\echo :LAST_ERROR_SQLSTATE
-CREATE FOREIGN TABLE opt_bad (id text) SERVER opt_srv
-  OPTIONS (uri 'file:///x', compact_min_fragments '4');
-\echo :LAST_ERROR_SQLSTATE
 -- Column level.
 ALTER FOREIGN TABLE opt_ft ALTER COLUMN id OPTIONS (ADD name 'x');
 \echo :LAST_ERROR_SQLSTATE

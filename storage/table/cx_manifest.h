@@ -73,6 +73,9 @@ cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);
 /* Index of the fragment whose path is path, or -1. */
 int64_t		cx_manifest_find_fragment(const cx_manifest *m, const char *path);
+/* Removes fragment f (and its deletion vector), keeping the order of the
+ * others. */
+void		cx_manifest_remove_fragment(cx_manifest *m, uint32_t f);
 /*
  * Schemas (cx_manifest_schema.c).  cx_manifest_set_schema makes a copy of s
  * the current schema: the first one gets schema id 1; a later one moves the

@@ -220,10 +220,8 @@ cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
 	return CX_OK;
 }
 
-/* Removes fragment f (and its deletion vector), keeping the order of the
- * others. */
-static void
-remove_fragment(cx_manifest *m, uint32_t f)
+void
+cx_manifest_remove_fragment(cx_manifest *m, uint32_t f)
 {
 	uint32_t	after = m->nfragments - f - 1;
 
@@ -252,7 +250,7 @@ cx_manifest_truncate(cx_manifest *m, int64_t before_us)
 		if (cx_fragment_all_before(&m->fragments[f - 1],
 								   m->truncated_before_us))
 		{
-			remove_fragment(m, f - 1);
+			cx_manifest_remove_fragment(m, f - 1);
 			dropped++;
 		}
 	return dropped;

@@ -2,7 +2,8 @@
  * test_inspect.c — the ctxstore-inspect CLI against stores built here:
  * every command on directly committed fragments, on merged fragments (with the hidden
  * columns and deletion vectors) and on unmerged generations, and verify on
- * intact, damaged and incomplete stores and where there is no store.  The Makefile passes the binary's path in CX_INSPECT.
+ * intact, damaged and incomplete stores and where there is no store, and
+ * repair.  The Makefile passes the binary's path in CX_INSPECT.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -505,4 +506,72 @@ CX_TEST(inspect_cli_lists_and_verifies_key_index_segments)
 	cx_buf_free(&saved);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
+}
+
+/*
+ * repair: an intact store needs none; a missing fragment and one whose
+ * footer fails its checksum are named with their rows, a dry run changes
+ * nothing, --apply commits a "repair" version without them (schema kept),
+ * after which there is nothing left to repair; an empty store has nothing
+ * to repair.
+ */
+CX_TEST(inspect_cli_repairs_missing_and_damaged_fragments)
+{
+	cx_objstore *s;
+	cx_manifest *m;
+	cx_err		err;
+	char		first[128];
+	char		second[128];
+	cx_buf		saved;
+	char	   *out;
+	const char *uri = cx_test_uri("/repair");
+
+	REQUIRE(getenv("CX_INSPECT") != NULL);
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	REQUIRE_OK(build_store(s, first, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m != NULL && m->nfragments == 2);
+	snprintf(second, sizeof(second), "%s",
+			 strcmp(m->fragments[0].path, first) == 0 ?
+			 m->fragments[1].path : m->fragments[0].path);
+	cx_manifest_free(m);
+
+	CHECK(inspect_cmd(uri, "repair", &out) == 0);
+	CHECK(out && strstr(out, "base version 2: 2 fragments, none missing or damaged"));
+	free(out);
+
+	/* The first fragment gone, the second's footer damaged (its last bytes
+	 * before the length and "PAR1"). */
+	cx_buf_init(&saved);
+	REQUIRE_OK(take_away(s, first, &saved, &err), &err);
+	REQUIRE_OK(cx_obj_get(s, second, &saved, &err), &err);
+	saved.data[saved.len - 20] ^= 0x40;
+	REQUIRE_OK(put_back(s, second, &saved, &err), &err);
+	cx_buf_free(&saved);
+
+	CHECK(inspect_cmd(uri, "repair", &out) == 3);
+	CHECK(out && strstr(out, first) && strstr(out, second) &&
+		  strstr(out, "2 of 2 fragments missing or damaged, 4 rows lost; nothing changed"));
+	free(out);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->version == 2 && m->nfragments == 2);
+	cx_manifest_free(m);
+
+	CHECK(inspect_cmd(uri, "repair --apply", &out) == 0);
+	CHECK(out && strstr(out, "committed base version 3 without 2 fragments: 4 rows lost"));
+	free(out);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->version == 3 && m->nfragments == 0 &&
+		  strcmp(m->operation, "repair") == 0 && m->schema != NULL);
+	cx_manifest_free(m);
+	CHECK(inspect_cmd(uri, "repair", &out) == 0);
+	CHECK(out && strstr(out, "base version 3: 0 fragments, none missing"));
+	free(out);
+	CHECK(inspect_cmd(uri, "repair --force", &out) == 2);
+	free(out);
+	cx_obj_close(s);
+
+	CHECK(inspect_cmd(cx_test_uri("/repair-empty"), "repair", &out) == 0);
+	CHECK(out && strstr(out, "empty store: nothing to repair"));
+	free(out);
 }

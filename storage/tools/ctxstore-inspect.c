@@ -20,10 +20,17 @@
  *                                              against the manifest entry) and
  *                                              that every object a version
  *                                              lists is there
+ *   ctxstore-inspect URI repair [--apply]      the newest base version's
+ *                                              fragments that are missing or
+ *                                              fail their footer checksum,
+ *                                              and the rows lost with them;
+ *                                              --apply commits a base version
+ *                                              without them ("repair")
  *
  * Exit status: 0 on success, 1 on an engine error or when verify finds no
  * store at URI (message on stderr), 2 on bad usage, 3 when verify found
- * corrupt or missing objects.
+ * corrupt or missing objects or a repair without --apply found fragments
+ * to drop.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -56,7 +63,8 @@ usage(void)
 			"       ctxstore-inspect URI fragment KEY\n"
 			"       ctxstore-inspect URI shard ID [VERSION]\n"
 			"       ctxstore-inspect URI rows [VERSION|latest] [LIMIT]\n"
-			"       ctxstore-inspect URI verify\n");
+			"       ctxstore-inspect URI verify\n"
+			"       ctxstore-inspect URI repair [--apply]\n");
 	return 2;
 }
 
@@ -1157,6 +1165,134 @@ cmd_verify(cx_objstore *s, cx_err *err)
 	return rc;
 }
 
+/*
+ * repair: the fragments of the newest base version that are missing or
+ * fail their footer checksum (cx_fragr_open_entry checks both), and, with
+ * --apply, a base version without them.  Their rows are lost from the new
+ * version (older versions still list them: restoring the objects is the
+ * better fix when a copy exists).  The commit is refused if another version
+ * was committed after the one checked: run repair again.
+ */
+typedef struct repair_ctx
+{
+	uint64_t	checked_version;
+	char	  **broken;			/* paths, malloc'd */
+	uint32_t	nbroken;
+	uint64_t	rows_lost;		/* live rows of the broken fragments */
+} repair_ctx;
+
+/* Whether fragment fi is missing or damaged (*broken); any other failure
+ * (the store unreachable) is returned. */
+static cx_code
+fragment_broken(cx_objstore *s, const cx_fragment_info *fi, bool *broken,
+				cx_err *err)
+{
+	cx_fragr   *r;
+	cx_code		rc = cx_fragr_open_entry(s, fi, &r, err);
+
+	if (rc == CX_OK)
+		cx_fragr_close(r);
+	*broken = rc == CX_ERR_NOT_FOUND || rc == CX_ERR_CORRUPT;
+	return *broken ? CX_OK : rc;
+}
+
+/* Notes and prints every broken fragment of m. */
+static cx_code
+find_broken(cx_objstore *s, const cx_manifest *m, repair_ctx *ctx,
+			cx_err *err)
+{
+	ctx->broken = calloc(m->nfragments + 1, sizeof(char *));
+	if (ctx->broken == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	for (uint32_t f = 0; f < m->nfragments; f++)
+	{
+		cx_fragment_summary sum;
+		bool		broken;
+
+		if (fragment_broken(s, &m->fragments[f], &broken, err) != CX_OK)
+			return err->code;
+		if (!broken)
+			continue;
+		cx_manifest_fragment_summary(m, f, &sum);
+		printf("fragment %s: %s; %" PRIu64 " live rows\n",
+			   m->fragments[f].path, err->msg, sum.rows - sum.deleted);
+		ctx->rows_lost += sum.rows - sum.deleted;
+		ctx->broken[ctx->nbroken] = strdup(m->fragments[f].path);
+		if (ctx->broken[ctx->nbroken++] == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	}
+	return CX_OK;
+}
+
+static cx_code
+repair_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			  cx_err *err)
+{
+	repair_ctx *ctx = arg;
+
+	if (base == NULL || base->version != ctx->checked_version)
+		return cx_err_set(err, CX_ERR_CONFLICT,
+						  "base version %" PRIu64 " was committed after the one checked; run repair again",
+						  base != NULL ? base->version : 0);
+	for (uint32_t i = 0; i < ctx->nbroken; i++)
+	{
+		int64_t		f = cx_manifest_find_fragment(next, ctx->broken[i]);
+
+		if (f >= 0)
+			cx_manifest_remove_fragment(next, (uint32_t) f);
+	}
+	return CX_OK;
+}
+
+static int
+repair_report(cx_objstore *s, repair_ctx *ctx, uint32_t nfragments,
+			  bool apply, cx_err *err)
+{
+	uint64_t	version;
+
+	if (ctx->nbroken == 0)
+	{
+		printf("base version %" PRIu64 ": %u fragments, none missing or damaged\n",
+			   ctx->checked_version, nfragments);
+		return 0;
+	}
+	if (!apply)
+	{
+		printf("base version %" PRIu64 ": %u of %u fragments missing or damaged, %" PRIu64 " rows lost; nothing changed (--apply commits a version without them)\n",
+			   ctx->checked_version, ctx->nbroken, nfragments, ctx->rows_lost);
+		return 3;
+	}
+	if (cx_commit(s, "repair", repair_rebase, ctx, NULL, &version, err) != CX_OK)
+		return fail(err);
+	printf("committed base version %" PRIu64 " without %u fragments: %" PRIu64 " rows lost\n",
+		   version, ctx->nbroken, ctx->rows_lost);
+	return 0;
+}
+
+static int
+cmd_repair(cx_objstore *s, bool apply, cx_err *err)
+{
+	repair_ctx	ctx = {0};
+	cx_manifest *m;
+	int			rc;
+
+	if (cx_manifest_load_latest(s, &m, err) != CX_OK)
+		return fail(err);
+	if (m == NULL)
+	{
+		printf("empty store: nothing to repair\n");
+		return 0;
+	}
+	ctx.checked_version = m->version;
+	rc = find_broken(s, m, &ctx, err) != CX_OK ? fail(err) :
+		repair_report(s, &ctx, m->nfragments, apply, err);
+	for (uint32_t i = 0; i < ctx.nbroken; i++)
+		free(ctx.broken[i]);
+	free(ctx.broken);
+	cx_manifest_free(m);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1182,6 +1318,9 @@ main(int argc, char **argv)
 		rc = cmd_rows(s, argc >= 4 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL, &err);
 	else if (strcmp(cmd, "verify") == 0 && argc == 3)
 		rc = cmd_verify(s, &err);
+	else if (strcmp(cmd, "repair") == 0 &&
+			 (argc == 3 || (argc == 4 && strcmp(argv[3], "--apply") == 0)))
+		rc = cmd_repair(s, argc == 4, &err);
 	else
 		rc = usage();
 	cx_obj_close(s);

@@ -1,0 +1,232 @@
+/*
+ * cx_lifecycle.c — the lifecycle functions of schema ctxstore, each taking
+ * a foreign table (regclass) and requiring its ownership:
+ *
+ *   compact(t)          rewrite the store's small base fragments into
+ *                       fewer, larger ones (every small one: force)
+ *   gc(t, dry_run)      delete the objects no retained version references
+ *
+ * Both work on the store themselves, with the caller's user mapping, without
+ * the workers (and so from pg_cron); the maintenance worker also runs them
+ * when the table sets compact_interval or gc_interval.  The engine never
+ * longjmps: a cancel or statement_timeout reaches it through the progress
+ * callback, which asks it to stop, and the CX_ERR_CANCELED it then returns
+ * is raised as 57014 here.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/pg_foreign_table.h"
+#include "commands/defrem.h"
+#include "fmgr.h"
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/rel.h"
+
+#include "ctxstore_fdw.h"
+#include "ctxstore/lifecycle.h"
+#include "cx_functions.h"
+#include "cx_options.h"
+#include "cx_pgerror.h"
+#include "cx_writer_protocol.h"
+
+/* Progress callback: a pending cancel, statement_timeout or termination
+ * asks the job to stop (it returns CX_ERR_CANCELED, the store consistent);
+ * CHECK_FOR_INTERRUPTS then raises it outside the engine. */
+static bool
+keep_going(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	(void) arg;
+	(void) phase;
+	(void) done;
+	(void) total;
+	return !(QueryCancelPending || ProcDiePending);
+}
+
+static const cx_job_progress interruptible = {keep_going, NULL};
+
+/* Raises a lifecycle job's failure: an interrupt that stopped it as the
+ * interrupt itself, anything else as the engine's error. */
+static void
+job_error(cx_err *err, const char *what, const CxRelInfo *ri)
+{
+	CHECK_FOR_INTERRUPTS();
+	cx_pg_error(err, "could not %s the store of foreign table \"%s\"", what,
+				ri->relname);
+}
+
+/* The base versions tables of this database pin (option version) on the
+ * store at uri, palloc'd; *n of them.  GC must keep them readable. */
+static uint64_t *
+pinned_versions(const char *uri, uint32_t *n)
+{
+	Relation	catalog = table_open(ForeignTableRelationId, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(catalog, InvalidOid, false, NULL,
+										  0, NULL);
+	List	   *found = NIL;
+	HeapTuple	tup;
+	uint64_t   *out;
+	ListCell   *lc;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Oid			relid = ((Form_pg_foreign_table) GETSTRUCT(tup))->ftrelid;
+		const char *table_uri = NULL;
+		const char *version = NULL;
+
+		if (!cxfdw_is_ctxstore_table(relid))
+			continue;
+		foreach(lc, GetForeignTable(relid)->options)
+		{
+			DefElem    *d = lfirst(lc);
+
+			if (strcmp(d->defname, "uri") == 0)
+				table_uri = defGetString(d);
+			else if (strcmp(d->defname, "version") == 0)
+				version = defGetString(d);
+		}
+		if (version != NULL && table_uri != NULL &&
+			strcmp(cxfdw_canonical_uri(table_uri), uri) == 0)
+			found = lappend(found, pstrdup(version));
+	}
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+
+	*n = (uint32_t) list_length(found);
+	out = palloc0(sizeof(uint64_t) * Max(*n, 1));
+	foreach(lc, found)
+		out[foreach_current_index(lc)] =
+			DatumGetUInt64(DirectFunctionCall1(int8in,
+											   CStringGetDatum(lfirst(lc))));
+	return out;
+}
+
+/* After a compaction committed: the key index no longer resolves the
+ * removed fragments' keys, so it indexes the outputs, as after a merge.  A
+ * failure only costs lookup speed (fragments not indexed are read by
+ * column) and the compaction stands, so it is a warning. */
+static void
+index_compacted(const CxRelInfo *ri, CxStore *st)
+{
+	cx_keyindex_result res;
+	cx_err		err;
+
+	if (cxfdw_index_store(ri, st, &res, &err) != CX_OK)
+		cx_pg_report(WARNING, &err,
+					 "could not index the compacted store of foreign table \"%s\"",
+					 ri->relname);
+}
+
+/* A lifecycle job's table (owned by the caller, not pinned, held open in
+ * *rel) and its store, with the table's settings. */
+static CxStore *
+open_job_store(Oid relid, const char *fname, const char *verb,
+			   Relation *rel, CxRelInfo **ri, CxStoreSettings *settings)
+{
+	CxStore    *st;
+
+	*rel = cxfdw_function_table(relid, CX_CHECK_OWNER);
+	*ri = cxfdw_rel_info(*rel, GetUserId());
+	st = cxfdw_open_unpinned(*ri, fname, verb);
+	cxfdw_table_settings(*ri, settings);
+	return st;
+}
+
+static Datum
+jsonb_from(StringInfo buf)
+{
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf->data));
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_compact);
+
+/* ctxstore.compact(regclass) returns jsonb: what the compaction did
+ * ("compacted": false when there was nothing to do). */
+Datum
+ctxstore_compact(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	CxRelInfo  *ri;
+	CxStoreSettings settings;
+	CxStore    *st = open_job_store(PG_GETARG_OID(0), "ctxstore.compact",
+									"compact", &rel, &ri, &settings);
+	cx_compact_options opt;
+	cx_compact_result res;
+	char		holder[NAMEDATALEN + 32];
+	StringInfoData buf;
+	cx_code		rc;
+	cx_err		err;
+
+	cx_compact_options_from(&settings, &opt);
+	cx_lease_holder(holder, sizeof(holder));
+	opt.holder = holder;
+	opt.force = true;
+	rc = cx_compact(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
+	cx_stats_note_compact(ri->uri, rc, &res, &err);
+	if (rc != CX_OK)
+		job_error(&err, "compact", ri);
+	if (res.compacted)
+		index_compacted(ri, st);
+	relation_close(rel, AccessShareLock);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"compacted\":%s", res.compacted ? "true" : "false");
+	cxfdw_json_uint(&buf, "inputs", res.inputs);
+	cxfdw_json_uint(&buf, "outputs", res.outputs);
+	cxfdw_json_uint(&buf, "rows", res.rows);
+	cxfdw_json_uint(&buf, "rows_dropped", res.rows_dropped);
+	cxfdw_json_uint(&buf, "deletions_carried", res.deletions_carried);
+	cxfdw_json_uint(&buf, "bytes_read", res.bytes_read);
+	cxfdw_json_uint(&buf, "bytes_written", res.bytes_written);
+	cxfdw_json_uint(&buf, "version", res.version);
+	cxfdw_json_uint(&buf, "retries", res.retries);
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(jsonb_from(&buf));
+}
+
+PG_FUNCTION_INFO_V1(ctxstore_gc);
+
+/* ctxstore.gc(regclass, dry_run boolean) returns jsonb: what GC listed,
+ * found to be garbage and deleted (nothing in a dry run). */
+Datum
+ctxstore_gc(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	CxRelInfo  *ri;
+	CxStoreSettings settings;
+	CxStore    *st = open_job_store(PG_GETARG_OID(0), "ctxstore.gc",
+									"collect garbage of", &rel, &ri,
+									&settings);
+	cx_gc_options opt;
+	cx_gc_result res;
+	StringInfoData buf;
+	cx_code		rc;
+	cx_err		err;
+
+	cx_gc_options_from(&settings, &opt);
+	opt.dry_run = PG_GETARG_BOOL(1);
+	opt.pinned = pinned_versions(ri->uri, &opt.npinned);
+	rc = cx_gc(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
+	cx_stats_note_gc(ri->uri, rc, &res, opt.dry_run, &err);
+	if (rc != CX_OK)
+		job_error(&err, "collect garbage of", ri);
+	relation_close(rel, AccessShareLock);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"dry_run\":%s", opt.dry_run ? "true" : "false");
+	cxfdw_json_uint(&buf, "versions_retained", res.versions_retained);
+	cxfdw_json_uint(&buf, "versions_pinned", opt.npinned);
+	cxfdw_json_uint(&buf, "objects_listed", res.objects_listed);
+	cxfdw_json_uint(&buf, "bytes_listed", res.bytes_listed);
+	cxfdw_json_uint(&buf, "objects_garbage", res.objects_garbage);
+	cxfdw_json_uint(&buf, "bytes_garbage", res.bytes_garbage);
+	cxfdw_json_uint(&buf, "objects_deleted", res.objects_deleted);
+	cxfdw_json_uint(&buf, "bytes_deleted", res.bytes_deleted);
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(jsonb_from(&buf));
+}
