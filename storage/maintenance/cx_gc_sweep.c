@@ -87,7 +87,8 @@ is_referenced(const cx_gc_refs *refs, const char *key)
  * newer than the newest listed (committed while GC ran, or a commit of
  * unknown outcome that landed since) is above that floor too.  A WAL entry
  * is garbage once below the replay point of its shard's newest version.
- * Hints, and everything of a shard the base does not register, are kept.
+ * Hints, the compaction lease, and everything of a shard the base does
+ * not register, are kept.
  */
 static bool
 is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
@@ -112,6 +113,7 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 		case CX_OBJECT_SHARD_HINT:
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
+		case CX_OBJECT_COMPACTION_LEASE:
 			return false;
 		case CX_OBJECT_NONE:
 			break;

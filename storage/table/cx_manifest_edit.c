@@ -273,10 +273,10 @@ cx_manifest_rewrite(cx_manifest *m, const char *const *inputs,
 		if (cx_manifest_add_fragment(m, &outputs[o], err) != CX_OK)
 		{
 			while (m->nfragments > before)
-				remove_fragment(m, m->nfragments - 1);
+				cx_manifest_remove_fragment(m, m->nfragments - 1);
 			return err->code;
 		}
 	for (uint32_t i = 0; i < ninputs; i++)
-		remove_fragment(m, (uint32_t) cx_manifest_find_fragment(m, inputs[i]));
+		cx_manifest_remove_fragment(m, (uint32_t) cx_manifest_find_fragment(m, inputs[i]));
 	return CX_OK;
 }
