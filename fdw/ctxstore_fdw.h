@@ -318,6 +318,7 @@ extern bool cxfdw_is_scan_constant(Node *expr, Index relid);
 
 typedef struct CxPushdown CxPushdown;
 
+extern bool cxfdw_stats_ordered_type(Oid typid);
 extern List *cxfdw_pushdown_classify(RelOptInfo *baserel, const CxRelInfo *ri,
 									 List **values);
 /* Rows of snap the plan-time constant clauses do not skip. */

@@ -51,11 +51,12 @@ typedef struct PushedClause
 
 /* ---- planning ---- */
 
-/* Whether the column's statistics order its values as PostgreSQL does. */
-static bool
-pushable_type(const CxTypeInfo *ti)
+/* Whether the engine's statistics of a column of this type order its
+ * values as PostgreSQL does (text: under the C collation). */
+bool
+cxfdw_stats_ordered_type(Oid typid)
 {
-	switch (ti->typid)
+	switch (typid)
 	{
 		case BOOLOID:
 		case INT2OID:
@@ -256,7 +257,7 @@ classify(Expr *clause, Index relid, const CxRelInfo *ri, PushedClause *out)
 		return false;
 	ti = &ri->columns[out->att].type;
 	out->clause = clause;
-	return pushable_type(ti) &&
+	return cxfdw_stats_ordered_type(ti->typid) &&
 		collation_allows(ti, out->op, exprInputCollation((Node *) clause)) &&
 		(out->values == NULL ||
 		 cxfdw_value_type_convertible(ti, value_type(out->op, out->values)));

@@ -45,30 +45,13 @@ typedef struct CxOrderedInfo
 } CxOrderedInfo;
 
 /* Types whose values sort as the engine's statistics order them, so that a
- * bound can skip row groups (text only under the C collation). */
+ * bound can skip row groups (text only under the C collation).  bpchar too:
+ * its bound is a stored value, padded as the statistics are (equality with
+ * an unpadded constant is why pushdown leaves bpchar out). */
 static bool
 orderable_type(Oid type)
 {
-	switch (type)
-	{
-		case BOOLOID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case UUIDOID:
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-			return true;
-		default:
-			return false;
-	}
+	return type == BPCHAROID || cxfdw_stats_ordered_type(type);
 }
 
 /* The attribute (0-based) if e is a column of rel, else -1. */
