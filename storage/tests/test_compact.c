@@ -580,6 +580,13 @@ typed_i32(int64_t id)
 	return (int32_t) (id % 7) - 3;
 }
 
+/* Whether column c of row id is NULL. */
+static bool
+typed_null(int64_t id, uint32_t c)
+{
+	return c > 0 && (id + c) % 11 == 0;
+}
+
 /* Row id of the typed table (values of the table's columns), NULLs in
  * every column now and then. */
 static void
@@ -624,8 +631,7 @@ typed_row(int64_t id, cx_datum *v, typed_scratch *sc)
 	for (uint32_t k = 0; k < 4; k++)
 		sc->vitems[k] = (cx_datum) {.v.f32 = (float) i + (float) k / 4};
 	for (uint32_t c = 1; c < 20; c++)
-		if ((i + c) % 11 == 0)
-			v[c].isnull = true;
+		v[c].isnull = typed_null(id, c);
 }
 
 /* The order of the tests' fragments: by typed_i32 when by_i32, then id. */
@@ -637,13 +643,15 @@ cmp_ids(const void *a, const void *b)
 	int64_t		x = *(const int64_t *) a;
 	int64_t		y = *(const int64_t *) b;
 
-	if (sort_by_i32 && typed_i32(x) != typed_i32(y))
+	if (sort_by_i32 && typed_null(x, TYPED_I32) != typed_null(y, TYPED_I32))
+		return typed_null(x, TYPED_I32) ? 1 : -1;	/* NULLs last */
+	if (sort_by_i32 && !typed_null(x, TYPED_I32) && typed_i32(x) != typed_i32(y))
 		return typed_i32(x) < typed_i32(y) ? -1 : 1;
 	return (x > y) - (x < y);
 }
 
-/* Writes rows ids[0..n) (sorted here) committed at ts as a base fragment
- * of rows_per_group-row groups. */
+/* Writes rows ids[0..n) (sorted here) as a base fragment of
+ * rows_per_group-row groups, the r-th row committed at ts + r. */
 static void
 write_typed_fragment(cx_objstore *s, const cx_schema *written, int64_t *ids,
 					 uint32_t n, int64_t ts, uint32_t rows_per_group,
@@ -665,7 +673,7 @@ write_typed_fragment(cx_objstore *s, const cx_schema *written, int64_t *ids,
 	for (uint32_t r = 0; r < n; r++)
 	{
 		typed_row(ids[r], v, &sc);
-		v[20] = (cx_datum) {.v.i64 = ts};
+		v[20] = (cx_datum) {.v.i64 = ts + r};
 		v[21] = (cx_datum) {.v.b = false};
 		if (cx_fragw_append(w, v, &err) != CX_OK)
 			cx_test_fail(__FILE__, __LINE__, err.msg);
@@ -700,38 +708,49 @@ typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 }
 
 /*
- * A typed store of nfrag fragments of per rows each, committed one by one
- * (as merges would), ids interleaved across them (fragment f holds ids
- * f, f + nfrag, ...), each fragment sorted by (typed_i32, id) when by_i32
- * or by id.  Row groups of 4 rows.
+ * Commits one more fragment of the typed table: ids first, first + stride,
+ * ... (n of them), sorted by (typed_i32, id) when by_i32 or by id, committed
+ * at ts, ts + 1, ...  Row groups of 4 rows.
  */
-static cx_objstore *
-typed_store(const char *suffix, uint32_t nfrag, uint32_t per, bool by_i32)
+static void
+add_typed_fragment(cx_objstore *s, int64_t first, int64_t stride, uint32_t n,
+				   int64_t ts, bool by_i32)
 {
 	cx_schema  *table = typed_schema();
 	cx_schema  *written;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	cx_fragment_info fi;
+	typed_commit c = {table, &fi, 1};
+	cx_err		err;
+
+	MUST(cx_shard_generation_schema(table, &written, &err), &err);
+	for (uint32_t r = 0; r < n; r++)
+		ids[r] = first + (int64_t) r * stride;
+	sort_by_i32 = by_i32;
+	write_typed_fragment(s, written, ids, n, ts, 4, &fi);
+	sort_by_i32 = false;
+	commit_or_fail(s, "append", typed_rebase, &c);
+	cx_fragment_info_free(&fi);
+	free(ids);
+	cx_schema_free(written);
+	cx_schema_free(table);
+}
+
+/* Rows of fragment f of a typed store are committed from this time on. */
+#define TYPED_TS(f) (INT64_C(1000) * ((f) + 1))
+
+/* A typed store of nfrag fragments of per rows each, committed one by one
+ * (as merges would), ids interleaved across them (fragment f holds ids f,
+ * f + nfrag, ...). */
+static cx_objstore *
+typed_store(const char *suffix, uint32_t nfrag, uint32_t per, bool by_i32)
+{
 	cx_objstore *s;
 	cx_err		err;
 
 	MUST(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s, &err), &err);
-	MUST(cx_shard_generation_schema(table, &written, &err), &err);
-	sort_by_i32 = by_i32;
 	for (uint32_t f = 0; f < nfrag; f++)
-	{
-		int64_t    *ids = malloc(sizeof(int64_t) * per);
-		cx_fragment_info fi;
-		typed_commit c = {table, &fi, 1};
-
-		for (uint32_t r = 0; r < per; r++)
-			ids[r] = (int64_t) (f + r * nfrag);
-		write_typed_fragment(s, written, ids, per, 1000 + f, 4, &fi);
-		commit_or_fail(s, "append", typed_rebase, &c);
-		cx_fragment_info_free(&fi);
-		free(ids);
-	}
-	sort_by_i32 = false;
-	cx_schema_free(written);
-	cx_schema_free(table);
+		add_typed_fragment(s, f, nfrag, per, TYPED_TS(f), by_i32);
 	return s;
 }
 
@@ -899,7 +918,7 @@ fragment_ids(cx_objstore *s, const cx_fragment_info *fi, int64_t *ids,
 }
 
 /* Whether every fragment of the newest version from `first` on is in
- * order, and each holds `target` rows but the last. */
+ * order and, unless target is 0, holds `target` rows but the last. */
 static bool
 outputs_in_order(cx_objstore *s, uint32_t first, uint64_t target, bool by_i32)
 {
@@ -915,7 +934,7 @@ outputs_in_order(cx_objstore *s, uint32_t first, uint64_t target, bool by_i32)
 		uint32_t	n = fragment_ids(s, &m->fragments[f], ids, 512);
 
 		ok &= n == m->fragments[f].rows;
-		ok &= f + 1 == m->nfragments || n == target;
+		ok &= target == 0 || f + 1 == m->nfragments || n == target;
 		for (uint32_t i = 1; i < n; i++)
 			ok &= cmp_ids(&ids[i - 1], &ids[i]) < 0;
 	}
@@ -964,4 +983,335 @@ CX_TEST(compact_job_preserves_rows_of_every_type)
 	text_rows_free(&before);
 	text_rows_free(&after);
 	cx_obj_close(s);
+}
+
+/* Six fragments sorted by (i32, id) compacted with sort_key i32 come out
+ * in that order, 32 rows each; compacted by the key alone they are not in
+ * its order, and each output still is: none lies about its order. */
+CX_TEST(compact_job_orders_by_sort_key_else_key)
+{
+	cx_objstore *s = typed_store("/by_i32", 6, 24, true);
+	cx_objstore *t = typed_store("/by_key", 6, 24, true);
+	text_rows	before = scan_text(s);
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	compact_options(&o, 32);
+	o.sort_key = "i32";
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 6 && res.outputs == 5);
+	CHECK(outputs_in_order(s, 0, 32, true));
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&after);
+	o.sort_key = NULL;
+	REQUIRE_OK(cx_compact(t, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.outputs > 5);
+	CHECK(outputs_in_order(t, 0, 0, false));
+	CHECK(!outputs_in_order(t, 0, 0, true));
+	after = scan_text(t);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+	cx_obj_close(t);
+}
+
+typedef struct test_truncate
+{
+	int64_t		before_us;
+} test_truncate;
+
+static cx_code
+truncate_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+				cx_err *err)
+{
+	(void) base;
+	(void) err;
+	cx_manifest_truncate(next, ((test_truncate *) arg)->before_us);
+	return CX_OK;
+}
+
+/* Path of fragment f of the newest version (static buffer). */
+static const char *
+fragment_path(cx_objstore *s, uint32_t f)
+{
+	static char path[256];
+	cx_manifest *m;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	snprintf(path, sizeof(path), "%s", m->fragments[f].path);
+	cx_manifest_free(m);
+	return path;
+}
+
+/* Three deleted rows and ten a TRUNCATE hides (fragment 0 wholly, so it
+ * is gone; the first ten of fragment 1) are not carried over. */
+CX_TEST(compact_job_drops_deleted_and_truncated_rows)
+{
+	cx_objstore *s = typed_store("/store", 4, 20, false);
+	test_truncate cut = {TYPED_TS(1) + 10};
+	text_rows	before;
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	delete_row(s, fragment_path(s, 2), 0);
+	delete_row(s, fragment_path(s, 2), 5);
+	delete_row(s, fragment_path(s, 3), 3);
+	commit_or_fail(s, "truncate", truncate_rebase, &cut);
+	before = scan_text(s);
+	CHECK(before.n == 47);
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 3 && res.outputs == 1);
+	CHECK(res.rows == 47 && res.rows_dropped == 13);
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* ---- what happens while a job runs: its progress callback acts ---- */
+
+typedef enum meanwhile_action
+{
+	DO_NOTHING, DELETE_A_ROW, COMMIT_A_FRAGMENT, RUN_ANOTHER, CANCEL,
+	LOSE_LEASE_AND_RUN_ANOTHER
+} meanwhile_action;
+
+typedef struct meanwhile
+{
+	cx_objstore *s;
+	const char *phase;			/* act the first time this phase reports */
+	meanwhile_action action;
+	bool		acted;
+	text_rows	expected;		/* scan after acting */
+	cx_code		other_rc;		/* of the other job */
+	cx_err		other_err;
+	cx_compact_result other_res;
+	char		phases[256];	/* every phase reported, in order */
+} meanwhile;
+
+static void
+run_other(meanwhile *mw)
+{
+	cx_compact_options o;
+
+	compact_options(&o, 64);
+	o.holder = "other";
+	mw->other_rc = cx_compact(mw->s, &o, NULL, &mw->other_res, &mw->other_err);
+}
+
+static bool
+act_meanwhile(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	meanwhile  *mw = arg;
+	size_t		len = strlen(mw->phases);
+
+	(void) done;
+	(void) total;
+	if (len == 0 || strstr(mw->phases, phase) == NULL)
+		snprintf(mw->phases + len, sizeof(mw->phases) - len, "%s%s",
+				 len ? "," : "", phase);
+	if (mw->acted || strcmp(phase, mw->phase) != 0)
+		return true;
+	mw->acted = true;
+	switch (mw->action)
+	{
+		case DO_NOTHING:
+			break;
+		case DELETE_A_ROW:
+			delete_row(mw->s, fragment_path(mw->s, 0), 2);
+			break;
+		case COMMIT_A_FRAGMENT:
+			add_typed_fragment(mw->s, 1000, 1, 10, 9000, false);
+			break;
+		case RUN_ANOTHER:
+			run_other(mw);
+			break;
+		case LOSE_LEASE_AND_RUN_ANOTHER:
+			{
+				cx_err		err;
+
+				MUST(cx_compact_lease_release(mw->s, "test", &err), &err);
+				run_other(mw);
+			}
+			break;
+		case CANCEL:
+			return false;
+	}
+	mw->expected = scan_text(mw->s);
+	return true;
+}
+
+static bool
+count_object(void *arg, const char *key, uint64_t size)
+{
+	(void) key;
+	(void) size;
+	(*(uint32_t *) arg)++;
+	return true;
+}
+
+/* Objects under data/. */
+static uint32_t
+data_objects(cx_objstore *s)
+{
+	uint32_t	n = 0;
+	cx_err		err;
+
+	MUST(cx_obj_list(s, "data/", count_object, &n, &err), &err);
+	return n;
+}
+
+/* Runs a job on a fresh store of four 20-row fragments (target 32) whose
+ * callback does `action` at `phase`. */
+static cx_code
+compact_meanwhile(const char *suffix, const char *phase,
+				  meanwhile_action action, meanwhile *mw,
+				  cx_compact_result *res, cx_err *err)
+{
+	cx_compact_options o;
+	cx_job_progress progress = {act_meanwhile, mw};
+
+	memset(mw, 0, sizeof(*mw));
+	mw->s = typed_store(suffix, 4, 20, false);
+	mw->phase = phase;
+	mw->action = action;
+	compact_options(&o, 32);
+	return cx_compact(mw->s, &o, &progress, res, err);
+}
+
+static void
+meanwhile_free(meanwhile *mw)
+{
+	text_rows_free(&mw->expected);
+	cx_obj_close(mw->s);
+}
+
+/* A DELETE committed after the job read the row, before its commit: the
+ * commit rebases and the row stays deleted in the output. */
+CX_TEST(compact_job_keeps_delete_committed_meanwhile)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "committing", DELETE_A_ROW, &mw,
+								 &res, &err), &err);
+	CHECK(mw.acted && mw.expected.n == 79);
+	CHECK(strcmp(mw.phases, "selecting,reading,writing,committing") == 0);
+	CHECK(res.compacted && res.deletions_carried == 1);
+	CHECK(res.rows == 80 && res.version == 6);
+	after = scan_text(mw.s);
+	CHECK(text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* A merge committed meanwhile adds a fragment; the compaction keeps it. */
+CX_TEST(compact_job_keeps_merge_committed_meanwhile)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_manifest *m;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "writing", COMMIT_A_FRAGMENT, &mw,
+								 &res, &err), &err);
+	CHECK(mw.acted && mw.expected.n == 90);
+	CHECK(res.compacted && res.deletions_carried == 0 && res.outputs == 3);
+	after = scan_text(mw.s);
+	CHECK(text_rows_equal(&mw.expected, &after));
+	REQUIRE_OK(cx_manifest_load_latest(mw.s, &m, &err), &err);
+	CHECK(m->nfragments == 4 && m->fragments[0].rows == 10);
+	cx_manifest_free(m);
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* A second job while the first holds its lease is BUSY naming it. */
+CX_TEST(compact_job_busy_while_another_holds_the_lease)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "reading", RUN_ANOTHER, &mw, &res,
+								 &err), &err);
+	CHECK(mw.other_rc == CX_ERR_BUSY && !mw.other_res.compacted);
+	CHECK(strstr(mw.other_err.msg, "test") != NULL);
+	CHECK(res.compacted && res.version == 5);
+	after = scan_text(mw.s);
+	CHECK(after.n == 80 && text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* The first job's lease lapses (released here, as if expired) and a second
+ * job compacts the same inputs first: the first gets CONFLICT naming an
+ * input and deletes its outputs; the second's result stands. */
+CX_TEST(compact_job_conflict_when_another_won)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	uint32_t	objects_before;
+	cx_err		err;
+
+	CHECK_CODE(compact_meanwhile("/store", "committing",
+								 LOSE_LEASE_AND_RUN_ANOTHER, &mw, &res, &err),
+			   CX_ERR_CONFLICT);
+	CHECK(strstr(err.msg, "to compact is no longer listed by base version 5") != NULL);
+	CHECK(strstr(err.msg, "data/") != NULL);
+	CHECK(!res.compacted && res.outputs == 3);
+	REQUIRE_OK(mw.other_rc, &mw.other_err);
+	CHECK(mw.other_res.compacted && mw.other_res.version == 5);
+	CHECK(newest_version(mw.s) == 5);
+	/* The four inputs and the other job's two outputs; ours are gone. */
+	objects_before = data_objects(mw.s);
+	CHECK(objects_before == 4 + mw.other_res.outputs);
+	after = scan_text(mw.s);
+	CHECK(after.n == 80 && text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* Canceled at each phase: CANCELED, no new version, no output left, the
+ * lease released, the rows as they were. */
+CX_TEST(compact_job_cancel_at_each_phase)
+{
+	static const char *const phases[] = {"selecting", "reading", "writing",
+	"committing"};
+
+	for (int i = 0; i < 4; i++)
+	{
+		char		suffix[32];
+		meanwhile	mw;
+		cx_compact_result res;
+		cx_compact_lease l;
+		text_rows	after;
+		cx_err		err;
+
+		snprintf(suffix, sizeof(suffix), "/store%d", i);
+		CHECK_CODE(compact_meanwhile(suffix, phases[i], CANCEL, &mw, &res, &err),
+				   CX_ERR_CANCELED);
+		CHECK(mw.acted && strstr(err.msg, phases[i]) != NULL);
+		CHECK(!res.compacted && newest_version(mw.s) == 4);
+		CHECK(data_objects(mw.s) == 4);
+		CHECK_CODE(cx_compact_lease_read(mw.s, &l, &err), CX_ERR_NOT_FOUND);
+		after = scan_text(mw.s);
+		CHECK(after.n == 80);
+		text_rows_free(&after);
+		meanwhile_free(&mw);
+	}
 }
