@@ -7,14 +7,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cx_test.h"
+#include "mw_util.h"
 #include "maintenance/cx_compact_int.h"
 #include "memwal/cx_shard_manifest.h"
 #include "objstore/cx_layout.h"
 #include "scan/cx_table_scan.h"
 #include "table/cx_commit.h"
 #include "table/cx_fragment_entry.h"
+#include "table/cx_key_index.h"
+#include "util/cx_failpoint.h"
 
 /* A manifest listing fragments with these row counts (no columns). */
 static cx_manifest *
@@ -1314,4 +1320,306 @@ CX_TEST(compact_job_cancel_at_each_phase)
 		text_rows_free(&after);
 		meanwhile_free(&mw);
 	}
+}
+
+/* ---- failures at each step ---- */
+
+static const char *const compact_failpoints[] = {
+	"compact.after_lease", "compact.after_outputs", "compact.after_commit"
+};
+
+/* Whether the newest version lists exactly `outputs` fragments, all of
+ * them new (none of the first four), and the rows of four 20-row inputs. */
+static bool
+converged(cx_objstore *s)
+{
+	text_rows	rows = scan_text(s);
+	cx_manifest *m;
+	bool		ok;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	ok = rows.n == 80 && m->nfragments == 3 &&
+		strcmp(m->operation, CX_COMPACT_OPERATION) == 0;
+	cx_manifest_free(m);
+	text_rows_free(&rows);
+	return ok;
+}
+
+/* An error at each step: the job fails, the store reads as before, the
+ * lease is released, only committed outputs stay; the next job converges
+ * (after the commit there is nothing left to do). */
+CX_TEST(compact_job_failpoint_error_at_each_step)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		char		suffix[32];
+		char		spec[64];
+		cx_objstore *s;
+		cx_compact_options o;
+		cx_compact_result res;
+		cx_compact_lease l;
+		text_rows	after;
+		cx_err		err;
+
+		snprintf(suffix, sizeof(suffix), "/store%d", i);
+		snprintf(spec, sizeof(spec), "%s=error", compact_failpoints[i]);
+		s = typed_store(suffix, 4, 20, false);
+		compact_options(&o, 32);
+		REQUIRE_OK(cx_failpoint_set(spec, &err), &err);
+		CHECK_CODE(cx_compact(s, &o, NULL, &res, &err), CX_ERR_IO);
+		CHECK(strstr(err.msg, compact_failpoints[i]) != NULL);
+		CHECK(cx_failpoint_hits(compact_failpoints[i]) == 1);
+		REQUIRE_OK(cx_failpoint_set("", &err), &err);
+		CHECK(newest_version(s) == (i == 2 ? 5 : 4));
+		CHECK(data_objects(s) == (i == 2 ? 4 + 3 : 4));
+		CHECK_CODE(cx_compact_lease_read(s, &l, &err), CX_ERR_NOT_FOUND);
+		after = scan_text(s);
+		CHECK(after.n == 80);
+		text_rows_free(&after);
+		REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+		CHECK(res.compacted == (i < 2));
+		CHECK(converged(s) && newest_version(s) == 5);
+		cx_obj_close(s);
+	}
+}
+
+/* Runs a job that dies (kill -9) at failpoint fp, as holder "crashed" with
+ * a one-second lease; true if it died there. */
+static bool
+crash_job_at(cx_objstore *s, const char *fp)
+{
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+	{
+		char		spec[64];
+		cx_compact_options o;
+		cx_compact_result res;
+		cx_err		err;
+
+		snprintf(spec, sizeof(spec), "%s=crash", fp);
+		compact_options(&o, 32);
+		o.holder = "crashed";
+		o.lease_seconds = 1;
+		if (cx_failpoint_set(spec, &err) != CX_OK)
+			_exit(2);
+		(void) cx_compact(s, &o, NULL, &res, &err);
+		_exit(3);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+/* A job killed at each step leaves its lease: the next job is BUSY until it
+ * expires, then takes it over and converges; what the dead job uploaded
+ * and did not commit is referenced by no version (left to GC). */
+CX_TEST(compact_job_crash_at_each_step_converges)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		char		suffix[32];
+		cx_objstore *s;
+		cx_compact_options o;
+		cx_compact_result res;
+		struct timespec pause = {1, 200000000L};
+		cx_err		err;
+
+		snprintf(suffix, sizeof(suffix), "/store%d", i);
+		s = typed_store(suffix, 4, 20, false);
+		REQUIRE(crash_job_at(s, compact_failpoints[i]));
+		CHECK(newest_version(s) == (i == 2 ? 5 : 4));
+		CHECK(data_objects(s) == (i == 0 ? 4 : 4 + 3));
+		compact_options(&o, 32);
+		CHECK_CODE(cx_compact(s, &o, NULL, &res, &err), CX_ERR_BUSY);
+		CHECK(strstr(err.msg, "crashed") != NULL);
+		nanosleep(&pause, NULL);
+		REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+		CHECK(res.compacted == (i < 2));
+		CHECK(converged(s) && newest_version(s) == 5);
+		cx_obj_close(s);
+	}
+}
+
+/* ---- memory ---- */
+
+static cx_code
+step_ok(void *arg, const char *phase, uint64_t done, uint64_t total,
+		cx_err *err)
+{
+	(void) arg;
+	(void) phase;
+	(void) done;
+	(void) total;
+	(void) err;
+	return CX_OK;
+}
+
+/* Eight inputs of 40 rows in 4-row groups: the rewrite never holds more
+ * than a group per input (32 rows), not the 320 rows it rewrites. */
+CX_TEST(compact_rewrite_streams_its_inputs)
+{
+	cx_objstore *s = typed_store("/store", 8, 40, false);
+	uint32_t	inputs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	cx_compact_options o;
+	cx_manifest *m;
+	cx_compact_rewrite_job job;
+	cx_err		err;
+
+	compact_options(&o, 1000);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	memset(&job, 0, sizeof(job));
+	job.s = s;
+	job.o = &o;
+	job.read = m;
+	job.inputs = inputs;
+	job.ninputs = 8;
+	job.step = step_ok;
+	REQUIRE_OK(cx_compact_rewrite(&job, &err), &err);
+	CHECK(job.rows == 320 && job.noutputs == 1);
+	CHECK(job.peak_rows_held > 0 && job.peak_rows_held <= 8 * 4);
+	for (uint32_t i = 0; i < job.noutputs; i++)
+		cx_fragment_info_free(&job.outputs[i]);
+	free(job.outputs);
+	cx_compact_rowmap_free(&job.map);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* ---- the key index after a compaction ---- */
+
+/* Keys k0..k199 merged in four 50-row fragments, then k10..k19 updated
+ * (v 9) by a fifth merge, all indexed; the shard drained. */
+static cx_objstore *
+indexed_store(void)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w;
+	cx_merge_result mres;
+	cx_keyindex_result ires;
+	cx_err		err;
+
+	MUST(mw_writer(s, "s1", false, &w, &err), &err);
+	for (int r = 0; r < 4; r++)
+	{
+		MUST(mw_put(w, "k", r * 50, 50, r + 1, true, &err), &err);
+		MUST(cx_merge_shard(s, "s1", NULL, &mres, &err), &err);
+	}
+	MUST(mw_put(w, "k", 10, 10, 9, true, &err), &err);
+	MUST(cx_merge_shard(s, "s1", NULL, &mres, &err), &err);
+	MUST(mw_drain(s, w, &err), &err);
+	MUST(cx_sw_close(w, false, &err), &err);
+	MUST(cx_keyindex_update_table(s, NULL, NULL, &ires, &err), &err);
+	if (ires.fragments_covered != 5)
+		cx_test_fail(__FILE__, __LINE__, "the five fragments are not indexed");
+	return s;
+}
+
+static const char *const lookup_keys[] = {"k5", "k10", "k19", "k150", "k199",
+"nope", "k10"};
+
+/* The rows a lookup of lookup_keys finds equal those a full scan has for
+ * them: k5 v 1, k10 and k19 v 9, k150 v 4, k199 v 4. */
+static bool
+lookups_right(cx_objstore *s)
+{
+	mw_rows		full;
+	mw_rows		got;
+	bool		ok = true;
+	int64_t		v = 0;
+	cx_err		err;
+
+	MUST(mw_scan(s, NULL, &full, &err), &err);
+	MUST(mw_scan_keys(s, lookup_keys, 7, &got, &err), &err);
+	ok &= full.n == 200 && got.n == 5;
+	for (int i = 0; i < 7; i++)
+		ok &= mw_count(&full, lookup_keys[i], NULL) ==
+			mw_count(&got, lookup_keys[i], NULL);
+	ok &= mw_count(&got, "k10", &v) == 1 && v == 9;
+	ok &= mw_count(&got, "k19", &v) == 1 && v == 9;
+	ok &= mw_count(&got, "k5", &v) == 1 && v == 1;
+	ok &= mw_count(&got, "k150", &v) == 1 && v == 4;
+	mw_rows_free(&full);
+	mw_rows_free(&got);
+	return ok;
+}
+
+/* The column-0 segments of the newest version: how many, the fragments
+ * they name that it still lists, and their entries. */
+static void
+index_state(cx_objstore *s, uint32_t *segs, uint32_t *live_refs,
+			uint32_t *dead_refs, uint64_t *entries)
+{
+	cx_manifest *m;
+	cx_keyindex ix;
+	cx_err		err;
+
+	*segs = *live_refs = *dead_refs = 0;
+	*entries = 0;
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	MUST(cx_keyindex_load(m, &ix, &err), &err);
+	for (uint32_t i = 0; i < ix.n; i++)
+	{
+		(*segs)++;
+		*entries += ix.segs[i].entries;
+		for (uint32_t k = 0; k < ix.segs[i].nfragments; k++)
+		{
+			if (cx_manifest_find_fragment(m, ix.segs[i].fragments[k]) >= 0)
+				(*live_refs)++;
+			else
+				(*dead_refs)++;
+		}
+	}
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+}
+
+/*
+ * Key lookups are right before the compaction, after it with the index
+ * naming only removed fragments (the output unindexed: probed by its key
+ * column), and after the reindex; a merge of the segments keeps only the
+ * entries of listed fragments, so the index does not grow for ever.  One
+ * output for all 200 rows also says that the merges wrote each input in
+ * key order: an input out of order would have split it.
+ */
+CX_TEST(compact_key_lookups_right_before_and_after_reindex)
+{
+	cx_objstore *s = indexed_store();
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_keyindex_options io;
+	cx_keyindex_result ires;
+	uint32_t	segs,
+				live,
+				dead;
+	uint64_t	entries;
+	cx_err		err;
+
+	CHECK(lookups_right(s));
+	compact_options(&o, 1000);
+	o.force = true;
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 5 && res.outputs == 1);
+	CHECK(res.rows == 200 && res.rows_dropped == 10);
+	index_state(s, &segs, &live, &dead, &entries);
+	CHECK(live == 0 && dead == 5);
+	CHECK(lookups_right(s));
+	REQUIRE_OK(cx_keyindex_update_table(s, NULL, NULL, &ires, &err), &err);
+	CHECK(ires.fragments_covered == 1 && ires.keys_indexed == 200);
+	index_state(s, &segs, &live, &dead, &entries);
+	CHECK(live == 1 && dead == 5);
+	CHECK(lookups_right(s));
+	/* Merging the segments drops the removed fragments' entries. */
+	cx_keyindex_options_default(&io);
+	io.max_segments = 1;
+	REQUIRE_OK(cx_keyindex_update_table(s, NULL, &io, &ires, &err), &err);
+	CHECK(ires.segments_merged >= 2);
+	index_state(s, &segs, &live, &dead, &entries);
+	CHECK(segs == 1 && live == 1 && dead == 0 && entries == 200);
+	CHECK(lookups_right(s));
+	cx_obj_close(s);
 }
