@@ -567,7 +567,7 @@ typed_schema(void)
 typedef struct typed_scratch
 {
 	char		str[48];
-	char		items[3][16];
+	char		items[3][24];
 	cx_datum	sitems[3];
 	cx_datum	vitems[4];
 } typed_scratch;
