@@ -20,6 +20,7 @@
 #include "table/cx_commit.h"
 #include "table/cx_fragment_entry.h"
 #include "table/cx_key_index.h"
+#include "util/cx_clock.h"
 #include "util/cx_failpoint.h"
 
 /* A manifest listing fragments with these row counts (no columns). */
@@ -1088,7 +1089,8 @@ CX_TEST(compact_job_drops_deleted_and_truncated_rows)
 typedef enum meanwhile_action
 {
 	DO_NOTHING, DELETE_A_ROW, COMMIT_A_FRAGMENT, RUN_ANOTHER, CANCEL,
-	LOSE_LEASE_AND_RUN_ANOTHER
+	LOSE_LEASE_AND_RUN_ANOTHER,
+	STEAL_LEASE					/* (the job's lease lasts one second) */
 } meanwhile_action;
 
 typedef struct meanwhile
@@ -1149,6 +1151,19 @@ act_meanwhile(void *arg, const char *phase, uint64_t done, uint64_t total)
 				run_other(mw);
 			}
 			break;
+		case STEAL_LEASE:
+			{
+				struct timespec pause = {0, 400000000L};
+				cx_err		err;
+
+				/* Past a third of the lease: the job renews at its next
+				 * step, and finds the thief's. */
+				nanosleep(&pause, NULL);
+				MUST(cx_compact_lease_release(mw->s, "test", &err), &err);
+				MUST(cx_compact_lease_take(mw->s, "thief", 60,
+										   cx_clock_now_us(), &err), &err);
+			}
+			break;
 		case CANCEL:
 			return false;
 	}
@@ -1191,6 +1206,8 @@ compact_meanwhile(const char *suffix, const char *phase,
 	mw->phase = phase;
 	mw->action = action;
 	compact_options(&o, 32);
+	if (action == STEAL_LEASE)
+		o.lease_seconds = 1;
 	return cx_compact(mw->s, &o, &progress, res, err);
 }
 
@@ -1622,4 +1639,68 @@ CX_TEST(compact_key_lookups_right_before_and_after_reindex)
 	CHECK(segs == 1 && live == 1 && dead == 0 && entries == 200);
 	CHECK(lookups_right(s));
 	cx_obj_close(s);
+}
+
+/* ---- inputs written under an older schema ---- */
+
+/* Two fragments written before an ALTER (a column added, one renamed, one
+ * dropped) and one after: the outputs have the current columns, the
+ * older rows read the added column as NULL, and every row reads as before. */
+CX_TEST(compact_job_rewrites_older_schemas_in_the_current_one)
+{
+	cx_objstore *s = typed_store("/store", 2, 20, false);
+	cx_schema_alter alters[] = {
+		{CX_ALTER_ADD, "extra", NULL, {.type = CX_T_INT64}},
+		{CX_ALTER_RENAME, "s", "s2", {0}},
+		{CX_ALTER_DROP, "jb", NULL, {0}},
+	};
+	text_rows	before;
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	cx_fragr   *r;
+	uint64_t	v;
+	cx_err		err;
+
+	REQUIRE_OK(cx_table_alter_schema(s, alters, 3, &v, &err), &err);
+	REQUIRE(v == 3);
+	before = scan_text(s);
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 2 && res.rows == 40);
+	after = scan_text(s);
+	CHECK(before.n == 40 && text_rows_equal(&before, &after));
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 1);
+	REQUIRE_OK(cx_fragr_open_entry(s, &m->fragments[0], &r, &err), &err);
+	CHECK(cx_fragr_schema(r)->ncolumns == m->schema->ncolumns + 2);
+	CHECK(cx_schema_find(cx_fragr_schema(r), "extra") >= 0);
+	CHECK(cx_schema_find(cx_fragr_schema(r), "s2") >= 0);
+	CHECK(cx_schema_find(cx_fragr_schema(r), "jb") < 0);
+	cx_fragr_close(r);
+	cx_manifest_free(m);
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* A job whose lease was taken over while it ran (it outlasted the lease)
+ * finds out when it renews: BUSY naming the new holder, nothing committed,
+ * its outputs deleted, the new holder's lease left alone. */
+CX_TEST(compact_job_stops_when_its_lease_is_taken_over)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	cx_compact_lease l;
+	cx_err		err;
+
+	CHECK_CODE(compact_meanwhile("/store", "reading", STEAL_LEASE, &mw, &res,
+								 &err), CX_ERR_BUSY);
+	CHECK(mw.acted && strstr(err.msg, "thief") != NULL);
+	CHECK(!res.compacted && newest_version(mw.s) == 4);
+	CHECK(data_objects(mw.s) == 4);
+	REQUIRE_OK(cx_compact_lease_read(mw.s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "thief") == 0);
+	meanwhile_free(&mw);
 }
