@@ -1090,7 +1090,8 @@ typedef enum meanwhile_action
 {
 	DO_NOTHING, DELETE_A_ROW, COMMIT_A_FRAGMENT, RUN_ANOTHER, CANCEL,
 	LOSE_LEASE_AND_RUN_ANOTHER,
-	STEAL_LEASE					/* (the job's lease lasts one second) */
+	STEAL_LEASE,				/* (the job's lease lasts one second) */
+	BREAK_UPLOADS				/* every upload of the local store fails */
 } meanwhile_action;
 
 typedef struct meanwhile
@@ -1164,6 +1165,13 @@ act_meanwhile(void *arg, const char *phase, uint64_t done, uint64_t total)
 										   cx_clock_now_us(), &err), &err);
 			}
 			break;
+		case BREAK_UPLOADS:
+			{
+				cx_err		err;
+
+				MUST(cx_failpoint_set("local.open_upload=error", &err), &err);
+			}
+			return true;
 		case CANCEL:
 			return false;
 	}
@@ -1702,5 +1710,27 @@ CX_TEST(compact_job_stops_when_its_lease_is_taken_over)
 	CHECK(data_objects(mw.s) == 4);
 	REQUIRE_OK(cx_compact_lease_read(mw.s, &l, &err), &err);
 	CHECK(strcmp(l.holder, "thief") == 0);
+	meanwhile_free(&mw);
+}
+
+/* A commit whose put fails without saying whether it landed (every upload
+ * fails: the read-back finds nothing, but a put may land later) keeps its
+ * outputs: were the version there, deleting them would lose its rows.  GC
+ * collects them if it is not. */
+CX_TEST(compact_job_keeps_outputs_of_a_commit_of_unknown_outcome)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	cx_code		rc;
+	cx_err		err;
+	cx_err		err2;
+
+	rc = compact_meanwhile("/store", "committing", BREAK_UPLOADS, &mw, &res,
+						   &err);
+	REQUIRE_OK(cx_failpoint_set("", &err2), &err2);
+	CHECK(rc == CX_ERR_IO && strstr(err.msg, "outcome unknown") != NULL);
+	CHECK(!res.compacted && res.outputs == 3);
+	CHECK(newest_version(mw.s) == 4);
+	CHECK(data_objects(mw.s) == 4 + 3);
 	meanwhile_free(&mw);
 }
