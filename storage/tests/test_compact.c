@@ -698,6 +698,9 @@ typedef struct typed_commit
 	uint32_t	n;
 } typed_commit;
 
+/* The key column typed stores get (NULL: none, a table without a key). */
+static const char *typed_key = "id";
+
 static cx_code
 typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 			 cx_err *err)
@@ -706,7 +709,8 @@ typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 
 	if (base == NULL &&
 		(cx_manifest_set_schema(next, c->table, err) != CX_OK ||
-		 cx_manifest_set_key(next, "id", true, err) != CX_OK))
+		 (typed_key != NULL &&
+		  cx_manifest_set_key(next, typed_key, true, err) != CX_OK)))
 		return err->code;
 	for (uint32_t i = 0; i < c->n; i++)
 		if (cx_manifest_add_fragment(next, &c->fragments[i], err) != CX_OK)
@@ -1733,4 +1737,42 @@ CX_TEST(compact_job_keeps_outputs_of_a_commit_of_unknown_outcome)
 	CHECK(newest_version(mw.s) == 4);
 	CHECK(data_objects(mw.s) == 4 + 3);
 	meanwhile_free(&mw);
+}
+
+/* Without a key or a sort key rows keep commit order: the outputs hold the
+ * inputs' rows one input after the other. */
+CX_TEST(compact_job_keeps_commit_order_without_a_key)
+{
+	cx_objstore *s;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	int64_t		ids[128];
+	uint32_t	n;
+	bool		in_order = true;
+	text_rows	before;
+	text_rows	after;
+	cx_err		err;
+
+	typed_key = NULL;
+	s = typed_store("/store", 3, 20, false);
+	typed_key = "id";
+	before = scan_text(s);
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 3 && res.outputs == 1);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 1 && m->key_column == NULL);
+	n = fragment_ids(s, &m->fragments[0], ids, 128);
+	CHECK(n == 60);
+	/* Fragment f holds f, f + 3, ... in id order. */
+	for (uint32_t i = 0; i < n; i++)
+		in_order &= ids[i] == (int64_t) (i / 20 + (i % 20) * 3);
+	CHECK(in_order);
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	cx_manifest_free(m);
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
 }
