@@ -1607,6 +1607,24 @@ index_state(cx_objstore *s, uint32_t *segs, uint32_t *live_refs,
 	cx_manifest_free(m);
 }
 
+/* The origin shard of the newest version's first fragment (static copy;
+ * NULL: none). */
+static const char *
+origin_of_first(cx_objstore *s)
+{
+	static char origin[128];
+	cx_manifest *m;
+	bool		has;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	has = m->nfragments > 0 && m->fragments[0].origin_shard != NULL;
+	if (has)
+		snprintf(origin, sizeof(origin), "%s", m->fragments[0].origin_shard);
+	cx_manifest_free(m);
+	return has ? origin : NULL;
+}
+
 /*
  * Key lookups are right before the compaction, after it with the index
  * naming only removed fragments (the output unindexed: probed by its key
@@ -1634,6 +1652,7 @@ CX_TEST(compact_key_lookups_right_before_and_after_reindex)
 	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
 	CHECK(res.compacted && res.inputs == 5 && res.outputs == 1);
 	CHECK(res.rows == 200 && res.rows_dropped == 10);
+	CHECK(origin_of_first(s) != NULL && strcmp(origin_of_first(s), "s1") == 0);
 	index_state(s, &segs, &live, &dead, &entries);
 	CHECK(live == 0 && dead == 5);
 	CHECK(lookups_right(s));
@@ -1774,5 +1793,38 @@ CX_TEST(compact_job_keeps_commit_order_without_a_key)
 	cx_manifest_free(m);
 	text_rows_free(&before);
 	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* Inputs merged from two shards: the output names no origin (one shard's
+ * inputs keep theirs: compact_key_lookups_right_before_and_after_reindex). */
+CX_TEST(compact_output_of_two_shards_has_no_origin)
+{
+	cx_objstore *s = mw_open_store();
+	const char *const shards[] = {"s1", "s2"};
+	cx_compact_options o;
+	cx_compact_result res;
+	mw_rows		rows;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	for (int i = 0; i < 2; i++)
+	{
+		cx_shardwriter *w;
+		cx_merge_result mres;
+
+		REQUIRE_OK(mw_writer(s, shards[i], false, &w, &err), &err);
+		REQUIRE_OK(mw_put(w, shards[i], 0, 10, i + 1, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, shards[i], NULL, &mres, &err), &err);
+		REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	}
+	CHECK(origin_of_first(s) != NULL);
+	compact_options(&o, 1000);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 2 && res.rows == 20);
+	CHECK(origin_of_first(s) == NULL);
+	REQUIRE_OK(mw_scan(s, NULL, &rows, &err), &err);
+	CHECK(rows.n == 20 && mw_count(&rows, "s17", NULL) == 1);
+	mw_rows_free(&rows);
 	cx_obj_close(s);
 }
