@@ -1828,3 +1828,30 @@ CX_TEST(compact_output_of_two_shards_has_no_origin)
 	mw_rows_free(&rows);
 	cx_obj_close(s);
 }
+
+/* Every row of the inputs deleted: the commit removes them and adds
+ * nothing. */
+CX_TEST(compact_job_of_deleted_rows_only_writes_nothing)
+{
+	cx_objstore *s = typed_store("/store", 1, 3, false);
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	text_rows	after;
+	cx_err		err;
+
+	for (uint32_t r = 0; r < 3; r++)
+		delete_row(s, fragment_path(s, 0), r);
+	compact_options(&o, 64);
+	o.force = true;
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 1 && res.outputs == 0);
+	CHECK(res.rows == 0 && res.rows_dropped == 3 && res.bytes_written == 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->nfragments == 0 && m->version == 5);
+	cx_manifest_free(m);
+	after = scan_text(s);
+	CHECK(after.n == 0);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
