@@ -867,7 +867,8 @@ scan_text(cx_objstore *s)
 	cx_tablescan_end(scan);
 	cx_snapshot_close(snap);
 	cx_manifest_free(m);
-	qsort(rows.r, rows.n, sizeof(char *), cmp_text);
+	if (rows.n > 0)
+		qsort(rows.r, rows.n, sizeof(char *), cmp_text);
 	return rows;
 }
 
