@@ -1856,3 +1856,24 @@ CX_TEST(compact_job_of_deleted_rows_only_writes_nothing)
 	text_rows_free(&after);
 	cx_obj_close(s);
 }
+
+/* An input whose object is gone: the error names it and the version that
+ * lists it; nothing is committed and no output is left. */
+CX_TEST(compact_job_missing_input_fails_cleanly)
+{
+	cx_objstore *s = typed_store("/store", 3, 20, false);
+	char		gone[256];
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_compact_lease l;
+	cx_err		err;
+
+	snprintf(gone, sizeof(gone), "%s", fragment_path(s, 2));
+	REQUIRE_OK(cx_obj_delete(s, gone, &err), &err);
+	compact_options(&o, 64);
+	CHECK_CODE(cx_compact(s, &o, NULL, &res, &err), CX_ERR_NOT_FOUND);
+	CHECK(strstr(err.msg, gone) != NULL && strstr(err.msg, "base version 3") != NULL);
+	CHECK(!res.compacted && newest_version(s) == 3 && data_objects(s) == 2);
+	CHECK_CODE(cx_compact_lease_read(s, &l, &err), CX_ERR_NOT_FOUND);
+	cx_obj_close(s);
+}
