@@ -4,7 +4,8 @@
 #   - during the outage an INSERT and a SELECT each fail within the bound
 #     the request options give (retry_max_seconds + request_timeout per
 #     request, a few requests), with SQLSTATE 58000 (a timeout: the existing
-#     mapping), the store's URI in the message and no secret;
+#     mapping), the store's URI in the message, the hint for a timeout and
+#     no secret;
 #   - once the store answers again both work in the same sessions' server,
 #     without a restart;
 #   - nothing acknowledged is lost and the failed INSERT left no row.
@@ -74,6 +75,8 @@ sub outage
 	my ($err, $elapsed) = timed("INSERT INTO $t VALUES ('during', 2)");
 	like($err, qr/ERROR:  58000: .*\Q$uri\E.*DETAIL:  .*\Q$uri\E\/\S+: .*timed out/s,
 		"$kind: an INSERT during the outage fails with 58000 naming the store");
+	like($err, qr/HINT:  The store did not answer within the server's request_timeout/,
+		"$kind: ... with the hint for a timeout");
 	cmp_ok($elapsed, '<', $bound, "$kind: ... within the retry bounds ($elapsed s)");
 	unlike($err, qr/\Q${\ emu('AZ_KEY')}\E|S3RVER/, "$kind: ... and no credential");
 
