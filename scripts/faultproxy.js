@@ -36,7 +36,9 @@
 //   POST   /faults   {"action": A, "count": N, "method": M, "path": REGEX, ...}
 //                    adds a rule that fires for the next N matching requests
 //                    (default 1; method and path are optional filters; path is
-//                    matched against the request path without its query)
+//                    matched against the request path without its query);
+//                    with "for_ms": T instead, for every matching request in
+//                    the next T milliseconds (an outage of T ms)
 //   DELETE /faults   removes every rule
 //   GET    /stats    {"requests", "connections", "fired", "verified",
 //                    "refused"} since the last reset (verified/refused count
@@ -52,6 +54,9 @@
 //   reset          reset the client connection without forwarding
 //   drop_response  forward and let the write land, then reset the client
 //                  connection instead of answering (a lost acknowledgement)
+//   hang           read the request, neither forward nor answer it: the
+//                  client waits until its own timeout (a store that stopped
+//                  answering)
 'use strict';
 
 const crypto = require('crypto');
@@ -76,7 +81,7 @@ function hostPort(s) {
   return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
 }
 
-const ACTIONS = new Set(['status', 'delay', 'reset', 'drop_response']);
+const ACTIONS = new Set(['status', 'delay', 'reset', 'drop_response', 'hang']);
 let rules = [];
 function freshStats() {
   return { requests: 0, connections: 0, fired: 0, verified: 0, refused: 0, last_refusal: '' };
@@ -86,6 +91,8 @@ let stats = freshStats();
 // The first rule that matches takes the request; spent rules are dropped.
 function takeRule(req) {
   const path = req.url.split('?')[0];
+  const now = Date.now();
+  rules = rules.filter((x) => x.until === null || x.until > now);
   for (const r of rules) {
     if (r.count <= 0) continue;
     if (r.method && r.method !== req.method) continue;
@@ -578,6 +585,7 @@ function startProxy(listen, target) {
       req.resume();
       return resetClient(req);
     }
+    if (rule && rule.action === 'hang') return req.resume();
     if (verifyCfg) return verifyThen(req, res, (body) => forward(target, req, res, rule, body));
     forward(target, req, res, rule);
   });
@@ -609,7 +617,9 @@ function addRule(spec) {
   if (!ACTIONS.has(spec.action)) throw new Error(`unknown action ${spec.action}`);
   rules.push({
     action: spec.action,
-    count: spec.count === undefined ? 1 : Number(spec.count),
+    count: spec.for_ms !== undefined ? Infinity :
+      spec.count === undefined ? 1 : Number(spec.count),
+    until: spec.for_ms !== undefined ? Date.now() + Number(spec.for_ms) : null,
     method: spec.method,
     pathRe: spec.path ? new RegExp(spec.path) : null,
     status: spec.status,

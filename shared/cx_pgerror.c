@@ -87,6 +87,8 @@ hint_for(cx_code code)
 			return "The store refused access to the object named in the detail: for a file:// store, let the server's operating-system user write the store's directory; for s3:// or az://, grant the credentials in the user mapping write access.";
 		case CX_ERR_NOSPACE:
 			return "The disk or quota holding the store is full; free space, then retry.";
+		case CX_ERR_TIMEOUT:
+			return "The store did not answer within the server's request_timeout on any attempt retry_max_attempts and retry_max_seconds allowed; retry once it answers. A COMMIT that failed so may have been applied: look for its rows first.";
 		case CX_ERR_UNIQUE:
 			return "To skip rows whose key exists use INSERT ... ON CONFLICT DO NOTHING; to replace them, set the table option unique_key 'false' or use UPDATE.";
 		case CX_ERR_BUSY:

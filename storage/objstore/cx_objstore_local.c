@@ -27,13 +27,30 @@
  * like a timeout from a remote store, that outcome is ambiguous and the
  * commit protocol resolves it by reading the object back.
  *
+ * Containment: every object, temporary file and directory is reached from
+ * a descriptor of the root, one segment at a time, and no symbolic link
+ * below the root is followed: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+ * where the kernel has it, else openat(O_NOFOLLOW | O_DIRECTORY) per segment
+ * (the walk also makes missing directories, with mkdirat).  Files are then
+ * named relative to their directory's descriptor.  The root's own path is the
+ * operator's and may go through symlinks.  A symlink found below the root, an
+ * object with more than one hard link (one planted in the store could name a
+ * file outside it) and anything not a regular file are refused as
+ * CX_ERR_CORRUPT.  So nothing outside the root is read, written or removed
+ * whatever is planted inside it.  Objects the store writes always have one
+ * link: put-if-absent without O_TMPFILE publishes with renameat2(
+ * RENAME_NOREPLACE), and only where that is unsupported too with link() and
+ * unlink() of the temporary name (a reader in between, or after a crash
+ * there, sees two links and is refused until the temporary name goes).
+ *
  * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
  * fragment written column chunk by column chunk costs a few write() calls,
  * not one per chunk; what is buffered is written before the fsync.
  *
  * The failpoint "local.no_tmpfile" (action error) makes the next put-if-
  * absent behave as if O_TMPFILE were unsupported, so tests cover the
- * fallback.
+ * fallback; "local.no_openat2" (action error) makes the store resolve paths
+ * by the walk for good.
  *
  * Error messages are bare reasons; cx_objstore.c adds "<op> <uri>/<key>".
  */
@@ -50,12 +67,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "util/cx_failpoint.h"
 
 /* Room for "/" + key + the temporary-name decoration in a PATH_MAX buffer. */
 #define ROOT_MAX (PATH_MAX - CX_KEY_MAX - 64)
+
+/* A temporary name: "." + a segment + the decoration. */
+#define TMP_NAME_MAX (NAME_MAX + 64)
 
 #define WBUF_SIZE 65536			/* an upload's write buffer */
 
@@ -64,15 +87,19 @@ typedef struct local_store
 	cx_objstore base;
 	char	   *root;			/* absolute, no trailing '/' ("" for "/") */
 	bool		tmpfile;		/* put-if-absent may use O_TMPFILE */
+	bool		openat2;		/* paths may be resolved by openat2() */
+	bool		noreplace;		/* rename() may take RENAME_NOREPLACE */
 } local_store;
 
 typedef struct local_upload
 {
 	cx_upload	base;
+	int			dfd;			/* the key's directory, -1 if not open */
 	int			fd;				/* the file being written, -1 once closed */
 	bool		anon;			/* fd is an unnamed (O_TMPFILE) inode */
-	char		path[PATH_MAX]; /* final name */
-	char		tmp[PATH_MAX];	/* temporary name, "" once gone or if anon */
+	const char *name;			/* final name in dfd: base.key's last segment */
+	char		tmp[TMP_NAME_MAX];	/* temporary name in dfd, "" once gone or
+									 * if anon */
 	size_t		wlen;			/* bytes waiting in wbuf */
 	uint8_t		wbuf[WBUF_SIZE];
 } local_upload;
@@ -177,13 +204,6 @@ check_not_reserved(const char *key, cx_err *err)
 	return CX_OK;
 }
 
-/* ROOT_MAX and CX_KEY_MAX guarantee the result fits. */
-static void
-key_path(const local_store *ls, const char *key, char *path)
-{
-	snprintf(path, PATH_MAX, "%s/%s", ls->root, key);
-}
-
 /* The directory part of an absolute path with no trailing '/'. */
 static void
 parent_dir(const char *path, char *parent)
@@ -195,22 +215,26 @@ parent_dir(const char *path, char *parent)
 	parent[len] = '\0';
 }
 
+/* As in PostgreSQL: some filesystems cannot fsync a directory at all. */
+static cx_code
+fsync_dir_fd(int fd, const char *what, cx_err *err)
+{
+	if (fsync(fd) != 0 && errno != EINVAL && errno != EBADF)
+		return sys_fail(err, errno, "fsync directory %s", what);
+	return CX_OK;
+}
+
 static cx_code
 fsync_dir(const char *dir, cx_err *err)
 {
 	int			fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int			rc;
-	int			e;
+	cx_code		rc;
 
 	if (fd < 0)
 		return sys_fail(err, errno, "open directory %s", dir);
-	rc = fsync(fd);
-	e = errno;
+	rc = fsync_dir_fd(fd, dir, err);
 	close(fd);
-	/* As in PostgreSQL: some filesystems cannot fsync a directory at all. */
-	if (rc != 0 && e != EINVAL && e != EBADF)
-		return sys_fail(err, e, "fsync directory %s", dir);
-	return CX_OK;
+	return rc;
 }
 
 /* mkdir() that reports errno, or 0 if the directory was created. */
@@ -221,11 +245,11 @@ make_one_dir(const char *dir)
 }
 
 /*
- * mkdir -p: climb to the deepest ancestor that exists, then create each level
- * on the way back down (in place, so deep keys cost no stack).  Every level
- * has its parent fsynced: one we created needs its entry made durable, and one
- * that turned up meanwhile may come from a concurrent creator that has not
- * fsynced it yet.
+ * mkdir -p of the root (above it, the paths are the operator's): climb to the
+ * deepest ancestor that exists, then create each level on the way back down
+ * (in place, so deep roots cost no stack).  Every level has its parent
+ * fsynced: one we created needs its entry made durable, and one that turned
+ * up meanwhile may come from a concurrent creator that has not fsynced it yet.
  */
 static cx_code
 make_dirs(const char *dir, cx_err *err)
@@ -249,8 +273,7 @@ make_dirs(const char *dir, cx_err *err)
 	{
 		if (e == EEXIST && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
 			return cx_err_set(err, CX_ERR_INVALID,
-							  "%s exists and is not a directory (is a key a prefix of another?)",
-							  path);
+							  "%s exists and is not a directory", path);
 		if (e != 0 && e != EEXIST)
 			return sys_fail(err, e, "create directory %s", path);
 		parent_dir(path, parent);
@@ -263,36 +286,227 @@ make_dirs(const char *dir, cx_err *err)
 	}
 }
 
-/* Creates the upload's temporary file, and its directory if need be. */
+static cx_code
+link_refused(const char *what, cx_err *err)
+{
+	return cx_err_set(err, CX_ERR_CORRUPT,
+					  "%s is or goes through a symbolic link; below its root a store follows none",
+					  what);
+}
+
+/*
+ * Why a directory below the root could not be opened.  ENOENT and ENOTDIR
+ * (a prefix of the key is an object) mean the key is absent; a write then
+ * says why it cannot create it.
+ */
+static cx_code
+dir_fail(int e, const char *dir, bool create, cx_err *err)
+{
+	if (e == ELOOP || e == EXDEV)
+		return link_refused(dir, err);
+	if (!create && (e == ENOENT || e == ENOTDIR))
+		return not_found(err);
+	if (e == ENOTDIR)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "a parent of this key is an object (is a key a prefix of another?)");
+	return sys_fail(err, e, "open directory %s", dir);
+}
+
+/* The root directory; with create, made first if missing. */
+static cx_code
+open_root(const local_store *ls, bool create, int *out, cx_err *err)
+{
+	const char *root = ls->root[0] != '\0' ? ls->root : "/";
+	int			flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+
+	*out = open(root, flags);
+	if (*out < 0 && errno == ENOENT && create)
+	{
+		if (make_dirs(root, err) != CX_OK)
+			return err->code;
+		*out = open(root, flags);
+	}
+	if (*out < 0)
+		return !create && errno == ENOENT ? not_found(err) :
+			sys_fail(err, errno, "open store root %s", root);
+	return CX_OK;
+}
+
+/* openat() of a directory, no symlink: ELOOP for one (not ENOTDIR). */
+static int
+open_dir_nofollow(int parent, const char *name)
+{
+	int			fd = openat(parent, name,
+							O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 && errno == ENOTDIR &&
+		fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		S_ISLNK(st.st_mode))
+		errno = ELOOP;
+	return fd;
+}
+
+/*
+ * Opens the directory called name in parent, never through a symlink; with
+ * create, makes it if missing.  Its parent is fsynced if it was missing: we
+ * made it, or a concurrent creator did and may not have fsynced it yet.
+ */
+static int
+open_segment(int parent, const char *name, bool create)
+{
+	int			fd;
+
+	if (strcmp(name, "..") == 0)
+	{
+		errno = EXDEV;			/* keys never have one: refused as an escape */
+		return -1;
+	}
+	fd = open_dir_nofollow(parent, name);
+	if (fd >= 0 || errno != ENOENT || !create)
+		return fd;
+	if (mkdirat(parent, name, 0777) != 0 && errno != EEXIST)
+		return -1;
+	if (fsync(parent) != 0 && errno != EINVAL)
+		return -1;
+	return open_dir_nofollow(parent, name);
+}
+
+/* Opens dir beneath rootfd (which it closes) one segment at a time. */
+static cx_code
+walk_dir(int rootfd, const char *dir, bool create, int *out, cx_err *err)
+{
+	char		seg[NAME_MAX + 1];
+	const char *p = dir;
+	int			fd = rootfd;
+
+	while (*p != '\0')
+	{
+		size_t		len = strcspn(p, "/");
+		int			next;
+
+		if (len > NAME_MAX)
+		{
+			close(fd);
+			return dir_fail(ENAMETOOLONG, dir, create, err);
+		}
+		memcpy(seg, p, len);
+		seg[len] = '\0';
+		next = open_segment(fd, seg, create);
+		if (next < 0)
+		{
+			int			e = errno;
+
+			close(fd);
+			return dir_fail(e, dir, create, err);
+		}
+		close(fd);
+		fd = next;
+		p += len + (p[len] == '/');
+	}
+	*out = fd;
+	return CX_OK;
+}
+
+/* openat2() beneath rootfd, no symlinks; -1 with errno as openat2 sets it. */
+static int
+openat2_beneath(int rootfd, const char *dir)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return (int) syscall(SYS_openat2, rootfd, dir, &how, sizeof(how));
+}
+
+/*
+ * Opens dir (a key prefix without its trailing '/', "" for the root) beneath
+ * the root without following any symlink.  With create, missing levels are
+ * made (the walk does that); without, a missing one is CX_ERR_NOT_FOUND.
+ */
+static cx_code
+open_dir(local_store *ls, const char *dir, bool create, int *out, cx_err *err)
+{
+	int			rootfd;
+	cx_err		injected;
+	int			fd;
+
+	if (open_root(ls, create, &rootfd, err) != CX_OK)
+		return err->code;
+	if (dir[0] == '\0')
+	{
+		*out = rootfd;
+		return CX_OK;
+	}
+	if (ls->openat2 && CX_FAILPOINT("local.no_openat2", &injected) != CX_OK)
+		ls->openat2 = false;
+	if (!ls->openat2)
+		return walk_dir(rootfd, dir, create, out, err);
+
+	fd = openat2_beneath(rootfd, dir);
+	/* No openat2 in this kernel, or a seccomp filter refuses it: for good. */
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		ls->openat2 = false;
+	if (fd < 0 && (!ls->openat2 || (errno == ENOENT && create)))
+		return walk_dir(rootfd, dir, create, out, err);
+	if (fd < 0)
+	{
+		int			e = errno;
+
+		close(rootfd);
+		return dir_fail(e, dir, create, err);
+	}
+	close(rootfd);
+	*out = fd;
+	return CX_OK;
+}
+
+/* Opens the directory of key; *name is the key's last segment. */
+static cx_code
+open_key_dir(local_store *ls, const char *key, bool create, int *dfd,
+			 const char **name, cx_err *err)
+{
+	char		dir[CX_KEY_MAX + 1];
+
+	*name = base_name(key);
+	snprintf(dir, sizeof(dir), "%.*s",
+			 (int) (*name > key ? *name - key - 1 : 0), key);
+	return open_dir(ls, dir, create, dfd, err);
+}
+
+/*
+ * What a read accepts as an object: a regular file with one link.  A
+ * directory (of other keys) is no object.
+ */
+static cx_code
+check_object(const struct stat *st, cx_err *err)
+{
+	if (S_ISDIR(st->st_mode))
+		return not_found(err);
+	if (S_ISLNK(st->st_mode))
+		return link_refused("the object", err);
+	if (!S_ISREG(st->st_mode))
+		return cx_err_set(err, CX_ERR_CORRUPT, "not a regular file");
+	if (st->st_nlink > 1)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "%lu hard links to this file; the store's objects have one, another may be outside the store",
+						  (unsigned long) st->st_nlink);
+	return CX_OK;
+}
+
+/* Creates the upload's temporary file in its directory. */
 static cx_code
 open_temp(local_upload *up, cx_err *err)
 {
 	uint8_t		rnd[CX_TEMP_RANDOM_LEN];
-	char		dir[PATH_MAX];
-	int			flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+	int			flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 
 	if (cx_random_bytes(rnd, sizeof(rnd), err) != CX_OK)
 		return err->code;
-	/* ROOT_MAX leaves room for the temporary name's decoration. */
-	cx_layout_temporary(up->path, rnd, up->tmp);
+	cx_layout_temporary(up->name, rnd, up->tmp);
 
-	up->fd = open(up->tmp, flags, 0666);
-	if (up->fd < 0 && errno == ENOENT)
-	{
-		parent_dir(up->path, dir);
-		if (make_dirs(dir, err) != CX_OK)
-		{
-			up->tmp[0] = '\0';
-			return err->code;
-		}
-		up->fd = open(up->tmp, flags, 0666);
-	}
-	if (up->fd < 0 && errno == ENOTDIR)
-	{
-		up->tmp[0] = '\0';
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "a parent of this key is an object (is a key a prefix of another?)");
-	}
+	up->fd = openat(up->dfd, up->tmp, flags, 0666);
 	if (up->fd < 0)
 	{
 		sys_fail(err, errno, "create temporary file %s", up->tmp);
@@ -311,44 +525,31 @@ tmpfile_unsupported(int e)
 }
 
 /*
- * Opens an unnamed inode in the directory of the upload's final name, creating
- * the directory if need be.  *unsupported says O_TMPFILE cannot be used here
- * (then nothing was opened and no error is set).
+ * Opens an unnamed inode in the upload's directory.  *unsupported says
+ * O_TMPFILE cannot be used here (then nothing was opened and no error is set).
  */
 static cx_code
 open_anon(local_upload *up, bool *unsupported, cx_err *err)
 {
-	char		dir[PATH_MAX];
-	int			flags = O_TMPFILE | O_WRONLY | O_CLOEXEC;
-	int			e;
-
 	*unsupported = false;
-	parent_dir(up->path, dir);
-	up->fd = open(dir, flags, 0666);
-	if (up->fd < 0 && errno == ENOENT)
-	{
-		if (make_dirs(dir, err) != CX_OK)
-			return err->code;
-		up->fd = open(dir, flags, 0666);
-	}
+	up->fd = openat(up->dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
 	if (up->fd >= 0)
 	{
 		up->anon = true;
 		return CX_OK;
 	}
-	e = errno;
-	if (tmpfile_unsupported(e))
+	if (tmpfile_unsupported(errno))
 	{
 		*unsupported = true;
 		return CX_OK;
 	}
-	if (e == ENOTDIR)
-		return cx_err_set(err, CX_ERR_INVALID,
-						  "a parent of this key is an object (is a key a prefix of another?)");
-	return sys_fail(err, e, "create unnamed file in %s", dir);
+	return sys_fail(err, errno, "create unnamed file for %s", up->base.key);
 }
 
-/* Opens the file an upload writes: unnamed where possible, else temporary. */
+/*
+ * Opens the key's directory (making it if need be) and the file the upload
+ * writes in it: unnamed where possible, else temporary.
+ */
 static cx_code
 open_upload_file(local_store *ls, local_upload *up, cx_err *err)
 {
@@ -359,6 +560,8 @@ open_upload_file(local_store *ls, local_upload *up, cx_err *err)
 	if (injected_errno != 0)
 		return sys_fail(err, injected_errno, "create the file for %s",
 						up->base.key);
+	if (open_key_dir(ls, up->base.key, true, &up->dfd, &up->name, err) != CX_OK)
+		return err->code;
 	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
 	{
 		if (CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)
@@ -382,7 +585,9 @@ local_upload_abort(cx_upload *base)
 	if (up->fd >= 0)
 		close(up->fd);
 	if (up->tmp[0] != '\0')
-		unlink(up->tmp);
+		unlinkat(up->dfd, up->tmp, 0);
+	if (up->dfd >= 0)
+		close(up->dfd);
 	free(up);
 }
 
@@ -404,8 +609,8 @@ local_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
 	snprintf(up->base.key, sizeof(up->base.key), "%s", key);
 	up->base.mode = mode;
 	up->base.written = 0;
+	up->dfd = -1;
 	up->fd = -1;
-	key_path(ls, key, up->path);
 	if (open_upload_file(ls, up, err) != CX_OK)
 	{
 		local_upload_abort(&up->base);
@@ -477,13 +682,14 @@ local_upload_write(cx_upload *base, const void *data, size_t len, cx_err *err)
 	return CX_OK;
 }
 
-/* link() failed with EEXIST: an object, or a directory of other keys? */
+/* Naming the file failed with EEXIST: an object, or a directory of keys? */
 static cx_code
-exists_fail(const char *path, cx_err *err)
+exists_fail(const local_upload *up, cx_err *err)
 {
 	struct stat st;
 
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (fstatat(up->dfd, up->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		S_ISDIR(st.st_mode))
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "a directory has this name (is the key a prefix of another?)");
 	return cx_err_set(err, CX_ERR_EXISTS, "object already exists");
@@ -499,11 +705,11 @@ publish_anon(local_upload *up, cx_err *err)
 	char		proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", up->fd);
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, up->path, AT_SYMLINK_FOLLOW) != 0)
+	if (linkat(AT_FDCWD, proc, up->dfd, up->name, AT_SYMLINK_FOLLOW) != 0)
 	{
 		if (errno == EEXIST)
-			return exists_fail(up->path, err);
-		return sys_fail(err, errno, "link unnamed file to %s", up->path);
+			return exists_fail(up, err);
+		return sys_fail(err, errno, "link unnamed file to %s", up->name);
 	}
 
 	/*
@@ -515,11 +721,34 @@ publish_anon(local_upload *up, cx_err *err)
 	return CX_OK;
 }
 
+/*
+ * Gives the temporary file the final name unless that exists.  Where the
+ * filesystem has no RENAME_NOREPLACE, link() and unlink() do it, and the
+ * object has two links in between.
+ */
+static cx_code
+publish_if_absent(local_store *ls, local_upload *up, cx_err *err)
+{
+	if (ls->noreplace &&
+		renameat2(up->dfd, up->tmp, up->dfd, up->name, RENAME_NOREPLACE) == 0)
+		return CX_OK;
+	if (ls->noreplace && errno != EINVAL)
+		return errno == EEXIST ? exists_fail(up, err) :
+			sys_fail(err, errno, "rename %s", up->tmp);
+	ls->noreplace = false;
+	if (linkat(up->dfd, up->tmp, up->dfd, up->name, 0) != 0)
+		return errno == EEXIST ? exists_fail(up, err) :
+			sys_fail(err, errno, "link %s", up->tmp);
+	if (unlinkat(up->dfd, up->tmp, 0) != 0)
+		return sys_fail(err, errno, "remove %s", up->tmp);
+	return CX_OK;
+}
+
 /* Makes the written file the object; the caller then frees the upload. */
 static cx_code
 publish(local_upload *up, cx_err *err)
 {
-	char		dir[PATH_MAX];
+	local_store *ls = (local_store *) up->base.store;
 	int			rc;
 
 	if (up->wlen > 0 && flush_wbuf(up, err) != CX_OK)
@@ -532,9 +761,8 @@ publish(local_upload *up, cx_err *err)
 	{
 		if (publish_anon(up, err) != CX_OK)
 			return err->code;
-		/* Like the link below, durable only once the directory is. */
-		parent_dir(up->path, dir);
-		return fsync_dir(dir, err);
+		/* Like the rename below, durable only once the directory is. */
+		return fsync_dir_fd(up->dfd, up->base.key, err);
 	}
 	rc = close(up->fd);
 	up->fd = -1;
@@ -543,21 +771,13 @@ publish(local_upload *up, cx_err *err)
 
 	if (up->base.mode == CX_PUT_IF_ABSENT)
 	{
-		if (link(up->tmp, up->path) != 0)
-		{
-			if (errno == EEXIST)
-				return exists_fail(up->path, err);
-			return sys_fail(err, errno, "link %s", up->tmp);
-		}
-		if (unlink(up->tmp) != 0)
-			return sys_fail(err, errno, "remove %s", up->tmp);
+		if (publish_if_absent(ls, up, err) != CX_OK)
+			return err->code;
 	}
-	else if (rename(up->tmp, up->path) != 0)
+	else if (renameat(up->dfd, up->tmp, up->dfd, up->name) != 0)
 		return sys_fail(err, errno, "rename %s", up->tmp);
 	up->tmp[0] = '\0';
-
-	parent_dir(up->path, dir);
-	return fsync_dir(dir, err);
+	return fsync_dir_fd(up->dfd, up->base.key, err);
 }
 
 static cx_code
@@ -597,8 +817,8 @@ read_range(int fd, uint64_t offset, size_t len, cx_buf *out, cx_err *err)
 
 	if (fstat(fd, &st) != 0)
 		return sys_fail(err, errno, "fstat");
-	if (S_ISDIR(st.st_mode))
-		return not_found(err);
+	if (check_object(&st, err) != CX_OK)
+		return err->code;
 	size = (uint64_t) st.st_size;
 	if (offset >= size)
 		return CX_OK;
@@ -623,20 +843,31 @@ read_range(int fd, uint64_t offset, size_t len, cx_buf *out, cx_err *err)
 	return CX_OK;
 }
 
+/*
+ * O_NONBLOCK: a FIFO planted in the store must not block the open; it is
+ * then refused as no regular file.
+ */
 static cx_code
 local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 		  cx_buf *out, cx_err *err)
 {
-	char		path[PATH_MAX];
+	const char *name;
+	int			dfd;
 	int			fd;
+	int			e;
 	cx_code		rc;
 
 	if (check_not_reserved(key, err) != CX_OK)
 		return err->code;
-	key_path((local_store *) s, key, path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (open_key_dir((local_store *) s, key, false, &dfd, &name, err) != CX_OK)
+		return err->code;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	e = errno;
+	close(dfd);
+	if (fd < 0 && e == ELOOP)
+		return link_refused("the object", err);
 	if (fd < 0)
-		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "open");
+		return is_missing(e) ? not_found(err) : sys_fail(err, e, "open");
 	rc = read_range(fd, offset, len, out, err);
 	close(fd);
 	return rc;
@@ -646,16 +877,23 @@ static cx_code
 local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 		   cx_err *err)
 {
-	char		path[PATH_MAX];
+	const char *name;
 	struct stat st;
+	int			dfd;
+	int			rc;
 
 	if (check_not_reserved(key, err) != CX_OK)
 		return err->code;
-	key_path((local_store *) s, key, path);
-	if (stat(path, &st) != 0)
-		return is_missing(errno) ? not_found(err) : sys_fail(err, errno, "stat");
-	if (S_ISDIR(st.st_mode))
-		return not_found(err);
+	if (open_key_dir((local_store *) s, key, false, &dfd, &name, err) != CX_OK)
+		return err->code;
+	rc = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc != 0)
+		rc = errno;
+	close(dfd);
+	if (rc != 0)
+		return is_missing(rc) ? not_found(err) : sys_fail(err, rc, "stat");
+	if (check_object(&st, err) != CX_OK)
+		return err->code;
 	*size = (uint64_t) st.st_size;
 	if (mtime_us != NULL)
 		*mtime_us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
@@ -665,26 +903,35 @@ local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 /*
  * The directory entry is fsynced so that a delete, once returned, is not
  * undone by a crash: callers delete only objects nothing references, but a
- * resurrected object would still surprise the next listing.
+ * resurrected object would still surprise the next listing.  A symlink in
+ * the key's place is removed, never what it points at.
  */
 static cx_code
 local_del(cx_objstore *s, const char *key, cx_err *err)
 {
-	char		path[PATH_MAX];
-	char		dir[PATH_MAX];
+	const char *name;
+	int			dfd;
+	cx_code		rc;
 
 	if (check_not_reserved(key, err) != CX_OK)
 		return err->code;
-	key_path((local_store *) s, key, path);
-	if (unlink(path) != 0)
+	rc = open_key_dir((local_store *) s, key, false, &dfd, &name, err);
+	if (rc == CX_ERR_NOT_FOUND)
+		return CX_OK;
+	if (rc != CX_OK)
+		return rc;
+	if (unlinkat(dfd, name, 0) != 0)
 	{
 		/* Linux reports a directory as EISDIR: no object has that name. */
 		if (is_missing(errno) || errno == EISDIR)
-			return CX_OK;
-		return sys_fail(err, errno, "remove");
+			rc = CX_OK;
+		else
+			rc = sys_fail(err, errno, "remove");
 	}
-	parent_dir(path, dir);
-	return fsync_dir(dir, err);
+	else
+		rc = fsync_dir_fd(dfd, key, err);
+	close(dfd);
+	return rc;
 }
 
 /* Makes room for one more element; returns the (moved) array or NULL. */
@@ -770,7 +1017,7 @@ scan_entry(int dfd, const char *dir, const char *name, list_items *l,
 /* Scans one directory (a key prefix ending in '/', or "" for the root),
  * keeping entries whose names start with name_prefix. */
 static cx_code
-scan_dir(const local_store *ls, const char *dir, const char *name_prefix,
+scan_dir(local_store *ls, const char *dir, const char *name_prefix,
 		 list_items *l, dir_queue *q, cx_err *err)
 {
 	char		path[PATH_MAX];
@@ -780,10 +1027,10 @@ scan_dir(const local_store *ls, const char *dir, const char *name_prefix,
 	struct dirent *de;
 	cx_code		rc = CX_OK;
 
-	snprintf(path, sizeof(path), "%s/%s", ls->root, dir);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return is_missing(errno) ? CX_OK : sys_fail(err, errno, "open directory %s", path);
+	snprintf(path, sizeof(path), "%.*s", (int) (strlen(dir) - (dir[0] != '\0')), dir);
+	rc = open_dir(ls, path, false, &fd, err);
+	if (rc != CX_OK)
+		return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
 	d = fdopendir(fd);
 	if (d == NULL)
 	{
@@ -914,6 +1161,8 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	ls->base.ops = &local_ops;
 	/* Without /proc, an unnamed file could not be given its name. */
 	ls->tmpfile = access("/proc/self/fd", X_OK) == 0;
+	ls->openat2 = true;
+	ls->noreplace = true;
 	*out = &ls->base;
 	return CX_OK;
 }

@@ -1,0 +1,313 @@
+/*
+ * test_local_root.c — the local store stays inside its root: symlinks and
+ * hard links planted in a store, FIFOs, and ".." in keys never make it read,
+ * write or remove anything outside.  Each planted-link test runs twice: with
+ * openat2() (where the kernel has it) and with the segment-by-segment walk
+ * that replaces it elsewhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/cx_failpoint.h"
+#include "objstore/cx_objstore.h"
+#include "cx_test.h"
+
+/* Where a run of a test puts its files, below the test's directory. */
+static const char *run_dir = "";
+
+/* "<test dir><run dir><suffix>" in buf. */
+static const char *
+test_path(char *buf, const char *suffix)
+{
+	snprintf(buf, PATH_MAX, "%s%s%s", cx_test_tmpdir(), run_dir, suffix);
+	return buf;
+}
+
+/* Writes text to a file outside any store. */
+static bool
+write_file(const char *suffix, const char *text)
+{
+	char		path[PATH_MAX];
+	FILE	   *f = fopen(test_path(path, suffix), "w");
+
+	if (f == NULL)
+		return false;
+	fputs(text, f);
+	return fclose(f) == 0;
+}
+
+/* Whether the file holds exactly text. */
+static bool
+file_holds(const char *suffix, const char *text)
+{
+	char		path[PATH_MAX];
+	char		got[256];
+	FILE	   *f = fopen(test_path(path, suffix), "r");
+	size_t		n;
+
+	if (f == NULL)
+		return false;
+	n = fread(got, 1, sizeof(got) - 1, f);
+	fclose(f);
+	got[n] = '\0';
+	return strcmp(got, text) == 0;
+}
+
+static bool
+exists(const char *suffix)
+{
+	char		path[PATH_MAX];
+	struct stat st;
+
+	return lstat(test_path(path, suffix), &st) == 0;
+}
+
+/* Makes <run dir>/outside with a file "secret", and an empty store. */
+static bool
+make_outside_and_store(cx_objstore **s, cx_err *err)
+{
+	char		path[PATH_MAX];
+	char		uri[PATH_MAX + 8];
+
+	snprintf(uri, sizeof(uri), "file://%s", test_path(path, "/store"));
+	return mkdir(test_path(path, "/outside"), 0777) == 0 &&
+		write_file("/outside/secret", "outside") &&
+		mkdir(test_path(path, "/store"), 0777) == 0 &&
+		cx_objstore_open(uri, NULL, 0, s, err) == CX_OK;
+}
+
+static bool
+plant_symlink(const char *target_suffix, const char *link_suffix)
+{
+	char		target[PATH_MAX];
+	char		linkpath[PATH_MAX];
+
+	return symlink(test_path(target, target_suffix),
+				   test_path(linkpath, link_suffix)) == 0;
+}
+
+/* Whether the last error refused a link and named the key. */
+static bool
+refused(const cx_err *err, const char *key)
+{
+	return err->code == CX_ERR_CORRUPT && strstr(err->msg, key) != NULL;
+}
+
+static bool
+list_nothing(void *arg, const char *key, uint64_t size)
+{
+	(void) arg;
+	(void) key;
+	(void) size;
+	return true;
+}
+
+/*
+ * Runs a planted-link test with openat2() and again, in a directory of its
+ * own, with the walk.
+ */
+static void
+both_resolvers(void (*test) (void))
+{
+	char		path[PATH_MAX];
+	cx_err		err;
+
+	run_dir = "";
+	test();
+	run_dir = "/walk";
+	if (mkdir(test_path(path, ""), 0777) != 0 ||
+		cx_failpoint_set("local.no_openat2=error", &err) != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, "cannot set up the walk's run");
+	else
+		test();
+	run_dir = "";
+	cx_failpoint_set("", &err);
+}
+
+/*
+ * store/data -> outside: no read, write, delete or listing goes through it.
+ * Also a link in a deeper directory (store/a/b -> outside).
+ */
+static void
+symlinked_directory(void)
+{
+	char		path[PATH_MAX];
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	uint64_t	size;
+	const char *keys[] = {"data/secret", "a/b/secret"};
+
+	REQUIRE(make_outside_and_store(&s, &err));
+	REQUIRE(plant_symlink("/outside", "/store/data"));
+	REQUIRE(mkdir(test_path(path, "/store/a"), 0777) == 0);
+	REQUIRE(plant_symlink("/outside", "/store/a/b"));
+	cx_buf_init(&b);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+	{
+		CHECK_CODE(cx_obj_get(s, keys[i], &b, &err), CX_ERR_CORRUPT);
+		CHECK(refused(&err, keys[i]));
+		CHECK(b.len == 0);
+		CHECK_CODE(cx_obj_head(s, keys[i], &size, &err), CX_ERR_CORRUPT);
+		CHECK_CODE(cx_obj_put(s, keys[i], "x", 1, CX_PUT_OVERWRITE, &err),
+				   CX_ERR_CORRUPT);
+		CHECK(refused(&err, keys[i]));
+		CHECK_CODE(cx_obj_put(s, "data/new", "x", 1, CX_PUT_IF_ABSENT, &err),
+				   CX_ERR_CORRUPT);
+		CHECK_CODE(cx_obj_delete(s, keys[i], &err), CX_ERR_CORRUPT);
+	}
+	CHECK(file_holds("/outside/secret", "outside"));
+	CHECK(!exists("/outside/new"));
+	/* A listing below the link is refused; one above skips it. */
+	CHECK_CODE(cx_obj_list(s, "data/", list_nothing, NULL, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(cx_obj_list(s, "a/b/", list_nothing, NULL, &err), CX_ERR_CORRUPT);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+CX_TEST(local_root_symlinked_directory_refused)
+{
+	both_resolvers(symlinked_directory);
+}
+
+/*
+ * store/obj -> outside/secret: reads refuse it; an overwrite or a delete
+ * replaces or removes the link itself, never the file it points at.
+ */
+static void
+symlinked_object(void)
+{
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	uint64_t	size;
+
+	REQUIRE(make_outside_and_store(&s, &err));
+	REQUIRE(plant_symlink("/outside/secret", "/store/obj"));
+	REQUIRE(plant_symlink("/outside/secret", "/store/obj2"));
+	cx_buf_init(&b);
+	CHECK_CODE(cx_obj_get(s, "obj", &b, &err), CX_ERR_CORRUPT);
+	CHECK(refused(&err, "obj"));
+	CHECK(b.len == 0);
+	CHECK_CODE(cx_obj_head(s, "obj", &size, &err), CX_ERR_CORRUPT);
+	CHECK(refused(&err, "obj"));
+	CHECK_CODE(cx_obj_put(s, "obj", "new", 3, CX_PUT_IF_ABSENT, &err),
+			   CX_ERR_EXISTS);
+	REQUIRE_OK(cx_obj_put(s, "obj", "new", 3, CX_PUT_OVERWRITE, &err), &err);
+	REQUIRE_OK(cx_obj_get(s, "obj", &b, &err), &err);
+	CHECK(b.len == 3 && memcmp(b.data, "new", 3) == 0);
+	REQUIRE_OK(cx_obj_delete(s, "obj2", &err), &err);
+	CHECK(!exists("/store/obj2"));
+	CHECK(file_holds("/outside/secret", "outside"));
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+CX_TEST(local_root_symlinked_object_refused)
+{
+	both_resolvers(symlinked_object);
+}
+
+/*
+ * A file in the store with a second name outside it (the hard link could
+ * have been planted either way round) is refused by reads.
+ */
+CX_TEST(local_root_hard_link_refused)
+{
+	char		target[PATH_MAX];
+	char		name[PATH_MAX];
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	uint64_t	size;
+
+	REQUIRE(make_outside_and_store(&s, &err));
+	REQUIRE(link(test_path(target, "/outside/secret"),
+				 test_path(name, "/store/hl")) == 0);
+	cx_buf_init(&b);
+	CHECK_CODE(cx_obj_get(s, "hl", &b, &err), CX_ERR_CORRUPT);
+	CHECK(refused(&err, "hl") && strstr(err.msg, "2 hard links") != NULL);
+	CHECK(b.len == 0);
+	CHECK_CODE(cx_obj_head(s, "hl", &size, &err), CX_ERR_CORRUPT);
+	/* Once the other name is gone the object is the store's alone. */
+	REQUIRE(unlink(target) == 0);
+	REQUIRE_OK(cx_obj_get(s, "hl", &b, &err), &err);
+	CHECK(b.len == 7 && memcmp(b.data, "outside", 7) == 0);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+/* A FIFO in an object's place is refused at once, not waited on. */
+CX_TEST(local_root_fifo_refused_without_blocking)
+{
+	char		path[PATH_MAX];
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+
+	REQUIRE(make_outside_and_store(&s, &err));
+	REQUIRE(mkfifo(test_path(path, "/store/pipe"), 0666) == 0);
+	cx_buf_init(&b);
+	CHECK_CODE(cx_obj_get(s, "pipe", &b, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "not a regular file") != NULL);
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+/*
+ * The root's own path is the operator's: symlinks in it, or the root itself
+ * a symlink, are followed.  Only what is below the root is checked.
+ */
+CX_TEST(local_root_reached_through_symlinks)
+{
+	char		path[PATH_MAX];
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+
+	REQUIRE(mkdir(test_path(path, "/real"), 0777) == 0);
+	REQUIRE(plant_symlink("/real", "/via"));
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/via/store"), NULL, 0, &s, &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "a/b/obj", "v", 1, CX_PUT_IF_ABSENT, &err), &err);
+	cx_obj_close(s);
+	CHECK(exists("/real/store/a/b/obj"));
+
+	REQUIRE(plant_symlink("/real/store", "/rootlink"));
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/rootlink"), NULL, 0, &s, &err), &err);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_obj_get(s, "a/b/obj", &b, &err), &err);
+	CHECK(b.len == 1 && b.data[0] == 'v');
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
+
+/* ".." never reaches the backend: every operation refuses it first. */
+CX_TEST(local_root_dot_dot_keys_refused)
+{
+	const char *keys[] = {"..", "../outside/secret", "a/../../outside/secret",
+	"a/.."};
+	cx_objstore *s;
+	cx_err		err;
+	cx_buf		b;
+	uint64_t	size;
+
+	REQUIRE(make_outside_and_store(&s, &err));
+	cx_buf_init(&b);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+	{
+		CHECK_CODE(cx_obj_get(s, keys[i], &b, &err), CX_ERR_INVALID);
+		CHECK_CODE(cx_obj_head(s, keys[i], &size, &err), CX_ERR_INVALID);
+		CHECK_CODE(cx_obj_put(s, keys[i], "x", 1, CX_PUT_OVERWRITE, &err),
+				   CX_ERR_INVALID);
+		CHECK_CODE(cx_obj_delete(s, keys[i], &err), CX_ERR_INVALID);
+	}
+	CHECK_CODE(cx_obj_list(s, "../", list_nothing, NULL, &err), CX_ERR_INVALID);
+	CHECK(file_holds("/outside/secret", "outside"));
+	cx_buf_free(&b);
+	cx_obj_close(s);
+}
