@@ -13,6 +13,7 @@
 #include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 #include "mw_util.h"
 
 /* Three merged and drained rounds of 10 rows: base versions 1 (register),
@@ -299,6 +300,15 @@ CX_TEST(gc_deletes_in_batches_and_stops_when_asked)
 	CHECK(res.objects_deleted == 49);
 	CHECK(log.calls == 6 + 1 + 1);
 	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+CX_TEST(gc_reads_mtimes_from_the_listing)
+{
+	cx_objstore *s = mw_open_store();
+
+	REQUIRE(s != NULL);
+	cx_test_gc_reads_listed_mtimes(s, 20);
 	cx_obj_close(s);
 }
 
