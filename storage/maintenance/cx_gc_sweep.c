@@ -8,6 +8,7 @@
 
 #include "ctxstore/layout.h"
 #include "maintenance/cx_gc_int.h"
+#include "objstore/cx_layout.h"
 #include "util/cx_buf.h"
 
 cx_code
@@ -88,7 +89,8 @@ is_referenced(const cx_gc_refs *refs, const char *key)
  * unknown outcome that landed since) is above that floor too.  A WAL entry
  * is garbage once below the replay point of its shard's newest version.
  * Hints, the compaction lease, and everything of a shard the base does
- * not register, are kept.
+ * not register, are kept.  Keys under iceberg/ are cx_gc_iceberg.c's to
+ * judge.
  */
 static bool
 is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
@@ -97,6 +99,8 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 	const cx_gc_shard *shard;
 
 	*unknown = false;
+	if (strncmp(key, CX_ICEBERG_DIR "/", strlen(CX_ICEBERG_DIR "/")) == 0)
+		return cx_gc_iceberg_collectable(run, key, unknown);
 	switch (cx_object_parse(key, &name))
 	{
 		case CX_OBJECT_FRAGMENT:
@@ -235,5 +239,6 @@ cx_gc_run_free(cx_gc_run *run)
 	for (uint32_t i = 0; i < run->nshards; i++)
 		free(run->shards[i].shard_id);
 	free(run->shards);
-	free(run->iceberg_pins);
+	free(run->retained.v);
+	json_decref(run->ice_meta);
 }
