@@ -19,11 +19,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "maintenance/cx_gc_int.h"
 #include "maintenance/cx_iceberg_int.h"
 #include "objstore/cx_versioned.h"
+#include "util/cx_clock.h"
 
 /* Puts lost to concurrent publishes before GC gives up expiring. */
 #define EXPIRE_ATTEMPTS 5
@@ -137,19 +137,17 @@ expired_metadata(const cx_gc_run *run, json_t *meta, json_t **next,
 				 uint32_t *nexpired, cx_err *err)
 {
 	json_t	   *kept = retained_snapshots(run, meta, nexpired);
-	struct timespec ts;
 	bool		oom = kept == NULL;
 
 	*next = NULL;
 	if (!oom && *nexpired > 0)
 	{
-		clock_gettime(CLOCK_REALTIME, &ts);
 		oom = (*next = json_deep_copy(meta)) == NULL ||
 			json_object_set_new(*next, "snapshot-log",
 								trimmed_snapshot_log(json_object_get(meta, "snapshot-log"), kept)) ||
 			json_object_set_new(*next, "metadata-log", next_metadata_log(run, meta)) ||
 			json_object_set_new(*next, "last-updated-ms",
-								json_integer((json_int_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000)) ||
+								json_integer(cx_clock_now_us() / 1000)) ||
 			json_object_set(*next, "snapshots", kept);
 	}
 	json_decref(kept);
