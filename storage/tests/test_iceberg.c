@@ -915,3 +915,74 @@ CX_TEST(iceberg_gc_expires_snapshots_and_their_files)
 	cx_iceberg_result_free(&pub);
 	cx_obj_close(s);
 }
+
+/* A publish slipped in just before GC's put of the expired metadata. */
+static cx_objstore_ops hooked_ops;
+static const cx_objstore_ops *real_ops;
+static const char *hook_key;	/* the put to precede; NULL once done */
+static cx_iceberg_result hook_pub;
+static cx_code hook_rc;
+
+static cx_code
+publish_first(cx_objstore *s, const char *key, const void *data, size_t len,
+			  cx_put_mode mode, cx_err *err)
+{
+	if (hook_key != NULL && strcmp(key, hook_key) == 0)
+	{
+		cx_objstore *other = mw_open_store();
+		cx_err		e2;
+
+		hook_key = NULL;
+		hook_rc = other == NULL ? CX_ERR_IO :
+			change_and_publish(other, 9, &hook_pub, &e2);
+		cx_obj_close(other);
+	}
+	return real_ops->put(s, key, data, len, mode, err);
+}
+
+/* GC loses the race for the next metadata file to a publish: it expires
+ * on the winner's metadata, keeping the new snapshot (published from a
+ * base version newer than the run listed). */
+CX_TEST(iceberg_gc_expiry_retries_after_a_publish_wins)
+{
+	cx_objstore *s = mw_open_store();
+	cx_iceberg_result pub = {0};
+	char		key[CX_KEY_MAX + 1];
+	cx_gc_options o = settled_gc();
+	cx_gc_result res;
+	json_t	   *meta;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	REQUIRE_OK(change_and_publish(s, 1, &pub, &err), &err);
+	REQUIRE(pub.metadata_version == 2);
+	cx_vseq_key(&cx_layout_iceberg_versions, 3, key);
+	real_ops = s->ops;
+	hooked_ops = *s->ops;
+	hooked_ops.put = publish_first;
+	s->ops = &hooked_ops;
+	hook_key = key;
+	memset(&hook_pub, 0, sizeof(hook_pub));
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	s->ops = real_ops;
+	REQUIRE(hook_key == NULL);
+	REQUIRE_OK(hook_rc, &err);
+	CHECK(hook_pub.metadata_version == 3);
+	meta = load_metadata(s, 4);
+	REQUIRE(meta != NULL);
+	/* the first snapshot expired; the second's base version is the one
+	 * the run retained, the rival's is newer and current */
+	CHECK(json_array_size(json_object_get(meta, "snapshots")) == 2);
+	CHECK(jint(json_array_get(json_object_get(meta, "snapshots"), 0), "snapshot-id") ==
+		  pub.snapshot_id);
+	CHECK(jint(cx_ice_meta_current(meta), "snapshot-id") == hook_pub.snapshot_id);
+	check_rebuild(s, meta);
+	json_decref(meta);
+	for (uint64_t n = 2; n <= 4; n++)
+		check_metadata_complete(s, n);
+	cx_iceberg_result_free(&hook_pub);
+	cx_iceberg_result_free(&pub);
+	cx_obj_close(s);
+}
