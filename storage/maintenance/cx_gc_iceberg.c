@@ -69,6 +69,7 @@ id_in(json_t *snaps, int64_t id)
 static json_t *
 trimmed_snapshot_log(json_t *log, json_t *kept)
 {
+	json_t	   *trimmed = json_array();
 	size_t		from = 0;
 	size_t		i;
 	json_t	   *e;
@@ -76,10 +77,9 @@ trimmed_snapshot_log(json_t *log, json_t *kept)
 	json_array_foreach(log, i, e)
 		if (!id_in(kept, snapshot_id(e)))
 		from = i + 1;
-	e = json_array();
-	for (i = from; e != NULL && i < json_array_size(log); i++)
-		json_array_append(e, json_array_get(log, i));
-	return e;
+	for (i = from; trimmed != NULL && i < json_array_size(log); i++)
+		json_array_append(trimmed, json_array_get(log, i));
+	return trimmed;
 }
 
 /* The metadata log of the next file: this one appended, and only the
@@ -90,20 +90,27 @@ next_metadata_log(const cx_gc_run *run, json_t *meta)
 	json_t	   *log = json_object_get(meta, "metadata-log");
 	json_t	   *next = json_array();
 	size_t		n = json_array_size(log);
+	size_t		older = CX_GC_ICEBERG_METADATA_KEPT - 2;
 	char		key[CX_KEY_MAX + 1];
-	char		uri[CX_KEY_MAX * 2];
+	char	   *uri;
 
 	cx_vseq_key(&cx_layout_iceberg_versions, run->ice_version, key);
-	snprintf(uri, sizeof(uri), "%s/%s", run->store->uri, key);
-	for (size_t i = n > CX_GC_ICEBERG_METADATA_KEPT - 2 ?
-		 n - (CX_GC_ICEBERG_METADATA_KEPT - 2) : 0;
-		 next != NULL && i < n; i++)
+	uri = malloc(strlen(run->store->uri) + strlen(key) + 2);
+	if (uri != NULL)
+		sprintf(uri, "%s/%s", run->store->uri, key);
+	for (size_t i = n > older ? n - older : 0; next != NULL && i < n; i++)
 		json_array_append(next, json_array_get(log, i));
-	if (next != NULL)
-		json_array_append_new(next,
-							  json_pack("{s:I, s:s}", "timestamp-ms",
-										json_integer_value(json_object_get(meta, "last-updated-ms")),
-										"metadata-file", uri));
+	if (next != NULL &&
+		(uri == NULL ||
+		 json_array_append_new(next,
+							   json_pack("{s:I, s:s}", "timestamp-ms",
+										 json_integer_value(json_object_get(meta, "last-updated-ms")),
+										 "metadata-file", uri)) != 0))
+	{
+		json_decref(next);
+		next = NULL;
+	}
+	free(uri);
 	return next;
 }
 
@@ -134,13 +141,14 @@ retained_snapshots(const cx_gc_run *run, json_t *meta, uint32_t *nexpired)
  * is. */
 static cx_code
 expired_metadata(const cx_gc_run *run, json_t *meta, json_t **next,
-				 uint32_t *nexpired, cx_err *err)
+				 cx_err *err)
 {
-	json_t	   *kept = retained_snapshots(run, meta, nexpired);
+	uint32_t	nexpired;
+	json_t	   *kept = retained_snapshots(run, meta, &nexpired);
 	bool		oom = kept == NULL;
 
 	*next = NULL;
-	if (!oom && *nexpired > 0)
+	if (!oom && nexpired > 0)
 	{
 		oom = (*next = json_deep_copy(meta)) == NULL ||
 			json_object_set_new(*next, "snapshot-log",
@@ -178,10 +186,9 @@ expire(cx_gc_run *run, cx_err *err)
 {
 	for (int attempt = 0; run->ice_meta != NULL; attempt++)
 	{
-		uint32_t	nexpired;
 		cx_vseq_outcome outcome;
 		json_t	   *next;
-		cx_code		rc = expired_metadata(run, run->ice_meta, &next, &nexpired, err);
+		cx_code		rc = expired_metadata(run, run->ice_meta, &next, err);
 
 		if (rc != CX_OK || next == NULL)
 			return rc;
@@ -199,7 +206,6 @@ expire(cx_gc_run *run, cx_err *err)
 		if (rc == CX_OK && outcome == CX_VSEQ_LANDED)
 		{
 			take_metadata(run, run->ice_version + 1, next);
-			run->snapshots_expired = nexpired;
 			return CX_OK;
 		}
 		json_decref(next);

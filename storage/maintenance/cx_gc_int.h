@@ -68,7 +68,6 @@ typedef struct cx_gc_run
 	uint64_t	ice_version;
 	uint64_t	iceberg_pin;
 	uint64_t	ice_floor;
-	uint32_t	snapshots_expired;
 	cx_gc_shard *shards;
 	uint32_t	nshards;
 	/* The garbage keys waiting to be deleted: at most opts->batch. */
