@@ -4,8 +4,11 @@
  * fragments and orphans go only after the grace period, unknown keys are
  * reported and kept, a dry run deletes nothing, deletes come in batches.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ctxstore/iceberg.h"
 #include "ctxstore/lifecycle.h"
@@ -13,6 +16,7 @@
 #include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "table/cx_key_index.h"
+#include "util/cx_failpoint.h"
 #include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
@@ -405,6 +409,74 @@ CX_TEST(gc_keeps_what_a_version_committed_during_the_sweep_references)
 	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
 	CHECK(res.objects_deleted > 0);
 	check_newest_complete(s);
+	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+/* Forks a compaction of s that is killed right after uploading its
+ * outputs, before its commit; true if it died there. */
+static bool
+compaction_killed_before_commit(cx_objstore *s)
+{
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+	{
+		cx_compact_options o;
+		cx_compact_result res;
+		cx_err		err;
+
+		cx_compact_options_default(&o);
+		o.holder = "crashed";
+		o.force = true;
+		if (cx_failpoint_set("compact.after_outputs=crash", &err) != CX_OK)
+			_exit(2);
+		(void) cx_compact(s, &o, NULL, &res, &err);
+		_exit(3);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+		WTERMSIG(status) == SIGKILL;
+}
+
+static uint32_t
+data_objects(cx_objstore *s)
+{
+	cx_test_listed l = {0};
+	cx_err		err;
+
+	if (cx_obj_list(s, CX_FRAGMENT_PREFIX, cx_test_collect, &l, &err) != CX_OK)
+		return UINT32_MAX;
+	return (uint32_t) l.n;
+}
+
+/* A compaction killed before its commit leaves its outputs under data/,
+ * orphans GC deletes once past the grace, and its lease, which GC keeps
+ * (the job's next run takes it over once expired). */
+CX_TEST(gc_deletes_a_crashed_compactions_outputs_not_its_lease)
+{
+	cx_objstore *s = mw_open_store();
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	/* the drained generations go: the three base fragments stay */
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	REQUIRE(data_objects(s) == 3);
+	REQUIRE(compaction_killed_before_commit(s));
+	REQUIRE(data_objects(s) > 3 && exists(s, "_compaction/lease"));
+	/* young, they stay */
+	o.grace_us = CX_GC_DEFAULT_GRACE_US;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_garbage == 0 && data_objects(s) > 3);
+	o.grace_us = 0;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(data_objects(s) == 3 && res.objects_unknown == 0);
+	CHECK(exists(s, "_compaction/lease"));
 	CHECK(rows_at(s, 0) == 30);
 	cx_obj_close(s);
 }
