@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Store lifecycle benchmark (targets in docs/BENCHMARKS.md), one run, side
-# by side: COMMITS sequential single-row commits (one session, merging on:
-# the defaults) against the same rows written in one batch.  For each store:
+# by side: COMMITS single-row commits (from CLIENTS sessions, default 1:
+# sequential; merging on: the defaults) against the same rows written in
+# one batch.  For each store:
 # files and bytes on disk and scan time (best of REPEAT)
 #   (a) once every generation is merged, before compaction and GC;
 #   (b) after ctxstore.compact and ctxstore.gc with retain_versions 1,
@@ -11,6 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 commits=${COMMITS:-1000}
+clients=${CLIENTS:-1}
 repeat=${REPEAT:-5}
 
 bench_start
@@ -22,11 +24,11 @@ create_context_tables batch "$settled"
 script=$(mktemp)
 cat > "$script" <<SQL
 INSERT INTO ctx_single (id, bot_id, session_id, role, content, metadata, created_at)
-VALUES (gen_random_uuid()::text, 'bot', 's1', 'user',
+VALUES (gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
         'a short agent message of a few words', '{"k": 1}', now());
 SQL
 chmod 644 "$script"
-pgbench_b -n -f "$script" -c 1 -t "$commits" >/dev/null 2>&1
+pgbench_b -n -f "$script" -c "$clients" -j "$((clients < 2 ? 1 : 2))" -t "$((commits / clients))" >/dev/null 2>&1
 rm -f "$script"
 psql_b -c "INSERT INTO ctx_batch SELECT * FROM ctx_single"
 
@@ -58,7 +60,7 @@ for t in single batch; do
 done
 measure after
 
-echo "lifecycle, $commits sequential single-row commits vs one batch, scan best of $repeat, $(nproc) cores"
+echo "lifecycle, $commits single-row commits from $clients sessions vs one batch, scan best of $repeat, $(nproc) cores"
 printf '%-8s %-14s %7s %10s %9s %9s %9s %9s\n' when store files bytes scan_ms files_x bytes_x scan_x
 for w in before after; do
   for t in single batch; do
