@@ -6,7 +6,8 @@
 # data files read by DuckDB, position deletes applied), which must equal
 # SELECT through ctxstore row for row.  Publishing the same base again adds
 # nothing; with iceberg_interval set, the maintenance worker publishes after
-# a merge on its own.
+# a merge on its own; GC expires snapshots whose base versions it does not
+# retain and the table still rebuilds.
 use strict;
 use warnings;
 
@@ -127,6 +128,18 @@ ok(wait_until(sub {
 	return $cur->{summary}{'ctxstore.base-version'} eq $latest;
 }), 'the maintenance worker published the merged base on its own (iceberg_interval)');
 check_rebuild('after the automatic publish');
+
+# GC keeping only the newest base version expires the older snapshot: the
+# next metadata file lists the current one alone, and the table still
+# rebuilds from the Iceberg metadata with every file it names present.
+$node_a->safe_psql('postgres', q{
+ALTER FOREIGN TABLE ev OPTIONS (ADD retain_versions '1', ADD retain_interval '0', ADD gc_grace '0');
+SELECT ctxstore.gc('ev');
+});
+my $hint = slurp_file("$dir/iceberg/metadata/version-hint.text");
+my $expired = decode_json(slurp_file("$dir/iceberg/metadata/v$hint.metadata.json"));
+is(scalar @{ $expired->{snapshots} }, 1, 'GC expired the snapshot of the base version it did not retain');
+check_rebuild('after GC expired a snapshot');
 
 $_->stop for @nodes;
 done_testing();

@@ -3,9 +3,11 @@
  * docs/design/maintenance.md "Garbage collection").
  *
  * The referenced set is every object a retained base version names: its
- * manifest, fragments and key-index segments.  Every fragment, index
- * segment and base manifest outside it that is older than the grace period
- * is garbage.  Keys under those prefixes that are no key of the layout are
+ * manifest, fragments and key-index segments; the retained shard versions'
+ * generations; what the retained Iceberg metadata references
+ * (cx_gc_iceberg.c, which also expires snapshots).  Every fragment, index
+ * segment, manifest and Iceberg file outside it that is older than the
+ * grace period is garbage.  Keys under those prefixes that are no key of the layout are
  * counted as unknown and left alone.
  */
 #include <inttypes.h>
@@ -37,48 +39,7 @@ is_pinned(const cx_gc_run *run, uint64_t version)
 	for (uint32_t i = 0; i < run->opts->npinned; i++)
 		if (run->opts->pinned[i] == version)
 			return true;
-	for (uint32_t i = 0; i < run->niceberg_pins; i++)
-		if (run->iceberg_pins[i] == version)
-			return true;
-	return false;
-}
-
-/*
- * Every snapshot of the newest Iceberg metadata counts as retained: its
- * data files are the fragments of the base version it was published from
- * (ctxstore.base-version in its summary), so that version is pinned.  Its
- * metadata, manifests and delete files live under iceberg/, which GC does
- * not sweep.
- */
-static cx_code
-pin_iceberg_snapshots(cx_gc_run *run, cx_err *err)
-{
-	uint64_t	version;
-	json_t	   *meta;
-	json_t	   *snaps;
-	size_t		n;
-	cx_code		rc = cx_ice_load_newest(run->store, &version, &meta, err);
-
-	if (rc != CX_OK || meta == NULL)
-		return rc;
-	snaps = json_object_get(meta, "snapshots");
-	n = json_array_size(snaps);
-	run->iceberg_pins = n > 0 ? calloc(n, sizeof(uint64_t)) : NULL;
-	if (n > 0 && run->iceberg_pins == NULL)
-		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; rc == CX_OK && i < n; i++)
-	{
-		uint64_t	base = cx_ice_snapshot_base_version(json_array_get(snaps, i));
-
-		if (base == 0)
-			rc = cx_err_set(err, CX_ERR_CORRUPT,
-							"%s: Iceberg metadata v%" PRIu64 " has a snapshot naming no base version",
-							run->store->uri, version);
-		else
-			run->iceberg_pins[run->niceberg_pins++] = base;
-	}
-	json_decref(meta);
-	return rc;
+	return run->iceberg_pin != 0 && run->iceberg_pin == version;
 }
 
 static bool
@@ -133,6 +94,7 @@ typedef struct version_walk
 	uint64_t	replay_seq;		/* of the shard's newest version */
 	bool		seen_newest;
 	uint64_t	oldest_retained;
+	cx_gc_versions *kept;		/* receives the retained ones; may be NULL */
 } version_walk;
 
 /*
@@ -166,6 +128,8 @@ walk_retained(version_walk *w, const cx_gc_versions *v, const cx_gc_run *run,
 			rc = w->reference(w, err);
 			w->oldest_retained = v->v[k];
 			(*retained)++;
+			if (w->kept != NULL && !collect_version(w->kept, v->v[k]))
+				rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
 		}
 		else
 			in_window = false;
@@ -259,7 +223,8 @@ static cx_code
 reference_base(cx_gc_run *run, cx_err *err)
 {
 	version_walk w = {.load = base_load, .reference = base_reference,
-		.release = base_release, .store = run->store, .refs = &run->refs};
+		.release = base_release, .store = run->store, .refs = &run->refs,
+	.kept = &run->retained};
 	cx_gc_versions v = {0};
 	cx_code		rc = list_versions(run->store, &cx_layout_base_versions, &v, err);
 
@@ -311,9 +276,11 @@ cx_code
 cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	  cx_gc_result *res, cx_err *err)
 {
+	/* Manifests and metadata before the files they name: a run that stops
+	 * half way leaves orphan files, never a version missing its files. */
 	static const char *const prefixes[] = {
-		CX_FRAGMENT_PREFIX, CX_INDEX_SEGMENT_PREFIX, CX_VERSIONS_PREFIX,
-		CX_SHARDS_PREFIX
+		CX_VERSIONS_PREFIX, CX_SHARDS_PREFIX, CX_ICEBERG_DIR "/",
+		CX_INDEX_SEGMENT_PREFIX, CX_FRAGMENT_PREFIX
 	};
 	cx_gc_run	run = {0};
 	cx_code		rc;
@@ -324,12 +291,14 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	run.progress = progress;
 	run.res = res;
 	run.now = cx_clock_now_us();
-	rc = pin_iceberg_snapshots(&run, err);
+	rc = cx_gc_iceberg_load(&run, err);
 	if (rc == CX_OK)
 		rc = reference_base(&run, err);
 	/* An empty store has nothing to collect. */
 	if (rc == CX_OK && run.newest > 0)
 		rc = reference_shards(&run, err);
+	if (rc == CX_OK && run.newest > 0)
+		rc = cx_gc_iceberg_reference(&run, err);
 	if (rc == CX_OK && run.newest > 0)
 	{
 		cx_gc_refs_sort(&run.refs);

@@ -1,14 +1,23 @@
 /*
  * cx_gc_int.h — what the files of garbage collection share (cx_gc.c picks
- * the referenced set, cx_gc_sweep.c lists the store and deletes).
+ * the referenced set, cx_gc_iceberg.c expires Iceberg snapshots and adds
+ * what the retained Iceberg metadata references, cx_gc_sweep.c lists the
+ * store and deletes).
  */
 #ifndef CX_GC_INT_H
 #define CX_GC_INT_H
+
+#include <jansson.h>
 
 #include "ctxstore/lifecycle.h"
 #include "objstore/cx_objstore.h"
 
 #define CX_GC_DEFAULT_BATCH 100
+
+/* The newest Iceberg metadata files retained (docs/FORMAT.md "Iceberg
+ * metadata"): readers that loaded one of them a moment ago still find
+ * everything it references. */
+#define CX_GC_ICEBERG_METADATA_KEPT 3
 
 /* The base versions present, ascending. */
 typedef struct cx_gc_versions
@@ -50,10 +59,15 @@ typedef struct cx_gc_run
 	 * (docs/FORMAT.md "Finding the newest version"). */
 	uint64_t	base_floor;
 	cx_gc_refs	refs;
-	/* The base versions the snapshots of the newest Iceberg metadata were
-	 * published from: retained like pinned ones. */
-	uint64_t   *iceberg_pins;
-	uint32_t	niceberg_pins;
+	/* The base versions retained (newest first). */
+	cx_gc_versions retained;
+	/* The newest Iceberg metadata (NULL: never published), its number,
+	 * the base version its current snapshot was published from (retained
+	 * like a pinned one; 0: none) and the oldest metadata number kept. */
+	json_t	   *ice_meta;
+	uint64_t	ice_version;
+	uint64_t	iceberg_pin;
+	uint64_t	ice_floor;
 	cx_gc_shard *shards;
 	uint32_t	nshards;
 	/* The garbage keys waiting to be deleted: at most opts->batch. */
@@ -72,6 +86,18 @@ void		cx_gc_refs_sort(cx_gc_refs *refs);
  * point of its newest. */
 cx_code		cx_gc_shard_add(cx_gc_run *run, const char *shard_id,
 							uint64_t floor, uint64_t replay_seq, cx_err *err);
+
+/* Loads the newest Iceberg metadata and pins its current snapshot's base
+ * version; to be called before the retained versions are walked. */
+cx_code		cx_gc_iceberg_load(cx_gc_run *run, cx_err *err);
+/* Expires the snapshots whose base versions are not retained (writing the
+ * next metadata file, but not in a dry run), then adds what the retained
+ * metadata files reference to run->refs. */
+cx_code		cx_gc_iceberg_reference(cx_gc_run *run, cx_err *err);
+/* Whether a key under iceberg/ may be deleted once unreferenced; *unknown
+ * when it is no key a publish writes. */
+bool		cx_gc_iceberg_collectable(const cx_gc_run *run, const char *key,
+									  bool *unknown);
 
 /* Lists every key under prefix and deletes (or, in a dry run, counts) the
  * garbage, opts->batch at a time. */

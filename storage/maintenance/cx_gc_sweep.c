@@ -8,6 +8,7 @@
 
 #include "ctxstore/layout.h"
 #include "maintenance/cx_gc_int.h"
+#include "objstore/cx_layout.h"
 #include "util/cx_buf.h"
 
 cx_code
@@ -88,7 +89,8 @@ is_referenced(const cx_gc_refs *refs, const char *key)
  * unknown outcome that landed since) is above that floor too.  A WAL entry
  * is garbage once below the replay point of its shard's newest version.
  * Hints, the compaction lease, and everything of a shard the base does
- * not register, are kept.
+ * not register, are kept.  Keys under iceberg/ are cx_gc_iceberg.c's to
+ * judge.
  */
 static bool
 is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
@@ -97,6 +99,8 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 	const cx_gc_shard *shard;
 
 	*unknown = false;
+	if (strncmp(key, CX_ICEBERG_DIR "/", strlen(CX_ICEBERG_DIR "/")) == 0)
+		return cx_gc_iceberg_collectable(run, key, unknown);
 	switch (cx_object_parse(key, &name))
 	{
 		case CX_OBJECT_FRAGMENT:
@@ -169,40 +173,33 @@ add_garbage(cx_gc_run *run, const char *key, uint64_t size, cx_err *err)
 	return run->nbatch == run->batch_cap ? flush_batch(run, err) : CX_OK;
 }
 
-/* A key neither referenced nor unknown is garbage once older than grace;
- * one deleted since it was listed is no longer anybody's concern. */
+/* A key neither referenced nor unknown is garbage once older than grace,
+ * by the mtime its listing entry tells (no request per key). */
 static cx_code
-consider(cx_gc_run *run, const char *key, uint64_t size, cx_err *err)
+consider(cx_gc_run *run, const cx_list_entry *e, cx_err *err)
 {
 	bool		unknown;
-	int64_t		mtime;
-	cx_code		rc;
 
-	if (is_referenced(&run->refs, key))
+	if (is_referenced(&run->refs, e->key))
 		return CX_OK;
-	if (!is_collectable(run, key, &unknown))
+	if (!is_collectable(run, e->key, &unknown))
 	{
 		run->res->objects_unknown += unknown;
 		return CX_OK;
 	}
-	rc = cx_obj_mtime(run->store, key, &mtime, err);
-	if (rc == CX_ERR_NOT_FOUND)
+	if (e->mtime_us > run->now - run->opts->grace_us)
 		return CX_OK;
-	if (rc != CX_OK)
-		return rc;
-	if (mtime > run->now - run->opts->grace_us)
-		return CX_OK;
-	return add_garbage(run, key, size, err);
+	return add_garbage(run, e->key, e->size, err);
 }
 
 static bool
-on_key(void *arg, const char *key, uint64_t size)
+on_entry(void *arg, const cx_list_entry *e)
 {
 	cx_gc_run  *run = arg;
 
 	run->res->objects_listed++;
-	run->res->bytes_listed += size;
-	run->rc = consider(run, key, size, run->err);
+	run->res->bytes_listed += e->size;
+	run->rc = consider(run, e, run->err);
 	return run->rc == CX_OK;
 }
 
@@ -221,7 +218,7 @@ cx_gc_sweep(cx_gc_run *run, const char *prefix, cx_err *err)
 	}
 	run->rc = CX_OK;
 	run->err = err;
-	rc = cx_obj_list(run->store, prefix, on_key, run, err);
+	rc = cx_obj_list_entries(run->store, prefix, on_entry, run, err);
 	if (rc == CX_OK)
 		rc = run->rc;
 	if (rc == CX_OK)
@@ -242,5 +239,6 @@ cx_gc_run_free(cx_gc_run *run)
 	for (uint32_t i = 0; i < run->nshards; i++)
 		free(run->shards[i].shard_id);
 	free(run->shards);
-	free(run->iceberg_pins);
+	free(run->retained.v);
+	json_decref(run->ice_meta);
 }

@@ -19,9 +19,10 @@
  * A publish that finds v<N+1> taken removes the files of step 3 (nothing
  * references them) and starts again from the winner's metadata.
  *
- * Every file the metadata references stays referenced by the snapshots the
- * metadata keeps: retained Iceberg snapshots count as retained versions for
- * GC (docs/design/maintenance.md).
+ * Snapshots are expired, and the files only they reference deleted, by
+ * garbage collection (cx_gc_iceberg.c): the base version of the current
+ * snapshot is retained, and so are the files of every snapshot the newest
+ * few metadata files list (docs/design/maintenance.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,36 +588,47 @@ add_snapshot(publish *p, json_t *meta, const char *list_uri, cx_err *err)
 	return rc;
 }
 
-/* Step 4: v<N+1>.metadata.json; CX_ERR_EXISTS when another publish took
- * it. */
-static cx_code
-commit_metadata(publish *p, json_t *meta, cx_err *err)
+cx_code
+cx_ice_put_metadata(cx_objstore *s, uint64_t n, json_t *meta,
+					cx_vseq_outcome *outcome, cx_err *err)
 {
 	char	   *text = json_dumps(meta, JSON_INDENT(2));
-	cx_vseq_outcome outcome;
 	cx_buf		bytes = {(uint8_t *) text, text != NULL ? strlen(text) : 0, 0, false};
 	cx_buf		taken;
 	char		hint[24];
 	cx_err		ignored;
 	cx_code		rc;
 
+	*outcome = CX_VSEQ_FAILED;
 	if (text == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory writing Iceberg metadata");
 	cx_buf_init(&taken);
-	rc = cx_vseq_put(p->s, &cx_layout_iceberg_versions, p->st->version + 1,
-					 &bytes, &taken, &outcome, err);
+	rc = cx_vseq_put(s, &cx_layout_iceberg_versions, n, &bytes, &taken,
+					 outcome, err);
 	cx_buf_free(&taken);
 	free(text);
+	if (rc != CX_OK || *outcome != CX_VSEQ_LANDED)
+		return rc;
+	/* A stale hint only makes readers and the next publish probe further. */
+	snprintf(hint, sizeof(hint), "%llu", (unsigned long long) n);
+	(void) cx_obj_put(s, CX_ICEBERG_VERSION_HINT_KEY, hint, strlen(hint),
+					  CX_PUT_OVERWRITE, &ignored);
+	return CX_OK;
+}
+
+/* Step 4: v<N+1>.metadata.json; CX_ERR_EXISTS when another publish took
+ * it. */
+static cx_code
+commit_metadata(publish *p, json_t *meta, cx_err *err)
+{
+	cx_vseq_outcome outcome;
+	cx_code		rc = cx_ice_put_metadata(p->s, p->st->version + 1, meta,
+										 &outcome, err);
+
 	p->maybe_committed = outcome == CX_VSEQ_UNKNOWN;
 	if (rc == CX_OK && outcome == CX_VSEQ_TAKEN)
 		return CX_ERR_EXISTS;
-	if (rc != CX_OK)
-		return rc;
-	/* A stale hint only makes readers and the next publish probe further. */
-	snprintf(hint, sizeof(hint), "%llu", (unsigned long long) p->st->version + 1);
-	(void) cx_obj_put(p->s, CX_ICEBERG_VERSION_HINT_KEY, hint, strlen(hint),
-					  CX_PUT_OVERWRITE, &ignored);
-	return CX_OK;
+	return rc;
 }
 
 /* Removes what a publish that did not commit wrote (best effort: the

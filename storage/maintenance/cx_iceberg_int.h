@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "ctxstore/iceberg.h"
+#include "objstore/cx_versioned.h"
 #include "table/cx_manifest.h"
 
 /* The Avro schemas of the Iceberg v2 spec ("field-id" on every field). */
@@ -106,6 +107,11 @@ cx_code		cx_ice_read_manifest_list(const cx_buf *data, const char *name,
 /* The value of key in an Avro file's metadata, malloc'd (NULL: absent). */
 cx_code		cx_ice_avro_file_meta(const cx_buf *data, const char *name,
 								  const char *key, char **value, cx_err *err);
+
+/* Writes meta as metadata file n with put-if-absent (cx_vseq_put says
+ * how its outcome is settled), then the version hint if it landed. */
+cx_code		cx_ice_put_metadata(cx_objstore *s, uint64_t n, json_t *meta,
+								cx_vseq_outcome *outcome, cx_err *err);
 
 /* The table's newest metadata file (cx_iceberg.c): its number and JSON;
  * 0 and NULL when the store was never published. */

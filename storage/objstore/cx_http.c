@@ -223,6 +223,44 @@ cx_http_headers_get(const cx_http_headers *h, const char *name)
 	return NULL;
 }
 
+/* "YYYY-MM-DDTHH:MM:SS[.fraction]Z", UTC. */
+static bool
+parse_iso8601(const char *text, int64_t *us)
+{
+	struct tm	tm = {0};
+	int			end = 0;
+	long		frac_us = 0;
+	const char *p;
+
+	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+			   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &end) != 6)
+		return false;
+	p = text + end;
+	if (*p == '.')
+		for (long scale = 100000; isdigit((unsigned char) *++p); scale /= 10)
+			frac_us += (*p - '0') * scale;
+	if (strcmp(p, "Z") != 0)
+		return false;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*us = (int64_t) timegm(&tm) * 1000000 + frac_us;
+	return true;
+}
+
+bool
+cx_http_parse_time(const char *text, int64_t *us)
+{
+	time_t		t;
+
+	if (parse_iso8601(text, us))
+		return true;
+	t = curl_getdate(text, NULL);
+	if (t < 0)
+		return false;
+	*us = (int64_t) t * 1000000;
+	return true;
+}
+
 cx_code
 cx_http_read_head(const cx_http_headers *h, uint64_t *size, int64_t *mtime_us,
 				  cx_err *err)
@@ -230,7 +268,6 @@ cx_http_read_head(const cx_http_headers *h, uint64_t *size, int64_t *mtime_us,
 	const char *len = cx_http_headers_get(h, "content-length");
 	const char *date = cx_http_headers_get(h, "last-modified");
 	char	   *end;
-	time_t		t;
 
 	errno = 0;
 	*size = len ? strtoull(len, &end, 10) : 0;
@@ -238,10 +275,8 @@ cx_http_read_head(const cx_http_headers *h, uint64_t *size, int64_t *mtime_us,
 		return cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Content-Length");
 	if (mtime_us == NULL)
 		return CX_OK;
-	t = date ? curl_getdate(date, NULL) : -1;
-	if (t < 0)
+	if (date == NULL || !cx_http_parse_time(date, mtime_us))
 		return cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Last-Modified");
-	*mtime_us = (int64_t) t * 1000000;
 	return CX_OK;
 }
 

@@ -73,6 +73,11 @@ const char *cx_http_headers_get(const cx_http_headers *h, const char *name);
 cx_code		cx_http_read_head(const cx_http_headers *h, uint64_t *size,
 							  int64_t *mtime_us, cx_err *err);
 
+/* A time as S3 and Azure write them (an HTTP date, or ISO 8601 as S3's
+ * listings do: "2026-12-01T17:22:23.000Z") in Unix microseconds; false if
+ * text is neither. */
+bool		cx_http_parse_time(const char *text, int64_t *us);
+
 typedef struct cx_http_response
 {
 	long		status;			/* final HTTP status */

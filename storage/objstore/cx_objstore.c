@@ -101,8 +101,8 @@ cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us, cx_err *err)
 }
 
 cx_code
-cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
-			cx_err *err)
+cx_obj_list_entries(cx_objstore *s, const char *prefix, cx_list_entry_fn fn,
+					void *arg, cx_err *err)
 {
 	if (check_or_fail(s, "list", prefix, true, err) != CX_OK)
 		return err->code;
@@ -110,6 +110,31 @@ cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
 	if (s->ops->list(s, prefix, fn, arg, err) != CX_OK)
 		return op_failed(s, "list", prefix, err);
 	return CX_OK;
+}
+
+/* A cx_list_fn and its argument, called with the key and size of each
+ * entry. */
+typedef struct key_lister
+{
+	cx_list_fn	fn;
+	void	   *arg;
+} key_lister;
+
+static bool
+list_key(void *arg, const cx_list_entry *e)
+{
+	const key_lister *l = arg;
+
+	return l->fn(l->arg, e->key, e->size);
+}
+
+cx_code
+cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+			cx_err *err)
+{
+	key_lister	l = {fn, arg};
+
+	return cx_obj_list_entries(s, prefix, list_key, &l, err);
 }
 
 cx_code

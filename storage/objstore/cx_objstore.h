@@ -24,6 +24,20 @@
 
 typedef struct cx_upload cx_upload;
 
+/* One object of a listing, as the backend's listing tells it (no request
+ * per object): S3's ListObjectsV2 and Azure's List Blobs report each
+ * entry's Last-Modified, the local store stats the file it lists. */
+typedef struct cx_list_entry
+{
+	const char *key;
+	uint64_t	size;
+	int64_t		mtime_us;		/* when last written, Unix microseconds (S3
+								 * and Azure: second precision) */
+} cx_list_entry;
+
+/* As cx_list_fn, with the whole entry. */
+typedef bool (*cx_list_entry_fn) (void *arg, const cx_list_entry *e);
+
 struct cx_objstore_ops
 {
 	cx_code		(*put) (cx_objstore *s, const char *key, const void *data,
@@ -36,8 +50,8 @@ struct cx_objstore_ops
 	 * written, Unix microseconds (S3 and Azure: second precision). */
 	cx_code		(*head) (cx_objstore *s, const char *key, uint64_t *size,
 						 int64_t *mtime_us, cx_err *err);
-	cx_code		(*list) (cx_objstore *s, const char *prefix, cx_list_fn fn,
-						 void *arg, cx_err *err);
+	cx_code		(*list) (cx_objstore *s, const char *prefix,
+						 cx_list_entry_fn fn, void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
 	/* Streaming upload: begin, write any number of times, then finish
 	 * (publishes the object atomically, honouring mode) or abort.  finish
@@ -103,6 +117,9 @@ cx_code		cx_obj_head(cx_objstore *s, const char *key, uint64_t *size,
 /* When key was last written (Unix us): GC's grace period rests on it. */
 cx_code		cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us,
 						 cx_err *err);
+/* cx_obj_list, telling each entry's mtime too. */
+cx_code		cx_obj_list_entries(cx_objstore *s, const char *prefix,
+								cx_list_entry_fn fn, void *arg, cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,

@@ -572,55 +572,59 @@ az_del(cx_objstore *base, const char *key, cx_err *err)
 typedef struct list_state
 {
 	az_store   *s;
-	cx_list_fn	fn;
+	cx_list_entry_fn fn;
 	void	   *arg;
 	bool		stopped;		/* fn asked to stop */
 	char	   *marker;			/* NextMarker of the last page, or NULL */
 } list_state;
 
-/* Passes a listed blob to fn: its name less the store prefix, its size. */
+/* Passes a listed blob to fn: its name less the store prefix, its size
+ * and Last-Modified. */
 static cx_code
-emit_blob(list_state *ls, const char *name, const char *size, cx_err *err)
+emit_blob(list_state *ls, const char *name, const cx_xml *props, cx_err *err)
 {
 	size_t		plen = strlen(ls->s->prefix);
-	unsigned long long n;
+	const char *size = cx_xml_text(cx_xml_find(props, "Content-Length"));
+	const cx_xml *modified = cx_xml_find(props, "Last-Modified");
+	cx_list_entry e = {.key = name + plen};
 	char	   *end;
 	cx_err		scratch;
 
 	if (strncmp(name, ls->s->prefix, plen) != 0)
 		return cx_err_set(err, CX_ERR_IO, "a blob name lacks the store prefix");
 	errno = 0;
-	n = strtoull(size, &end, 10);
+	e.size = strtoull(size, &end, 10);
 	if (end == size || *end != '\0' || errno != 0)
 		return cx_err_set(err, CX_ERR_IO, "malformed Content-Length");
+	if (modified == NULL || !cx_http_parse_time(cx_xml_text(modified), &e.mtime_us))
+		return cx_err_set(err, CX_ERR_IO, "a <Blob> lacks a valid Last-Modified");
 	/* A name that is no valid key was not written through a store. */
-	if (cx_key_validate(name + plen, &scratch) == CX_OK &&
-		!ls->fn(ls->arg, name + plen, (uint64_t) n))
+	if (cx_key_validate(e.key, &scratch) == CX_OK && !ls->fn(ls->arg, &e))
 		ls->stopped = true;
 	return CX_OK;
 }
 
 /* One <Blob> of a page: its name (percent-decoded if the service had to
- * encode it) and size. */
+ * encode it), size and mtime. */
 static cx_code
 list_blob(list_state *ls, const cx_xml *blob, cx_err *err)
 {
 	const cx_xml *name = cx_xml_find(blob, "Name");
 	const cx_xml *props = cx_xml_find(blob, "Properties");
-	const cx_xml *len = props == NULL ? NULL : cx_xml_find(props, "Content-Length");
 	const char *encoded;
 	char	   *decoded;
 	cx_code		rc;
 
-	if (name == NULL || len == NULL)
+	if (name == NULL || props == NULL ||
+		cx_xml_find(props, "Content-Length") == NULL)
 		return cx_err_set(err, CX_ERR_IO, "listing: a <Blob> lacks its name or size");
 	encoded = cx_xml_attr(name, "Encoded");
 	if (encoded == NULL || strcmp(encoded, "true") != 0)
-		rc = emit_blob(ls, cx_xml_text(name), cx_xml_text(len), err);
+		rc = emit_blob(ls, cx_xml_text(name), props, err);
 	else if ((rc = cx_az_percent_decode(cx_xml_text(name), strlen(cx_xml_text(name)),
 										false, &decoded, err)) == CX_OK)
 	{
-		rc = emit_blob(ls, decoded, cx_xml_text(len), err);
+		rc = emit_blob(ls, decoded, props, err);
 		free(decoded);
 	}
 	return rc == CX_OK ? CX_OK : cx_err_prefix(err, "listing");
@@ -708,8 +712,8 @@ list_query(const list_state *ls, const char *prefix, cx_buf *q)
 }
 
 static cx_code
-az_list(cx_objstore *base, const char *prefix, cx_list_fn fn, void *arg,
-		cx_err *err)
+az_list(cx_objstore *base, const char *prefix, cx_list_entry_fn fn,
+		void *arg, cx_err *err)
 {
 	list_state	ls = {.s = (az_store *) base, .fn = fn, .arg = arg};
 	cx_buf		query;

@@ -109,6 +109,7 @@ typedef struct list_item
 {
 	char	   *key;
 	uint64_t	size;
+	int64_t		mtime_us;
 } list_item;
 
 typedef struct list_items
@@ -873,6 +874,12 @@ local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 	return rc;
 }
 
+static int64_t
+stat_mtime_us(const struct stat *st)
+{
+	return (int64_t) st->st_mtim.tv_sec * 1000000 + st->st_mtim.tv_nsec / 1000;
+}
+
 static cx_code
 local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 		   cx_err *err)
@@ -896,7 +903,7 @@ local_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 		return err->code;
 	*size = (uint64_t) st.st_size;
 	if (mtime_us != NULL)
-		*mtime_us = (int64_t) st.st_mtim.tv_sec * 1000000 + st.st_mtim.tv_nsec / 1000;
+		*mtime_us = stat_mtime_us(&st);
 	return CX_OK;
 }
 
@@ -951,7 +958,7 @@ grow_array(void *items, size_t *cap, size_t n, size_t size)
 }
 
 static cx_code
-add_item(list_items *l, const char *key, uint64_t size, cx_err *err)
+add_item(list_items *l, const char *key, const struct stat *st, cx_err *err)
 {
 	list_item  *items = grow_array(l->items, &l->cap, l->n, sizeof(list_item));
 	char	   *copy;
@@ -963,7 +970,8 @@ add_item(list_items *l, const char *key, uint64_t size, cx_err *err)
 	if (copy == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory listing");
 	l->items[l->n].key = copy;
-	l->items[l->n].size = size;
+	l->items[l->n].size = (uint64_t) st->st_size;
+	l->items[l->n].mtime_us = stat_mtime_us(st);
 	l->n++;
 	return CX_OK;
 }
@@ -1010,7 +1018,7 @@ scan_entry(int dfd, const char *dir, const char *name, list_items *l,
 		return queue_dir(q, key, err);
 	}
 	if (S_ISREG(st.st_mode) && !cx_layout_is_temporary(name))
-		return add_item(l, key, (uint64_t) st.st_size, err);
+		return add_item(l, key, &st, err);
 	return CX_OK;
 }
 
@@ -1073,8 +1081,8 @@ item_cmp(const void *a, const void *b)
  * then passed to fn.
  */
 static cx_code
-local_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
-		   cx_err *err)
+local_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn,
+		   void *arg, cx_err *err)
 {
 	local_store *ls = (local_store *) s;
 	const char *name = base_name(prefix);
@@ -1093,8 +1101,13 @@ local_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
 		/* qsort's array may not be NULL, even with no elements. */
 		qsort(l.items, l.n, sizeof(list_item), item_cmp);
 		for (size_t i = 0; i < l.n; i++)
-			if (!fn(arg, l.items[i].key, l.items[i].size))
+		{
+			cx_list_entry e = {l.items[i].key, l.items[i].size,
+			l.items[i].mtime_us};
+
+			if (!fn(arg, &e))
 				break;
+		}
 	}
 	for (size_t i = 0; i < l.n; i++)
 		free(l.items[i].key);

@@ -364,7 +364,7 @@ s3_del(cx_objstore *base, const char *key, cx_err *err)
 typedef struct list_state
 {
 	s3_store   *s;
-	cx_list_fn	fn;
+	cx_list_entry_fn fn;
 	void	   *arg;
 	bool		stopped;
 	char	   *token;			/* NextContinuationToken, or NULL */
@@ -377,22 +377,28 @@ list_entry(list_state *ls, const cx_xml *contents, cx_err *err)
 	size_t		plen = strlen(ls->s->prefix);
 	const cx_xml *k = cx_xml_find(contents, "Key");
 	const cx_xml *size = cx_xml_find(contents, "Size");
-	const char *key;
+	const cx_xml *modified = cx_xml_find(contents, "LastModified");
+	cx_list_entry e;
 	char	   *end;
-	unsigned long long n;
 	cx_err		scratch;
 
-	if (k == NULL || size == NULL)
-		return cx_err_set(err, CX_ERR_IO, "listing entry without Key or Size");
-	key = cx_xml_text(k);
-	n = strtoull(cx_xml_text(size), &end, 10);
+	if (k == NULL || size == NULL || modified == NULL)
+		return cx_err_set(err, CX_ERR_IO,
+						  "listing entry without Key, Size or LastModified");
+	e.key = cx_xml_text(k);
+	e.size = strtoull(cx_xml_text(size), &end, 10);
 	if (end == cx_xml_text(size) || *end != '\0')
 		return cx_err_set(err, CX_ERR_IO, "listing entry with a bad Size");
+	if (!cx_http_parse_time(cx_xml_text(modified), &e.mtime_us))
+		return cx_err_set(err, CX_ERR_IO, "listing entry with a bad LastModified");
 	/* Objects outside our namespace rules (written by someone else) are
 	 * not ours to report, as in the local backend. */
-	if (strncmp(key, ls->s->prefix, plen) == 0 &&
-		cx_key_validate(key + plen, &scratch) == CX_OK)
-		ls->stopped = !ls->fn(ls->arg, key + plen, n);
+	if (strncmp(e.key, ls->s->prefix, plen) == 0 &&
+		cx_key_validate(e.key + plen, &scratch) == CX_OK)
+	{
+		e.key += plen;
+		ls->stopped = !ls->fn(ls->arg, &e);
+	}
 	return CX_OK;
 }
 
@@ -463,8 +469,8 @@ list_query(cx_buf *q, const list_state *ls, const char *prefix)
 }
 
 static cx_code
-s3_list(cx_objstore *base, const char *prefix, cx_list_fn fn, void *arg,
-		cx_err *err)
+s3_list(cx_objstore *base, const char *prefix, cx_list_entry_fn fn,
+		void *arg, cx_err *err)
 {
 	list_state	ls = {.s = (s3_store *) base, .fn = fn, .arg = arg};
 	cx_buf		q;

@@ -436,7 +436,19 @@ is_replaced(const build *b, const char *path)
 	return false;
 }
 
-/* next's segments, less those merged away, plus ours. */
+/* Whether m still lists a fragment the segment covers: one that covers
+ * none (all compacted or replaced away) answers nothing. */
+static bool
+covers_listed(const cx_manifest *m, const cx_keyseg_ref *seg)
+{
+	for (uint32_t f = 0; f < seg->nfragments; f++)
+		if (cx_manifest_find_fragment(m, seg->fragments[f]) >= 0)
+			return true;
+	return false;
+}
+
+/* next's segments, less those merged away or covering nothing next lists,
+ * plus ours. */
 static cx_code
 list_segments(void *arg, const cx_manifest *base, cx_manifest *next,
 			  cx_err *err)
@@ -451,7 +463,7 @@ list_segments(void *arg, const cx_manifest *base, cx_manifest *next,
 		return err->code;
 	rc = CX_OK;
 	for (uint32_t i = 0; rc == CX_OK && i < ix.n; i++)
-		if (!is_replaced(b, ix.segs[i].path))
+		if (!is_replaced(b, ix.segs[i].path) && covers_listed(next, &ix.segs[i]))
 			rc = cx_keyindex_add(&kept, &ix.segs[i], err);
 	for (uint32_t i = 0; rc == CX_OK && i < b->added.n; i++)
 		rc = cx_keyindex_add(&kept, &b->added.segs[i], err);

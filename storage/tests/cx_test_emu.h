@@ -59,6 +59,14 @@ bool		cx_test_written_lately(cx_objstore *s, const char *key);
 void		cx_test_refused_commit(cx_objstore *s, const char *ctl,
 								   const char *write_fault, cx_code expected);
 
+/*
+ * GC on s, an empty store, over n orphan fragments (n <= CX_TEST_LIST_MAX):
+ * with the default grace all of them are young and kept, with grace 0 all
+ * go, and neither run sends a HEAD: the mtimes come from the listing, whose
+ * entries carry the time each object was written (checked against a HEAD).
+ */
+void		cx_test_gc_reads_listed_mtimes(cx_objstore *s, int n);
+
 #define CX_TEST_LIST_MAX 64
 
 /* What a listing passed to cx_test_collect(): the first CX_TEST_LIST_MAX

@@ -250,10 +250,10 @@ wrap_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 }
 
 static cx_code
-wrap_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+wrap_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn, void *arg,
 		  cx_err *err)
 {
-	return cx_obj_list(((sw_wrap *) s)->inner, prefix, fn, arg, err);
+	return cx_obj_list_entries(((sw_wrap *) s)->inner, prefix, fn, arg, err);
 }
 
 static cx_code

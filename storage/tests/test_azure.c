@@ -372,6 +372,20 @@ CX_TEST(azure_live_list_pages)
 	cx_obj_close(s);
 }
 
+/* GC on Azure: across List Blobs pages, the grace reading each blob's
+ * Last-Modified from the listing. */
+CX_TEST(azure_live_gc_reads_mtimes_from_the_listing)
+{
+	cx_option	small[] = {{"list_page_size", "3"}};
+	cx_objstore *s;
+	cx_err		err;
+
+	AZURITE_OR_RETURN();
+	REQUIRE_OK(open_store("gc", small, 1, &s, &err), &err);
+	cx_test_gc_reads_listed_mtimes(s, 20);
+	cx_obj_close(s);
+}
+
 /* Deterministic, position-dependent bytes: a misplaced block shows. */
 static void
 fill_pattern(uint8_t *p, size_t len, uint32_t seed)

@@ -89,10 +89,10 @@ faulty_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 }
 
 static cx_code
-faulty_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+faulty_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn, void *arg,
 			cx_err *err)
 {
-	return cx_obj_list(((faulty *) s)->inner, prefix, fn, arg, err);
+	return cx_obj_list_entries(((faulty *) s)->inner, prefix, fn, arg, err);
 }
 
 static cx_code

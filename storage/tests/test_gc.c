@@ -4,15 +4,22 @@
  * fragments and orphans go only after the grace period, unknown keys are
  * reported and kept, a dry run deletes nothing, deletes come in batches.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ctxstore/iceberg.h"
 #include "ctxstore/lifecycle.h"
 #include "merge/cx_merge.h"
 #include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
+#include "table/cx_key_index.h"
+#include "util/cx_failpoint.h"
+#include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 #include "mw_util.h"
 
 /* Three merged and drained rounds of 10 rows: base versions 1 (register),
@@ -283,22 +290,203 @@ CX_TEST(gc_deletes_in_batches_and_stops_when_asked)
 	for (int i = 0; i < 50; i++)
 		REQUIRE_OK(put_orphan(s, (uint8_t) (i + 1), key, &err), &err);
 	o.batch = 7;
-	/* a dry run reports per batch too, and stops as well */
+	/* a dry run reports per batch too, and stops as well: after the 4
+	 * base manifests (a batch ends with its prefix) and 6 shard ones */
 	o.dry_run = true;
 	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
-	CHECK(res.objects_garbage == 14 && res.objects_deleted == 0);
+	CHECK(res.objects_garbage == 10 && res.objects_deleted == 0);
 	o.dry_run = false;
 	log.calls = 0;
 	CHECK_CODE(cx_gc(s, &o, &progress, &res, &err), CX_ERR_CANCELED);
-	CHECK(res.objects_deleted == 14);
+	CHECK(res.objects_deleted == 10);
 	log.stop_after = 0;
 	log.calls = 0;
 	REQUIRE_OK(cx_gc(s, &o, &progress, &res, &err), &err);
-	/* left: 39 under data/ (orphans, drained generations) in 5 full
-	 * batches and one of 4, then 4 base and 6 shard manifests */
-	CHECK(res.objects_deleted == 49);
-	CHECK(log.calls == 6 + 1 + 1);
+	/* left: 53 under data/ (orphans, drained generations) in 7 full
+	 * batches and one of 4 */
+	CHECK(res.objects_deleted == 53);
+	CHECK(log.calls == 7 + 1);
 	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+/* Commits slipped into a GC run at its first progress report: a merge
+ * (a new fragment, shard and base versions) and a compaction stand-in
+ * (a fragment the old newest version still lists replaced). */
+typedef struct mid_sweep
+{
+	cx_objstore *store;
+	bool		done;
+	cx_code		rc;
+	cx_err		err;
+} mid_sweep;
+
+static bool
+commit_mid_sweep(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	mid_sweep  *m = arg;
+	cx_shardwriter *w;
+	cx_merge_result res;
+	uint64_t	v;
+
+	(void) phase;
+	(void) done;
+	(void) total;
+	if (m->done)
+		return true;
+	m->done = true;
+	m->rc = mw_writer(m->store, "a", true, &w, &m->err);
+	if (m->rc != CX_OK)
+		return true;
+	m->rc = mw_put(w, "k", 30, 10, 3, true, &m->err);
+	if (m->rc == CX_OK)
+		m->rc = cx_merge_shard(m->store, "a", NULL, &res, &m->err);
+	if (m->rc == CX_OK)
+		m->rc = mw_drain(m->store, w, &m->err);
+	if (m->rc == CX_OK)
+		m->rc = cx_sw_close(w, false, &m->err);
+	else
+		(void) cx_sw_close(w, false, &m->err);
+	if (m->rc == CX_OK)
+		m->rc = cx_commit(m->store, "compact", drop_first_fragment, NULL, NULL,
+						  &v, &m->err);
+	return true;
+}
+
+/* Every object the newest base and shard versions reference exists. */
+static void
+check_newest_complete(cx_objstore *s)
+{
+	cx_manifest *m;
+	cx_shard_manifest *sm;
+	cx_keyindex ix;
+	cx_err		err;
+
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	for (uint32_t f = 0; f < m->nfragments; f++)
+		CHECK(exists(s, m->fragments[f].path));
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	for (uint32_t i = 0; i < ix.n; i++)
+		CHECK(exists(s, ix.segs[i].path));
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	REQUIRE_OK(cx_shard_manifest_load_latest(s, "a", 0, &sm, &err), &err);
+	for (uint32_t g = 0; g < sm->ngens; g++)
+		CHECK(exists(s, sm->gens[g].fragment.path));
+	cx_shard_manifest_free(sm);
+}
+
+/*
+ * A merge and a compaction commit while GC sweeps (grace 0, keeping one
+ * version): what the versions they commit reference is either referenced
+ * by a version GC retains or newer than the run, so nothing of it goes;
+ * the orphans do.
+ */
+CX_TEST(gc_keeps_what_a_version_committed_during_the_sweep_references)
+{
+	cx_objstore *s = mw_open_store();
+	char		key[CX_FRAGMENT_KEY_SIZE];
+	mid_sweep	mid = {0};
+	cx_job_progress progress = {commit_mid_sweep, &mid};
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	for (int i = 0; i < 12; i++)
+		REQUIRE_OK(put_orphan(s, (uint8_t) (i + 1), key, &err), &err);
+	mid.store = s;
+	o.batch = 4;
+	REQUIRE_OK(cx_gc(s, &o, &progress, &res, &err), &err);
+	REQUIRE(mid.done);
+	REQUIRE_OK(mid.rc, &mid.err);
+	CHECK(!exists(s, key));
+	check_newest_complete(s);
+	/* 40 rows merged, the compaction stand-in's 10 gone with their fragment */
+	CHECK(rows_at(s, 0) == 30);
+	/* the next run, which sees the new versions, keeps them complete too */
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_deleted > 0);
+	check_newest_complete(s);
+	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+/* Forks a compaction of s that is killed right after uploading its
+ * outputs, before its commit; true if it died there. */
+static bool
+compaction_killed_before_commit(cx_objstore *s)
+{
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+	{
+		cx_compact_options o;
+		cx_compact_result res;
+		cx_err		err;
+
+		cx_compact_options_default(&o);
+		o.holder = "crashed";
+		o.force = true;
+		if (cx_failpoint_set("compact.after_outputs=crash", &err) != CX_OK)
+			_exit(2);
+		(void) cx_compact(s, &o, NULL, &res, &err);
+		_exit(3);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+		WTERMSIG(status) == SIGKILL;
+}
+
+static uint32_t
+data_objects(cx_objstore *s)
+{
+	cx_test_listed l = {0};
+	cx_err		err;
+
+	if (cx_obj_list(s, CX_FRAGMENT_PREFIX, cx_test_collect, &l, &err) != CX_OK)
+		return UINT32_MAX;
+	return (uint32_t) l.n;
+}
+
+/* A compaction killed before its commit leaves its outputs under data/,
+ * orphans GC deletes once past the grace, and its lease, which GC keeps
+ * (the job's next run takes it over once expired). */
+CX_TEST(gc_deletes_a_crashed_compactions_outputs_not_its_lease)
+{
+	cx_objstore *s = mw_open_store();
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	/* the drained generations go: the three base fragments stay */
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	REQUIRE(data_objects(s) == 3);
+	REQUIRE(compaction_killed_before_commit(s));
+	REQUIRE(data_objects(s) > 3 && exists(s, "_compaction/lease"));
+	/* young, they stay */
+	o.grace_us = CX_GC_DEFAULT_GRACE_US;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_garbage == 0 && data_objects(s) > 3);
+	o.grace_us = 0;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(data_objects(s) == 3 && res.objects_unknown == 0);
+	CHECK(exists(s, "_compaction/lease"));
+	CHECK(rows_at(s, 0) == 30);
+	cx_obj_close(s);
+}
+
+CX_TEST(gc_reads_mtimes_from_the_listing)
+{
+	cx_objstore *s = mw_open_store();
+
+	REQUIRE(s != NULL);
+	cx_test_gc_reads_listed_mtimes(s, 20);
 	cx_obj_close(s);
 }
 

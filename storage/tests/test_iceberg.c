@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctxstore/lifecycle.h"
 #include "maintenance/cx_iceberg_int.h"
 #include "merge/cx_merge.h"
 #include "objstore/cx_versioned.h"
@@ -681,5 +682,307 @@ CX_TEST(iceberg_empty_store_publishes_nothing)
 	REQUIRE_OK(cx_iceberg_publish(s, &res, &err), &err);
 	CHECK(!res.published && res.metadata_version == 0 &&
 		  res.metadata_location == NULL);
+	cx_obj_close(s);
+}
+
+/* ---- snapshot expiry and metadata GC (cx_gc_iceberg.c) ---- */
+
+#define MAX_SNAPSHOT_FILES 16
+
+/* The keys of the files a snapshot references: its manifest list, its
+ * manifests and the live files they list. */
+typedef struct snapshot_files
+{
+	int			n;
+	char		key[MAX_SNAPSHOT_FILES][CX_KEY_MAX + 1];
+} snapshot_files;
+
+static void
+add_file(cx_objstore *s, snapshot_files *f, const char *uri)
+{
+	if (f->n < MAX_SNAPSHOT_FILES)
+		snprintf(f->key[f->n++], CX_KEY_MAX + 1, "%s", uri + strlen(s->uri) + 1);
+}
+
+static cx_code
+list_snapshot_files(cx_objstore *s, json_t *snap, snapshot_files *f,
+					cx_err *err)
+{
+	const char *list = json_string_value(json_object_get(snap, "manifest-list"));
+	char	  **paths = NULL;
+	uint32_t	n = 0;
+	cx_ice_files fs = {0};
+	cx_buf		b;
+	cx_code		rc;
+
+	memset(f, 0, sizeof(*f));
+	cx_buf_init(&b);
+	add_file(s, f, list);
+	rc = get_uri(s, list, &b, err);
+	if (rc == CX_OK)
+		rc = cx_ice_read_manifest_list(&b, list, &paths, &n, err);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		add_file(s, f, paths[i]);
+		if (rc == CX_OK && (rc = get_uri(s, paths[i], &b, err)) == CX_OK)
+			rc = cx_ice_read_manifest(&b, paths[i], &fs, err);
+		free(paths[i]);
+	}
+	for (uint32_t i = 0; rc == CX_OK && i < fs.n; i++)
+		if (fs.v[i].status != CX_ICE_DELETED)
+			add_file(s, f, fs.v[i].path);
+	free(paths);
+	cx_ice_files_free(&fs);
+	cx_buf_free(&b);
+	return rc == CX_OK && f->n == MAX_SNAPSHOT_FILES ?
+		cx_err_set(err, CX_ERR_INVALID, "more files than the test expects") : rc;
+}
+
+/* How many of the files are present, of all or only of the Iceberg
+ * table's own (not the data files, which are base fragments). */
+static int
+files_present(cx_objstore *s, const snapshot_files *f, bool only_iceberg)
+{
+	uint64_t	size;
+	int			n = 0;
+	cx_err		err;
+
+	for (int i = 0; i < f->n; i++)
+		if (!only_iceberg || strncmp(f->key[i], CX_ICEBERG_DIR "/", 8) == 0)
+			n += cx_obj_head(s, f->key[i], &size, &err) == CX_OK;
+	return n;
+}
+
+/* Every snapshot metadata n lists has all its files. */
+static void
+check_metadata_complete(cx_objstore *s, uint64_t n)
+{
+	json_t	   *meta = load_metadata(s, n);
+	snapshot_files f;
+	size_t		i;
+	json_t	   *snap;
+	cx_err		err;
+
+	REQUIRE(meta != NULL);
+	json_array_foreach(json_object_get(meta, "snapshots"), i, snap)
+	{
+		REQUIRE_OK(list_snapshot_files(s, snap, &f, &err), &err);
+		CHECK(files_present(s, &f, false) == f.n);
+	}
+	json_decref(meta);
+}
+
+/* One more merged change (an update and a delete) and its publish. */
+static cx_code
+change_and_publish(cx_objstore *s, int round, cx_iceberg_result *res,
+				   cx_err *err)
+{
+	char		id[16];
+	const mw_op change[] = {{CX_ROW_PUT, "k0", 100 + round}, {CX_ROW_DELETE, id, 0}};
+	cx_shardwriter *w;
+
+	snprintf(id, sizeof(id), "k%d", 3 + round);
+	if (mw_writer(s, "a", true, &w, err) != CX_OK)
+		return err->code;
+	if (mw_append(w, change, 2, true, err) != CX_OK ||
+		merge_all(s, w, err) != CX_OK)
+	{
+		(void) cx_sw_close(w, false, err);
+		return err->code;
+	}
+	if (cx_sw_close(w, false, err) != CX_OK)
+		return err->code;
+	cx_iceberg_result_free(res);
+	return cx_iceberg_publish(s, res, err);
+}
+
+static cx_gc_options
+settled_gc(void)
+{
+	cx_gc_options o;
+
+	cx_gc_options_default(&o);
+	o.retain_versions = 1;
+	o.retain_interval_us = 0;
+	o.grace_us = 0;
+	return o;
+}
+
+static json_int_t
+log_snapshot(json_t *meta, size_t i)
+{
+	return jint(json_array_get(json_object_get(meta, "snapshot-log"), i),
+				"snapshot-id");
+}
+
+/*
+ * Three publishes, then GC keeping two base versions (the first snapshot
+ * expires), then one: the second expires too (v5 lists only the current
+ * one, with its snapshot log and main ref), while the metadata files still
+ * retained keep their files.
+ * Two more publish-and-GC rounds push them out of the newest three: then
+ * their manifest lists, manifests, delete files and metadata files go
+ * (their data files, fragments the base still lists, stay), and every
+ * snapshot of every metadata file left still has all its files.
+ */
+CX_TEST(iceberg_gc_expires_snapshots_and_their_files)
+{
+	cx_objstore *s = mw_open_store();
+	cx_iceberg_result pub = {0};
+	snapshot_files first,
+				second;
+	int64_t		third_id;
+	json_t	   *meta;
+	char	   *hint;
+	char		key[CX_KEY_MAX + 1];
+	cx_gc_options o = settled_gc();
+	cx_gc_result dry,
+				res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	REQUIRE_OK(change_and_publish(s, 1, &pub, &err), &err);
+	REQUIRE_OK(change_and_publish(s, 2, &pub, &err), &err);
+	REQUIRE(pub.metadata_version == 3);
+	third_id = pub.snapshot_id;
+	meta = load_metadata(s, 3);
+	REQUIRE(meta != NULL);
+	REQUIRE_OK(list_snapshot_files(s, json_array_get(json_object_get(meta, "snapshots"), 0),
+								   &first, &err), &err);
+	REQUIRE_OK(list_snapshot_files(s, json_array_get(json_object_get(meta, "snapshots"), 1),
+								   &second, &err), &err);
+	json_decref(meta);
+	CHECK(first.n >= 3 && second.n >= 3);
+
+	/* keeping two base versions keeps the snapshots of both */
+	o.retain_versions = 2;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	meta = load_metadata(s, 4);
+	REQUIRE(meta != NULL);
+	CHECK(json_array_size(json_object_get(meta, "snapshots")) == 2);
+	json_decref(meta);
+	o.retain_versions = 1;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	meta = load_metadata(s, 5);
+	REQUIRE(meta != NULL);
+	CHECK(json_array_size(json_object_get(meta, "snapshots")) == 1);
+	CHECK(jint(cx_ice_meta_current(meta), "snapshot-id") == third_id);
+	CHECK(json_array_size(json_object_get(meta, "snapshot-log")) == 1 &&
+		  log_snapshot(meta, 0) == third_id);
+	CHECK(jint(json_object_get(json_object_get(meta, "refs"), "main"), "snapshot-id") == third_id);
+	CHECK(json_array_size(json_object_get(meta, "metadata-log")) == 2);
+	check_rebuild(s, meta);
+	json_decref(meta);
+	hint = hint_text(s);
+	CHECK(hint != NULL && strcmp(hint, "5") == 0);
+	free(hint);
+	/* v3 and v4 are retained and list them */
+	CHECK(files_present(s, &first, false) == first.n &&
+		  files_present(s, &second, false) == second.n);
+	for (uint64_t n = 3; n <= 5; n++)
+		check_metadata_complete(s, n);
+
+	REQUIRE_OK(change_and_publish(s, 3, &pub, &err), &err);
+	CHECK(pub.metadata_version == 6);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	REQUIRE_OK(change_and_publish(s, 4, &pub, &err), &err);
+	CHECK(pub.metadata_version == 8);
+	/* a dry run writes no metadata and counts what the real run deletes */
+	o.dry_run = true;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &dry, &err), &err);
+	meta = load_metadata(s, 9);
+	CHECK(meta == NULL);
+	o.dry_run = false;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_deleted == dry.objects_garbage && res.bytes_deleted == dry.bytes_garbage);
+	CHECK(files_present(s, &first, true) == 0 && files_present(s, &second, true) == 0);
+	for (uint64_t n = 1; n <= 6; n++)
+	{
+		cx_vseq_key(&cx_layout_iceberg_versions, n, key);
+		CHECK(load_json(s, key) == NULL);
+	}
+	for (uint64_t n = 7; n <= 9; n++)
+		check_metadata_complete(s, n);
+	meta = load_metadata(s, 9);
+	REQUIRE(meta != NULL);
+	CHECK(json_array_size(json_object_get(meta, "snapshots")) == 1);
+	CHECK(jint(cx_ice_meta_current(meta), "snapshot-id") == pub.snapshot_id);
+	check_rebuild(s, meta);
+	json_decref(meta);
+	CHECK(res.objects_unknown == 0);
+	cx_iceberg_result_free(&pub);
+	cx_obj_close(s);
+}
+
+/* A publish slipped in just before GC's put of the expired metadata. */
+static cx_objstore_ops hooked_ops;
+static const cx_objstore_ops *real_ops;
+static const char *hook_key;	/* the put to precede; NULL once done */
+static cx_iceberg_result hook_pub;
+static cx_code hook_rc;
+
+static cx_code
+publish_first(cx_objstore *s, const char *key, const void *data, size_t len,
+			  cx_put_mode mode, cx_err *err)
+{
+	if (hook_key != NULL && strcmp(key, hook_key) == 0)
+	{
+		cx_objstore *other = mw_open_store();
+		cx_err		e2;
+
+		hook_key = NULL;
+		hook_rc = other == NULL ? CX_ERR_IO :
+			change_and_publish(other, 9, &hook_pub, &e2);
+		cx_obj_close(other);
+	}
+	return real_ops->put(s, key, data, len, mode, err);
+}
+
+/* GC loses the race for the next metadata file to a publish: it expires
+ * on the winner's metadata, keeping the new snapshot (published from a
+ * base version newer than the run listed). */
+CX_TEST(iceberg_gc_expiry_retries_after_a_publish_wins)
+{
+	cx_objstore *s = mw_open_store();
+	cx_iceberg_result pub = {0};
+	char		key[CX_KEY_MAX + 1];
+	cx_gc_options o = settled_gc();
+	cx_gc_result res;
+	json_t	   *meta;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(build_store(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	REQUIRE_OK(change_and_publish(s, 1, &pub, &err), &err);
+	REQUIRE(pub.metadata_version == 2);
+	cx_vseq_key(&cx_layout_iceberg_versions, 3, key);
+	real_ops = s->ops;
+	hooked_ops = *s->ops;
+	hooked_ops.put = publish_first;
+	s->ops = &hooked_ops;
+	hook_key = key;
+	memset(&hook_pub, 0, sizeof(hook_pub));
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	s->ops = real_ops;
+	REQUIRE(hook_key == NULL);
+	REQUIRE_OK(hook_rc, &err);
+	CHECK(hook_pub.metadata_version == 3);
+	meta = load_metadata(s, 4);
+	REQUIRE(meta != NULL);
+	/* the first snapshot expired; the second's base version is the one
+	 * the run retained, the rival's is newer and current */
+	CHECK(json_array_size(json_object_get(meta, "snapshots")) == 2);
+	CHECK(jint(json_array_get(json_object_get(meta, "snapshots"), 0), "snapshot-id") ==
+		  pub.snapshot_id);
+	CHECK(jint(cx_ice_meta_current(meta), "snapshot-id") == hook_pub.snapshot_id);
+	check_rebuild(s, meta);
+	json_decref(meta);
+	for (uint64_t n = 2; n <= 4; n++)
+		check_metadata_complete(s, n);
+	cx_iceberg_result_free(&hook_pub);
+	cx_iceberg_result_free(&pub);
 	cx_obj_close(s);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ctxstore/lifecycle.h"
 #include "merge/cx_merge.h"
 #include "table/cx_base_probe.h"
 #include "table/cx_key_index.h"
@@ -235,6 +236,43 @@ CX_TEST(key_index_answers_probes_fresh_and_stale)
 	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
 	CHECK(index_agrees(s, m, 100, &segments, &scanned));
 	CHECK(scanned == 0);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* After a compaction replaced every fragment the index covered, the
+ * update indexes the outputs and drops the segments that cover nothing
+ * listed any more (GC can then delete them). */
+CX_TEST(key_index_update_drops_segments_of_compacted_fragments)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex ix;
+	cx_keyindex_result res;
+	cx_compact_options co;
+	cx_compact_result cres;
+	uint32_t	segments;
+	uint32_t	scanned;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(indexed_base(s, &res, &m, &err), &err);
+	cx_manifest_free(m);
+	cx_compact_options_default(&co);
+	co.holder = "test";
+	co.force = true;
+	REQUIRE_OK(cx_compact(s, &co, NULL, &cres, &err), &err);
+	REQUIRE(cres.compacted && cres.inputs == 3);
+	REQUIRE_OK(index_both(s, NULL, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	/* one segment per column, over the outputs only */
+	CHECK(ix.n == 2);
+	for (uint32_t i = 0; i < ix.n; i++)
+		CHECK(ix.segs[i].nfragments == cres.outputs);
+	cx_keyindex_free(&ix);
+	CHECK(index_agrees(s, m, 100, &segments, &scanned));
+	CHECK(segments == 1 && scanned == 0);
 	cx_manifest_free(m);
 	cx_obj_close(s);
 }

@@ -907,39 +907,18 @@ CX_TEST(s3_wrong_secret_is_refused_by_the_verifier)
 /*
  * GC on S3: the listing pages three keys at a time (so GC works across
  * continuation requests, holding only its references and one delete batch),
- * and the grace reads the objects' Last-Modified.
+ * and the grace reads each object's LastModified from the listing.
  */
 CX_TEST(s3_gc_sweeps_orphans_across_list_pages)
 {
 	s3_env		e;
 	cx_objstore *s;
-	cx_gc_options o;
-	cx_gc_result res;
-	uint64_t	v;
-	char		key[CX_FRAGMENT_KEY_SIZE];
-	uint8_t		id[CX_FRAGMENT_ID_LEN];
 	cx_err		err;
 
 	if (!direct_env(&e))
 		return;
 	add_opt(&e, "list_page_size", "3");
 	REQUIRE_OK(env_open(&e, &s, &err), &err);
-	REQUIRE_OK(mw_commit_fragments(s, mw_schema(), NULL, 0, &v, &err), &err);
-	for (int i = 0; i < 20; i++)
-	{
-		memset(id, i + 1, sizeof(id));
-		cx_layout_fragment(id, key);
-		REQUIRE_OK(put_str(s, key, "orphan", CX_PUT_OVERWRITE, &err), &err);
-	}
-	cx_gc_options_default(&o);
-	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
-	CHECK(res.objects_listed == 21 && res.objects_garbage == 0);
-	o.grace_us = 0;
-	o.batch = 6;
-	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
-	CHECK(res.objects_deleted == 20 && res.bytes_deleted == 20 * 6);
-	CHECK(!cx_test_holds(s, key, "orphan", 6));
-	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
-	CHECK(res.objects_listed == 1 && res.objects_garbage == 0);
+	cx_test_gc_reads_listed_mtimes(s, 20);
 	cx_obj_close(s);
 }
