@@ -327,8 +327,31 @@ after_call(CxResident *r, cx_code rc, const cx_err *err)
 	return rc;
 }
 
+/*
+ * The open claimed the shard: counted and logged.  overtaken: the store had
+ * a kept claim, but another writer claimed the shard while the store was
+ * closed (a claim of this cluster's shard id elsewhere: as telling as being
+ * fenced).
+ */
+static void
+note_claim(CxResident *r, bool overtaken)
+{
+	r->new_claims++;
+	r->claim_rows = cx_sw_get_stats(r->w)->replayed_rows;
+	/* A previous writer may have left a record of this store: the claim
+	 * sealed what it stood for, so it goes once the memtable is empty. */
+	r->unsealed_recorded = true;
+	ereport(LOG,
+			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
+				   r->reclaim || overtaken ? "re-claimed" : "claimed", cx_shard_id(),
+				   r->os->uri, cx_sw_epoch(r->w)),
+			overtaken ? errdetail("Another writer claimed the shard while this writer had the store closed.") : 0,
+			overtaken ? errhint("Two clusters must not share a ctxstore.shard_id.") : 0);
+	r->reclaim = false;
+}
+
 /* Opens the shard writer: resumes the store's kept claim if it is still
- * the shard's, else claims (logged). */
+ * the shard's, else claims. */
 static cx_code
 writer_open(CxResident *r, CxFailure *fail)
 {
@@ -350,22 +373,11 @@ writer_open(CxResident *r, CxFailure *fail)
 		return err.code;
 	}
 	if (cx_sw_get_stats(r->w)->claims == 0)
-	{
 		elog(DEBUG1, "ctxstore writer: resumed the kept claim of shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
 			 cx_shard_id(), r->os->uri, cx_sw_epoch(r->w));
-		return CX_OK;
-	}
-	r->new_claims++;
-	r->claim_rows = cx_sw_get_stats(r->w)->replayed_rows;
-	/* A previous writer may have left a record of this store: the claim
-	 * sealed what it stood for, so it goes once the memtable is empty. */
-	r->unsealed_recorded = true;
+	else
+		note_claim(r, kept.version != 0);
 	track_unsealed(r);
-	ereport(LOG,
-			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
-				   r->reclaim ? "re-claimed" : "claimed", cx_shard_id(),
-				   r->os->uri, cx_sw_epoch(r->w)));
-	r->reclaim = false;
 	return CX_OK;
 }
 

@@ -64,5 +64,28 @@ is($node->safe_psql('postgres',
 	"SELECT sum((s->'writer'->>'claims')::int) FROM ctxstore.stats('t1') s"),
 	'1', 'a restarted writer claims a store once');
 
+# A kept claim that another cluster overtook (it shares this cluster's shard
+# id) is noticed at reopen: the store is claimed anew, never written with
+# the old epoch, and the other cluster is fenced at its next write.  t1 and
+# t2 are closed now (t3 and t4 were written last), t1 with a kept claim.
+my $shard = $node->safe_psql('postgres', 'SHOW ctxstore.shard_id');
+my $other = memwal_node('store_limit_b', "ctxstore.shard_id = '$shard'\n");
+$other->safe_psql('postgres', qq{
+CREATE FOREIGN TABLE t1 (id text NOT NULL, n int) SERVER lake
+  OPTIONS (uri '@{[ store_uri("limit_1") ]}');
+INSERT INTO t1 VALUES ('other', 1);
+});
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', "INSERT INTO t1 VALUES ('overtaken', 1)");
+like(substr(slurp_file($node->logfile), $offset),
+	qr/re-claimed shard \Q$shard\E of store .*\n.*DETAIL:  Another writer claimed the shard while this writer had the store closed/,
+	'the reopen noticed the other claim and claimed anew');
+my ($rc, $out, $err) = $other->psql('postgres', "INSERT INTO t1 VALUES ('fenced', 1)");
+like($err, qr/fenced/i, 'the other cluster is fenced at its next write');
+is($node->safe_psql('postgres', 'SELECT string_agg(id, \',\' ORDER BY id) FROM t1'),
+	join(',', sort('after', 'after2', 'other', 'overtaken', map { "r$_" } 1 .. $rounds)),
+	'every acknowledged row is there once');
+
+$other->stop;
 $node->stop;
 done_testing();
