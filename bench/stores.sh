@@ -49,7 +49,7 @@ run() {  # $1 = the table expression of the script
   rm -f "$f"
 }
 
-claims_logged() { grep -c 'ctxstore writer: claimed shard' "$bench_dir/server.log" || true; }
+claims_logged() { grep -cE 'ctxstore writer: (re-)?claimed shard' "$bench_dir/server.log" || true; }
 
 one=$(run "'one'")
 many=$(run "'s' || (nextval('rr') % $stores)")
