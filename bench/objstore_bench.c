@@ -31,6 +31,9 @@
 #include "format/cx_row_codec.h"
 #include "format/cx_schema.h"
 #include "memwal/cx_shard_writer.h"
+#include "bench_util.h"
+
+const char *bench_name = "objstore_bench";
 
 typedef struct bench_result
 {
@@ -39,13 +42,6 @@ typedef struct bench_result
 	cx_objstats stats;			/* summed over every handle used */
 	double		open_ms;		/* resident: the one open and claim */
 } bench_result;
-
-static void
-die(const char *what, const cx_err *err)
-{
-	fprintf(stderr, "objstore_bench: %s: %s\n", what, err ? err->msg : "");
-	exit(1);
-}
 
 static double
 now_ms(void)
@@ -69,49 +65,12 @@ add_delta(cx_objstats *sum, const cx_objstats *after, const cx_objstats *before)
 	sum->connections += after->connections - before->connections;
 }
 
-/* The one-row batch an agent turn would be: (id, session_id, n). */
-static cx_schema *
-bench_schema(void)
-{
-	cx_schema  *s = cx_schema_new();
-	cx_err		err;
-
-	if (s == NULL ||
-		cx_schema_add(s, "id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
-		cx_schema_add(s, "session_id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
-		cx_schema_add(s, "n", CX_T_INT64, 0, NULL, &err) != CX_OK)
-		die("schema", NULL);
-	return s;
-}
-
+/* The one-row batch an agent turn would be. */
 static void
 encode_row(const cx_schema *schema, int i, cx_buf *out)
 {
-	char		id[32];
-	cx_datum	v[3];
-
-	snprintf(id, sizeof(id), "row-%d", i);
-	memset(v, 0, sizeof(v));
-	v[0].v.bytes.ptr = (const uint8_t *) id;
-	v[0].v.bytes.len = strlen(id);
-	v[1].v.bytes.ptr = (const uint8_t *) "session-1";
-	v[1].v.bytes.len = strlen("session-1");
-	v[2].v.i64 = i;
 	cx_buf_reset(out);
-	cx_row_encode(schema, v, out);
-	if (!cx_buf_ok(out))
-		die("encoding a row", NULL);
-}
-
-static cx_objstore *
-open_store(const char *uri, const cx_option *opts, int nopts)
-{
-	cx_objstore *s;
-	cx_err		err;
-
-	if (cx_objstore_open(uri, opts, (size_t) nopts, &s, &err) != CX_OK)
-		die("opening the store", &err);
-	return s;
+	bench_row(schema, "row", i, out);
 }
 
 static cx_shardwriter *

@@ -214,7 +214,7 @@ entry_for_new_store(void)
 	}
 	if (victim >= 0)
 	{
-		elog(LOG, "ctxstore: closing idle store \"%s\" (at most %d stores are kept open)",
+		elog(DEBUG1, "ctxstore: closing idle store \"%s\" (at most %d stores are kept open)",
 			 open_stores[victim]->uri, max_open);
 		store_close(victim);
 	}

@@ -14,7 +14,13 @@
  *     pending_generations_max, compression_level) change: the writer is
  *     sealed, closed and opened again with the new ones;
  *   - the store is closed (evicted, reopened with another user mapping's
- *     options, worker exit), which seals first.
+ *     options, worker exit) and its claim could not be kept.
+ * A store that is closed (and a writer reopened for new options) is sealed
+ * first, and its claim is kept (cx_sw_close_keep): reopening it resumes the
+ * claim with reads only, unless another writer claimed the shard meanwhile
+ * (docs/design/memwal.md, "Kept claims").  So the number of stores the
+ * writer keeps open (ctxstore.writer_max_open_stores) bounds its memory,
+ * not the claims it makes.
  * Unsealed rows are durable in the shard's WAL, so a writer that is dropped
  * or dies without sealing loses nothing: the next claim replays them.
  */
@@ -22,7 +28,9 @@
 
 #include <unistd.h>
 
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -30,20 +38,82 @@
 #include "cx_time.h"
 #include "cx_writer_int.h"
 
-/* Most stores the writer keeps open. */
-#define CX_WRITER_STORES 32
+/* Most kept claims of closed stores the writer remembers (a few dozen bytes
+ * each); past it a closed store's claim is not kept, and its next open
+ * claims the shard. */
+#define KEPT_CLAIMS_MAX 65536
 /* How often a store's pending-generations warning may repeat. */
 #define WARN_EVERY_MS 60000
 
 static void resident_closing(CxOpenStore *os);
 static bool resident_busy(const CxOpenStore *os);
 
+/* The claim of a closed store, by the digest of its identity. */
+typedef struct KeptClaim
+{
+	uint8		store[CX_SHA256_LEN];	/* SHA-256 of URI and location */
+	cx_sw_kept	kept;
+} KeptClaim;
+
+static HTAB *kept_claims;
+
 void
 cx_resident_init(void)
 {
 	CxStoreHooks h = {resident_closing, resident_busy};
+	HASHCTL		ctl;
 
-	cx_stores_init(&h, CX_WRITER_STORES);
+	ctl.keysize = CX_SHA256_LEN;
+	ctl.entrysize = sizeof(KeptClaim);
+	kept_claims = hash_create("ctxstore kept claims", 256, &ctl,
+							  HASH_ELEM | HASH_BLOBS);
+	cx_stores_init(&h, cx_writer_max_open_stores);
+}
+
+static void
+store_digest(const CxOpenStore *os, uint8 *digest)
+{
+	StringInfoData id;
+
+	initStringInfo(&id);
+	appendStringInfo(&id, "%s\n%s", os->uri, os->location);
+	cx_sha256(id.data, id.len, digest);
+	pfree(id.data);
+}
+
+/* Frees the store's shard writer, keeping its claim for the next open if it
+ * can be kept (cx_sw_close_keep). */
+static void
+keep_claim(CxResident *r)
+{
+	uint8		digest[CX_SHA256_LEN];
+	cx_sw_kept	kept;
+	KeptClaim  *e;
+
+	cx_sw_close_keep(r->w, &kept);
+	if (kept.version == 0 || hash_get_num_entries(kept_claims) >= KEPT_CLAIMS_MAX)
+		return;
+	store_digest(r->os, digest);
+	e = hash_search(kept_claims, digest, HASH_ENTER, NULL);
+	e->kept = kept;
+}
+
+/* The store's kept claim, taken out of the table (cleared if none). */
+static void
+take_kept_claim(const CxOpenStore *os, cx_sw_kept *kept)
+{
+	uint8		digest[CX_SHA256_LEN];
+	KeptClaim  *e;
+
+	store_digest(os, digest);
+	e = hash_search(kept_claims, digest, HASH_FIND, NULL);
+	if (e == NULL)
+	{
+		memset(kept, 0, sizeof(*kept));
+		return;
+	}
+	*kept = e->kept;
+	hash_search(kept_claims, digest, HASH_REMOVE, NULL);
 }
 
 static void
@@ -163,15 +233,18 @@ record_unsealed(CxResident *r)
 	r->unsealed_recorded = true;
 }
 
-/* Frees the shard writer (without sealing), publishing its last counters
- * before and its absence after. */
+/* Frees the shard writer (without sealing; keeping its claim if keep),
+ * publishing its last counters before and its absence after. */
 static void
-writer_free(CxResident *r)
+writer_free(CxResident *r, bool keep)
 {
 	cx_err		ignored;
 
 	cx_resident_publish(r);
-	(void) cx_sw_close(r->w, false, &ignored);
+	if (keep)
+		keep_claim(r);
+	else
+		(void) cx_sw_close(r->w, false, &ignored);
 	r->w = NULL;
 	memset(&r->published_sw, 0, sizeof(r->published_sw));
 	r->unsealed_since = 0;
@@ -236,7 +309,7 @@ writer_drop_fenced(CxResident *r, const cx_err *err)
 	r->new_fenced++;
 	r->reclaim = true;
 	r->merge_until = 0;
-	writer_free(r);
+	writer_free(r, false);
 	fail_from(&fail, err, CX_HINT_FENCED);
 	cx_waiters_fail(r, &fail);
 }
@@ -254,14 +327,42 @@ after_call(CxResident *r, cx_code rc, const cx_err *err)
 	return rc;
 }
 
+/*
+ * The open claimed the shard: counted and logged.  overtaken: the store had
+ * a kept claim, but another writer claimed the shard while the store was
+ * closed (a claim of this cluster's shard id elsewhere: as telling as being
+ * fenced).
+ */
+static void
+note_claim(CxResident *r, bool overtaken)
+{
+	r->new_claims++;
+	r->claim_rows = cx_sw_get_stats(r->w)->replayed_rows;
+	/* A previous writer may have left a record of this store: the claim
+	 * sealed what it stood for, so it goes once the memtable is empty. */
+	r->unsealed_recorded = true;
+	ereport(LOG,
+			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
+				   r->reclaim || overtaken ? "re-claimed" : "claimed", cx_shard_id(),
+				   r->os->uri, cx_sw_epoch(r->w)),
+			overtaken ? errdetail("Another writer claimed the shard while this writer had the store closed.") : 0,
+			overtaken ? errhint("Two clusters must not share a ctxstore.shard_id.") : 0);
+	r->reclaim = false;
+}
+
+/* Opens the shard writer: resumes the store's kept claim if it is still
+ * the shard's, else claims. */
 static cx_code
 writer_open(CxResident *r, CxFailure *fail)
 {
 	cx_sw_options opt;
+	cx_sw_kept	kept;
 	cx_err		err;
 
 	sw_options(&r->settings, &opt);
-	if (cx_sw_open(r->os->handle, cx_shard_id(), &opt, &r->w, &err) != CX_OK)
+	take_kept_claim(r->os, &kept);
+	if (cx_sw_open_kept(r->os->handle, cx_shard_id(), &opt, &kept, &r->w,
+						&err) != CX_OK)
 	{
 		ereport(LOG,
 				errmsg("ctxstore writer: could not claim shard %s of store \"%s\"",
@@ -271,17 +372,12 @@ writer_open(CxResident *r, CxFailure *fail)
 		fail_from(fail, &err, err.code == CX_ERR_FENCED ? CX_HINT_FENCED : CX_HINT_NONE);
 		return err.code;
 	}
-	r->new_claims++;
-	r->claim_rows = cx_sw_get_stats(r->w)->replayed_rows;
-	/* A previous writer may have left a record of this store: the claim
-	 * sealed what it stood for, so it goes once the memtable is empty. */
-	r->unsealed_recorded = true;
+	if (cx_sw_get_stats(r->w)->claims == 0)
+		elog(DEBUG1, "ctxstore writer: resumed the kept claim of shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
+			 cx_shard_id(), r->os->uri, cx_sw_epoch(r->w));
+	else
+		note_claim(r, kept.version != 0);
 	track_unsealed(r);
-	ereport(LOG,
-			errmsg("ctxstore writer: %s shard %s of store \"%s\" (epoch " UINT64_FORMAT ")",
-				   r->reclaim ? "re-claimed" : "claimed", cx_shard_id(),
-				   r->os->uri, cx_sw_epoch(r->w)));
-	r->reclaim = false;
 	return CX_OK;
 }
 
@@ -298,7 +394,7 @@ writer_close_for_reopen(CxResident *r, CxFailure *fail)
 	{
 		elog(LOG, "ctxstore writer: reopening shard %s of store \"%s\" with changed table options",
 			 cx_shard_id(), r->os->uri);
-		writer_free(r);
+		writer_free(r, true);
 	}
 	return true;
 }
@@ -664,7 +760,7 @@ cx_resident_publish(CxResident *r)
 }
 
 /* The store is being closed: seal (deferred rows become visible), close the
- * shard writer, fail whoever waits on the store. */
+ * shard writer keeping its claim, fail whoever waits on the store. */
 static void
 resident_closing(CxOpenStore *os)
 {
@@ -676,7 +772,7 @@ resident_closing(CxOpenStore *os)
 		return;
 	(void) cx_resident_seal(r, &sealed, &fail);
 	if (r->w != NULL)
-		writer_free(r);
+		writer_free(r, true);
 	else
 		cx_resident_publish(r);
 	cx_failure_set(&fail, CX_ERR_IO,

@@ -28,6 +28,7 @@ void		_PG_init(void);
 
 int			cx_max_transaction_kb = 1024 * 1024;
 int			cx_commit_timeout_ms = 300000;
+int			cx_writer_max_open_stores = 32;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
 
@@ -144,6 +145,15 @@ define_gucs(void)
 							   default_shard_id(),
 							   process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							   0, check_shard_id, NULL, NULL);
+	/* The writer sizes its table of open stores once, at its start (same
+	 * context rule as ctxstore.shard_id). */
+	DefineCustomIntVariable("ctxstore.writer_max_open_stores",
+							"Most stores the ctxstore writer worker keeps open at once.",
+							"Past it the least recently used idle store is closed; its shard claim is kept, so reopening it claims nothing.",
+							&cx_writer_max_open_stores,
+							32, 1, 65536,
+							process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
 							   "Failpoints to arm, for tests only (name=crash|error|delay:MS|eacces|...[@N], ...).",
 							   "Replaces the set armed from CTXSTORE_FAILPOINTS.",

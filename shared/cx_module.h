@@ -22,6 +22,9 @@ extern int	cx_max_transaction_kb;
 /* ctxstore.commit_timeout, in milliseconds. */
 extern int	cx_commit_timeout_ms;
 
+/* ctxstore.writer_max_open_stores: stores the writer worker keeps open. */
+extern int	cx_writer_max_open_stores;
+
 /* This cluster's shard id (ctxstore.shard_id). */
 extern const char *cx_shard_id(void);
 

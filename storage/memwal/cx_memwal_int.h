@@ -199,7 +199,9 @@ cx_code		cx_sw_check_schema(cx_shardwriter *w, const cx_schema *schema,
 cx_code		cx_sw_read_watermark(cx_shardwriter *w, cx_err *err);
 
 /* cx_shard_claim.c */
-cx_code		cx_sw_claim(cx_shardwriter *w, cx_err *err);
+/* Registers, then resumes kept if it is still the shard's newest version,
+ * else claims (kept may be NULL). */
+cx_code		cx_sw_claim(cx_shardwriter *w, const cx_sw_kept *kept, cx_err *err);
 
 /* cx_shard_resolve.c */
 /* After the claim: the key cache from the listed unmerged generations. */

@@ -18,6 +18,9 @@
  *      claim overtook this one: the claim fails before acknowledging
  *      anything, and its fence is a dead one later appends step over.
  *
+ * A writer that kept its claim (cx_sw_close_keep) skips 2-4 when the shard's
+ * newest version is still the one it wrote last: nobody claimed since.
+ *
  * A crash anywhere leaves a state the next claim handles: a claim without a
  * fence is just an epoch the next claim passes; a fence without a replay
  * commit is skipped by the next replay (fence markers hold no rows); a
@@ -397,19 +400,73 @@ replay(cx_shardwriter *w, const seq_list *l, cx_err *err)
 }
 
 /* --------------------------------------------------------------------------
+ * A kept claim (docs/design/memwal.md, "Kept claims")
+ * -------------------------------------------------------------------------- */
+
+/* Whether newest is the version the kept claim wrote last: nobody claimed
+ * the shard since (a claim writes a version before anything else). */
+static bool
+still_newest(const cx_shard_manifest *newest, const cx_sw_kept *kept)
+{
+	return newest != NULL && newest->version == kept->version &&
+		newest->epoch == kept->epoch &&
+		memcmp(newest->commit_id, kept->commit_id, sizeof(kept->commit_id)) == 0;
+}
+
+/*
+ * Takes up the kept claim if it is still the shard's: the writer goes on
+ * exactly where it stopped (its memtable was empty, so its manifest's
+ * replay position covers every WAL entry it wrote).  *resumed false: it is
+ * not, and the shard is to be claimed anew.
+ */
+static cx_code
+resume(cx_shardwriter *w, const cx_sw_kept *kept, bool *resumed, cx_err *err)
+{
+	cx_shard_manifest *newest;
+
+	*resumed = false;
+	if (kept == NULL || kept->version == 0 ||
+		strcmp(kept->shard_id, w->shard_id) != 0)
+		return CX_OK;
+	if (cx_shard_manifest_load_latest(w->s, w->shard_id, kept->version,
+									  &newest, err) != CX_OK)
+		return err->code;
+	if (!still_newest(newest, kept))
+	{
+		cx_shard_manifest_free(newest);
+		return CX_OK;
+	}
+	w->m = newest;
+	w->next_seq = kept->next_seq;
+	w->wal_covered = newest->replay_seq;
+	w->last_ts = kept->last_ts > newest->committed_at_us ?
+		kept->last_ts : newest->committed_at_us;
+	w->hint_version = kept->hint_version;
+	cx_sw_proved_current(w);
+	*resumed = true;
+	return CX_OK;
+}
+
+/* --------------------------------------------------------------------------
  * The whole claim
  * -------------------------------------------------------------------------- */
 
 cx_code
-cx_sw_claim(cx_shardwriter *w, cx_err *err)
+cx_sw_claim(cx_shardwriter *w, const cx_sw_kept *kept, cx_err *err)
 {
 	seq_list	l;
 	cx_err		ignored;
+	bool		resumed;
 	cx_code		rc;
 
 	if (cx_sw_register(w, err) != CX_OK ||
 		CX_FAILPOINT("claim.after_register", err) != CX_OK ||
-		claim_version(w, err) != CX_OK ||
+		resume(w, kept, &resumed, err) != CX_OK)
+		return err->code;
+	if (resumed)
+		return CX_OK;
+	w->stats.claims = 1;
+	if (claim_version(w, err) != CX_OK ||
 		CX_FAILPOINT("claim.after_commit", err) != CX_OK)
 		return err->code;
 	w->last_ts = w->m->committed_at_us;

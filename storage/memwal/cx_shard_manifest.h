@@ -85,6 +85,17 @@ cx_code		cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
 										  cx_shard_manifest **out, cx_err *err);
 
 /*
+ * The same, for readers that come back: the handle keeps the newest
+ * manifest of each shard it read (the last 256 shards), and a later call
+ * costs one HEAD (of the next version: absent, the kept one is still the
+ * newest) when the shard did not change.  *out is the caller's copy.
+ */
+cx_code		cx_shard_manifest_load_latest_cached(cx_objstore *s,
+												 const char *shard_id,
+												 cx_shard_manifest **out,
+												 cx_err *err);
+
+/*
  * Writes m at m->version with put-if-absent (the writer's commit: version is
  * the previous one + 1).  On CX_OK, *winner is NULL if m holds the version,
  * else the manifest that does (decoded; the caller frees it and decides: a

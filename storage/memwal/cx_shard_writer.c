@@ -575,6 +575,14 @@ cx_code
 cx_sw_open(cx_objstore *s, const char *shard_id, const cx_sw_options *opt,
 		   cx_shardwriter **out, cx_err *err)
 {
+	return cx_sw_open_kept(s, shard_id, opt, NULL, out, err);
+}
+
+cx_code
+cx_sw_open_kept(cx_objstore *s, const char *shard_id,
+				const cx_sw_options *opt, const cx_sw_kept *kept,
+				cx_shardwriter **out, cx_err *err)
+{
 	cx_sw_options defaults;
 	cx_shardwriter *w;
 
@@ -598,7 +606,8 @@ cx_sw_open(cx_objstore *s, const char *shard_id, const cx_sw_options *opt,
 		sw_free(w);
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
 	}
-	if (copy_options(w, opt, err) != CX_OK || cx_sw_claim(w, err) != CX_OK ||
+	if (copy_options(w, opt, err) != CX_OK ||
+		cx_sw_claim(w, kept, err) != CX_OK ||
 		cx_sw_keys_open(w, err) != CX_OK)
 	{
 		sw_free(w);
@@ -619,6 +628,34 @@ cx_sw_close(cx_shardwriter *w, bool seal_first, cx_err *err)
 		rc = cx_sw_seal(w, err);
 	sw_free(w);
 	return rc;
+}
+
+/* Whether nothing of w's can still land or needs replaying: its claim can
+ * be taken up again as it is. */
+static bool
+resumable(const cx_shardwriter *w)
+{
+	return !w->fenced && w->unsettled == NULL && w->wal_unsettled == 0 &&
+		w->mt.nbatches == 0;
+}
+
+void
+cx_sw_close_keep(cx_shardwriter *w, cx_sw_kept *kept)
+{
+	memset(kept, 0, sizeof(*kept));
+	if (w == NULL)
+		return;
+	if (resumable(w))
+	{
+		strcpy(kept->shard_id, w->shard_id);
+		kept->version = w->m->version;
+		memcpy(kept->commit_id, w->m->commit_id, sizeof(kept->commit_id));
+		kept->epoch = w->m->epoch;
+		kept->next_seq = w->next_seq;
+		kept->last_ts = w->last_ts;
+		kept->hint_version = w->hint_version;
+	}
+	sw_free(w);
 }
 
 uint32_t

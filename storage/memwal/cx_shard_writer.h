@@ -3,7 +3,9 @@
  *
  * The writer worker keeps one cx_shardwriter per store, opened once: the
  * claim (epoch + 1), the fence marker and the WAL replay happen in
- * cx_sw_open(), never per append.
+ * cx_sw_open(), never per append.  A writer closed only to free memory
+ * keeps its claim (cx_sw_close_keep) and is reopened without one
+ * (cx_sw_open_kept) while nobody claimed the shard meanwhile.
  *
  * Write path:
  *   append(seal = false): WAL entry "_shards/<id>/wal/<20-digit seq>.wal"

@@ -200,8 +200,11 @@ cx_obj_upload_abort(cx_upload *up)
 void
 cx_obj_close(cx_objstore *s)
 {
-	if (s != NULL)
-		s->ops->close(s);
+	if (s == NULL)
+		return;
+	if (s->cache != NULL)
+		s->cache_free(s->cache);
+	s->ops->close(s);
 }
 
 bool

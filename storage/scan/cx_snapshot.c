@@ -18,6 +18,9 @@
  * moved); if it moved, read it, and if it registers shards not read yet,
  * read those and check again.  The loop ends when a base read follows every
  * shard read; new shards are rare (one per writer, ever), so it is bounded.
+ *
+ * Shard manifests come through the handle's cache (memwal/cx_shard_cache.c):
+ * one HEAD per shard that did not change since this handle last read it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +94,7 @@ load_new_shards(cx_objstore *s, const cx_manifest *base, loaded *l,
 			return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
 		l->m[l->n] = NULL;
 		l->n++;
-		if (cx_shard_manifest_load_latest(s, id, 0, &l->m[l->n - 1], err) != CX_OK)
+		if (cx_shard_manifest_load_latest_cached(s, id, &l->m[l->n - 1], err) != CX_OK)
 			return cx_err_prefix(err, "snapshot of %s: shard %s", s->uri, id);
 		*added = true;
 	}

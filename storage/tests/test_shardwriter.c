@@ -193,6 +193,118 @@ CX_TEST(sw_open_claims_and_registers_once)
 	cx_obj_close(s);
 }
 
+static cx_code
+open_kept(cx_objstore *s, const char *shard, const cx_sw_kept *kept,
+		  cx_shardwriter **w, cx_err *err)
+{
+	cx_sw_options o = opts();
+
+	return cx_sw_open_kept(s, shard, &o, kept, w, err);
+}
+
+/* Closing keeps the claim; reopening resumes it with reads only, and the
+ * writer goes on where it stopped (WAL seqs, versions, epoch). */
+CX_TEST(sw_kept_claim_reopens_without_a_new_claim)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_objstore *sc = sw_store("/st");
+	cx_shardwriter *w;
+	cx_shardwriter *c;
+	cx_sw_kept	kept;
+	uint64_t	version;
+	uint64_t	puts;
+	cx_err		err;
+
+	REQUIRE(s != NULL && sc != NULL);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	CHECK(cx_sw_get_stats(w)->claims == 1);
+	REQUIRE_OK(append(w, "r", 0, 2, true, &err), &err);
+	REQUIRE_OK(append(w, "r", 2, 2, false, &err), &err);
+
+	/* Rows in the memtable: nothing to keep (a claim must replay them). */
+	cx_sw_close_keep(w, &kept);
+	CHECK(kept.version == 0);
+	REQUIRE_OK(open_kept(s, "a", &kept, &w, &err), &err);
+	CHECK(cx_sw_epoch(w) == 2);
+	CHECK(cx_sw_get_stats(w)->replayed_entries == 1);
+	REQUIRE_OK(append(w, "r", 4, 1, false, &err), &err);
+	REQUIRE_OK(cx_sw_seal(w, &err), &err);
+	version = cx_sw_manifest(w)->version;
+	cx_sw_close_keep(w, &kept);
+	CHECK(kept.version == version && kept.epoch == 2);
+
+	/* Resumed: no claim version, no fence marker, no replay. */
+	puts = writes(s);
+	REQUIRE_OK(open_kept(s, "a", &kept, &w, &err), &err);
+	CHECK(writes(s) == puts);
+	CHECK(cx_sw_get_stats(w)->claims == 0);
+	CHECK(cx_sw_epoch(w) == 2);
+	CHECK(cx_sw_manifest(w)->version == version);
+	REQUIRE_OK(append(w, "r", 5, 1, false, &err), &err);
+	REQUIRE_OK(append(w, "r", 6, 1, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->version == version + 1);
+	CHECK(exactly_once(s, "a", "r", 7));
+
+	/* A claim after the resume fences the resumed writer as usual. */
+	REQUIRE_OK(open_writer(sc, "a", &c, &err), &err);
+	CHECK(cx_sw_epoch(c) == 3);
+	CHECK(cx_sw_get_stats(c)->replayed_entries == 0);
+	CHECK_CODE(append(w, "r", 7, 1, false, &err), CX_ERR_FENCED);
+	cx_sw_close_keep(w, &kept);
+	CHECK(kept.version == 0);
+	CHECK(exactly_once(sc, "a", "r", 7));
+	REQUIRE_OK(cx_sw_close(c, true, &err), &err);
+	cx_obj_close(s);
+	cx_obj_close(sc);
+}
+
+/* A kept claim that another writer overtook is not resumed: the reopen
+ * claims anew (fencing the other writer, replaying its WAL), and the kept
+ * epoch is never written again. */
+CX_TEST(sw_kept_claim_overtaken_claims_anew)
+{
+	cx_objstore *sa = sw_store("/st");
+	cx_objstore *sb = sw_store("/st");
+	cx_shardwriter *a;
+	cx_shardwriter *b;
+	cx_sw_kept	kept;
+	cx_sw_kept	stale;
+	cx_err		err;
+
+	REQUIRE(sa != NULL && sb != NULL);
+	REQUIRE_OK(open_writer(sa, "x", &a, &err), &err);
+	REQUIRE_OK(append(a, "a", 0, 2, true, &err), &err);
+	cx_sw_close_keep(a, &stale);
+	REQUIRE(stale.version > 0 && stale.epoch == 1);
+
+	/* Another cluster claims the shard and writes an unsealed entry. */
+	REQUIRE_OK(open_writer(sb, "x", &b, &err), &err);
+	CHECK(cx_sw_epoch(b) == 2);
+	REQUIRE_OK(append(b, "b", 0, 2, false, &err), &err);
+
+	/* The reopen notices, claims anew and replays B's acknowledged rows. */
+	REQUIRE_OK(open_kept(sa, "x", &stale, &a, &err), &err);
+	CHECK(cx_sw_get_stats(a)->claims == 1);
+	CHECK(cx_sw_epoch(a) == 3);
+	CHECK(cx_sw_get_stats(a)->replayed_entries == 1);
+	CHECK_CODE(append(b, "b", 2, 1, false, &err), CX_ERR_FENCED);
+	CHECK_CODE(append(b, "b", 2, 1, true, &err), CX_ERR_FENCED);
+	REQUIRE_OK(append(a, "a", 2, 1, true, &err), &err);
+	cx_sw_close_keep(a, &kept);
+	CHECK(kept.epoch == 3);
+
+	/* The stale kept claim (epoch 1) is overtaken too: a claim, epoch 4. */
+	REQUIRE_OK(open_kept(sa, "x", &stale, &a, &err), &err);
+	CHECK(cx_sw_get_stats(a)->claims == 1);
+	CHECK(cx_sw_epoch(a) == 4);
+	CHECK(exactly_once(sa, "x", "a", 3));
+	CHECK(exactly_once(sa, "x", "b", 2));
+	cx_sw_close(b, false, &err);
+	REQUIRE_OK(cx_sw_close(a, true, &err), &err);
+	cx_obj_close(sa);
+	cx_obj_close(sb);
+}
+
 CX_TEST(sw_open_refuses_a_different_key)
 {
 	cx_objstore *s = sw_store("/st");

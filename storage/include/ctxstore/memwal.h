@@ -191,6 +191,8 @@ const cx_shard_manifest *cx_sw_manifest(const cx_shardwriter *w);
  */
 typedef struct cx_sw_stats
 {
+	uint64_t	claims;			/* 1: the open claimed the shard; 0: it
+								 * resumed a kept claim (cx_sw_open_kept) */
 	uint64_t	appends;
 	uint64_t	wal_entries;
 	uint64_t	seals;
@@ -207,6 +209,46 @@ const cx_sw_stats *cx_sw_get_stats(const cx_shardwriter *w);
 
 /* Seals if seal is true, then frees the writer (s stays open). */
 cx_code		cx_sw_close(cx_shardwriter *w, bool seal, cx_err *err);
+
+/*
+ * Kept claims: holding a claim costs nothing, so a writer closed only to
+ * free its memory (the store handle is evicted) keeps it, and reopening
+ * writes no claim (docs/design/memwal.md, "Kept claims").
+ *
+ * cx_sw_close_keep() frees the writer (no seal: the caller seals first) and
+ * fills *kept if the claim can be resumed: the memtable is empty (every
+ * acknowledged row is sealed, so nothing needs replaying), no put's outcome
+ * is unknown (nothing of ours can still land), and the writer is not
+ * fenced.  Otherwise *kept is cleared (version 0).  A kept claim is good
+ * only in the process that held the writer (a restarted process cannot know
+ * what its predecessor left in flight: it claims).
+ */
+typedef struct cx_sw_kept
+{
+	char		shard_id[CX_SHARD_ID_MAX + 1];
+	uint64_t	version;		/* the shard-manifest version the writer wrote
+								 * last; 0: nothing kept */
+	uint8_t		commit_id[16];	/* and its commit id */
+	uint64_t	epoch;
+	uint64_t	next_seq;		/* where its next WAL entry goes */
+	int64_t		last_ts;		/* newest commit time it handed out */
+	uint64_t	hint_version;
+} cx_sw_kept;
+
+void		cx_sw_close_keep(cx_shardwriter *w, cx_sw_kept *kept);
+
+/*
+ * cx_sw_open(), resuming kept (NULL or cleared: none) if the shard's newest
+ * manifest is still the version kept names, with its commit id: then nobody
+ * claimed the shard since and nothing of this epoch was written since, so
+ * there is no claim version, no fence marker and no replay (reads only).
+ * Otherwise the shard is claimed exactly as cx_sw_open() does: epoch + 1
+ * over whatever claimed it meanwhile, which fences that writer.
+ * cx_sw_get_stats()->claims says which happened.
+ */
+cx_code		cx_sw_open_kept(cx_objstore *s, const char *shard_id,
+							const cx_sw_options *opt, const cx_sw_kept *kept,
+							cx_shardwriter **out, cx_err *err);
 
 /* ---- merging ---- */
 

@@ -56,6 +56,11 @@ struct cx_objstore
 	const struct cx_objstore_ops *ops;	/* objstore/cx_objstore.h */
 	char	   *uri;			/* as opened, for messages; holds no secret */
 	cx_objstats stats;
+	/* What readers keep about the store between uses of this handle (the
+	 * shard manifests last read, memwal/cx_shard_cache.c; NULL: nothing),
+	 * freed by cache_free when the handle is closed. */
+	void	   *cache;
+	void		(*cache_free) (void *cache);
 };
 
 /*

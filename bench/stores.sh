@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Many stores: 16 sessions of single-row INSERT transactions written
+# round-robin over STORES (1000) stores, each its own foreign table, against
+# the same sessions writing one store, in one run.  The round-robin run goes
+# twice: with ctxstore.writer_max_open_stores at its default (32), so nearly
+# every commit finds its store closed and reopens it, and with room for every
+# store (what the reopens cost, apart from the group commits a store loses
+# when each commit goes to another store).  Prints the throughputs, their
+# ratios to one store, and the shard claims per store: "claimed shard" lines
+# in the server log / STORES (ctxstore.stats keeps counters for 128 stores
+# only).  Every store is written once before the timed runs, which makes
+# the one claim each needs.
+#   CTXSTORE_PGBIN=... DURATION=15 STORES=1000 bash bench/stores.sh
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+duration=${DURATION:-15}
+stores=${STORES:-1000}
+
+bench_start
+trap bench_stop EXIT
+
+psql_b <<SQL
+CREATE SEQUENCE rr;
+DO \$\$
+BEGIN
+  FOR i IN 0 .. $stores - 1 LOOP
+    EXECUTE format('CREATE FOREIGN TABLE s%s (id text NOT NULL, session_id text, content text)
+                    SERVER local OPTIONS (uri %L)', i, 'file://$bench_dir/stores/s' || i);
+  END LOOP;
+  CREATE FOREIGN TABLE one (id text NOT NULL, session_id text, content text)
+    SERVER local OPTIONS (uri 'file://$bench_dir/stores/one');
+END \$\$;
+-- One single-row transaction into table t: the same call for both runs.
+CREATE FUNCTION put(t text, client int) RETURNS void LANGUAGE plpgsql AS \$\$
+BEGIN
+  EXECUTE format('INSERT INTO %I VALUES (gen_random_uuid()::text, %L, %L)', t,
+                 's' || client, 'a short agent message of a few words');
+END \$\$;
+SQL
+
+# The first write of each store: its one claim, outside the timed run.
+psql_b -c "SELECT put('s' || i, 0) FROM generate_series(0, $stores - 1) i" >/dev/null
+psql_b -c "SELECT put('one', 0)" >/dev/null
+
+run() {  # $1 = the table expression of the script
+  local f
+  f=$(mktemp); echo "SELECT put($1, :client_id);" > "$f"; chmod 644 "$f"
+  pgbench_b -n -f "$f" -c 16 -j 2 -T "$duration" 2>&1 | tps_of
+  rm -f "$f"
+}
+
+claims_logged() { grep -cE 'ctxstore writer: (re-)?claimed shard' "$bench_dir/server.log" || true; }
+
+one=$(run "'one'")
+many=$(run "'s' || (nextval('rr') % $stores)")
+claims=$(claims_logged)
+psql_b -c "ALTER SYSTEM SET ctxstore.writer_max_open_stores = $((stores + 1))"
+as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -l "$bench_dir/server.log" -w restart >/dev/null
+psql_b -c "SELECT put('s' || i, 0) FROM generate_series(0, $stores - 1) i" >/dev/null
+all_open=$(run "'s' || (nextval('rr') % $stores)")
+
+echo "stores, $duration s per run, 16 sessions, $(nproc) cores (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-52s %10s %8s\n' run tps ratio
+printf '%-52s %10s %8s\n' "one store" "$one" 1
+printf '%-52s %10s %8s\n' "$stores stores round-robin, 32 kept open" "$many" "$(ratio "$many" "$one")"
+printf '%-52s %10s %8s\n' "$stores stores round-robin, all kept open" "$all_open" "$(ratio "$all_open" "$one")"
+printf '%-52s %10s\n' "claims per store, 32 kept open (target 1)" "$(ratio "$claims" $((stores + 1)))"

@@ -1,0 +1,112 @@
+/*
+ * cx_shard_cache.c — the newest shard manifests a handle read, kept on the
+ * handle (cx_objstore.cache) so that a reader that comes back pays one HEAD
+ * per unchanged shard instead of a cold lookup (hint GET, HEADs, manifest
+ * GET and decode).  docs/design/scan.md ("Many shards") says why this and
+ * not a base-manifest summary.
+ *
+ * Versions of a shard manifest are contiguous and put-if-absent, so version
+ * V is the newest exactly when V + 1 does not exist; GC removes only older
+ * versions, never the newest.  A kept manifest is therefore returned only
+ * after a HEAD of V + 1 finds nothing, as fresh as a cold read made then.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memwal/cx_shard_manifest.h"
+#include "objstore/cx_layout.h"
+#include "objstore/cx_versioned.h"
+
+#define CACHED_SHARDS 256
+
+typedef struct shard_cache
+{
+	uint32_t	n;
+	uint32_t	victim;			/* the next entry replaced when full */
+	cx_shard_manifest *m[CACHED_SHARDS];
+} shard_cache;
+
+static void
+cache_free(void *p)
+{
+	shard_cache *c = p;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		cx_shard_manifest_free(c->m[i]);
+	free(c);
+}
+
+/* The handle's cache, created on first use (NULL without memory: then
+ * nothing is cached). */
+static shard_cache *
+cache_of(cx_objstore *s)
+{
+	if (s->cache == NULL && (s->cache = calloc(1, sizeof(shard_cache))) != NULL)
+		s->cache_free = cache_free;
+	return s->cache;
+}
+
+static int
+find(const shard_cache *c, const char *shard_id)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		if (strcmp(c->m[i]->shard_id, shard_id) == 0)
+			return (int) i;
+	return -1;
+}
+
+/* Keeps a copy of m in entry at, replacing its older version (-1: a new
+ * entry, or the next victim when full); best effort. */
+static void
+remember(shard_cache *c, int at, const cx_shard_manifest *m)
+{
+	cx_shard_manifest *copy = cx_shard_manifest_clone(m);
+
+	if (copy == NULL)
+		return;
+	if (at < 0 && c->n < CACHED_SHARDS)
+		at = (int) c->n++;
+	else if (at < 0)
+	{
+		at = (int) c->victim;
+		c->victim = (c->victim + 1) % CACHED_SHARDS;
+	}
+	cx_shard_manifest_free(c->m[at]);
+	c->m[at] = copy;
+}
+
+cx_code
+cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
+									 cx_shard_manifest **out, cx_err *err)
+{
+	shard_cache *c = cache_of(s);
+	int			at = c != NULL ? find(c, shard_id) : -1;
+	char		prefix[CX_KEY_MAX + 1];
+	char		hint[CX_KEY_MAX + 1];
+	cx_vseq		q;
+	uint64_t	latest;
+
+	*out = NULL;
+	if (at < 0)
+	{
+		if (cx_shard_manifest_load_latest(s, shard_id, 0, out, err) != CX_OK)
+			return err->code;
+		if (c != NULL && *out != NULL)
+			remember(c, -1, *out);
+		return CX_OK;
+	}
+	cx_layout_shard_versions(shard_id, prefix, &q);
+	cx_layout_shard_hint(shard_id, hint);
+	if (cx_vseq_latest(s, &q, hint, c->m[at]->version, &latest, err) != CX_OK)
+		return err->code;
+	if (latest == c->m[at]->version)
+	{
+		if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
+		return CX_OK;
+	}
+	if (cx_shard_manifest_load(s, shard_id, latest, out, err) != CX_OK)
+		return err->code;
+	remember(c, at, *out);
+	return CX_OK;
+}
