@@ -22,6 +22,10 @@ extern int	cx_max_transaction_kb;
 /* ctxstore.commit_timeout, in milliseconds. */
 extern int	cx_commit_timeout_ms;
 
+/* ctxstore.request_ring_size, in kB: the shared ring commits' rows are
+ * handed to the writer in (fixed at server start). */
+extern int	cx_request_ring_kb;
+
 /* This cluster's shard id (ctxstore.shard_id). */
 extern const char *cx_shard_id(void);
 
