@@ -67,7 +67,7 @@ done
 if [ "${PERF:-0}" = 1 ]; then
   for who in writer sessions; do
     echo "top symbols, $who (perf report --no-children, self %):"
-    perf report -q -i "$perf_dir/$who.data" --no-children --sort symbol 2>/dev/null |
+    perf report -q -i "$perf_dir/$who.data" --no-children -g none --sort dso,symbol 2>/dev/null |
       grep -v '^$' | grep '%' | head -25
   done
   echo "perf data: $perf_dir"

@@ -18,7 +18,7 @@
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
  * worker has merged (cx_writer_background.c).  Outcomes are published per
  * slot at the end, under one lock acquisition, and each requester's latch is
- * set.
+ * set once the lock is released.
  *
  * Failure isolation: a group's failure fails only that group's requests; a
  * request whose rows do not decode or do not resolve is failed (with its
@@ -525,10 +525,18 @@ publish_group_locked(const RoundGroup *g)
 	e->stats.failed_transactions += g->failed;
 }
 
-/* Publishes each slot's outcome and the stores' counters. */
+/*
+ * Publishes each slot's outcome and the stores' counters under one lock
+ * acquisition, then wakes the requesters in one pass after releasing it,
+ * so that none wakes only to wait for the lock.  (A requester that gave up
+ * meanwhile gets a stray SetLatch, which is harmless.)
+ */
 static void
 publish(Round *r)
 {
+	int		   *wake = palloc(sizeof(int) * Max(r->nslots, 1));
+	int			nwake = 0;
+
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	CxWriter->writer.rounds++;
 	CxWriter->writer.commits += r->appends;
@@ -541,10 +549,12 @@ publish(Round *r)
 		if (rs->deferred)
 			continue;
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
-		cx_slot_finish_locked(rs->slotno, rs->nfailed, rs->failed_request,
-							  &rs->failure);
+		wake[nwake++] = cx_slot_finish_locked(rs->slotno, rs->nfailed,
+											  rs->failed_request, &rs->failure);
 	}
 	LWLockRelease(CxWriter->lock);
+	for (int i = 0; i < nwake; i++)
+		cx_set_latch(wake[i]);
 }
 
 /* Unmaps the batches no waiter keeps and frees the engine's schemas. */

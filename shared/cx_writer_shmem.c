@@ -177,7 +177,7 @@ cx_slot_free_locked(CxWriterSlot *slot)
 	slot->state = CX_SLOT_FREE;
 }
 
-void
+int
 cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 					  const CxFailure *failure)
 {
@@ -187,8 +187,7 @@ cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 	{
 		/* Its requester may be waiting to post its next request. */
 		cx_slot_free_locked(slot);
-		cx_set_latch(slot->requester_procno);
-		return;
+		return slot->requester_procno;
 	}
 	Assert(slot->state == CX_SLOT_TAKEN);
 	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
@@ -197,7 +196,7 @@ cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 	slot->outcome_unknown = false;
 	if (nfailed > 0)
 		slot->failure = *failure;
-	cx_set_latch(slot->requester_procno);
+	return slot->requester_procno;
 }
 
 void

@@ -196,9 +196,10 @@ extern void cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 			pg_attribute_printf(3, 4);
 
 /* A taken slot's outcome: DONE if nfailed is 0, else FAILED with failure;
- * an abandoned slot becomes FREE.  Wakes the requester.  Caller holds the
- * lock. */
-extern void cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+ * an abandoned slot becomes FREE.  Caller holds the lock, and wakes the
+ * requester whose PGPROC number this returns once it has released it: a
+ * requester woken while the lock is held would only block on it. */
+extern int	cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 								  const CxFailure *failure);
 
 /* Makes a slot FREE and frees its batch's ring chunk, if it has one.
