@@ -477,8 +477,10 @@ call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
 		exit_callback_registered = true;
 	}
 	slot = my_slot(call->kind);
-	make_batch(call, requests, nrequests, &b);
 	d = wait_deadline();
+	/* Nothing can raise an ERROR between a ring chunk's allocation and
+	 * the PG_TRY that frees it on one. */
+	make_batch(call, requests, nrequests, &b);
 
 	PG_TRY();
 	{
