@@ -135,12 +135,15 @@ AS 'MODULE_PATHNAME', 'ctxstore_gc'
 LANGUAGE C STRICT VOLATILE;
 
 -- The workers: one row per worker (writer, maintenance).  Store URIs and
--- errors are shown to members of pg_read_all_stats only.
+-- errors are shown to members of pg_read_all_stats only.  ring_batches and
+-- dsm_batches (writer only): the batches it took from the request ring and
+-- in DSM segments since the server started.
 CREATE FUNCTION ctxstore.worker_info(
   OUT pid integer, OUT kind text, OUT shard_id text, OUT stores integer,
   OUT store_uris text[], OUT queue_depth integer, OUT rounds bigint,
   OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz,
-  OUT phase text, OUT progress_done bigint, OUT progress_total bigint)
+  OUT phase text, OUT progress_done bigint, OUT progress_total bigint,
+  OUT ring_batches bigint, OUT dsm_batches bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_worker_info'
 LANGUAGE C STRICT VOLATILE ROWS 2;

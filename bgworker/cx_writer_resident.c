@@ -267,12 +267,14 @@ void
 cx_waiter_finish(CxWaiter *w, const CxFailure *fail)
 {
 	CxBatchHeader *hdr = dsm_segment_address(w->seg);
+	int			requester;
 
 	if (fail == NULL)
 		hdr->requests[0].result = w->result;
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	cx_slot_finish_locked(w->slotno, fail != NULL ? 1 : 0, 0, fail);
+	requester = cx_slot_finish_locked(w->slotno, fail != NULL ? 1 : 0, 0, fail);
 	LWLockRelease(CxWriter->lock);
+	cx_set_latch(requester);
 	dsm_detach(w->seg);
 	dlist_delete(&w->node);
 	pfree(w);

@@ -1,9 +1,10 @@
 /*
  * cx_writer_round.c — one group-commit round of the writer worker.
  *
- * A round takes every QUEUED slot at once (QUEUED -> TAKEN), maps each
- * slot's batch, and groups the write requests by store identity (URI +
- * options) and schema, in submission order.  Every request of every group is
+ * A round takes every QUEUED slot at once (QUEUED -> TAKEN), reads each
+ * slot's batch (in the request ring, or a DSM segment it maps), and groups
+ * the write requests by store identity (URI + options) and schema, in
+ * submission order.  Every request of every group is
  * staged first: the store's resident shard writer resolves it against the
  * live rows (a unique or cardinality violation fails that request, and so
  * its whole transaction, alone; later requests see earlier ones' rows).
@@ -17,7 +18,7 @@
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
  * worker has merged (cx_writer_background.c).  Outcomes are published per
  * slot at the end, under one lock acquisition, and each requester's latch is
- * set.
+ * set once the lock is released.
  *
  * Failure isolation: a group's failure fails only that group's requests; a
  * request whose rows do not decode or do not resolve is failed (with its
@@ -39,8 +40,10 @@ typedef struct RoundSlot
 {
 	int			slotno;
 	uint64		seq;
-	dsm_handle	handle;
-	dsm_segment *seg;			/* NULL if the batch could not be mapped */
+	bool		in_ring;		/* the batch is in the request ring */
+	uint64		ring_off;
+	dsm_handle	handle;			/* else in this DSM segment */
+	dsm_segment *seg;			/* NULL if in the ring or not mapped */
 	CxBatchHeader *hdr;
 	bool		deferred;		/* a waiter owns it (and seg) now */
 	bool		doomed;			/* a request failed: none is written */
@@ -141,8 +144,14 @@ take_queued(Round *r, uint64 generation)
 		rs = &r->slots[r->nslots++];
 		rs->slotno = i;
 		rs->seq = slot->seq;
+		rs->in_ring = slot->in_ring;
+		rs->ring_off = slot->ring_off;
 		rs->handle = slot->handle;
 		rs->failed_request = -1;
+		if (rs->in_ring)
+			CxWriter->ring_batches++;
+		else
+			CxWriter->dsm_batches++;
 	}
 	LWLockRelease(CxWriter->lock);
 	qsort(r->slots, r->nslots, sizeof(RoundSlot), slot_seq_cmp);
@@ -173,23 +182,37 @@ describe_write(RoundItem *it)
 	}
 }
 
-/* Maps the batch of rs, or fails the slot; true if mapped and sound. */
+/*
+ * Maps the batch of rs, or fails the slot; true if mapped and sound.  A
+ * ring batch stays valid while the slot is TAKEN or ABANDONED: only the
+ * worker frees it then (cx_slot_finish_locked).
+ */
 static bool
 map_batch(RoundSlot *rs)
 {
 	CxFailure	fail;
 	const char *why;
+	Size		len;
 
-	rs->seg = dsm_attach(rs->handle);
-	if (rs->seg == NULL)
+	if (rs->in_ring)
+	{
+		rs->hdr = cx_request_ring_at(rs->ring_off);
+		len = cx_request_ring_len(rs->ring_off);
+	}
+	else if ((rs->seg = dsm_attach(rs->handle)) != NULL)
+	{
+		rs->hdr = dsm_segment_address(rs->seg);
+		len = dsm_segment_map_length(rs->seg);
+	}
+	else
 	{
 		/* The requester gave up and unmapped it: nothing to do. */
 		cx_failure_set(&fail, CX_ERR_INVALID, "the request was gone before the writer could read it");
 		slot_fail(rs, 0, &fail);
 		return false;
 	}
-	rs->hdr = dsm_segment_address(rs->seg);
-	if (!cx_batch_check(rs->hdr, dsm_segment_map_length(rs->seg), &why) ||
+	if (!cx_batch_check(rs->hdr, len, &why) ||
+		(rs->in_ring && rs->hdr->kind != CX_BATCH_WRITE) ||
 		(rs->hdr->kind != CX_BATCH_WRITE && rs->hdr->kind != CX_CONTROL_FLUSH &&
 		 rs->hdr->kind != CX_CONTROL_MERGE && rs->hdr->kind != CX_CONTROL_CLEANUP))
 	{
@@ -502,10 +525,18 @@ publish_group_locked(const RoundGroup *g)
 	e->stats.failed_transactions += g->failed;
 }
 
-/* Publishes each slot's outcome and the stores' counters. */
+/*
+ * Publishes each slot's outcome and the stores' counters under one lock
+ * acquisition, then wakes the requesters in one pass after releasing it,
+ * so that none wakes only to wait for the lock.  (A requester that gave up
+ * meanwhile gets a stray SetLatch, which is harmless.)
+ */
 static void
 publish(Round *r)
 {
+	int		   *wake = palloc(sizeof(int) * Max(r->nslots, 1));
+	int			nwake = 0;
+
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	CxWriter->writer.rounds++;
 	CxWriter->writer.commits += r->appends;
@@ -518,10 +549,12 @@ publish(Round *r)
 		if (rs->deferred)
 			continue;
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
-		cx_slot_finish_locked(rs->slotno, rs->nfailed, rs->failed_request,
-							  &rs->failure);
+		wake[nwake++] = cx_slot_finish_locked(rs->slotno, rs->nfailed,
+											  rs->failed_request, &rs->failure);
 	}
 	LWLockRelease(CxWriter->lock);
+	for (int i = 0; i < nwake; i++)
+		cx_set_latch(wake[i]);
 }
 
 /* Unmaps the batches no waiter keeps and frees the engine's schemas. */

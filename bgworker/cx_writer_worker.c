@@ -89,7 +89,7 @@ claim_writer_role(void)
 		CxWriterSlot *slot = &CxWriter->slots[i];
 
 		if (slot->state == CX_SLOT_ABANDONED)
-			slot->state = CX_SLOT_FREE;
+			cx_slot_free_locked(slot);
 		else if (slot->state == CX_SLOT_TAKEN)
 		{
 			slot->state = CX_SLOT_FAILED;

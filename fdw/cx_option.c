@@ -603,16 +603,26 @@ setting_put(CxStoreSettings *s, const CxOptDef *def, int64 v)
 	*(int64 *) p = v;
 }
 
-/* The write settings of a table that sets none of them. */
+/* The write settings of a table that sets none of them.  They are
+ * constants, and every statement that writes starts from them: parsed once
+ * per backend. */
 void
 cxfdw_settings_default(CxStoreSettings *s)
 {
+	static CxStoreSettings defaults;
+	static bool parsed = false;
 	const CxOptDef *def;
 
-	memset(s, 0, sizeof(*s));
-	strlcpy(s->key_column, cxfdw_option_default("key"), sizeof(s->key_column));
-	for (int i = 0; (def = cx_setting_def(i)) != NULL; i++)
-		setting_put(s, def, parse_value(def, def->dflt));
+	if (!parsed)
+	{
+		memset(&defaults, 0, sizeof(defaults));
+		strlcpy(defaults.key_column, cxfdw_option_default("key"),
+				sizeof(defaults.key_column));
+		for (int i = 0; (def = cx_setting_def(i)) != NULL; i++)
+			setting_put(&defaults, def, parse_value(def, def->dflt));
+		parsed = true;
+	}
+	*s = defaults;
 }
 
 /*

@@ -25,7 +25,7 @@
 #include "cx_module.h"
 #include "cx_writer_shmem.h"
 
-#define NCOLS 13
+#define NCOLS 15
 
 typedef enum WorkerKind
 {
@@ -98,6 +98,10 @@ worker_row(ReturnSetInfo *rsinfo, WorkerKind kind, bool see_details)
 	nulls[11] = nulls[10];
 	values[12] = Int64GetDatum((int64) w->progress_total);
 	nulls[12] = nulls[10];
+	values[13] = Int64GetDatum((int64) CxWriter->ring_batches);
+	nulls[13] = kind != KIND_WRITER;
+	values[14] = Int64GetDatum((int64) CxWriter->dsm_batches);
+	nulls[14] = kind != KIND_WRITER;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -105,7 +109,7 @@ PG_FUNCTION_INFO_V1(ctxstore_worker_info);
 
 /* ctxstore.worker_info() returns setof (pid, kind, shard_id, stores,
  * store_uris, queue_depth, rounds, commits, last_error, last_error_at,
- * phase, progress_done, progress_total). */
+ * phase, progress_done, progress_total, ring_batches, dsm_batches). */
 Datum
 ctxstore_worker_info(PG_FUNCTION_ARGS)
 {

@@ -12,6 +12,10 @@
  * applies that limit itself; otherwise a stuck store could hold a COMMIT
  * forever.
  *
+ * A commit's batch goes into the request ring when it fits, else into a DSM
+ * segment (cx_writer_shmem.h); the ring chunk is the backend's until it is
+ * posted, the slot's afterwards.
+ *
  * Giving up (timeout, cancel, worker gone, backend exit) is decided under
  * the lock: a request the worker has not taken is withdrawn and is certain
  * never to be carried out; one it has taken is abandoned and its outcome is
@@ -52,10 +56,23 @@ typedef enum GiveUp
 	GIVEUP_FAILED				/* the worker had finished with an error */
 } GiveUp;
 
+/* Where a call's batch is: in the request ring, or in a DSM segment. */
+typedef struct Batch
+{
+	CxBatchHeader *hdr;
+	dsm_segment *seg;			/* NULL: in the ring at ring_off */
+	uint64		ring_off;
+} Batch;
+
 /* The slot holding a request of ours (NULL: none).  A backend waits for
  * one request at a time, so at most one of its two slots is posted. */
 static CxWriterSlot *posted_slot = NULL;
 static bool exit_callback_registered = false;
+
+/* A ring chunk this backend filled and has not posted yet: its own to free
+ * until the post hands it to the slot (cx_writer_shmem.h). */
+static bool holding_ring_chunk = false;
+static uint64 held_ring_off;
 
 typedef struct WaitDeadline
 {
@@ -88,7 +105,7 @@ give_up_locked(CxWriterSlot *slot)
 	switch (slot->state)
 	{
 		case CX_SLOT_QUEUED:
-			slot->state = CX_SLOT_FREE;
+			cx_slot_free_locked(slot);
 			return GIVEUP_WITHDRAWN;
 		case CX_SLOT_TAKEN:
 			slot->state = CX_SLOT_ABANDONED;
@@ -102,7 +119,7 @@ give_up_locked(CxWriterSlot *slot)
 		default:
 			break;
 	}
-	slot->state = CX_SLOT_FREE;
+	cx_slot_free_locked(slot);
 	return result;
 }
 
@@ -143,12 +160,24 @@ give_up_detail(const CxCall *call, GiveUp g)
 	return NULL;
 }
 
-/* Backend exit (FATAL, terminate) while a request is posted. */
+/* Frees the ring chunk of a batch that was never posted. */
+static void
+release_unposted(void)
+{
+	if (!holding_ring_chunk)
+		return;
+	holding_ring_chunk = false;
+	cx_request_ring_free(held_ring_off);
+}
+
+/* Backend exit (FATAL, terminate) while a request is posted or its batch
+ * is being laid out. */
 static void
 backend_exit(int code, Datum arg)
 {
 	if (posted_slot != NULL)
 		(void) give_up(posted_slot);
+	release_unposted();
 }
 
 static WaitDeadline
@@ -235,7 +264,7 @@ deadline_passed(const WaitDeadline *d)
  * then wait, boundedly, for the worker to finish with it.
  */
 static void
-post_request(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+post_request(const CxCall *call, CxWriterSlot *slot, const Batch *b,
 			 const WaitDeadline *d)
 {
 	for (;;)
@@ -249,7 +278,11 @@ post_request(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
 		if (state == CX_SLOT_FREE)
 		{
 			slot->state = CX_SLOT_QUEUED;
-			slot->handle = dsm_segment_handle(seg);
+			slot->in_ring = b->seg == NULL;
+			slot->ring_off = b->ring_off;
+			slot->handle = b->seg != NULL ? dsm_segment_handle(b->seg) : 0;
+			/* The slot owns a ring chunk from here on. */
+			holding_ring_chunk = false;
 			slot->requester_procno = MyProc->pgprocno;
 			slot->seq = ++CxWriter->next_seq;
 			slot->nfailed = 0;
@@ -320,12 +353,10 @@ report_failure(const CxCall *call, const CxWriterSlot *failed,
 
 /* Waits for the worker's verdict; on success fills results. */
 static void
-await_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+await_outcome(const CxCall *call, CxWriterSlot *slot, const Batch *b,
 			  const WaitDeadline *d, const CxWriteRequest *requests,
 			  int nrequests, CxWriteResult *results)
 {
-	CxBatchHeader *hdr = dsm_segment_address(seg);
-
 	for (;;)
 	{
 		CxSlotState state;
@@ -337,6 +368,9 @@ await_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
 		state = slot->state;
 		if (state == CX_SLOT_DONE || state == CX_SLOT_FAILED)
 		{
+			/* Read before the slot, and a ring batch with it, is freed. */
+			for (int i = 0; state == CX_SLOT_DONE && results != NULL && i < nrequests; i++)
+				results[i] = b->hdr->requests[i].result;
 			failed = *slot;
 			(void) give_up_locked(slot);
 		}
@@ -351,11 +385,7 @@ await_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
 		LWLockRelease(CxWriter->lock);
 
 		if (state == CX_SLOT_DONE)
-		{
-			for (int i = 0; results != NULL && i < nrequests; i++)
-				results[i] = hdr->requests[i].result;
 			return;
-		}
 		if (state == CX_SLOT_FAILED)
 			report_failure(call, &failed, requests, nrequests);
 		if (dead)
@@ -369,14 +399,16 @@ await_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
 /* On an error out of the wait (cancel, terminate): release the slot and say
  * in the error what became of the rows. */
 static void
-rethrow_with_outcome(const CxCall *call, CxWriterSlot *slot, dsm_segment *seg,
+rethrow_with_outcome(const CxCall *call, CxWriterSlot *slot, const Batch *b,
 					 MemoryContext cxt)
 {
 	GiveUp		g = give_up(slot);
 	ErrorData  *edata;
 	const char *what = give_up_detail(call, g);
 
-	dsm_detach(seg);
+	release_unposted();
+	if (b->seg != NULL)
+		dsm_detach(b->seg);
 	if (what == NULL)
 		PG_RE_THROW();
 	MemoryContextSwitchTo(cxt);
@@ -400,6 +432,34 @@ check_requests(int kind, const CxWriteRequest *requests, int nrequests)
 				 requests[i].uri);
 }
 
+/*
+ * Lays the batch out: a commit's in the request ring when it fits there
+ * now, anything else (a large commit, a full ring, a control request, which
+ * may wait for a merge for long and would hold the ring's tail meanwhile)
+ * in a DSM segment.
+ */
+static void
+make_batch(const CxCall *call, const CxWriteRequest *requests, int nrequests,
+		   Batch *b)
+{
+	CxBatchPlan plan;
+
+	cx_batch_plan(&plan, call->kind, requests, nrequests);
+	b->seg = NULL;
+	b->ring_off = 0;
+	if (call->kind == CX_BATCH_WRITE &&
+		cx_request_ring_alloc(plan.total_len, &held_ring_off))
+	{
+		holding_ring_chunk = true;
+		b->ring_off = held_ring_off;
+		b->hdr = cx_request_ring_at(b->ring_off);
+		cx_batch_write(&plan, b->hdr);
+		return;
+	}
+	b->seg = cx_batch_create_planned(&plan);
+	b->hdr = dsm_segment_address(b->seg);
+}
+
 /* Posts the requests as one batch and waits for the outcome. */
 static void
 call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
@@ -408,7 +468,7 @@ call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
 	MemoryContext cxt = CurrentMemoryContext;
 	CxWriterSlot *slot;
 	WaitDeadline d;
-	dsm_segment *seg;
+	Batch		b;
 
 	check_requests(call->kind, requests, nrequests);
 	if (!exit_callback_registered)
@@ -417,20 +477,23 @@ call_writer(const CxCall *call, const CxWriteRequest *requests, int nrequests,
 		exit_callback_registered = true;
 	}
 	slot = my_slot(call->kind);
-	seg = cx_batch_create(call->kind, requests, nrequests);
 	d = wait_deadline();
+	/* Nothing can raise an ERROR between a ring chunk's allocation and
+	 * the PG_TRY that frees it on one. */
+	make_batch(call, requests, nrequests, &b);
 
 	PG_TRY();
 	{
-		post_request(call, slot, seg, &d);
-		await_outcome(call, slot, seg, &d, requests, nrequests, results);
+		post_request(call, slot, &b, &d);
+		await_outcome(call, slot, &b, &d, requests, nrequests, results);
 	}
 	PG_CATCH();
 	{
-		rethrow_with_outcome(call, slot, seg, cxt);
+		rethrow_with_outcome(call, slot, &b, cxt);
 	}
 	PG_END_TRY();
-	dsm_detach(seg);
+	if (b.seg != NULL)
+		dsm_detach(b.seg);
 }
 
 void

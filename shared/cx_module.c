@@ -29,6 +29,7 @@ void		_PG_init(void);
 int			cx_max_transaction_kb = 1024 * 1024;
 int			cx_commit_timeout_ms = 300000;
 int			cx_writer_max_open_stores = 32;
+int			cx_request_ring_kb = 8 * 1024;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
 
@@ -131,6 +132,16 @@ define_gucs(void)
 							&cx_commit_timeout_ms,
 							300000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	/* Sized once, with the server's shared memory: fixed at server start
+	 * (see ctxstore.shard_id for the PGC_SIGHUP case). */
+	DefineCustomIntVariable("ctxstore.request_ring_size",
+							"Shared memory the request ring takes, in which a COMMIT hands its rows to the ctxstore writer.",
+							"A transaction whose rows take more than a sixteenth of it, or that finds it full, uses a dynamic shared memory segment of its own.",
+							&cx_request_ring_kb,
+							8 * 1024, 64, 1024 * 1024,
+							process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	/*
 	 * The writer claims its shards under this id, so it is fixed at server

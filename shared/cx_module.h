@@ -24,6 +24,9 @@ extern int	cx_commit_timeout_ms;
 
 /* ctxstore.writer_max_open_stores: stores the writer worker keeps open. */
 extern int	cx_writer_max_open_stores;
+/* ctxstore.request_ring_size, in kB: the shared ring commits' rows are
+ * handed to the writer in (fixed at server start). */
+extern int	cx_request_ring_kb;
 
 /* This cluster's shard id (ctxstore.shard_id). */
 extern const char *cx_shard_id(void);

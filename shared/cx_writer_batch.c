@@ -1,14 +1,14 @@
 /*
- * cx_writer_batch.c — lays a transaction's write requests out in one dynamic
- * shared memory segment (backend side) and reads them back (worker side).
+ * cx_writer_batch.c — lays a transaction's write requests out in one batch,
+ * in the request ring or a dynamic shared memory segment (backend side), and
+ * reads them back (worker side).
  *
  * A batch carries rows to write, or (one request, no rows) a control request
  * or a merge job; every request carries the store's URI, the options that
  * open it and the table's settings.  The encoded rows, which dominate the
  * size, are copied exactly once: from the FDW's transaction buffer into the
- * segment.  The worker decodes them straight from the mapping, and checks
- * every offset before using it, so a malformed segment fails its request
- * instead of the worker.
+ * batch.  The worker decodes them in place, and checks every offset before
+ * using it, so a malformed batch fails its request instead of the worker.
  */
 #include "postgres.h"
 
@@ -69,42 +69,45 @@ put_options(char *p, const CxWriteRequest *req)
 	return p;
 }
 
-dsm_segment *
-cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
+void
+cx_batch_plan(CxBatchPlan *plan, int kind, const CxWriteRequest *requests,
+			  int nrequests)
 {
-	char	  **schemas = palloc(sizeof(char *) * nrequests);
-	Size	   *schema_lens = palloc(sizeof(Size) * nrequests);
 	Size		total = MAXALIGN(offsetof(CxBatchHeader, requests) +
 								 sizeof(CxBatchRequest) * nrequests);
-	dsm_segment *seg;
-	CxBatchHeader *hdr;
-	Size		off = total;
 
+	plan->kind = kind;
+	plan->requests = requests;
+	plan->nrequests = nrequests;
+	plan->schemas = palloc(sizeof(char *) * nrequests);
+	plan->schema_lens = palloc(sizeof(Size) * nrequests);
 	for (int i = 0; i < nrequests; i++)
 	{
-		schemas[i] = encode_schema(requests[i].schema, &schema_lens[i]);
+		plan->schemas[i] = encode_schema(requests[i].schema, &plan->schema_lens[i]);
 		total = add_size(total, MAXALIGN(strlen(requests[i].uri) + 1));
 		total = add_size(total, MAXALIGN(options_size(&requests[i])));
-		total = add_size(total, MAXALIGN(schema_lens[i]));
+		total = add_size(total, MAXALIGN(plan->schema_lens[i]));
 		total = add_size(total, MAXALIGN(requests[i].rows_len));
 	}
+	plan->total_len = total;
+}
 
-	seg = dsm_create(total, DSM_CREATE_NULL_IF_MAXSEGMENTS);
-	if (seg == NULL)
-		ereport(ERROR,
-				errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				errmsg("too many dynamic shared memory segments to hand a transaction to the ctxstore writer"),
-				errhint("Raise max_connections, or commit from fewer sessions at once."));
-	hdr = dsm_segment_address(seg);
+void
+cx_batch_write(CxBatchPlan *plan, void *dst)
+{
+	CxBatchHeader *hdr = dst;
+	char	   *base = dst;
+	Size		off = MAXALIGN(offsetof(CxBatchHeader, requests) +
+							   sizeof(CxBatchRequest) * plan->nrequests);
+
 	hdr->magic = CX_BATCH_MAGIC;
-	hdr->kind = kind;
-	hdr->nrequests = nrequests;
-	hdr->total_len = total;
-	for (int i = 0; i < nrequests; i++)
+	hdr->kind = plan->kind;
+	hdr->nrequests = plan->nrequests;
+	hdr->total_len = plan->total_len;
+	for (int i = 0; i < plan->nrequests; i++)
 	{
-		const CxWriteRequest *req = &requests[i];
+		const CxWriteRequest *req = &plan->requests[i];
 		CxBatchRequest *br = &hdr->requests[i];
-		char	   *base = (char *) hdr;
 
 		br->uri_off = off;
 		strcpy(base + off, req->uri);
@@ -115,13 +118,13 @@ cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
 		put_options(base + off, req);
 		off += MAXALIGN(br->options_len);
 		br->schema_off = off;
-		br->schema_len = schema_lens[i];
-		if (schemas[i] != NULL)
+		br->schema_len = plan->schema_lens[i];
+		if (plan->schemas[i] != NULL)
 		{
-			memcpy(base + off, schemas[i], schema_lens[i]);
-			pfree(schemas[i]);
+			memcpy(base + off, plan->schemas[i], plan->schema_lens[i]);
+			pfree(plan->schemas[i]);
 		}
-		off += MAXALIGN(schema_lens[i]);
+		off += MAXALIGN(plan->schema_lens[i]);
 		br->rows_off = off;
 		br->rows_len = req->rows_len;
 		if (req->rows_len > 0)
@@ -131,10 +134,32 @@ cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
 		br->settings = req->settings;
 		memset(&br->result, 0, sizeof(br->result));
 	}
-	Assert(off == total);
-	pfree(schemas);
-	pfree(schema_lens);
+	Assert(off == plan->total_len);
+	pfree(plan->schemas);
+	pfree(plan->schema_lens);
+}
+
+dsm_segment *
+cx_batch_create_planned(CxBatchPlan *plan)
+{
+	dsm_segment *seg = dsm_create(plan->total_len, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+
+	if (seg == NULL)
+		ereport(ERROR,
+				errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				errmsg("too many dynamic shared memory segments to hand a transaction to the ctxstore writer"),
+				errhint("Raise max_connections, or commit from fewer sessions at once."));
+	cx_batch_write(plan, dsm_segment_address(seg));
 	return seg;
+}
+
+dsm_segment *
+cx_batch_create(int kind, const CxWriteRequest *requests, int nrequests)
+{
+	CxBatchPlan plan;
+
+	cx_batch_plan(&plan, kind, requests, nrequests);
+	return cx_batch_create_planned(&plan);
 }
 
 static bool

@@ -8,8 +8,9 @@
  * cx_writer_shmem.h.
  *
  * Backends never write a store.  At PRE_COMMIT each foreign table with pending
- * rows becomes one CxWriteRequest; cx_writer_submit() copies each batch once
- * into a dynamic shared memory segment, posts it in the backend's slot of the
+ * rows becomes one CxWriteRequest; cx_writer_submit() copies the batch once
+ * into the shared request ring (or, when it is large or the ring full, a
+ * dynamic shared memory segment), posts it in the backend's slot of the
  * shared request array, wakes the writer worker and waits on its latch for the
  * result.  The worker group-commits: every request queued while a store commit
  * is in flight goes into the next commit of that store, through the store's

@@ -1,7 +1,8 @@
 /*
  * cx_writer_shmem.c — the workers' shared state: the request array (two
- * slots per backend, cx_writer_shmem.h), the status of each worker, the merge
- * job and the per-store counters.
+ * slots per backend, cx_writer_shmem.h), the request ring commits' batches
+ * are laid out in, the status of each worker, the merge job and the
+ * per-store counters.
  *
  * All of it exists only when ctxstore is in shared_preload_libraries; without
  * it cx_writer_available() is false and the FDW refuses writes with a hint.
@@ -12,12 +13,22 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 
 #include "cx_module.h"
 #include "cx_writer_shmem.h"
 
 CxWriterShared *CxWriter = NULL;
+
+/* The request ring and the spinlock that guards it. */
+typedef struct CxRequestRing
+{
+	slock_t		mutex;
+	cx_ring    *ring;			/* right after this struct */
+} CxRequestRing;
+
+static CxRequestRing *RequestRing = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -30,12 +41,20 @@ writer_shmem_size(void)
 							 sizeof(CxWriterSlot)));
 }
 
+static Size
+ring_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(CxRequestRing)),
+					cx_ring_bytes((uint64) cx_request_ring_kb * 1024));
+}
+
 static void
 writer_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(writer_shmem_size());
+	RequestAddinShmemSpace(ring_shmem_size());
 	RequestNamedLWLockTranche(CX_WRITER_TRANCHE, 1);
 }
 
@@ -64,6 +83,14 @@ writer_shmem_startup(void)
 		worker_info_init(&CxWriter->writer);
 		worker_info_init(&CxWriter->maint);
 		CxWriter->nslots = MaxBackends * CX_LANES;
+	}
+	RequestRing = ShmemInitStruct("ctxstore request ring", ring_shmem_size(), &found);
+	if (!found)
+	{
+		SpinLockInit(&RequestRing->mutex);
+		RequestRing->ring = (cx_ring *) ((char *) RequestRing +
+										 MAXALIGN(sizeof(CxRequestRing)));
+		cx_ring_init(RequestRing->ring, (uint64) cx_request_ring_kb * 1024);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -95,7 +122,62 @@ cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 	va_end(ap);
 }
 
+/*
+ * A batch that takes more than a sixteenth of the ring goes to a DSM
+ * segment: a few large transactions then never crowd out the many small
+ * ones the ring is for (16 sessions' single-row batches fit many times).
+ */
+Size
+cx_request_ring_batch_max(void)
+{
+	return Min(cx_ring_max_len(RequestRing->ring),
+			   RequestRing->ring->size / 16);
+}
+
+bool
+cx_request_ring_alloc(Size len, uint64 *off)
+{
+	bool		ok;
+
+	if (len > cx_request_ring_batch_max())
+		return false;
+	SpinLockAcquire(&RequestRing->mutex);
+	ok = cx_ring_alloc(RequestRing->ring, len, off);
+	SpinLockRelease(&RequestRing->mutex);
+	return ok;
+}
+
 void
+cx_request_ring_free(uint64 off)
+{
+	SpinLockAcquire(&RequestRing->mutex);
+	cx_ring_free(RequestRing->ring, off);
+	SpinLockRelease(&RequestRing->mutex);
+}
+
+void *
+cx_request_ring_at(uint64 off)
+{
+	return RequestRing->ring->data + off;
+}
+
+Size
+cx_request_ring_len(uint64 off)
+{
+	return cx_ring_len(RequestRing->ring, off);
+}
+
+void
+cx_slot_free_locked(CxWriterSlot *slot)
+{
+	Assert(LWLockHeldByMeInMode(CxWriter->lock, LW_EXCLUSIVE));
+	if (slot->in_ring)
+		cx_request_ring_free(slot->ring_off);
+	slot->in_ring = false;
+	slot->state = CX_SLOT_FREE;
+}
+
+int
 cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 					  const CxFailure *failure)
 {
@@ -104,9 +186,8 @@ cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 	if (slot->state == CX_SLOT_ABANDONED)
 	{
 		/* Its requester may be waiting to post its next request. */
-		slot->state = CX_SLOT_FREE;
-		cx_set_latch(slot->requester_procno);
-		return;
+		cx_slot_free_locked(slot);
+		return slot->requester_procno;
 	}
 	Assert(slot->state == CX_SLOT_TAKEN);
 	slot->state = nfailed == 0 ? CX_SLOT_DONE : CX_SLOT_FAILED;
@@ -115,7 +196,7 @@ cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 	slot->outcome_unknown = false;
 	if (nfailed > 0)
 		slot->failure = *failure;
-	cx_set_latch(slot->requester_procno);
+	return slot->requester_procno;
 }
 
 void

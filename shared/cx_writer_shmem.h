@@ -15,6 +15,13 @@
  *   TAKEN  --backend gives up--> ABANDONED --worker finishes--> FREE
  *   DONE | FAILED --backend reads the outcome--> FREE
  *
+ * A commit's batch is in the request ring when it fits (see below), else,
+ * like every control request's, in a DSM segment of the backend's.  A ring
+ * batch belongs to its slot from the post on: whoever makes the slot FREE
+ * frees its ring chunk, in the same critical section (cx_slot_free_locked),
+ * so a chunk is freed exactly once and never while the worker reads it (an
+ * ABANDONED slot is freed by the worker when it is done with it).
+ *
  * A backend only posts into a FREE slot, so a slot its previous request of
  * the same lane abandoned makes the next one wait (boundedly) until the
  * worker is done with it.  A control request (flush, merge, cleanup) may
@@ -91,7 +98,10 @@ typedef struct CxWriterSlot
 {
 	CxSlotState state;
 	int			requester_procno;	/* whose latch to set */
-	dsm_handle	handle;			/* the batch */
+	bool		in_ring;		/* the batch is in the request ring at
+								 * ring_off, else in DSM segment handle */
+	uint64		ring_off;
+	dsm_handle	handle;
 	uint64		seq;			/* submission order, for commit order */
 	uint64		taken_generation;	/* worker generation that took it */
 	/* First failure of the batch (FAILED only). */
@@ -167,6 +177,8 @@ typedef struct CxWriterShared
 								 * worker (published by the writer) */
 	uint64		next_seq;
 	uint64		stats_clock;
+	uint64		ring_batches;	/* batches the writer took from the ring */
+	uint64		dsm_batches;	/* ... and in DSM segments */
 	int			nslots;
 	CxStoreStatsEntry stats[CX_STATS_ENTRIES];
 	CxWriterSlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -184,10 +196,15 @@ extern void cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
 			pg_attribute_printf(3, 4);
 
 /* A taken slot's outcome: DONE if nfailed is 0, else FAILED with failure;
- * an abandoned slot becomes FREE.  Wakes the requester.  Caller holds the
- * lock. */
-extern void cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
+ * an abandoned slot becomes FREE.  Caller holds the lock, and wakes the
+ * requester whose PGPROC number this returns once it has released it: a
+ * requester woken while the lock is held would only block on it. */
+extern int	cx_slot_finish_locked(int slotno, int nfailed, int failed_request,
 								  const CxFailure *failure);
+
+/* Makes a slot FREE and frees its batch's ring chunk, if it has one.
+ * Caller holds the lock exclusively. */
+extern void cx_slot_free_locked(CxWriterSlot *slot);
 
 /* Wakes a process by its PGPROC number. */
 extern void cx_set_latch(int procno);
@@ -211,14 +228,33 @@ extern void cx_counters_add_delta(uint64 *dst, const uint64 *now,
 
 #define CX_NCOUNTERS(type) ((int) (sizeof(type) / sizeof(uint64)))
 
-/* ---- the batch in dynamic shared memory (cx_writer_batch.c) ---- */
+/*
+ * ---- the request ring (cx_writer_shmem.c) ----
+ *
+ * ctxstore.request_ring_size bytes of the main shared memory segment, in
+ * which a backend lays out its commit's batch instead of creating, and the
+ * writer attaching, a DSM segment per transaction.  Chunks are freed in any
+ * order (ctxstore/util.h's cx_ring); a batch larger than
+ * cx_request_ring_batch_max(), or one that finds the ring full, takes a DSM
+ * segment instead: the ring never makes a commit wait.  Its own spinlock
+ * guards it, so it may be taken with or without CxWriter->lock held.
+ */
+extern Size cx_request_ring_batch_max(void);
+/* A chunk of len bytes: true with *off; false when it does not fit now. */
+extern bool cx_request_ring_alloc(Size len, uint64 *off);
+extern void cx_request_ring_free(uint64 off);
+extern void *cx_request_ring_at(uint64 off);
+/* The bytes of the chunk at off. */
+extern Size cx_request_ring_len(uint64 off);
+
+/* ---- the batch in shared memory (cx_writer_batch.c) ---- */
 
 /*
- * A batch is one DSM segment per submit call:
+ * A batch is one ring chunk or DSM segment per submit call:
  *   CxBatchHeader, CxBatchRequest[nrequests], then the variable parts of
  *   each request (NUL-terminated URI, options as NUL-terminated name and
  *   value strings, the cx_schema_encode() bytes and the encoded rows).
- * Offsets are from the start of the segment.  The worker writes each
+ * Offsets are from the start of the batch.  The worker writes each
  * request's result back into its CxBatchRequest.
  */
 #define CX_BATCH_MAGIC 0x43584232	/* "CXB2" */
@@ -252,9 +288,28 @@ typedef struct CxBatchHeader
 	CxBatchRequest requests[FLEXIBLE_ARRAY_MEMBER];
 } CxBatchHeader;
 
-/* Creates the segment and copies every request into it (rows exactly once). */
+/* A batch's layout, computed before the memory for it is found. */
+typedef struct CxBatchPlan
+{
+	int			kind;
+	const CxWriteRequest *requests;
+	int			nrequests;
+	char	  **schemas;		/* each request's cx_schema_encode() bytes */
+	Size	   *schema_lens;
+	Size		total_len;		/* bytes of the whole batch */
+} CxBatchPlan;
+
+/* Sizes the batch of requests (encoding each schema once). */
+extern void cx_batch_plan(CxBatchPlan *plan, int kind,
+						  const CxWriteRequest *requests, int nrequests);
+/* Lays the planned batch out at dst (total_len bytes; rows copied exactly
+ * once) and frees the plan's encoded schemas. */
+extern void cx_batch_write(CxBatchPlan *plan, void *dst);
+/* A DSM segment holding the batch of requests. */
 extern dsm_segment *cx_batch_create(int kind, const CxWriteRequest *requests,
 									int nrequests);
+/* A DSM segment holding the planned batch. */
+extern dsm_segment *cx_batch_create_planned(CxBatchPlan *plan);
 
 /* One request as a worker sees it: pointers into the mapped segment. */
 typedef struct CxBatchView

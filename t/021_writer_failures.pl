@@ -2,7 +2,7 @@
 # worker going away: a COMMIT either succeeds or fails with an error that
 # says what became of its rows, never hangs; the worker comes back by itself;
 # rows the worker never took are never written; acknowledged rows survive a
-# crash of the worker.
+# crash of the worker with commits in flight in the request ring.
 use strict;
 use warnings;
 
@@ -192,6 +192,11 @@ for my $s (1 .. $nsessions)
 $node->poll_query_until('postgres',
 	"SELECT count(*) >= 200 FROM items WHERE id LIKE 'crash-%'")
   or die 'the sessions never committed';
+# Their batches are in the request ring, which the crash restart rebuilds.
+cmp_ok(
+	$node->safe_psql('postgres',
+		"SELECT ring_batches FROM ctxstore.workers WHERE kind = 'writer'"),
+	'>', 0, 'the sessions hand their commits over through the request ring');
 kill 'KILL', $writer;
 my $t0 = time;
 $_->finish for @runs;    # dies on timeout: a hung session fails the test

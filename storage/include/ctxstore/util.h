@@ -57,4 +57,38 @@ void		cx_sha256_hex(const void *data, size_t len,
  * on a malformed spec, naming the bad item; the armed set is then unchanged. */
 cx_code		cx_failpoint_set(const char *spec, cx_err *err);
 
+/*
+ * A byte ring of variable-size chunks that may be freed in any order: the
+ * writer protocol's request ring lives in one (shared/cx_writer_shmem.c).
+ * No locking here: the caller serialises every call on one ring.
+ *
+ * Chunks are laid out back to back from the oldest live one (tail) to the
+ * newest (head); each starts with an 8-byte header (its length, whether it
+ * is live) and never wraps: a chunk that would cross the end is preceded by
+ * a dead padding chunk that fills the rest.  Freeing a chunk marks it dead
+ * and moves the tail past every dead chunk at it, so the space a chunk
+ * freed out of order is reused once the chunks before it are freed too.
+ */
+typedef struct cx_ring
+{
+	uint64_t	size;			/* bytes of data, a multiple of 8 */
+	uint64_t	head;			/* bytes handed out (padding included) */
+	uint64_t	tail;			/* bytes reclaimed; head - tail are in use */
+	uint8_t		data[];			/* 8-byte aligned */
+} cx_ring;
+
+/* Bytes a ring of size bytes of data takes (size rounded down to 8). */
+size_t		cx_ring_bytes(uint64_t size);
+void		cx_ring_init(cx_ring *r, uint64_t size);
+/* A chunk of len bytes: true with *off, where its bytes start in data;
+ * false when they do not fit now (or ever: len > cx_ring_max_len()). */
+bool		cx_ring_alloc(cx_ring *r, size_t len, uint64_t *off);
+/* Frees the chunk at off (as cx_ring_alloc returned it), exactly once. */
+void		cx_ring_free(cx_ring *r, uint64_t off);
+/* The bytes of the chunk at off (rounded up to 8). */
+size_t		cx_ring_len(const cx_ring *r, uint64_t off);
+/* The longest chunk an empty ring holds. */
+size_t		cx_ring_max_len(const cx_ring *r);
+static inline uint64_t cx_ring_used(const cx_ring *r) { return r->head - r->tail; }
+
 #endif							/* CTXSTORE_UTIL_H */
