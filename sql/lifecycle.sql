@@ -52,12 +52,34 @@ ORDER BY key;
 SELECT r->'dry_run' AS dry_run, r->'versions_pinned' AS versions_pinned,
        r->'objects_deleted' AS objects_deleted
 FROM ctxstore.gc('lc', true) r;
+-- stats(t) shows what the last GC (here the dry run) counted as garbage;
+-- jsonb_pretty() makes it readable.
+SELECT ctxstore.gc('lc', true)->>'objects_garbage' AS dry_garbage \gset
+SELECT s #>> '{gc,objects_garbage}' = :'dry_garbage' AS garbage_shown,
+       jsonb_pretty((s->'gc') - 'last_at' - 'objects_garbage'
+                    - 'bytes_garbage') AS gc
+FROM ctxstore.stats('lc') s;
 SELECT ctxstore.gc('lc')->'versions_pinned' AS versions_pinned;
 SELECT count(*), sum(n) FROM lc;
 SELECT s->'compaction'->>'outcome' AS compaction,
        s->'compaction'->>'last_at' IS NOT NULL AS compaction_at,
        s->'gc'->>'outcome' AS gc, s->'gc'->'bytes_reclaimed' AS gc_bytes
 FROM ctxstore.stats('lc') s;
+
+-- The outcome of the first run of job (compaction, gc) on t's store that
+-- stats(t) shows, waited for up to 30 s (NULL: none came).
+CREATE FUNCTION lc_wait_for(t regclass, job text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  outcome text;
+BEGIN
+  FOR i IN 1..300 LOOP
+    outcome := ctxstore.stats(t)->job->>'outcome';
+    EXIT WHEN outcome IS NOT NULL;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN outcome;
+END $$;
 
 -- With compact_interval the maintenance worker compacts the store by
 -- itself, an interval after a merge job told it the settings (waited for
@@ -67,14 +89,34 @@ CREATE FOREIGN TABLE lc_timed (id text, n int) SERVER lc_srv
            compact_interval '1s');
 INSERT INTO lc_timed VALUES ('a', 1);
 SELECT ctxstore.merge_wal('lc_timed') > 0 AS merged;
-DO $$
-BEGIN
-  FOR i IN 1..300 LOOP
-    EXIT WHEN ctxstore.stats('lc_timed')->'compaction'->>'outcome' IS NOT NULL;
-    PERFORM pg_sleep(0.1);
-  END LOOP;
-END $$;
-SELECT ctxstore.stats('lc_timed')->'compaction'->>'outcome' AS compaction;
+SELECT lc_wait_for('lc_timed', 'compaction') AS compaction;
+
+-- With gc_interval the maintenance worker collects a store's garbage by
+-- itself, an interval after a merge job told it the settings, keeping the
+-- versions tables pin: every request carries its database's pins.  With
+-- retain_versions 1, retain_interval 0 and gc_grace 0 only the newest
+-- version and the pinned first one stay (waited for up to 30 s).  No write
+-- after gc_interval is set: with gc_grace 0 GC could take an upload not
+-- committed yet.
+CREATE FOREIGN TABLE lc_gc (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_gc', merge_after_generations '0',
+           retain_versions '1', retain_interval '0', gc_grace '0');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(1, 10) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+SELECT max(version) AS gc_first FROM ctxstore.versions('lc_gc') \gset
+CREATE FOREIGN TABLE lc_gc_pinned (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_gc', version :'gc_first');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(11, 20) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+ALTER FOREIGN TABLE lc_gc OPTIONS (ADD gc_interval '1s');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(21, 30) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+SELECT lc_wait_for('lc_gc', 'gc') AS gc;
+SELECT (s #>> '{gc,bytes_reclaimed}')::bigint > 0 AS reclaimed,
+       (s #>> '{gc,objects_garbage}')::bigint > 0 AS garbage_counted
+FROM ctxstore.stats('lc_gc') s;
+SELECT count(*), sum(n) FROM lc_gc;
+SELECT count(*), sum(n) FROM lc_gc_pinned;
 
 -- Maintenance works on the newest version: a pinned table is refused
 -- (25006), and so is a role that does not own the table (42501).
@@ -94,4 +136,5 @@ DROP OWNED BY lc_other;
 DROP ROLE lc_other;
 
 SET client_min_messages = warning;
+DROP FUNCTION lc_wait_for;
 DROP EXTENSION ctxstore CASCADE;
