@@ -134,7 +134,9 @@ static void
 set_bound(uint8_t *dst, uint8_t *dst_len, const uint8_t *val, size_t len)
 {
 	*dst_len = (uint8_t) (len < CX_STATS_MAX_BYTES ? len : CX_STATS_MAX_BYTES);
-	memcpy(dst, val, *dst_len);
+	/* An empty value may come without bytes (NULL): memcpy must not see it. */
+	if (*dst_len > 0)
+		memcpy(dst, val, *dst_len);
 }
 
 /*

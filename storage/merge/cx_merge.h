@@ -27,8 +27,8 @@
  * A winning tombstone is written to the base as a tombstone row (and the
  * base row it deletes gets a deletion vector entry): another shard may hold
  * an older unmerged version of the key that must stay hidden after this
- * shard's generations are drained.  Compaction (a later module) drops
- * tombstones once nothing older can surface.
+ * shard's generations are drained.  Compaction carries tombstone rows
+ * over as they are.
  *
  * A TRUNCATE marker among the merged generations (a tombstone with a NULL
  * key) is not written: the new base version records its time as
