@@ -1,7 +1,8 @@
 --
 -- Store lifecycle: the options of compaction and GC, ctxstore.compact(t)
--- and ctxstore.gc(t, dry_run).  (The compaction lease's BUSY error, 55P03
--- naming the holder, needs the compaction engine and is tested with it.)
+-- and ctxstore.gc(t, dry_run), the maintenance worker's timed ones.  (The
+-- compaction lease's BUSY error, 55P03 naming the holder, is a TAP test:
+-- t/090_compaction.pl.)
 --
 CREATE EXTENSION ctxstore;
 CREATE SERVER lc_srv FOREIGN DATA WRAPPER ctxstore;
@@ -117,6 +118,63 @@ SELECT (s #>> '{gc,bytes_reclaimed}')::bigint > 0 AS reclaimed,
 FROM ctxstore.stats('lc_gc') s;
 SELECT count(*), sum(n) FROM lc_gc;
 SELECT count(*), sum(n) FROM lc_gc_pinned;
+
+-- Compaction rewrites the small fragments into one, rows, deletions and
+-- updates read the same, and key lookups go through the reindexed outputs.
+CREATE FOREIGN TABLE lc_cmp (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_cmp', merge_after_generations '0');
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(1, 10) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(11, 20) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+DELETE FROM lc_cmp WHERE n % 5 = 0;
+UPDATE lc_cmp SET n = n * 100 WHERE id IN ('k3', 'k13');
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(21, 25) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+CREATE TEMP TABLE lc_before AS SELECT * FROM lc_cmp;
+SELECT count(*) AS fragments_before FROM ctxstore.fragments('lc_cmp') \gset
+SELECT r->'compacted' AS compacted, (r->>'inputs')::int = :fragments_before
+         AS every_fragment, r->'outputs' AS outputs, r->'rows' AS rows
+FROM ctxstore.compact('lc_cmp') r;
+SELECT count(*) < :fragments_before AS fewer, count(*) AS fragments
+FROM ctxstore.fragments('lc_cmp');
+SELECT count(*), sum(n) FROM lc_cmp;
+(SELECT * FROM lc_cmp EXCEPT SELECT * FROM lc_before)
+UNION ALL (SELECT * FROM lc_before EXCEPT SELECT * FROM lc_cmp);
+SELECT operation FROM ctxstore.versions('lc_cmp')
+WHERE operation IN ('compact', 'index') ORDER BY version DESC LIMIT 2;
+SELECT id, n FROM lc_cmp WHERE id = 'k13';
+SELECT id, n FROM lc_cmp WHERE id = 'k15';
+SELECT string_agg(id, ',' ORDER BY id) FROM lc_cmp
+WHERE id = ANY (ARRAY['k1', 'k10', 'k24', 'zz']);
+EXPLAIN (COSTS OFF) SELECT * FROM lc_cmp WHERE id = 'k13';
+-- Nothing small left: the next compaction has nothing to do.
+SELECT ctxstore.compact('lc_cmp')->'compacted' AS compacted;
+
+-- A compaction canceled (statement_timeout) while it holds the lease, held
+-- there by a failpoint delay: 57014, the store unchanged and readable, its
+-- lease released, so the next compaction converges.
+INSERT INTO lc_cmp VALUES ('k26', 26);
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+SELECT count(*) AS fragments_before FROM ctxstore.fragments('lc_cmp') \gset
+SELECT count(*) AS versions_before FROM ctxstore.versions('lc_cmp') \gset
+SET ctxstore.failpoints = 'compact.after_lease=delay:2000';
+SET statement_timeout = '200ms';
+SELECT ctxstore.compact('lc_cmp');
+\echo :LAST_ERROR_SQLSTATE
+RESET statement_timeout;
+RESET ctxstore.failpoints;
+SELECT (SELECT count(*) FROM ctxstore.fragments('lc_cmp')) = :fragments_before
+         AS same_fragments,
+       (SELECT count(*) FROM ctxstore.versions('lc_cmp')) = :versions_before
+         AS same_versions;
+SELECT ctxstore.stats('lc_cmp')->'compaction'->>'outcome' AS compaction;
+SELECT count(*), sum(n) FROM lc_cmp;
+SELECT r->'compacted' AS compacted, r->'inputs' AS inputs
+FROM ctxstore.compact('lc_cmp') r;
+SELECT count(*) AS fragments FROM ctxstore.fragments('lc_cmp');
+SELECT count(*), sum(n) FROM lc_cmp;
 
 -- Maintenance works on the newest version: a pinned table is refused
 -- (25006), and so is a role that does not own the table (42501).
