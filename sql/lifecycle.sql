@@ -101,7 +101,8 @@ SELECT lc_wait_for('lc_timed', 'compaction') AS compaction;
 -- committed yet.
 CREATE FOREIGN TABLE lc_gc (id text, n int) SERVER lc_srv
   OPTIONS (uri 'file://@store_root@/lc_gc', merge_after_generations '0',
-           retain_versions '1', retain_interval '0', gc_grace '0');
+           cleanup_interval '0', retain_versions '1', retain_interval '0',
+           gc_grace '0');
 INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(1, 10) g;
 SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
 SELECT max(version) AS gc_first FROM ctxstore.versions('lc_gc') \gset

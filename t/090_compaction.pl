@@ -212,6 +212,11 @@ for my $fp (@failpoints)
 	$a->start;
 	$a->safe_psql('postgres', "ALTER FOREIGN TABLE $t OPTIONS (SET compact_interval '0')");
 	is(rows_of($a, $t), '20/210/20', "$fp: the store is readable, every row once");
+	is(fragments_of($a, $t), $fp eq 'compact.after_commit' ? '1' : '4',
+		"$fp: " . ($fp eq 'compact.after_commit' ? 'the compaction stands' : 'nothing was committed'));
+	my ($s, undef, $e) = compact($a, $t);
+	is($s, '55P03', "$fp: the dead worker's lease refuses the next compaction");
+	like($e, qr/for \d+ more seconds/, "$fp: until it expires");
 }
 
 # The dead worker's lease, if it left one, expires on its own: the next
