@@ -6,6 +6,8 @@
 #     the store unchanged, and the next compaction converges;
 #   - two clusters (distinct shard ids) compacting one store at once: one
 #     wins, the other gets a clean 55P03, every row stays;
+#   - the maintenance worker's timed compaction shows its phase and
+#     progress in ctxstore.workers while it runs;
 #   - kill -9 of the maintenance worker at each compaction failpoint
 #     (storage/util/cx_failpoint.h): the store stays readable with every row,
 #     and once the dead holder's lease expires (60 s, waited for once for
@@ -184,6 +186,27 @@ is(fragments_of($b, 'shared'), '1', 'one fragment, seen from either cluster');
 is(rows_of($_, 'shared'), $rows, 'every row once, read from ' . $_->name) for $a, $b;
 ($state, $out) = compact($b, 'shared');
 is("$state|$out", '|false', 'the second cluster then finds nothing to do');
+
+# ---- the worker's compaction in ctxstore.workers ----
+
+create_table($a, 'shown', compact_min_fragments => '2');
+add_fragments($a, 'shown', 3);
+$a->stop;
+{
+	local $ENV{CTXSTORE_FAILPOINTS} = 'compact.after_outputs=delay:4000';
+	$a->start;
+}
+$a->safe_psql('postgres', "ALTER FOREIGN TABLE shown OPTIONS (ADD compact_interval '1s')");
+add_fragments($a, 'shown', 1);
+my $progress = q{SELECT phase || ' ' || progress_done || '/' || progress_total
+  FROM ctxstore.workers WHERE kind = 'maintenance'};
+ok( $a->poll_query_until('postgres', $progress, 'writing 1/1'),
+	'ctxstore.workers shows the running compaction: writing, one output of one');
+ok( $a->poll_query_until('postgres',
+		"SELECT ($progress) IS NULL AND ctxstore.stats('shown') #>> '{compaction,outcome}' = 'compacted'"),
+	'and no phase once it compacted');
+is(fragments_of($a, 'shown'), '1', 'the worker compacted the store');
+is(rows_of($a, 'shown'), '20/210/20', 'every row once');
 
 # ---- kill -9 of the maintenance worker at each failpoint ----
 
