@@ -4,7 +4,8 @@
 # the union of what each database last told (docs/design/maintenance.md,
 # "Pinned versions").  A pin in a database that never sent one is protected
 # only by the retention window: here, with retain_versions 1 and
-# retain_interval 0, it is collected.
+# retain_interval 0, it is collected.  More pins than a request carries stop
+# the worker's GC of the store.
 use strict;
 use warnings;
 
@@ -78,6 +79,34 @@ is(sql('told', 'SELECT count(*), sum(n) FROM pinned'), '20|210',
 my ($rc, $out, $err) = $node->psql('silent', 'SELECT count(*) FROM pinned');
 like($err, qr/could not read version $first/,
 	'a pin of a database that never told it is collected (retention window only)');
+
+# More pins than a request carries (CX_PINS_MAX, 32): the worker does not
+# collect the store at all rather than drop one.  (gc_grace stays 1h: the
+# writes below run while the worker's GC does.)
+my $crowded = store_uri('gc_pins_crowded');
+sql('postgres', qq{
+CREATE FOREIGN TABLE crowded (id text NOT NULL, n int) SERVER lake
+  OPTIONS (uri '$crowded', merge_after_generations '0', cleanup_interval '0',
+           retain_versions '1', retain_interval '0', gc_interval '1s');
+INSERT INTO crowded VALUES ('c1', 1);
+SELECT ctxstore.merge_wal('crowded')});
+sql('told', qq{
+CREATE FOREIGN TABLE crowded (id text NOT NULL, n int) SERVER lake
+  OPTIONS (uri '$crowded');
+DO \$\$
+BEGIN
+  FOR i IN 1..33 LOOP
+    EXECUTE format('CREATE FOREIGN TABLE crowded_pin_%s (id text, n int) SERVER lake OPTIONS (uri %L, version %L)',
+                   i, '$crowded', '1');
+  END LOOP;
+END \$\$;
+SELECT ctxstore.flush('crowded')});
+sql('postgres', q{
+INSERT INTO crowded VALUES ('c2', 2);
+SELECT ctxstore.merge_wal('crowded')});
+ok( $node->poll_query_until('postgres',
+		"SELECT ctxstore.stats('crowded') #>> '{gc,outcome}' LIKE 'failed: more than 32 base versions%'"),
+	'with more than 32 pins the worker refuses to collect the store');
 
 $node->stop;
 done_testing();
