@@ -4,9 +4,11 @@
  *
  * Takes the lease, loads the newest base, chooses inputs, rewrites them
  * (cx_compact_merge.c), commits (cx_compact_commit.c) and releases the
- * lease on every path.  Outputs that are not committed (canceled, failed,
- * lost to another compaction) are deleted, best effort: GC collects what a
- * crash or a failed delete leaves, since no version lists them.  The key
+ * lease on every path.  Outputs that are not committed (canceled, failed
+ * before the commit, lost to another compaction) are deleted, best effort;
+ * a commit that failed otherwise may have landed (a put of unknown
+ * outcome), so its outputs stay.  GC collects what a crash, a failed
+ * delete or such a commit leaves, once no retained version lists it.  The key
  * index is not touched: segments naming the inputs are ignored for them
  * from the committed version on, and the outputs stay unindexed until the
  * caller runs cx_keyindex_update_table, as after a merge.
@@ -103,6 +105,7 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 	cx_compact_edit e = {.read = read, .inputs = inputs, .ninputs = ninputs,
 	.map = &rw.map};
 	bool		committed = false;
+	bool		maybe_listed = false;	/* a version may list the outputs */
 	cx_code		rc;
 
 	rc = cx_compact_rewrite(&rw, err);
@@ -117,11 +120,14 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 		e.noutputs = rw.noutputs;
 		rc = cx_compact_commit(job->s, &e, &job->res->version, err);
 		committed = rc == CX_OK;
+		/* A failed commit may still have landed (a put of unknown
+		 * outcome): only a conflict says that no version lists them. */
+		maybe_listed = rc != CX_ERR_CONFLICT;
 		job->res->compacted = committed;
 		job->res->deletions_carried = e.deletions_carried;
 		job->res->retries = e.retries;
 	}
-	if (!committed)
+	if (!maybe_listed)
 		delete_outputs(job, &rw);
 	for (uint32_t i = 0; i < rw.noutputs; i++)
 		cx_fragment_info_free(&rw.outputs[i]);

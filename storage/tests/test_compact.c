@@ -698,6 +698,9 @@ typedef struct typed_commit
 	uint32_t	n;
 } typed_commit;
 
+/* The key column typed stores get (NULL: none, a table without a key). */
+static const char *typed_key = "id";
+
 static cx_code
 typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 			 cx_err *err)
@@ -706,7 +709,8 @@ typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 
 	if (base == NULL &&
 		(cx_manifest_set_schema(next, c->table, err) != CX_OK ||
-		 cx_manifest_set_key(next, "id", true, err) != CX_OK))
+		 (typed_key != NULL &&
+		  cx_manifest_set_key(next, typed_key, true, err) != CX_OK)))
 		return err->code;
 	for (uint32_t i = 0; i < c->n; i++)
 		if (cx_manifest_add_fragment(next, &c->fragments[i], err) != CX_OK)
@@ -863,7 +867,8 @@ scan_text(cx_objstore *s)
 	cx_tablescan_end(scan);
 	cx_snapshot_close(snap);
 	cx_manifest_free(m);
-	qsort(rows.r, rows.n, sizeof(char *), cmp_text);
+	if (rows.n > 0)
+		qsort(rows.r, rows.n, sizeof(char *), cmp_text);
 	return rows;
 }
 
@@ -1090,7 +1095,8 @@ typedef enum meanwhile_action
 {
 	DO_NOTHING, DELETE_A_ROW, COMMIT_A_FRAGMENT, RUN_ANOTHER, CANCEL,
 	LOSE_LEASE_AND_RUN_ANOTHER,
-	STEAL_LEASE					/* (the job's lease lasts one second) */
+	STEAL_LEASE,				/* (the job's lease lasts one second) */
+	BREAK_UPLOADS				/* every upload of the local store fails */
 } meanwhile_action;
 
 typedef struct meanwhile
@@ -1164,6 +1170,13 @@ act_meanwhile(void *arg, const char *phase, uint64_t done, uint64_t total)
 										   cx_clock_now_us(), &err), &err);
 			}
 			break;
+		case BREAK_UPLOADS:
+			{
+				cx_err		err;
+
+				MUST(cx_failpoint_set("local.open_upload=error", &err), &err);
+			}
+			return true;
 		case CANCEL:
 			return false;
 	}
@@ -1595,6 +1608,24 @@ index_state(cx_objstore *s, uint32_t *segs, uint32_t *live_refs,
 	cx_manifest_free(m);
 }
 
+/* The origin shard of the newest version's first fragment (static copy;
+ * NULL: none). */
+static const char *
+origin_of_first(cx_objstore *s)
+{
+	static char origin[128];
+	cx_manifest *m;
+	bool		has;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	has = m->nfragments > 0 && m->fragments[0].origin_shard != NULL;
+	if (has)
+		snprintf(origin, sizeof(origin), "%s", m->fragments[0].origin_shard);
+	cx_manifest_free(m);
+	return has ? origin : NULL;
+}
+
 /*
  * Key lookups are right before the compaction, after it with the index
  * naming only removed fragments (the output unindexed: probed by its key
@@ -1622,6 +1653,7 @@ CX_TEST(compact_key_lookups_right_before_and_after_reindex)
 	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
 	CHECK(res.compacted && res.inputs == 5 && res.outputs == 1);
 	CHECK(res.rows == 200 && res.rows_dropped == 10);
+	CHECK(origin_of_first(s) != NULL && strcmp(origin_of_first(s), "s1") == 0);
 	index_state(s, &segs, &live, &dead, &entries);
 	CHECK(live == 0 && dead == 5);
 	CHECK(lookups_right(s));
@@ -1703,4 +1735,145 @@ CX_TEST(compact_job_stops_when_its_lease_is_taken_over)
 	REQUIRE_OK(cx_compact_lease_read(mw.s, &l, &err), &err);
 	CHECK(strcmp(l.holder, "thief") == 0);
 	meanwhile_free(&mw);
+}
+
+/* A commit whose put fails without saying whether it landed (every upload
+ * fails: the read-back finds nothing, but a put may land later) keeps its
+ * outputs: were the version there, deleting them would lose its rows.  GC
+ * collects them if it is not. */
+CX_TEST(compact_job_keeps_outputs_of_a_commit_of_unknown_outcome)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	cx_code		rc;
+	cx_err		err;
+	cx_err		err2;
+
+	rc = compact_meanwhile("/store", "committing", BREAK_UPLOADS, &mw, &res,
+						   &err);
+	REQUIRE_OK(cx_failpoint_set("", &err2), &err2);
+	CHECK(rc == CX_ERR_IO && strstr(err.msg, "outcome unknown") != NULL);
+	CHECK(!res.compacted && res.outputs == 3);
+	CHECK(newest_version(mw.s) == 4);
+	CHECK(data_objects(mw.s) == 4 + 3);
+	meanwhile_free(&mw);
+}
+
+/* Without a key or a sort key rows keep commit order: the outputs hold the
+ * inputs' rows one input after the other. */
+CX_TEST(compact_job_keeps_commit_order_without_a_key)
+{
+	cx_objstore *s;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	int64_t		ids[128];
+	uint32_t	n;
+	bool		in_order = true;
+	text_rows	before;
+	text_rows	after;
+	cx_err		err;
+
+	typed_key = NULL;
+	s = typed_store("/store", 3, 20, false);
+	typed_key = "id";
+	before = scan_text(s);
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 3 && res.outputs == 1);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 1 && m->key_column == NULL);
+	n = fragment_ids(s, &m->fragments[0], ids, 128);
+	CHECK(n == 60);
+	/* Fragment f holds f, f + 3, ... in id order. */
+	for (uint32_t i = 0; i < n; i++)
+		in_order &= ids[i] == (int64_t) (i / 20 + (i % 20) * 3);
+	CHECK(in_order);
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	cx_manifest_free(m);
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* Inputs merged from two shards: the output names no origin (one shard's
+ * inputs keep theirs: compact_key_lookups_right_before_and_after_reindex). */
+CX_TEST(compact_output_of_two_shards_has_no_origin)
+{
+	cx_objstore *s = mw_open_store();
+	const char *const shards[] = {"s1", "s2"};
+	cx_compact_options o;
+	cx_compact_result res;
+	mw_rows		rows;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	for (int i = 0; i < 2; i++)
+	{
+		cx_shardwriter *w;
+		cx_merge_result mres;
+
+		REQUIRE_OK(mw_writer(s, shards[i], false, &w, &err), &err);
+		REQUIRE_OK(mw_put(w, shards[i], 0, 10, i + 1, true, &err), &err);
+		REQUIRE_OK(cx_merge_shard(s, shards[i], NULL, &mres, &err), &err);
+		REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	}
+	CHECK(origin_of_first(s) != NULL);
+	compact_options(&o, 1000);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 2 && res.rows == 20);
+	CHECK(origin_of_first(s) == NULL);
+	REQUIRE_OK(mw_scan(s, NULL, &rows, &err), &err);
+	CHECK(rows.n == 20 && mw_count(&rows, "s17", NULL) == 1);
+	mw_rows_free(&rows);
+	cx_obj_close(s);
+}
+
+/* Every row of the inputs deleted: the commit removes them and adds
+ * nothing. */
+CX_TEST(compact_job_of_deleted_rows_only_writes_nothing)
+{
+	cx_objstore *s = typed_store("/store", 1, 3, false);
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	text_rows	after;
+	cx_err		err;
+
+	for (uint32_t r = 0; r < 3; r++)
+		delete_row(s, fragment_path(s, 0), r);
+	compact_options(&o, 64);
+	o.force = true;
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 1 && res.outputs == 0);
+	CHECK(res.rows == 0 && res.rows_dropped == 3 && res.bytes_written == 0);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->nfragments == 0 && m->version == 5);
+	cx_manifest_free(m);
+	after = scan_text(s);
+	CHECK(after.n == 0);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* An input whose object is gone: the error names it and the version that
+ * lists it; nothing is committed and no output is left. */
+CX_TEST(compact_job_missing_input_fails_cleanly)
+{
+	cx_objstore *s = typed_store("/store", 3, 20, false);
+	char		gone[256];
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_compact_lease l;
+	cx_err		err;
+
+	snprintf(gone, sizeof(gone), "%s", fragment_path(s, 2));
+	REQUIRE_OK(cx_obj_delete(s, gone, &err), &err);
+	compact_options(&o, 64);
+	CHECK_CODE(cx_compact(s, &o, NULL, &res, &err), CX_ERR_NOT_FOUND);
+	CHECK(strstr(err.msg, gone) != NULL && strstr(err.msg, "base version 3") != NULL);
+	CHECK(!res.compacted && newest_version(s) == 3 && data_objects(s) == 2);
+	CHECK_CODE(cx_compact_lease_read(s, &l, &err), CX_ERR_NOT_FOUND);
+	cx_obj_close(s);
 }

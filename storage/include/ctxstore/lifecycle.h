@@ -64,6 +64,17 @@ typedef struct cx_compact_result
 	uint32_t	retries;
 } cx_compact_result;
 
+/*
+ * Compacts the store once (docs/design/maintenance.md "Compaction").
+ * Progress phases: "selecting" (0 of the base's fragments), "reading"
+ * (inputs finished of inputs, at every row group read), "writing" (outputs
+ * finished of those expected), "committing" (0 of 1).  CX_ERR_BUSY: another
+ * holder's lease; CX_ERR_CONFLICT: another compaction replaced an input;
+ * CX_ERR_CANCELED: progress said stop.  An error commits nothing, except
+ * one after the commit (compacted true) and a commit of unknown outcome
+ * ("outcome unknown": the version may exist).  The key index is not
+ * updated: run cx_keyindex_update_table afterwards when compacted.
+ */
 cx_code		cx_compact(cx_objstore *s, const cx_compact_options *o,
 					   const cx_job_progress *progress,
 					   cx_compact_result *res, cx_err *err);
