@@ -19,6 +19,12 @@
  * publish: at once when it has, otherwise from the idle loop when it does
  * (so the last merge of a burst is published too).
  *
+ * When the table sets compact_interval or gc_interval it also compacts the
+ * store or collects its garbage at that interval, on the same handle, with
+ * the settings of the last job: those carry the versions tables pin in
+ * every database that sent the writer a request for the store, which GC
+ * keeps (docs/design/maintenance.md, "Pinned versions").
+ *
  * A job is bounded: each call merges at least one generation and the target
  * is fixed when the job is posted.  SIGTERM stops it between two calls
  * (what was merged is reported; the rest stays unmerged, which is safe).
@@ -71,15 +77,20 @@ typedef struct MaintJob
 } MaintJob;
 
 /* What this worker keeps per open store (CxOpenStore.state): the Iceberg
- * publish a merge left due, and the timed compaction. */
+ * publish a merge left due, the timed compaction and GC. */
 typedef struct MaintStoreState
 {
 	int			iceberg_interval_s;
 	TimestampTz last_publish;	/* 0: never by this worker */
 	bool		publish_pending;
-	CxStoreSettings settings;	/* the last job's: compaction's options */
+	CxStoreSettings settings;	/* the last job's: compaction's and GC's
+								 * options, the pinned versions */
 	TimestampTz next_compact;	/* 0: compact_interval is off */
+	TimestampTz next_gc;		/* 0: gc_interval is off */
 } MaintStoreState;
+
+/* A timed lifecycle job of a store. */
+typedef void (*TimedJob) (CxOpenStore *os, MaintStoreState *ms);
 
 /* The job's merge options: its step of generations, the store's other
  * settings. */
@@ -206,20 +217,28 @@ store_state(CxOpenStore *os)
 	return os->state;
 }
 
-/* A job's settings, for the store's timed compaction: the first one is due
- * compact_interval after the job that set it. */
+/* When a timed job is next due: off (0) without an interval, else kept,
+ * or interval_s from now when it was off. */
+static void
+schedule_first(TimestampTz *next, int interval_s)
+{
+	if (interval_s <= 0)
+		*next = 0;
+	else if (*next == 0)
+		*next = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											(int64) interval_s * 1000);
+}
+
+/* A job's settings, for the store's timed compaction and GC: the first of
+ * each is due its interval after the job that set it. */
 static void
 note_settings(CxOpenStore *os, const CxStoreSettings *settings)
 {
 	MaintStoreState *ms = store_state(os);
-	int			interval_s = settings->compact_interval_s;
 
 	ms->settings = *settings;
-	if (interval_s <= 0)
-		ms->next_compact = 0;
-	else if (ms->next_compact == 0)
-		ms->next_compact = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   (int64) interval_s * 1000);
+	schedule_first(&ms->next_compact, settings->compact_interval_s);
+	schedule_first(&ms->next_gc, settings->gc_interval_s);
 }
 
 /* Opens the job's store (this worker's own handle) and merges. */
@@ -405,25 +424,70 @@ compact_store(CxOpenStore *os, MaintStoreState *ms)
 	}
 }
 
-/* Compacts os if its compact_interval has passed; returns how long until
- * the next one is due. */
-static long
-compact_if_due(CxOpenStore *os, MaintStoreState *ms, TimestampTz now)
+/* Logs a failed GC and keeps it as the worker's last error. */
+static void
+gc_failed(CxOpenStore *os, const cx_err *err)
 {
-	int64		interval_ms = (int64) ms->settings.compact_interval_s * 1000;
+	ereport(LOG,
+			errmsg("ctxstore maintenance: collecting garbage of store \"%s\" failed",
+				   os->uri),
+			errdetail_internal("%s", err->msg));
+	cx_worker_note_error(&CxWriter->maint, "store %s: %s", os->uri, err->msg);
+}
 
-	if (ms->next_compact == 0)
+/* Collects os's garbage with its tables' settings, keeping the versions
+ * tables pin in every database that told this cluster's writer of them;
+ * one that pins more than they carry stops it (GC from SQL still runs). */
+static void
+gc_store(CxOpenStore *os, MaintStoreState *ms)
+{
+	cx_job_progress progress = {show_progress, NULL};
+	uint64		pinned[CX_PINS_MAX];
+	cx_gc_options opt;
+	cx_gc_result res;
+	cx_code		rc;
+	cx_err		err;
+
+	memset(&res, 0, sizeof(res));
+	if (ms->settings.pins_overflow)
+	{
+		rc = cx_err_set(&err, CX_ERR_INVALID,
+						"more than %d base versions of the store are pinned: run ctxstore.gc() from each database that pins them",
+						CX_PINS_MAX);
+		cx_stats_note_gc(os->uri, rc, &res, false, &err);
+		gc_failed(os, &err);
+		return;
+	}
+	cx_gc_options_from(&ms->settings, &opt);
+	opt.npinned = cx_settings_pinned(&ms->settings, pinned);
+	opt.pinned = pinned;
+	rc = cx_gc(os->handle, &opt, &progress, &res, &err);
+	(void) show_progress(NULL, "", 0, 0);
+	cx_stats_note_gc(os->uri, rc, &res, false, &err);
+	if (rc != CX_OK && rc != CX_ERR_CANCELED)
+		gc_failed(os, &err);
+}
+
+/* Runs job on os if *next (its interval_s) has passed; returns how long
+ * until the next one is due. */
+static long
+run_if_due(TimedJob job, TimestampTz *next, int interval_s, CxOpenStore *os,
+		   MaintStoreState *ms, TimestampTz now)
+{
+	int64		interval_ms = (int64) interval_s * 1000;
+
+	if (*next == 0)
 		return IDLE_WAIT_MS;
-	if (now < ms->next_compact)
-		return wait_until(ms->next_compact, now);
-	compact_store(os, ms);
-	ms->next_compact = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   interval_ms);
+	if (now < *next)
+		return wait_until(*next, now);
+	job(os, ms);
+	*next = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), interval_ms);
 	return Min(IDLE_WAIT_MS, interval_ms);
 }
 
 /* Does what is due on every open store (an Iceberg publish, a timed
- * compaction); returns how long until the next is (IDLE_WAIT_MS at most). */
+ * compaction or GC); returns how long until the next is (IDLE_WAIT_MS at
+ * most). */
 static long
 timed_work_due(void)
 {
@@ -438,7 +502,12 @@ timed_work_due(void)
 		if (ms == NULL || ShutdownRequestPending)
 			continue;
 		wait_ms = Min(wait_ms, publish_if_due(os, ms, now));
-		wait_ms = Min(wait_ms, compact_if_due(os, ms, now));
+		wait_ms = Min(wait_ms, run_if_due(compact_store, &ms->next_compact,
+										  ms->settings.compact_interval_s,
+										  os, ms, now));
+		wait_ms = Min(wait_ms, run_if_due(gc_store, &ms->next_gc,
+										  ms->settings.gc_interval_s,
+										  os, ms, now));
 	}
 	return wait_ms;
 }

@@ -246,6 +246,15 @@ extern void cxfdw_settings_default(CxStoreSettings *s);
 extern int	cxfdw_setting_set(CxStoreSettings *s, const char *name,
 							  const char *value);
 extern void cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out);
+
+/* ---- pinned versions (cx_pins.c) ---- */
+
+/* The base versions tables of this database pin (option version) on the
+ * store at uri, palloc'd; *n of them. */
+extern uint64 *cxfdw_pinned_versions(const char *uri, uint32 *n);
+/* Puts those versions in s, for the writer to hand the maintenance
+ * worker's GC (more than CX_PINS_MAX: pins_overflow). */
+extern void cxfdw_settings_tell_pins(const char *uri, CxStoreSettings *s);
 /* Raises unless upsert_key is unset or names a column other than the key. */
 extern void cxfdw_check_upsert_key(const CxRelInfo *ri,
 								   const CxStoreSettings *s);

@@ -254,9 +254,11 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
 	appendStringInfoChar(buf, '}');
 }
 
-/* The last compaction or GC of the store by this cluster. */
+/* The last compaction or GC of the store by this cluster; GC's with what
+ * it counted as garbage. */
 static void
-lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run)
+lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run,
+				 bool garbage)
 {
 	json_key(buf, key);
 	appendStringInfoChar(buf, '{');
@@ -267,6 +269,11 @@ lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run)
 		escape_json(buf, timestamptz_to_str(run->at));
 	json_str(buf, "outcome", run->at != 0 ? run->outcome : NULL);
 	cxfdw_json_uint(buf, "bytes_reclaimed", run->bytes_reclaimed);
+	if (garbage)
+	{
+		cxfdw_json_uint(buf, "objects_garbage", run->objects_garbage);
+		cxfdw_json_uint(buf, "bytes_garbage", run->bytes_garbage);
+	}
 	appendStringInfoChar(buf, '}');
 }
 
@@ -285,8 +292,8 @@ writer_stats(StringInfo buf, const char *uri)
 	cxfdw_json_uint(buf, "failed_transactions", ws.failed_transactions);
 	writer_object(buf, &ws);
 	merge_object(buf, &ws);
-	lifecycle_object(buf, "compaction", &ws.last_compaction);
-	lifecycle_object(buf, "gc", &ws.last_gc);
+	lifecycle_object(buf, "compaction", &ws.last_compaction, false);
+	lifecycle_object(buf, "gc", &ws.last_gc, true);
 }
 
 /* Requests this backend's read handle has made, since it was opened. */

@@ -15,14 +15,8 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/table.h"
-#include "catalog/pg_foreign_table.h"
-#include "commands/defrem.h"
 #include "fmgr.h"
-#include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -60,52 +54,6 @@ job_error(cx_err *err, const char *what, const CxRelInfo *ri)
 	CHECK_FOR_INTERRUPTS();
 	cx_pg_error(err, "could not %s the store of foreign table \"%s\"", what,
 				ri->relname);
-}
-
-/* The base versions tables of this database pin (option version) on the
- * store at uri, palloc'd; *n of them.  GC must keep them readable. */
-static uint64_t *
-pinned_versions(const char *uri, uint32_t *n)
-{
-	Relation	catalog = table_open(ForeignTableRelationId, AccessShareLock);
-	SysScanDesc scan = systable_beginscan(catalog, InvalidOid, false, NULL,
-										  0, NULL);
-	List	   *found = NIL;
-	HeapTuple	tup;
-	uint64_t   *out;
-	ListCell   *lc;
-
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Oid			relid = ((Form_pg_foreign_table) GETSTRUCT(tup))->ftrelid;
-		const char *table_uri = NULL;
-		const char *version = NULL;
-
-		if (!cxfdw_is_ctxstore_table(relid))
-			continue;
-		foreach(lc, GetForeignTable(relid)->options)
-		{
-			DefElem    *d = lfirst(lc);
-
-			if (strcmp(d->defname, "uri") == 0)
-				table_uri = defGetString(d);
-			else if (strcmp(d->defname, "version") == 0)
-				version = defGetString(d);
-		}
-		if (version != NULL && table_uri != NULL &&
-			strcmp(cxfdw_canonical_uri(table_uri), uri) == 0)
-			found = lappend(found, pstrdup(version));
-	}
-	systable_endscan(scan);
-	table_close(catalog, AccessShareLock);
-
-	*n = (uint32_t) list_length(found);
-	out = palloc0(sizeof(uint64_t) * Max(*n, 1));
-	foreach(lc, found)
-		out[foreach_current_index(lc)] =
-			DatumGetUInt64(DirectFunctionCall1(int8in,
-											   CStringGetDatum(lfirst(lc))));
-	return out;
 }
 
 /* After a compaction committed: the key index no longer resolves the
@@ -211,7 +159,7 @@ ctxstore_gc(PG_FUNCTION_ARGS)
 
 	cx_gc_options_from(&settings, &opt);
 	opt.dry_run = PG_GETARG_BOOL(1);
-	opt.pinned = pinned_versions(ri->uri, &opt.npinned);
+	opt.pinned = cxfdw_pinned_versions(ri->uri, &opt.npinned);
 	rc = cx_gc(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
 	cx_stats_note_gc(ri->uri, rc, &res, opt.dry_run, &err);
 	if (rc != CX_OK)

@@ -74,6 +74,7 @@ control_table(CxControlKind kind, const char *fname, CxRelInfo *ri,
 	req.options = ri->store_options;
 	req.noptions = ri->nstore_options;
 	cxfdw_table_settings(ri, &req.settings);
+	cxfdw_settings_tell_pins(ri->uri, &req.settings);
 	cxfdw_check_table_key(ri, &req.settings, cxfdw_store_manifest(st, 0));
 	cx_writer_control(kind, &req, res);
 }

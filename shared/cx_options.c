@@ -225,6 +225,35 @@ contradicts(const CxStoreSettings *store, const CxTableRef *owner,
  * to the same value, and one that leaves it out takes the store's.  Table-level ones (seal_on_insert) and the key, which the store
  * records itself, come from each request.
  */
+/* The store's pins with those of req's database replaced by req's, if req
+ * tells them (the union over databases of what each last told); more than
+ * fit set pins_overflow, which stays. */
+static void
+merge_pins(CxStoreSettings *merged, const CxStoreSettings *store,
+		   const CxStoreSettings *req)
+{
+	Oid			dboid = req->source.dboid;
+	uint32		n = 0;
+
+	merged->pins_overflow = store->pins_overflow;
+	merged->npins = 0;
+	for (uint32 i = 0; i < store->npins; i++)
+		if (!req->pins_told || store->pins[i].dboid != dboid)
+			merged->pins[n++] = store->pins[i];
+	for (uint32 i = 0; req->pins_told && i < req->npins; i++)
+	{
+		if (n == CX_PINS_MAX)
+		{
+			merged->pins_overflow = true;
+			break;
+		}
+		merged->pins[n++] = req->pins[i];
+	}
+	merged->pins_overflow |= req->pins_overflow;
+	merged->npins = n;
+	merged->pins_told = false;
+}
+
 bool
 cx_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 					 const CxStoreSettings *req, char *why, size_t whylen)
@@ -235,6 +264,7 @@ cx_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 	for (int i = 0; i < nsettings; i++)
 		if (contradicts(store, &owners[i], req, i, why, whylen))
 			return false;
+	merge_pins(&merged, store, req);
 	for (int i = 0; i < nsettings; i++)
 	{
 		bool		sets = (req->explicit_mask & (UINT32_C(1) << i)) != 0;
@@ -273,4 +303,12 @@ cx_gc_options_from(const CxStoreSettings *s, cx_gc_options *o)
 	o->retain_versions = (uint32_t) s->retain_versions;
 	o->retain_interval_us = (int64_t) s->retain_interval_s * INT64CONST(1000000);
 	o->grace_us = (int64_t) s->gc_grace_s * INT64CONST(1000000);
+}
+
+uint32
+cx_settings_pinned(const CxStoreSettings *s, uint64 *out)
+{
+	for (uint32 i = 0; i < s->npins; i++)
+		out[i] = s->pins[i].version;
+	return s->npins;
 }

@@ -86,6 +86,16 @@ typedef struct CxTableRef
  * commas and blanks between them. */
 #define CX_SORT_KEY_LEN (8 * (NAMEDATALEN + 2))
 
+/* Pinned base versions a store's settings carry, over every database. */
+#define CX_PINS_MAX 32
+
+/* A base version a table of database dboid pins (option version). */
+typedef struct CxPin
+{
+	Oid			dboid;
+	uint64		version;
+} CxPin;
+
 /* Most numeric and boolean settings (the option table, cx_options.c, lists them). */
 #define CX_SETTINGS_MAX 24
 
@@ -128,6 +138,18 @@ typedef struct CxStoreSettings
 	int			gc_interval_s;	/* 0 = no automatic GC */
 	uint32		explicit_mask;	/* bit i: setting i was set by the table */
 	CxTableRef	source;
+
+	/*
+	 * The base versions tables pin on the store, for the maintenance
+	 * worker's GC.  A request that tells them (pins_told) carries those of
+	 * its database; the store's settings keep, per database, what it last
+	 * told (cx_settings_apply).  pins_overflow: more than CX_PINS_MAX were
+	 * told, so the worker does not collect the store's garbage at all.
+	 */
+	bool		pins_told;
+	bool		pins_overflow;
+	uint32		npins;
+	CxPin		pins[CX_PINS_MAX];
 } CxStoreSettings;
 
 /*
@@ -160,5 +182,9 @@ extern bool cx_settings_apply(CxStoreSettings *store, CxTableRef *owners,
 extern void cx_compact_options_from(const CxStoreSettings *s,
 									cx_compact_options *o);
 extern void cx_gc_options_from(const CxStoreSettings *s, cx_gc_options *o);
+
+/* The versions s pins, in every database it was told of, as GC takes
+ * them: out has room for CX_PINS_MAX; returns how many. */
+extern uint32 cx_settings_pinned(const CxStoreSettings *s, uint64 *out);
 
 #endif							/* CX_OPTIONS_H */

@@ -96,6 +96,9 @@ typedef struct CxLifecycleRun
 	uint64		bytes_reclaimed;	/* GC: bytes deleted; compaction: input
 									 * bytes less output bytes, reclaimed
 									 * once GC deletes the inputs */
+	uint64		objects_garbage;	/* GC: what it counted as garbage (a
+									 * dry run: what it would delete) */
+	uint64		bytes_garbage;
 } CxLifecycleRun;
 
 /* What the workers did for one store since the server started (shared

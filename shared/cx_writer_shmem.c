@@ -271,25 +271,20 @@ cx_counters_add_delta(uint64 *dst, const uint64 *now, uint64 *last, int n)
 	}
 }
 
+/* Records run (its at set now) as the last job of its kind on uri. */
 static void
-note_run(const char *uri, CxLifecycleJob job, const char *outcome,
-		 uint64 bytes_reclaimed)
+note_run(const char *uri, CxLifecycleJob job, CxLifecycleRun *run)
 {
 	CxStoreStatsEntry *e;
 
 	if (CxWriter == NULL)
 		return;
+	run->at = GetCurrentTimestamp();
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	e = cx_stats_entry(uri, true);
 	if (e != NULL)
-	{
-		CxLifecycleRun *run = job == CX_LIFECYCLE_GC ?
-			&e->stats.last_gc : &e->stats.last_compaction;
-
-		run->at = GetCurrentTimestamp();
-		strlcpy(run->outcome, outcome, sizeof(run->outcome));
-		run->bytes_reclaimed = bytes_reclaimed;
-	}
+		*(job == CX_LIFECYCLE_GC ? &e->stats.last_gc :
+		  &e->stats.last_compaction) = *run;
 	LWLockRelease(CxWriter->lock);
 }
 
@@ -303,34 +298,47 @@ cx_lease_holder(char *holder, size_t len)
 static void
 note_failure(const char *uri, CxLifecycleJob job, const cx_err *err)
 {
-	char		outcome[sizeof(((CxLifecycleRun *) NULL)->outcome)];
+	CxLifecycleRun run = {0};
 
-	snprintf(outcome, sizeof(outcome), "failed: %s", err->msg);
-	note_run(uri, job, outcome, 0);
+	snprintf(run.outcome, sizeof(run.outcome), "failed: %s", err->msg);
+	note_run(uri, job, &run);
 }
 
 void
 cx_stats_note_compact(const char *uri, cx_code rc,
 					  const cx_compact_result *res, const cx_err *err)
 {
+	CxLifecycleRun run = {0};
+
 	if (rc != CX_OK)
+	{
 		note_failure(uri, CX_LIFECYCLE_COMPACT, err);
-	else
-		note_run(uri, CX_LIFECYCLE_COMPACT,
-				 res->compacted ? "compacted" : "nothing to do",
-				 res->bytes_read > res->bytes_written ?
-				 res->bytes_read - res->bytes_written : 0);
+		return;
+	}
+	strlcpy(run.outcome, res->compacted ? "compacted" : "nothing to do",
+			sizeof(run.outcome));
+	run.bytes_reclaimed = res->bytes_read > res->bytes_written ?
+		res->bytes_read - res->bytes_written : 0;
+	note_run(uri, CX_LIFECYCLE_COMPACT, &run);
 }
 
 void
 cx_stats_note_gc(const char *uri, cx_code rc, const cx_gc_result *res,
 				 bool dry_run, const cx_err *err)
 {
+	CxLifecycleRun run = {0};
+
 	if (rc != CX_OK)
+	{
 		note_failure(uri, CX_LIFECYCLE_GC, err);
-	else
-		note_run(uri, CX_LIFECYCLE_GC, dry_run ? "dry run" : "collected",
-				 res->bytes_deleted);
+		return;
+	}
+	strlcpy(run.outcome, dry_run ? "dry run" : "collected",
+			sizeof(run.outcome));
+	run.bytes_reclaimed = res->bytes_deleted;
+	run.objects_garbage = res->objects_garbage;
+	run.bytes_garbage = res->bytes_garbage;
+	note_run(uri, CX_LIFECYCLE_GC, &run);
 }
 
 bool

@@ -1,7 +1,8 @@
 --
 -- Store lifecycle: the options of compaction and GC, ctxstore.compact(t)
--- and ctxstore.gc(t, dry_run).  (The compaction lease's BUSY error, 55P03
--- naming the holder, needs the compaction engine and is tested with it.)
+-- and ctxstore.gc(t, dry_run), the maintenance worker's timed ones.  (The
+-- compaction lease's BUSY error, 55P03 naming the holder, is a TAP test:
+-- t/090_compaction.pl.)
 --
 CREATE EXTENSION ctxstore;
 CREATE SERVER lc_srv FOREIGN DATA WRAPPER ctxstore;
@@ -52,12 +53,34 @@ ORDER BY key;
 SELECT r->'dry_run' AS dry_run, r->'versions_pinned' AS versions_pinned,
        r->'objects_deleted' AS objects_deleted
 FROM ctxstore.gc('lc', true) r;
+-- stats(t) shows what the last GC (here the dry run) counted as garbage;
+-- jsonb_pretty() makes it readable.
+SELECT ctxstore.gc('lc', true)->>'objects_garbage' AS dry_garbage \gset
+SELECT s #>> '{gc,objects_garbage}' = :'dry_garbage' AS garbage_shown,
+       jsonb_pretty((s->'gc') - 'last_at' - 'objects_garbage'
+                    - 'bytes_garbage') AS gc
+FROM ctxstore.stats('lc') s;
 SELECT ctxstore.gc('lc')->'versions_pinned' AS versions_pinned;
 SELECT count(*), sum(n) FROM lc;
 SELECT s->'compaction'->>'outcome' AS compaction,
        s->'compaction'->>'last_at' IS NOT NULL AS compaction_at,
        s->'gc'->>'outcome' AS gc, s->'gc'->'bytes_reclaimed' AS gc_bytes
 FROM ctxstore.stats('lc') s;
+
+-- The outcome of the first run of job (compaction, gc) on t's store that
+-- stats(t) shows, waited for up to 30 s (NULL: none came).
+CREATE FUNCTION lc_wait_for(t regclass, job text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  outcome text;
+BEGIN
+  FOR i IN 1..300 LOOP
+    outcome := ctxstore.stats(t)->job->>'outcome';
+    EXIT WHEN outcome IS NOT NULL;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN outcome;
+END $$;
 
 -- With compact_interval the maintenance worker compacts the store by
 -- itself, an interval after a merge job told it the settings (waited for
@@ -67,14 +90,92 @@ CREATE FOREIGN TABLE lc_timed (id text, n int) SERVER lc_srv
            compact_interval '1s');
 INSERT INTO lc_timed VALUES ('a', 1);
 SELECT ctxstore.merge_wal('lc_timed') > 0 AS merged;
-DO $$
-BEGIN
-  FOR i IN 1..300 LOOP
-    EXIT WHEN ctxstore.stats('lc_timed')->'compaction'->>'outcome' IS NOT NULL;
-    PERFORM pg_sleep(0.1);
-  END LOOP;
-END $$;
-SELECT ctxstore.stats('lc_timed')->'compaction'->>'outcome' AS compaction;
+SELECT lc_wait_for('lc_timed', 'compaction') AS compaction;
+
+-- With gc_interval the maintenance worker collects a store's garbage by
+-- itself, an interval after a merge job told it the settings, keeping the
+-- versions tables pin: every request carries its database's pins.  With
+-- retain_versions 1, retain_interval 0 and gc_grace 0 only the newest
+-- version and the pinned first one stay (waited for up to 30 s).  No write
+-- after gc_interval is set: with gc_grace 0 GC could take an upload not
+-- committed yet.
+CREATE FOREIGN TABLE lc_gc (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_gc', merge_after_generations '0',
+           cleanup_interval '0', retain_versions '1', retain_interval '0',
+           gc_grace '0');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(1, 10) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+SELECT max(version) AS gc_first FROM ctxstore.versions('lc_gc') \gset
+CREATE FOREIGN TABLE lc_gc_pinned (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_gc', version :'gc_first');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(11, 20) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+ALTER FOREIGN TABLE lc_gc OPTIONS (ADD gc_interval '1s');
+INSERT INTO lc_gc SELECT 'k' || g, g FROM generate_series(21, 30) g;
+SELECT ctxstore.merge_wal('lc_gc') > 0 AS merged;
+SELECT lc_wait_for('lc_gc', 'gc') AS gc;
+SELECT (s #>> '{gc,bytes_reclaimed}')::bigint > 0 AS reclaimed,
+       (s #>> '{gc,objects_garbage}')::bigint > 0 AS garbage_counted
+FROM ctxstore.stats('lc_gc') s;
+SELECT count(*), sum(n) FROM lc_gc;
+SELECT count(*), sum(n) FROM lc_gc_pinned;
+
+-- Compaction rewrites the small fragments into one, rows, deletions and
+-- updates read the same, and key lookups go through the reindexed outputs.
+CREATE FOREIGN TABLE lc_cmp (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_cmp', merge_after_generations '0');
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(1, 10) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(11, 20) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+DELETE FROM lc_cmp WHERE n % 5 = 0;
+UPDATE lc_cmp SET n = n * 100 WHERE id IN ('k3', 'k13');
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+INSERT INTO lc_cmp SELECT 'k' || g, g FROM generate_series(21, 25) g;
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+CREATE TEMP TABLE lc_before AS SELECT * FROM lc_cmp;
+SELECT count(*) AS fragments_before FROM ctxstore.fragments('lc_cmp') \gset
+SELECT r->'compacted' AS compacted, (r->>'inputs')::int = :fragments_before
+         AS every_fragment, r->'outputs' AS outputs, r->'rows' AS rows
+FROM ctxstore.compact('lc_cmp') r;
+SELECT count(*) < :fragments_before AS fewer, count(*) AS fragments
+FROM ctxstore.fragments('lc_cmp');
+SELECT count(*), sum(n) FROM lc_cmp;
+(SELECT * FROM lc_cmp EXCEPT SELECT * FROM lc_before)
+UNION ALL (SELECT * FROM lc_before EXCEPT SELECT * FROM lc_cmp);
+SELECT operation FROM ctxstore.versions('lc_cmp')
+WHERE operation IN ('compact', 'index') ORDER BY version DESC LIMIT 2;
+SELECT id, n FROM lc_cmp WHERE id = 'k13';
+SELECT id, n FROM lc_cmp WHERE id = 'k15';
+SELECT string_agg(id, ',' ORDER BY id) FROM lc_cmp
+WHERE id = ANY (ARRAY['k1', 'k10', 'k24', 'zz']);
+EXPLAIN (COSTS OFF) SELECT * FROM lc_cmp WHERE id = 'k13';
+-- Nothing small left: the next compaction has nothing to do.
+SELECT ctxstore.compact('lc_cmp')->'compacted' AS compacted;
+
+-- A compaction canceled (statement_timeout) while it holds the lease, held
+-- there by a failpoint delay: 57014, the store unchanged and readable, its
+-- lease released, so the next compaction converges.
+INSERT INTO lc_cmp VALUES ('k26', 26);
+SELECT ctxstore.merge_wal('lc_cmp') > 0 AS merged;
+SELECT count(*) AS fragments_before FROM ctxstore.fragments('lc_cmp') \gset
+SELECT count(*) AS versions_before FROM ctxstore.versions('lc_cmp') \gset
+SET ctxstore.failpoints = 'compact.after_lease=delay:2000';
+SET statement_timeout = '200ms';
+SELECT ctxstore.compact('lc_cmp');
+\echo :LAST_ERROR_SQLSTATE
+RESET statement_timeout;
+RESET ctxstore.failpoints;
+SELECT (SELECT count(*) FROM ctxstore.fragments('lc_cmp')) = :fragments_before
+         AS same_fragments,
+       (SELECT count(*) FROM ctxstore.versions('lc_cmp')) = :versions_before
+         AS same_versions;
+SELECT ctxstore.stats('lc_cmp')->'compaction'->>'outcome' AS compaction;
+SELECT count(*), sum(n) FROM lc_cmp;
+SELECT r->'compacted' AS compacted, r->'inputs' AS inputs
+FROM ctxstore.compact('lc_cmp') r;
+SELECT count(*) AS fragments FROM ctxstore.fragments('lc_cmp');
+SELECT count(*), sum(n) FROM lc_cmp;
 
 -- Maintenance works on the newest version: a pinned table is refused
 -- (25006), and so is a role that does not own the table (42501).
@@ -94,4 +195,5 @@ DROP OWNED BY lc_other;
 DROP ROLE lc_other;
 
 SET client_min_messages = warning;
+DROP FUNCTION lc_wait_for;
 DROP EXTENSION ctxstore CASCADE;
