@@ -76,7 +76,7 @@ for my $s (1 .. $nsessions)
 	  IPC::Run::start(
 		[
 			'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
-			"INSERT INTO items VALUES ('full-$s', repeat('z', 2500))"
+			"INSERT INTO items VALUES ('full-$s', repeat('z', 1500))"
 		],
 		'>', \my $out, '2>', \my $err,
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
@@ -110,7 +110,7 @@ $node->poll_query_until('postgres', q{SELECT current_setting('ctxstore.failpoint
   or die 'the failpoint was not set';
 usleep(300_000);    # the writer applies the reload at the top of its loop
 my ($rc, $out, $err) = $node->psql('postgres',
-	"SET ctxstore.commit_timeout = 300; INSERT INTO items VALUES ('abandoned', repeat('a', 2500))");
+	"SET ctxstore.commit_timeout = 300; INSERT INTO items VALUES ('abandoned', repeat('a', 1500))");
 like($err, qr/may or may not have been written/,
 	'the backend gave up on a batch the writer had taken');
 sql('ALTER SYSTEM RESET ctxstore.failpoints');
@@ -119,7 +119,7 @@ sleep 2;    # the writer finishes the abandoned commit
 
 my ($ring4, $dsm4) = batches();
 my $n = 60;
-sql("INSERT INTO items VALUES ('after-$_', repeat('b', 2500))") for 1 .. $n;
+sql("INSERT INTO items VALUES ('after-$_', repeat('b', 1500))") for 1 .. $n;
 my ($ring5, $dsm5) = batches();
 is($ring5 - $ring4, $n, "the next $n commits (three rings' worth) all went through the ring");
 is($dsm5 - $dsm4, 0, 'none needed a DSM segment');
