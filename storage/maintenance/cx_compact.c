@@ -176,7 +176,6 @@ run_batch(compact_job *job, bool *more, cx_err *err)
 	cx_manifest *read = NULL;
 	uint32_t   *inputs = NULL;
 	uint32_t	ninputs = 0;
-	uint32_t	outputs_before = job->res->outputs;
 	cx_code		rc;
 
 	*more = false;
@@ -191,7 +190,7 @@ run_batch(compact_job *job, bool *more, cx_err *err)
 			job->batch_limit = read->nfragments;
 		rc = rewrite_and_commit(job, read, inputs, ninputs, err);
 		*more = rc == CX_OK && job->o->force && ninputs == job->o->max_inputs &&
-			job->res->outputs - outputs_before < ninputs &&
+			job->res->outputs - job->outputs_before < ninputs &&
 			job->batches < job->batch_limit;
 		job->inputs_before += ninputs;
 		job->outputs_before = job->res->outputs;
