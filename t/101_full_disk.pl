@@ -1,15 +1,20 @@
 # A full local disk under a file:// store.  Mechanism: a real 20 MB tmpfs
 # (CX_TEST_SMALL_DISK, which scripts/with-emulators.sh mounts, mode 1777,
-# when the suite runs as root), filled by the store's own objects and by
-# filler files; no failpoint.  Checked:
+# when the suite runs as root and may mount), filled by the store's own
+# objects and by filler files.  Where it could not be mounted, the same
+# checks run on an ordinary directory with the errno failpoint
+# local.open_upload=enospc armed in every process (ctxstore.failpoints):
+# "full" is the failpoint armed, "space freed" is it disarmed.  A diag line
+# says which mechanism ran.  Checked:
 #   - an INSERT on the full disk fails with 53100 and its hint, and leaves
 #     no object and no temporary file behind (the set of files under the
 #     store is unchanged); the acknowledged rows still read;
-#   - ctxstore.gc, deleting the generations a merge drained, frees enough
-#     space on that disk for writes to resume, without a restart;
+#   - ctxstore.gc, deleting the generations a merge drained, works on the
+#     full disk (on the tmpfs freeing enough space for writes to resume),
+#     and writes resume without a restart;
 #   - full again, then a filler removed: writes resume, without a restart;
-#   - a temporary file planted in the store is never counted or deleted by
-#     GC as an object;
+#   - a temporary file a crashed upload left is never counted as an object
+#     by GC's listing, and GC deletes it once older than gc_grace (0 here);
 #   - at the end every acknowledged row is there once, with its value.
 use strict;
 use warnings;
@@ -23,12 +28,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $disk = $ENV{CX_TEST_SMALL_DISK};
-die "CX_TEST_SMALL_DISK is not set: run the TAP tests as root through "
-  . "scripts/test.sh, whose scripts/with-emulators.sh mounts a small tmpfs\n"
-  unless defined $disk && $disk ne '';
+my $tmpfs = defined $disk && $disk ne '';
+diag($tmpfs
+	? "full disk: a real 20 MB tmpfs at $disk"
+	: 'full disk: CX_TEST_SMALL_DISK is unset (no tmpfs could be mounted), '
+	  . 'so the errno failpoint local.open_upload=enospc stands for it');
 
 my $node = memwal_node('full_disk');
-my $dir = "$disk/store_$$";
+my $dir = $tmpfs ? "$disk/store_$$" : store_uri("full_disk_$$") =~ s{^file://}{}r;
 my $started = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
 
 # Automatic merges off, so that what fills the disk is known; GC may take
@@ -65,10 +72,23 @@ sub store_files
 	return join("\n", sort @files);
 }
 
+# Arms (or with '' disarms) failpoints in every process, the writer
+# included (it applies a reload before its next request).
+sub set_failpoints
+{
+	my ($spec) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET ctxstore.failpoints = '$spec'");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('postgres',
+		"SELECT current_setting('ctxstore.failpoints') = '$spec'")
+	  or die "ctxstore.failpoints did not reach '$spec'";
+	return;
+}
+
 # Writes a filler file until the disk is full; returns its path.
 my $fillers = 0;
 
-sub fill_disk
+sub write_filler
 {
 	my $path = "$disk/filler_$$" . '_' . ++$fillers;
 	open my $fh, '>', $path or die "$path: $!";
@@ -80,6 +100,24 @@ sub fill_disk
 	}
 	close $fh;
 	return $path;
+}
+
+# Makes the disk full: fillers on the tmpfs, the failpoint elsewhere.
+# Returns what free_space takes.
+sub fill_disk
+{
+	return write_filler() if $tmpfs;
+	set_failpoints('local.open_upload=enospc');
+	return;
+}
+
+# Frees the space fill_disk took: the fillers given, or the failpoint.
+sub free_space
+{
+	my @fillers = grep { defined } @_;
+	unlink @fillers if $tmpfs;
+	set_failpoints('') unless $tmpfs;
+	return;
 }
 
 sub is_full_disk_error
@@ -104,10 +142,18 @@ sub no_restart
 is(insert("big$_", 3), '', "big$_ inserted") for 1 .. 4;
 $node->safe_psql('postgres', "SELECT ctxstore.merge_wal('t')");
 
+# What a crash between creating an upload's temporary file and renaming
+# it leaves (where O_TMPFILE is unavailable).
 my $planted = "$dir/data/.planted.parquet.tmp.0123456789abcdef";
-open my $fh, '>', $planted or die "$planted: $!";
-print $fh 'not an object';
-close $fh;
+
+sub plant_temporary
+{
+	open my $fh, '>', $planted or die "$planted: $!";
+	print $fh 'not an object';
+	close $fh;
+	return;
+}
+plant_temporary();
 
 my $filler = fill_disk();
 my $before = store_files();
@@ -120,19 +166,23 @@ my $gc = $node->safe_psql('postgres',
 	q{SELECT (r->>'objects_deleted') || ' ' || (r->>'bytes_deleted') FROM ctxstore.gc('t') r});
 my ($deleted, $bytes) = split / /, $gc;
 cmp_ok($bytes, '>', 4 << 20, "GC on the full disk freed $deleted objects, $bytes bytes");
-ok(-e $planted, '... and left the planted temporary file alone');
+ok(!-e $planted, '... the temporary file a crashed upload left among them');
+free_space() unless $tmpfs;    # on the tmpfs GC freed it
 is(insert('small1', 0.01), '', 'after GC an INSERT succeeds');
 no_restart('after GC');
 
 my $filler2 = fill_disk();
 is_full_disk_error(insert('small2', 0.01), 'an INSERT on the disk full again');
-unlink $filler, $filler2;
+free_space($filler, $filler2);
 is(insert('small2', 0.01), '', 'with the fillers removed an INSERT succeeds');
 no_restart('after the fillers went');
 
-# GC's listing is the same with and without the planted temporary file.
+# GC's listing (a dry run, which deletes nothing) is the same with and
+# without a temporary file.
+plant_temporary();
 my $listed_sql = q{SELECT r->>'objects_listed' FROM ctxstore.gc('t', true) r};
 my $listed = $node->safe_psql('postgres', $listed_sql);
+ok(-e $planted, 'a dry run of GC left the temporary file');
 unlink $planted or die "$planted: $!";
 is($node->safe_psql('postgres', $listed_sql), $listed,
 	'GC never listed the temporary file as an object');

@@ -3,7 +3,8 @@
  * docs/design/maintenance.md "Compaction").
  *
  * Takes the lease, loads the newest base, chooses inputs, rewrites them
- * (cx_compact_merge.c), commits (cx_compact_commit.c) and releases the
+ * (cx_compact_merge.c), commits (cx_compact_commit.c), with force again
+ * batch after batch while small fragments are left, and releases the
  * lease on every path.  Outputs that are not committed (canceled, failed
  * before the commit, lost to another compaction) are deleted, best effort;
  * a commit that failed otherwise may have landed (a put of unknown
@@ -36,7 +37,14 @@ typedef struct compact_job
 	const cx_job_progress *progress;
 	char		holder[CX_LEASE_HOLDER_MAX + 1];
 	int64_t		renewed_us;		/* when the lease was last taken or renewed */
-	cx_compact_result *res;
+	cx_compact_result *res;		/* the sum of the batches so far */
+	/* Of the batches before the current one, for progress across them: */
+	uint64_t	inputs_before;
+	uint64_t	outputs_before;
+	uint32_t	batches;
+	uint32_t	batch_limit;	/* the first base's fragments: each batch
+								 * but the last removes one at least, so
+								 * only merges meanwhile could need more */
 } compact_job;
 
 static cx_code
@@ -82,17 +90,33 @@ delete_outputs(compact_job *job, const cx_compact_rewrite_job *rw)
 	}
 }
 
+/* cx_compact_step_fn of a batch's rewrite: its reading and writing counts
+ * continue those of the batches before it. */
+static cx_code
+batch_step(void *arg, const char *phase, uint64_t done, uint64_t total,
+		   cx_err *err)
+{
+	compact_job *job = arg;
+	uint64_t	before = 0;
+
+	if (strcmp(phase, "reading") == 0)
+		before = job->inputs_before;
+	else if (strcmp(phase, "writing") == 0)
+		before = job->outputs_before;
+	return job_step(job, phase, before + done, before + total, err);
+}
+
 static void
-fill_result(compact_job *job, const cx_compact_rewrite_job *rw)
+add_to_result(compact_job *job, const cx_compact_rewrite_job *rw)
 {
 	cx_compact_result *res = job->res;
 
-	res->inputs = rw->ninputs;
-	res->outputs = rw->noutputs;
-	res->rows = rw->rows;
-	res->rows_dropped = rw->rows_dropped;
-	res->bytes_read = rw->bytes_read;
-	res->bytes_written = rw->bytes_written;
+	res->inputs += rw->ninputs;
+	res->outputs += rw->noutputs;
+	res->rows += rw->rows;
+	res->rows_dropped += rw->rows_dropped;
+	res->bytes_read += rw->bytes_read;
+	res->bytes_written += rw->bytes_written;
 }
 
 /* Rewrites the chosen inputs of read and commits the result. */
@@ -101,7 +125,7 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 				   const uint32_t *inputs, uint32_t ninputs, cx_err *err)
 {
 	cx_compact_rewrite_job rw = {.s = job->s, .o = job->o, .read = read,
-	.inputs = inputs, .ninputs = ninputs, .step = job_step, .step_arg = job};
+	.inputs = inputs, .ninputs = ninputs, .step = batch_step, .step_arg = job};
 	cx_compact_edit e = {.read = read, .inputs = inputs, .ninputs = ninputs,
 	.map = &rw.map};
 	bool		committed = false;
@@ -109,7 +133,7 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 	cx_code		rc;
 
 	rc = cx_compact_rewrite(&rw, err);
-	fill_result(job, &rw);
+	add_to_result(job, &rw);
 	if (rc == CX_OK)
 		rc = CX_FAILPOINT("compact.after_outputs", err);
 	if (rc == CX_OK)
@@ -123,9 +147,9 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 		/* A failed commit may still have landed (a put of unknown
 		 * outcome): only a conflict says that no version lists them. */
 		maybe_listed = rc != CX_ERR_CONFLICT;
-		job->res->compacted = committed;
-		job->res->deletions_carried = e.deletions_carried;
-		job->res->retries = e.retries;
+		job->res->compacted |= committed;
+		job->res->deletions_carried += e.deletions_carried;
+		job->res->retries += e.retries;
 	}
 	if (!maybe_listed)
 		delete_outputs(job, &rw);
@@ -138,26 +162,55 @@ rewrite_and_commit(compact_job *job, const cx_manifest *read,
 	return rc;
 }
 
+/*
+ * One batch: loads the newest base (the batch before, if any, is committed),
+ * chooses at most max_inputs inputs and compacts them.  *more: with force,
+ * whether another batch may find work: this one was full and made fewer
+ * fragments than it read (so the fragments count down and the batches
+ * end), within the batch limit (so merges meanwhile cannot keep the job
+ * going for ever).
+ */
 static cx_code
-run_job(compact_job *job, cx_err *err)
+run_batch(compact_job *job, bool *more, cx_err *err)
 {
 	cx_manifest *read = NULL;
 	uint32_t   *inputs = NULL;
 	uint32_t	ninputs = 0;
 	cx_code		rc;
 
-	if (CX_FAILPOINT("compact.after_lease", err) != CX_OK)
-		return err->code;
+	*more = false;
 	rc = cx_manifest_load_latest(job->s, &read, err);
 	if (rc == CX_OK && read != NULL)
 		rc = job_step(job, "selecting", 0, read->nfragments, err);
 	if (rc == CX_OK && read != NULL)
 		rc = cx_compact_select(read, job->o, &inputs, &ninputs, err);
 	if (rc == CX_OK && ninputs > 0)
+	{
+		if (job->batches++ == 0)
+			job->batch_limit = read->nfragments;
 		rc = rewrite_and_commit(job, read, inputs, ninputs, err);
+		*more = rc == CX_OK && job->o->force && ninputs == job->o->max_inputs &&
+			job->res->outputs - job->outputs_before < ninputs &&
+			job->batches < job->batch_limit;
+		job->inputs_before += ninputs;
+		job->outputs_before = job->res->outputs;
+	}
 	free(inputs);
 	if (read != NULL)
 		cx_manifest_free(read);
+	return rc;
+}
+
+static cx_code
+run_job(compact_job *job, cx_err *err)
+{
+	bool		more = true;
+	cx_code		rc = CX_OK;
+
+	if (CX_FAILPOINT("compact.after_lease", err) != CX_OK)
+		return err->code;
+	while (rc == CX_OK && more)
+		rc = run_batch(job, &more, err);
 	return rc;
 }
 
@@ -170,6 +223,9 @@ check_options(const cx_compact_options *o, cx_err *err)
 	if (o->lease_seconds == 0)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "compaction needs a lease of at least one second");
+	if (o->max_inputs < 2)
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "compaction needs at least two inputs a batch");
 	return CX_OK;
 }
 

@@ -58,7 +58,8 @@ cx_code		cx_compact_lease_read(cx_objstore *s, cx_compact_lease *l,
  * a compaction rewrites fragments of like size and no row is rewritten
  * again and again with ever larger neighbours.  force takes every small
  * fragment, as long as that changes something: two or more, or one with
- * deleted rows.
+ * deleted rows.  Either way at most o->max_inputs are taken, the smallest
+ * (by live rows, ties by index).
  */
 cx_code		cx_compact_select(const cx_manifest *m,
 							  const cx_compact_options *o, uint32_t **picked,

@@ -17,6 +17,7 @@ cx_compact_options_default(cx_compact_options *o)
 	o->holder = NULL;
 	o->lease_seconds = CX_COMPACT_DEFAULT_LEASE_SECONDS;
 	o->force = false;
+	o->max_inputs = CX_COMPACT_DEFAULT_MAX_INPUTS;
 }
 
 static uint64_t
@@ -85,6 +86,57 @@ picks(const cx_manifest *m, const cx_compact_options *o, int tier, uint32_t f)
 		(tier < 0 || tier_of(live_rows(m, f)) == (uint32_t) tier);
 }
 
+/* A candidate and its live rows, to find the smallest. */
+typedef struct sized_fragment
+{
+	uint64_t	rows;
+	uint32_t	f;
+} sized_fragment;
+
+static int
+by_rows_then_index(const void *a, const void *b)
+{
+	const sized_fragment *x = a;
+	const sized_fragment *y = b;
+
+	if (x->rows != y->rows)
+		return x->rows < y->rows ? -1 : 1;
+	return x->f < y->f ? -1 : x->f > y->f;
+}
+
+static int
+by_index(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Keeps the max_inputs smallest of picked[0..*n) (ties: the lower index),
+ * in ascending index order. */
+static cx_code
+keep_smallest(const cx_manifest *m, uint32_t max_inputs, uint32_t *picked,
+			  uint32_t *n, cx_err *err)
+{
+	sized_fragment *sized;
+
+	if (*n <= max_inputs)
+		return CX_OK;
+	sized = malloc(sizeof(sized_fragment) * *n);
+	if (sized == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory choosing fragments to compact");
+	for (uint32_t i = 0; i < *n; i++)
+		sized[i] = (sized_fragment) {live_rows(m, picked[i]), picked[i]};
+	qsort(sized, *n, sizeof(sized_fragment), by_rows_then_index);
+	*n = max_inputs;
+	for (uint32_t i = 0; i < *n; i++)
+		picked[i] = sized[i].f;
+	free(sized);
+	qsort(picked, *n, sizeof(uint32_t), by_index);
+	return CX_OK;
+}
+
 cx_code
 cx_compact_select(const cx_manifest *m, const cx_compact_options *o,
 				  uint32_t **picked, uint32_t *n, cx_err *err)
@@ -102,5 +154,5 @@ cx_compact_select(const cx_manifest *m, const cx_compact_options *o,
 	for (uint32_t f = 0; f < m->nfragments; f++)
 		if (picks(m, o, tier, f))
 			(*picked)[(*n)++] = f;
-	return CX_OK;
+	return keep_smallest(m, o->max_inputs, *picked, n, err);
 }

@@ -1,7 +1,8 @@
 /*
  * cx_gc_sweep.c — the sweep of garbage collection: lists a prefix, tells
  * referenced, unknown, young and garbage keys apart, and deletes garbage
- * in batches (cx_gc_int.h).
+ * in batches, and the temporary files crashed uploads left under it
+ * (cx_gc_int.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,23 @@ on_entry(void *arg, const cx_list_entry *e)
 	return run->rc == CX_OK;
 }
 
+/* A temporary file a crashed upload left, removed (or in a dry run found):
+ * garbage, though no listing of objects shows it. */
+static bool
+on_temporary(void *arg, const cx_list_entry *e)
+{
+	cx_gc_run  *run = arg;
+
+	run->res->objects_garbage++;
+	run->res->bytes_garbage += e->size;
+	if (!run->opts->dry_run)
+	{
+		run->res->objects_deleted++;
+		run->res->bytes_deleted += e->size;
+	}
+	return true;
+}
+
 cx_code
 cx_gc_sweep(cx_gc_run *run, const char *prefix, cx_err *err)
 {
@@ -221,6 +239,13 @@ cx_gc_sweep(cx_gc_run *run, const char *prefix, cx_err *err)
 	rc = cx_obj_list_entries(run->store, prefix, on_entry, run, err);
 	if (rc == CX_OK)
 		rc = run->rc;
+	/* Older than the grace, as objects: an upload still running is
+	 * younger (it writes its file as it goes). */
+	if (rc == CX_OK)
+		rc = cx_obj_sweep_temporaries(run->store, prefix,
+									  run->now - run->opts->grace_us,
+									  run->opts->dry_run, on_temporary, run,
+									  err);
 	if (rc == CX_OK)
 		rc = flush_batch(run, err);
 	return rc;

@@ -112,6 +112,22 @@ cx_obj_list_entries(cx_objstore *s, const char *prefix, cx_list_entry_fn fn,
 	return CX_OK;
 }
 
+cx_code
+cx_obj_sweep_temporaries(cx_objstore *s, const char *prefix,
+						 int64_t older_than_us, bool dry, cx_list_entry_fn fn,
+						 void *arg, cx_err *err)
+{
+	if (check_or_fail(s, "sweep temporaries of", prefix, true, err) != CX_OK)
+		return err->code;
+	if (s->ops->sweep_temporaries == NULL)
+		return CX_OK;
+	s->stats.lists++;
+	if (s->ops->sweep_temporaries(s, prefix, older_than_us, dry, fn, arg,
+								  err) != CX_OK)
+		return op_failed(s, "sweep temporaries of", prefix, err);
+	return CX_OK;
+}
+
 /* A cx_list_fn and its argument, called with the key and size of each
  * entry. */
 typedef struct key_lister

@@ -53,6 +53,15 @@ struct cx_objstore_ops
 	cx_code		(*list) (cx_objstore *s, const char *prefix,
 						 cx_list_entry_fn fn, void *arg, cx_err *err);
 	cx_code		(*del) (cx_objstore *s, const char *key, cx_err *err);
+	/* Optional: NULL where an upload that never finished leaves nothing
+	 * behind (S3 and Azure never publish a partial upload).  Removes the
+	 * temporary files of uploads under prefix last written before
+	 * older_than_us (with dry, only finds them), telling fn of each
+	 * (e->key the temporary file's path); fn returning false stops. */
+	cx_code		(*sweep_temporaries) (cx_objstore *s, const char *prefix,
+									  int64_t older_than_us, bool dry,
+									  cx_list_entry_fn fn, void *arg,
+									  cx_err *err);
 	/* Streaming upload: begin, write any number of times, then finish
 	 * (publishes the object atomically, honouring mode) or abort.  finish
 	 * and abort free the upload whatever the outcome; after a failed write
@@ -120,6 +129,17 @@ cx_code		cx_obj_mtime(cx_objstore *s, const char *key, int64_t *us,
 /* cx_obj_list, telling each entry's mtime too. */
 cx_code		cx_obj_list_entries(cx_objstore *s, const char *prefix,
 								cx_list_entry_fn fn, void *arg, cx_err *err);
+/*
+ * Removes what uploads that crashed before publishing left under prefix
+ * (temporary files of a local store), last written before older_than_us:
+ * an upload still running writes its file, so a grace longer than any
+ * upload keeps it.  dry only finds them.  fn hears of each; a store whose
+ * uploads leave nothing behind has none.
+ */
+cx_code		cx_obj_sweep_temporaries(cx_objstore *s, const char *prefix,
+									 int64_t older_than_us, bool dry,
+									 cx_list_entry_fn fn, void *arg,
+									 cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,

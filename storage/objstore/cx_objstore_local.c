@@ -114,6 +114,7 @@ typedef struct list_item
 
 typedef struct list_items
 {
+	bool		temporaries;	/* collect temporary files, not objects */
 	list_item  *items;
 	size_t		n;
 	size_t		cap;
@@ -994,8 +995,9 @@ queue_dir(dir_queue *q, const char *dir, cx_err *err)
 
 /*
  * Looks at one directory entry: a regular file whose name is a valid key is
- * listed, a directory is queued for scanning, anything else (temporary files,
- * symlinks, files no key could name) is none of ours.
+ * listed (a temporary file only when l collects them, and then nothing
+ * else), a directory is queued for scanning, anything else (symlinks, files
+ * no key could name) is none of ours.
  */
 static cx_code
 scan_entry(int dfd, const char *dir, const char *name, list_items *l,
@@ -1017,7 +1019,7 @@ scan_entry(int dfd, const char *dir, const char *name, list_items *l,
 		strcat(key, "/");
 		return queue_dir(q, key, err);
 	}
-	if (S_ISREG(st.st_mode) && !cx_layout_is_temporary(name))
+	if (S_ISREG(st.st_mode) && cx_layout_is_temporary(name) == l->temporaries)
 		return add_item(l, key, &st, err);
 	return CX_OK;
 }
@@ -1073,48 +1075,103 @@ item_cmp(const void *a, const void *b)
 	return strcmp(((const list_item *) a)->key, ((const list_item *) b)->key);
 }
 
+static void
+list_items_free(list_items *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->items[i].key);
+	free(l->items);
+}
+
 /*
  * The prefix splits into the directory that holds every match ("a/b/") and
  * a name prefix within it ("c").  That directory's matching subdirectories,
  * and everything under them, are scanned breadth-first through a queue so
- * that deep trees cost heap, not stack.  Keys are collected, sorted and only
- * then passed to fn.
+ * that deep trees cost heap, not stack.  Keys are collected into l (objects,
+ * or temporary files as l->temporaries says) and sorted.
  */
 static cx_code
-local_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn,
-		   void *arg, cx_err *err)
+collect(local_store *ls, const char *prefix, list_items *l, cx_err *err)
 {
-	local_store *ls = (local_store *) s;
 	const char *name = base_name(prefix);
 	char		dir[CX_KEY_MAX + 2];
-	list_items	l = {0};
 	dir_queue	q = {0};
 	cx_code		rc;
 
 	snprintf(dir, sizeof(dir), "%.*s", (int) (name - prefix), prefix);
-	rc = scan_dir(ls, dir, name, &l, &q, err);
+	rc = scan_dir(ls, dir, name, l, &q, err);
 	for (; rc == CX_OK && q.head < q.n; q.head++)
-		rc = scan_dir(ls, q.dirs[q.head], "", &l, &q, err);
-
-	if (rc == CX_OK && l.n > 0)
-	{
-		/* qsort's array may not be NULL, even with no elements. */
-		qsort(l.items, l.n, sizeof(list_item), item_cmp);
-		for (size_t i = 0; i < l.n; i++)
-		{
-			cx_list_entry e = {l.items[i].key, l.items[i].size,
-			l.items[i].mtime_us};
-
-			if (!fn(arg, &e))
-				break;
-		}
-	}
-	for (size_t i = 0; i < l.n; i++)
-		free(l.items[i].key);
-	free(l.items);
+		rc = scan_dir(ls, q.dirs[q.head], "", l, &q, err);
+	/* qsort's array may not be NULL, even with no elements. */
+	if (rc == CX_OK && l->n > 0)
+		qsort(l->items, l->n, sizeof(list_item), item_cmp);
 	for (size_t i = 0; i < q.n; i++)
 		free(q.dirs[i]);
 	free(q.dirs);
+	return rc;
+}
+
+static cx_code
+local_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn,
+		   void *arg, cx_err *err)
+{
+	list_items	l = {.temporaries = false};
+	cx_code		rc = collect((local_store *) s, prefix, &l, err);
+
+	for (size_t i = 0; rc == CX_OK && i < l.n; i++)
+	{
+		cx_list_entry e = {l.items[i].key, l.items[i].size,
+		l.items[i].mtime_us};
+
+		if (!fn(arg, &e))
+			break;
+	}
+	list_items_free(&l);
+	return rc;
+}
+
+/* Removes a temporary file (gone already is fine: its upload finished). */
+static cx_code
+remove_temporary(local_store *ls, const char *key, cx_err *err)
+{
+	const char *name;
+	int			dfd;
+	cx_code		rc = open_key_dir(ls, key, false, &dfd, &name, err);
+
+	if (rc != CX_OK)
+		return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
+	if (unlinkat(dfd, name, 0) != 0)
+		rc = is_missing(errno) ? CX_OK : sys_fail(err, errno, "remove %s", key);
+	else
+		rc = fsync_dir_fd(dfd, key, err);
+	close(dfd);
+	return rc;
+}
+
+/* A crash between creating an upload's temporary file and publishing it
+ * leaves the file; nothing else ever removes it. */
+static cx_code
+local_sweep_temporaries(cx_objstore *s, const char *prefix,
+						int64_t older_than_us, bool dry, cx_list_entry_fn fn,
+						void *arg, cx_err *err)
+{
+	local_store *ls = (local_store *) s;
+	list_items	l = {.temporaries = true};
+	cx_code		rc = collect(ls, prefix, &l, err);
+
+	for (size_t i = 0; rc == CX_OK && i < l.n; i++)
+	{
+		cx_list_entry e = {l.items[i].key, l.items[i].size,
+		l.items[i].mtime_us};
+
+		if (e.mtime_us >= older_than_us)
+			continue;
+		if (!dry)
+			rc = remove_temporary(ls, e.key, err);
+		if (rc == CX_OK && !fn(arg, &e))
+			break;
+	}
+	list_items_free(&l);
 	return rc;
 }
 
@@ -1133,6 +1190,7 @@ static const cx_objstore_ops local_ops = {
 	.get = local_get,
 	.head = local_head,
 	.list = local_list,
+	.sweep_temporaries = local_sweep_temporaries,
 	.del = local_del,
 	.upload_begin = local_upload_begin,
 	.upload_write = local_upload_write,

@@ -79,16 +79,24 @@ CX_TEST(compact_options_default_values)
 	CHECK(o.sort_key == NULL && o.holder == NULL && !o.force);
 }
 
-/* Tiers of factor 4: 2,3 in tier 0; 5,6,9 in tier 1; 20 in tier 2; 5000
- * is at the target and never small. */
-CX_TEST(compact_select_takes_smallest_tier_with_enough)
+/* Fragments of 5, 2, 5000, 6, 20, 3 and 9 rows, target 5000.  Tiers of
+ * factor 4: 2,3 in tier 0; 5,6,9 in tier 1; 20 in tier 2; 5000 is at the
+ * target and never small. */
+static cx_manifest *
+tiered_fragments(cx_compact_options *o)
 {
 	const uint64_t rows[] = {5, 2, 5000, 6, 20, 3, 9};
-	cx_manifest *m = fragments_of(rows, 7);
-	cx_compact_options o;
 
-	cx_compact_options_default(&o);
-	o.target_rows_per_fragment = 5000;
+	cx_compact_options_default(o);
+	o->target_rows_per_fragment = 5000;
+	return fragments_of(rows, 7);
+}
+
+CX_TEST(compact_select_takes_smallest_tier_with_enough)
+{
+	cx_compact_options o;
+	cx_manifest *m = tiered_fragments(&o);
+
 	o.min_fragments = 2;
 	CHECK(strcmp(picked_list(m, &o), "1,5") == 0);
 	o.min_fragments = 3;
@@ -97,6 +105,25 @@ CX_TEST(compact_select_takes_smallest_tier_with_enough)
 	CHECK(strcmp(picked_list(m, &o), "") == 0);
 	o.force = true;
 	CHECK(strcmp(picked_list(m, &o), "0,1,3,4,5,6") == 0);
+	cx_manifest_free(m);
+}
+
+/* At most max_inputs, the smallest (ties: the lower index), in index
+ * order: 2 (1), 3 (5), then 5 (0) before 6 and 9. */
+CX_TEST(compact_select_caps_inputs_at_the_smallest)
+{
+	cx_compact_options o;
+	cx_manifest *m = tiered_fragments(&o);
+
+	o.force = true;
+	o.max_inputs = 3;
+	CHECK(strcmp(picked_list(m, &o), "0,1,5") == 0);
+	o.force = false;
+	o.min_fragments = 2;
+	o.max_inputs = 2;
+	CHECK(strcmp(picked_list(m, &o), "1,5") == 0);
+	o.min_fragments = 3;
+	CHECK(strcmp(picked_list(m, &o), "0,3") == 0);
 	cx_manifest_free(m);
 }
 
@@ -994,6 +1021,88 @@ CX_TEST(compact_job_preserves_rows_of_every_type)
 	CHECK(!res.compacted && res.inputs == 0 && newest_version(s) == 7);
 	text_rows_free(&before);
 	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* What a job's "reading" reports tell: inputs held at once (chosen and not
+ * finished) and the inputs chosen over the whole job. */
+typedef struct reading_seen
+{
+	uint64_t	peak_open;
+	uint64_t	last_total;
+	uint32_t	reports;
+} reading_seen;
+
+static bool
+note_reading(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	reading_seen *seen = arg;
+
+	if (strcmp(phase, "reading") != 0)
+		return true;
+	if (total - done > seen->peak_open)
+		seen->peak_open = total - done;
+	seen->last_total = total;
+	seen->reports++;
+	return true;
+}
+
+/* Ten 3-row fragments forced with max_inputs 4: batches of the four
+ * smallest, each committed before the next is read (the third takes the
+ * first two's outputs), until one fragment is left; every row kept, never
+ * more than four inputs open, progress counted across the batches. */
+CX_TEST(compact_job_forced_in_batches_of_max_inputs)
+{
+	cx_objstore *s = typed_store("/store", 10, 3, false);
+	text_rows	before = scan_text(s);
+	text_rows	after;
+	reading_seen seen = {0};
+	cx_job_progress progress = {note_reading, &seen};
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	cx_err		err;
+
+	compact_options(&o, 1000);
+	o.force = true;
+	o.max_inputs = 4;
+	REQUIRE_OK(cx_compact(s, &o, &progress, &res, &err), &err);
+	/* 4 x 3 -> 12, 4 x 3 -> 12, then 3, 3, 12, 12 -> 30: summed, rows
+	 * written more than once count each time. */
+	CHECK(res.compacted && res.inputs == 12 && res.outputs == 3);
+	CHECK(res.rows == 54 && res.version == 13 && newest_version(s) == 13);
+	CHECK(seen.reports > 0 && seen.peak_open == 4 && seen.last_total == 12);
+	after = scan_text(s);
+	CHECK(before.n == 30 && text_rows_equal(&before, &after));
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->nfragments == 1 && m->fragments[0].rows == 30);
+	cx_manifest_free(m);
+	for (uint64_t v = 11; v <= 13; v++)
+	{
+		REQUIRE_OK(cx_manifest_load(s, v, &m, &err), &err);
+		CHECK(strcmp(m->operation, CX_COMPACT_OPERATION) == 0);
+		cx_manifest_free(m);
+	}
+	text_rows_free(&after);
+	text_rows_free(&before);
+	cx_obj_close(s);
+}
+
+/* Capped without force too: one batch of the tier's four smallest. */
+CX_TEST(compact_job_unforced_takes_one_batch)
+{
+	cx_objstore *s = typed_store("/store", 10, 3, false);
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	compact_options(&o, 1000);
+	o.max_inputs = 4;
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 4 && res.outputs == 1);
+	CHECK(res.rows == 12 && newest_version(s) == 11);
+	o.max_inputs = 1;
+	CHECK(cx_compact(s, &o, NULL, &res, &err) == CX_ERR_INVALID);
 	cx_obj_close(s);
 }
 

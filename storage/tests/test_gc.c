@@ -4,10 +4,15 @@
  * fragments and orphans go only after the grace period, unknown keys are
  * reported and kept, a dry run deletes nothing, deletes come in batches.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctxstore/iceberg.h"
@@ -526,5 +531,60 @@ CX_TEST(gc_wal_below_the_replay_point_goes)
 		cx_vseq_key(&wal, seq, key);
 		CHECK(exists(s, key) == (seq >= 3));
 	}
+	cx_obj_close(s);
+}
+
+/* Plants a temporary file of a local store's upload of data/<name>, last
+ * written age_s seconds ago; its path in path (PATH_MAX bytes). */
+static void
+plant_temporary(const char *name, time_t age_s, char *path)
+{
+	const uint8_t random[CX_TEMP_RANDOM_LEN] = {1, 2, 3, 4, 5, 6, 7, (uint8_t) age_s};
+	char		object[PATH_MAX];
+	struct timespec times[2];
+	int			fd;
+
+	snprintf(object, sizeof(object), "%s/store/data/%s", cx_test_tmpdir(), name);
+	cx_layout_temporary(object, random, path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || write(fd, "partial", 7) != 7 || close(fd) != 0)
+		abort();
+	clock_gettime(CLOCK_REALTIME, &times[0]);
+	times[0].tv_sec -= age_s;
+	times[1] = times[0];
+	if (utimensat(AT_FDCWD, path, times, 0) != 0)
+		abort();
+}
+
+/* A crashed upload's temporary file (no O_TMPFILE) older than the grace is
+ * garbage: counted, and deleted unless in a dry run; one younger than the
+ * grace (an upload in progress) is neither.  Neither is a listed object. */
+CX_TEST(gc_deletes_temporary_files_of_crashed_uploads_after_the_grace)
+{
+	cx_objstore *s = mw_open_store();
+	char		old[PATH_MAX];
+	char		young[PATH_MAX];
+	cx_gc_options o = gc_opts(1, 0, 3600 * INT64_C(1000000));
+	cx_gc_result before;
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	o.dry_run = true;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &before, &err), &err);
+	plant_temporary("crashed.parquet", 7200, old);
+	plant_temporary("uploading.parquet", 60, young);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_listed == before.objects_listed);
+	CHECK(res.objects_garbage == before.objects_garbage + 1);
+	CHECK(res.bytes_garbage == before.bytes_garbage + 7);
+	CHECK(res.objects_deleted == 0 && access(old, F_OK) == 0);
+	o.dry_run = false;
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.objects_garbage == before.objects_garbage + 1);
+	CHECK(res.objects_deleted == res.objects_garbage);
+	CHECK(access(old, F_OK) != 0 && access(young, F_OK) == 0);
+	CHECK(rows_at(s, 0) == 30);
 	cx_obj_close(s);
 }

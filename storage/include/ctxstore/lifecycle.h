@@ -41,10 +41,15 @@ typedef struct cx_compact_options
 	const char *holder;
 	uint32_t	lease_seconds;	/* default 60 */
 	bool		force;			/* ctxstore.compact(): every small fragment,
-								 * even below min_fragments */
+								 * even below min_fragments, batch after
+								 * batch */
+	/* Most fragments one compaction (a batch) reads at once, the smallest
+	 * first: each holds a footer and a row group while it is read. */
+	uint32_t	max_inputs;		/* default 64, at least 2 */
 } cx_compact_options;
 
 #define CX_COMPACT_DEFAULT_MIN_FRAGMENTS 8
+#define CX_COMPACT_DEFAULT_MAX_INPUTS 64
 #define CX_COMPACT_DEFAULT_LEASE_SECONDS 60
 
 void		cx_compact_options_default(cx_compact_options *o);
@@ -54,7 +59,7 @@ typedef struct cx_compact_result
 	bool		compacted;		/* false: nothing to do */
 	uint32_t	inputs;			/* fragments rewritten */
 	uint32_t	outputs;		/* fragments written */
-	uint64_t	rows;			/* live rows carried over */
+	uint64_t	rows;			/* live rows written (summed over batches) */
 	uint64_t	rows_dropped;	/* deleted rows not carried over */
 	uint64_t	deletions_carried;	/* deletion-vector entries a concurrent
 									 * commit added, remapped to outputs */
@@ -65,13 +70,18 @@ typedef struct cx_compact_result
 } cx_compact_result;
 
 /*
- * Compacts the store once (docs/design/maintenance.md "Compaction").
- * Progress phases: "selecting" (0 of the base's fragments), "reading"
- * (inputs finished of inputs, at every row group read), "writing" (outputs
- * finished of those expected), "committing" (0 of 1).  CX_ERR_BUSY: another
+ * Compacts the store (docs/design/maintenance.md "Compaction"): one batch
+ * of at most max_inputs fragments, or with force one batch after another,
+ * each committed as its own base version, until no small fragment is left
+ * to compact; the result sums the batches (version: the last committed).
+ * Progress phases, per batch: "selecting" (0 of the base's fragments),
+ * "reading" (inputs finished of inputs, at every row group read), "writing"
+ * (outputs finished of those expected), "committing" (0 of 1); the counts
+ * of "reading" and "writing" run on across batches.  CX_ERR_BUSY: another
  * holder's lease; CX_ERR_CONFLICT: another compaction replaced an input;
- * CX_ERR_CANCELED: progress said stop.  An error commits nothing, except
- * one after the commit (compacted true) and a commit of unknown outcome
+ * CX_ERR_CANCELED: progress said stop.  An error commits nothing more
+ * (the batches before it stay committed: compacted true), except one
+ * after the commit (compacted true) and a commit of unknown outcome
  * ("outcome unknown": the version may exist).  The key index is not
  * updated: run cx_keyindex_update_table afterwards when compacted.
  */
