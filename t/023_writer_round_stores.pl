@@ -32,19 +32,6 @@ $node->safe_psql('postgres',
 $node->safe_psql('postgres',
 	"INSERT INTO fast VALUES ('warm', 0); INSERT INTO slow VALUES ('warm', 0)");
 
-# A session whose COMMIT of $sql is now waiting for the writer.
-sub start_waiting
-{
-	my ($sql) = @_;
-	my $bg = $node->background_psql('postgres', on_error_stop => 0);
-	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
-	$bg->query_until(qr/started/, "\\echo started\n$sql\n");
-	$node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
-	  or die "the COMMIT of $sql never waited for the writer";
-	return ($bg, $pid);
-}
-
 sub waiting
 {
 	my ($pid) = @_;
@@ -65,16 +52,16 @@ proxy_fault('AZ', action => 'delay', ms => 3000, for_ms => 120000, method => 'PU
 
 # Round 1: the slow store's seal, which keeps the writer busy while the
 # next round's transactions queue in this order.
-my ($first) = start_waiting("INSERT INTO slow VALUES ('first', 1);");
+my ($first) = waiting_commit($node, "INSERT INTO slow VALUES ('first', 1);");
 for (my $i = 0; proxy_stat('AZ', 'fired') < 1; $i++)
 {
 	die 'the writer never reached the slow store' if $i > 10 * $PostgreSQL::Test::Utils::timeout_default;
 	sleep 0.1;
 }
-my ($fast, $fast_pid) = start_waiting("INSERT INTO fast VALUES ('fast', 2);");
-my ($both, $both_pid) = start_waiting(
+my ($fast, $fast_pid) = waiting_commit($node, "INSERT INTO fast VALUES ('fast', 2);");
+my ($both, $both_pid) = waiting_commit($node,
 	"BEGIN; INSERT INTO fast VALUES ('both', 3); INSERT INTO slow VALUES ('both', 3); COMMIT;");
-my ($later) = start_waiting("INSERT INTO slow VALUES ('later', 4);");
+my ($later) = waiting_commit($node, "INSERT INTO slow VALUES ('later', 4);");
 
 $node->poll_query_until('postgres',
 	"SELECT wait_event_type IS DISTINCT FROM 'Extension' FROM pg_stat_activity WHERE pid = $fast_pid")
