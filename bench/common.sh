@@ -51,6 +51,28 @@ CREATE FOREIGN TABLE ctx_$1 ($context_columns)
 SQL
 }
 
+# A server named $1 on the emulators' Azurite at endpoint $2 (Azurite itself
+# or its fault proxy: CX_TEST_AZ_ENDPOINT or CX_TEST_AZ_PROXY, exported by
+# scripts/with-emulators.sh), with its user mapping and a container "bench".
+create_az_server() {
+  perl -I"$repo/t" -MCxStores -e 'CxStores::az_create_container("bench")'
+  psql_b <<SQL
+CREATE SERVER $1 FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint '$2');
+CREATE USER MAPPING FOR CURRENT_USER SERVER $1
+  OPTIONS (account_name '$CX_TEST_AZ_ACCOUNT', account_key '$CX_TEST_AZ_KEY');
+SQL
+}
+
+# One single-row INSERT of a context row into table $1 (a pgbench script:
+# :client_id is pgbench's).
+single_row_insert() {
+  cat <<SQL
+INSERT INTO $1 (id, bot_id, session_id, role, content, metadata, created_at)
+VALUES (gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
+        'a short agent message of a few words', '{"k": 1}', now());
+SQL
+}
+
 # Best wall time of $repeat runs of query $1, in ms.
 best_ms() {
   local best="" t

@@ -14,13 +14,6 @@ trap bench_stop EXIT
 create_context_tables single
 create_context_tables batch
 
-single_row() {  # $1 = table
-  cat <<SQL
-INSERT INTO $1 (id, bot_id, session_id, role, content, metadata, created_at)
-VALUES (gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
-        'a short agent message of a few words', '{"k": 1}', now());
-SQL
-}
 batch_rows() {  # $1 = table
   cat <<SQL
 INSERT INTO $1 (id, bot_id, session_id, role, content, metadata, created_at)
@@ -37,8 +30,8 @@ run() {  # $1 = script text, $2 = clients
   rm -f "$f"
 }
 
-heap1=$(run "$(single_row heap_single)" 16)
-ctx1=$(run "$(single_row ctx_single)" 16)
+heap1=$(run "$(single_row_insert heap_single)" 16)
+ctx1=$(run "$(single_row_insert ctx_single)" 16)
 heapb=$(run "$(batch_rows heap_batch)" 4)
 ctxb=$(run "$(batch_rows ctx_batch)" 4)
 stats=$(psql_b -tAc "SELECT ctxstore.stats('ctx_single')")

@@ -24,25 +24,16 @@ fi
 bench_start
 trap bench_stop EXIT
 if [ "$store" = az ]; then
-  perl -I"$repo/t" -MCxStores -e 'CxStores::az_create_container("bench")'
-  psql_b <<SQL
-CREATE SERVER azurite FOREIGN DATA WRAPPER ctxstore OPTIONS (endpoint '$CX_TEST_AZ_ENDPOINT');
-CREATE USER MAPPING FOR CURRENT_USER SERVER azurite
-  OPTIONS (account_name '$CX_TEST_AZ_ACCOUNT', account_key '$CX_TEST_AZ_KEY');
-CREATE FOREIGN TABLE ctx ($context_columns)
-  SERVER azurite OPTIONS (uri 'az://bench/backlog$$', key 'id');
-SQL
+  create_az_server azurite "$CX_TEST_AZ_ENDPOINT"
+  psql_b -c "CREATE FOREIGN TABLE ctx ($context_columns)
+    SERVER azurite OPTIONS (uri 'az://bench/backlog$$', key 'id')"
 else
   psql_b -c "CREATE FOREIGN TABLE ctx ($context_columns)
     SERVER local OPTIONS (uri 'file://$bench_dir/stores/backlog', key 'id')"
 fi
 
 script=$(mktemp); chmod 644 "$script"
-cat > "$script" <<SQL
-INSERT INTO ctx (id, bot_id, session_id, role, content, metadata, created_at)
-VALUES (gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
-        'a short agent message of a few words', '{"k": 1}', now());
-SQL
+single_row_insert ctx > "$script"
 stat() { psql_b -tAc "SELECT ctxstore.stats('ctx') #>> '{$1}'"; }
 
 pgbench_b -n -f "$script" -c "$clients" -j 2 -T "$duration" > "$script.out" 2>&1 &

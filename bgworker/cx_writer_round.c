@@ -16,9 +16,12 @@
  * Whatever is queued while this runs waits for the next round, which is what
  * makes the commit a group commit.  Control requests (flush, merge, cleanup)
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
- * worker has merged (cx_writer_background.c).  Outcomes are published per
- * slot at the end, under one lock acquisition, and each requester's latch is
- * set once the lock is released.
+ * worker has merged (cx_writer_background.c).  After each group's append, the
+ * transactions it settled (every request of theirs has an outcome) are
+ * published under one lock acquisition and their requesters' latches set
+ * once the lock is released: a transaction waits for the appends of the
+ * stores it wrote, not for those of every other store in the round.  The
+ * rest (controls, and everything after an ERROR) is published at the end.
  *
  * Failure isolation: a group's failure fails only that group's requests; a
  * request whose rows do not decode or do not resolve is failed (with its
@@ -47,6 +50,8 @@ typedef struct RoundSlot
 	CxBatchHeader *hdr;
 	bool		deferred;		/* a waiter owns it (and seg) now */
 	bool		doomed;			/* a request failed: none is written */
+	bool		published;		/* outcome handed to the requester, whose
+								 * ring space the worker may no longer read */
 	int			nacked;			/* requests carried out */
 	/* First failure, copied to the shared slot when the round ends. */
 	int			nfailed;
@@ -79,6 +84,7 @@ typedef struct RoundGroup
 	uint64		acked;
 	uint64		acked_rows;
 	uint64		failed;
+	bool		published;		/* outcome and counters published */
 } RoundGroup;
 
 typedef struct Round
@@ -501,20 +507,23 @@ fail_unfinished(Round *r, const char *why)
 			item_fail(&r->items[i], &fail);
 	/* Slots the round did not get as far as describing. */
 	for (int i = 0; i < r->nslots; i++)
-		if (!r->slots[i].deferred && !slot_succeeded(&r->slots[i]) &&
-			r->slots[i].nfailed == 0)
+		if (!r->slots[i].deferred && !r->slots[i].published &&
+			!slot_succeeded(&r->slots[i]) && r->slots[i].nfailed == 0)
 			slot_fail(&r->slots[i], 0, &fail);
 }
 
 /* The group's outcome and its store's counters (found by URI: a later
  * group may have reopened the store). */
 static void
-publish_group_locked(const RoundGroup *g)
+publish_group_locked(RoundGroup *g)
 {
 	const char *uri = g->items[0]->view.uri;
 	CxResident *store = cx_resident_find(uri);
 	CxStoreStatsEntry *e;
 
+	if (g->published)
+		return;
+	g->published = true;
 	if (store != NULL)
 		cx_resident_publish_locked(store);
 	e = cx_stats_entry(uri, true);
@@ -526,35 +535,61 @@ publish_group_locked(const RoundGroup *g)
 }
 
 /*
- * Publishes each slot's outcome and the stores' counters under one lock
- * acquisition, then wakes the requesters in one pass after releasing it,
- * so that none wakes only to wait for the lock.  (A requester that gave up
- * meanwhile gets a stray SetLatch, which is harmless.)
+ * Every request of the slot has an outcome, and no group still to be
+ * published holds one of them (publishing a group reads its first item's
+ * batch; a doomed transaction's requests are failed before any append).
+ */
+static bool
+slot_settled(const Round *r, const RoundSlot *rs, int ngroups_published)
+{
+	for (int i = 0; i < r->nitems; i++)
+		if (r->items[i].slot == rs && !r->items[i].finished)
+			return false;
+	for (int g = ngroups_published; g < r->ngroups; g++)
+		for (int i = 0; i < r->groups[g].nitems; i++)
+			if (r->groups[g].items[i]->slot == rs)
+				return false;
+	return slot_succeeded(rs) || rs->nfailed > 0;
+}
+
+/*
+ * Publishes the outcome of the round's settled slots not published yet
+ * (all of those not deferred if "all"), and the counters of its groups
+ * through "ngroups", under one lock acquisition, then wakes the requesters
+ * in one pass after releasing it, so that none wakes only to wait for the
+ * lock.  (A requester that gave up meanwhile gets a stray SetLatch, which
+ * is harmless.)  A published slot's batch is never read again: its
+ * requester may free it at once.
  */
 static void
-publish(Round *r)
+publish_settled(Round *r, int ngroups, bool all)
 {
 	int		   *wake = palloc(sizeof(int) * Max(r->nslots, 1));
 	int			nwake = 0;
 
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	CxWriter->writer.rounds++;
-	CxWriter->writer.commits += r->appends;
-	for (int i = 0; i < r->ngroups; i++)
+	for (int i = 0; i < ngroups; i++)
 		publish_group_locked(&r->groups[i]);
 	for (int i = 0; i < r->nslots; i++)
 	{
 		RoundSlot  *rs = &r->slots[i];
 
-		if (rs->deferred)
+		if (rs->deferred || rs->published || (!all && !slot_settled(r, rs, ngroups)))
 			continue;
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
+		rs->published = true;
 		wake[nwake++] = cx_slot_finish_locked(rs->slotno, rs->nfailed,
 											  rs->failed_request, &rs->failure);
+	}
+	if (all)
+	{
+		CxWriter->writer.rounds++;
+		CxWriter->writer.commits += r->appends;
 	}
 	LWLockRelease(CxWriter->lock);
 	for (int i = 0; i < nwake; i++)
 		cx_set_latch(wake[i]);
+	pfree(wake);
 }
 
 /* Unmaps the batches no waiter keeps and frees the engine's schemas. */
@@ -577,7 +612,12 @@ run(Round *r)
 	stage_groups(r);
 	fail_withdrawn(r);
 	for (int i = 0; i < r->ngroups; i++)
+	{
 		commit_group(r, &r->groups[i]);
+		/* The last group's transactions are published with the round. */
+		if (i + 1 < r->ngroups)
+			publish_settled(r, i + 1, false);
+	}
 	run_controls(r);
 }
 
@@ -613,7 +653,7 @@ cx_writer_run_round(uint64 generation)
 			fail_unfinished(r, edata->message);
 		}
 		PG_END_TRY();
-		publish(r);
+		publish_settled(r, r->ngroups, true);
 		release(r);
 	}
 	ntaken = r->nslots;

@@ -40,10 +40,15 @@
 //                    with "for_ms": T instead, for every matching request in
 //                    the next T milliseconds (an outage of T ms)
 //   DELETE /faults   removes every rule
-//   GET    /stats    {"requests", "connections", "fired", "verified",
-//                    "refused"} since the last reset (verified/refused count
-//                    SigV4 checks with --verify-sigv4; "last_refusal" says
-//                    why the latest refusal happened)
+//   GET    /stats    {"requests", "by_method", "connections", "fired",
+//                    "verified", "refused"} since the last reset
+//                    (by_method: requests per HTTP method; verified/refused
+//                    count SigV4 checks with --verify-sigv4; "last_refusal"
+//                    says why the latest refusal happened)
+//   GET    /trace    the latest 1000 forwarded requests since the last reset,
+//                    oldest first, each {"start", "end" (ms since the epoch,
+//                    when it was forwarded and when its answer was sent), "method",
+//                    "path", "status"}: a timeline of what a client waited for
 //   POST   /stats/reset
 //
 // Actions:
@@ -84,9 +89,16 @@ function hostPort(s) {
 const ACTIONS = new Set(['status', 'delay', 'reset', 'drop_response', 'hang']);
 let rules = [];
 function freshStats() {
-  return { requests: 0, connections: 0, fired: 0, verified: 0, refused: 0, last_refusal: '' };
+  return { requests: 0, by_method: {}, connections: 0, fired: 0, verified: 0, refused: 0, last_refusal: '' };
 }
 let stats = freshStats();
+const TRACE_LENGTH = 1000;
+let trace = [];
+
+function traceRequest(req, start, status) {
+  trace.push({ start, end: Date.now(), method: req.method, path: req.url.split('?')[0], status });
+  if (trace.length > TRACE_LENGTH) trace.shift();
+}
 
 // The first rule that matches takes the request; spent rules are dropped.
 function takeRule(req) {
@@ -542,6 +554,7 @@ function forward(target, req, res, rule, body) {
 }
 
 function forwardNow(target, req, res, rule, body) {
+  const start = Date.now();
   const up = http.request({
     host: target.host,
     port: target.port,
@@ -559,6 +572,7 @@ function forwardNow(target, req, res, rule, body) {
       }
       const send = () => {
         if (res.destroyed) return;
+        traceRequest(req, start, upRes.statusCode);
         res.writeHead(upRes.statusCode, upRes.headers);
         res.end(Buffer.concat(chunks));
       };
@@ -579,6 +593,7 @@ function forwardNow(target, req, res, rule, body) {
 function startProxy(listen, target) {
   const server = http.createServer((req, res) => {
     stats.requests++;
+    stats.by_method[req.method] = (stats.by_method[req.method] || 0) + 1;
     const rule = takeRule(req);
     if (rule && rule.action === 'status') return answerError(req, res, rule);
     if (rule && rule.action === 'reset') {
@@ -648,8 +663,10 @@ function startControl(listen) {
       return reply(res, 200, { rules: 0 });
     }
     if (req.url === '/stats' && req.method === 'GET') return reply(res, 200, stats);
+    if (req.url === '/trace' && req.method === 'GET') return reply(res, 200, trace);
     if (req.url === '/stats/reset' && req.method === 'POST') {
       stats = freshStats();
+      trace = [];
       return reply(res, 200, stats);
     }
     reply(res, 404, { error: 'unknown control request' });

@@ -6,6 +6,10 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
+use CxStores qw(waiting_commit);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -67,13 +71,7 @@ sub timed_psql
 sub start_waiting_insert
 {
 	my ($id) = @_;
-	my $bg = $node->background_psql('postgres', on_error_stop => 0);
-	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
-	$bg->query_until(qr/started/, "\\echo started\nINSERT INTO items VALUES ('$id', 1);\n");
-	$node->poll_query_until('postgres',
-		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
-	  or die 'the INSERT never waited for the writer';
-	return ($bg, $pid);
+	return waiting_commit($node, "INSERT INTO items VALUES ('$id', 1);");
 }
 
 # Lets a waiting session finish; returns its stderr.

@@ -23,7 +23,7 @@ use MIME::Base64;
 use POSIX qw(strftime);
 
 our @EXPORT = qw(emu store_uri file_table server_sql proxy_fault proxy_clear proxy_stat
-  proxy_endpoint az_account_sas psql_as);
+  proxy_endpoint az_account_sas psql_as waiting_commit);
 
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
@@ -190,6 +190,20 @@ sub proxy_ctl
 	die "fault proxy $which $method $path: $r->{status} $r->{content}\n"
 	  unless $r->{success};
 	return $r->{content};
+}
+
+# A background session of $node whose COMMIT of $sql (psql input) now
+# waits for the writer worker.  Returns the session and its backend pid.
+sub waiting_commit
+{
+	my ($node, $sql) = @_;
+	my $bg = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+	$bg->query_until(qr/started/, "\\echo started\n$sql\n");
+	$node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
+	  or die "the COMMIT of $sql never waited for the writer";
+	return ($bg, $pid);
 }
 
 # Arms a rule in the fault proxy in front of S3 or AZ (faultproxy.js).
