@@ -239,7 +239,8 @@ cx_http_read_head(const cx_http_headers *h, uint64_t *size, int64_t *mtime_us,
 	if (mtime_us == NULL)
 		return CX_OK;
 	t = date ? curl_getdate(date, NULL) : -1;
-	if (t < 0)
+	/* libcurl takes years far beyond what microseconds can hold. */
+	if (t < 0 || t > INT64_MAX / 1000000)
 		return cx_err_set(err, CX_ERR_IO, "HEAD answer has no valid Last-Modified");
 	*mtime_us = (int64_t) t * 1000000;
 	return CX_OK;
