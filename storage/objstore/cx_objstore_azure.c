@@ -723,8 +723,8 @@ static cx_code
 az_list(cx_objstore *base, const char *prefix, cx_list_fn fn, void *arg,
 		cx_err *err)
 {
-	list_state	ls = {.s = (az_store *) base, .prefix = ((az_store *) base)->prefix,
-	.fn = fn, .arg = arg};
+	az_store   *s = (az_store *) base;
+	list_state	ls = {.s = s, .prefix = s->prefix, .fn = fn, .arg = arg};
 	cx_buf		query;
 	cx_buf		page;
 	cx_code		rc = CX_OK;

@@ -478,8 +478,8 @@ static cx_code
 s3_list(cx_objstore *base, const char *prefix, cx_list_fn fn, void *arg,
 		cx_err *err)
 {
-	list_state	ls = {.s = (s3_store *) base, .prefix = ((s3_store *) base)->prefix,
-	.fn = fn, .arg = arg};
+	s3_store   *s = (s3_store *) base;
+	list_state	ls = {.s = s, .prefix = s->prefix, .fn = fn, .arg = arg};
 	cx_buf		q;
 	cx_code		rc;
 

@@ -61,13 +61,6 @@ cx_test_skip(const char *why)
 	fflush(stdout);
 }
 
-/*
- * Made on first use, under a lock: tests start threads that each open the
- * test's store, and two threads that both found no directory yet would make
- * two (one thread writing where the test never looks).  With
- * CX_TEST_DUMP_SEEDS=<dir> the directories are made there and kept, so that
- * the objects the tests write seed the fuzz harnesses (make fuzz).
- */
 static int
 remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -91,6 +84,13 @@ remove_tmpdir(void)
 		nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * Made on first use, under a lock: tests start threads that each open the
+ * test's store, and two threads that both found no directory yet would make
+ * two (one thread writing where the test never looks).  With
+ * CX_TEST_DUMP_SEEDS=<dir> the directories are made there and kept, so that
+ * the objects the tests write seed the fuzz harnesses (make fuzz).
+ */
 const char *
 cx_test_tmpdir(void)
 {
