@@ -16,8 +16,10 @@ if [ "$1" = "--one" ]; then
 	name=$2
 	secs=$3
 	log=build-fuzz/$name.log
+	# fuzz/NAME.asan: ASan options of that harness alone (one a line).
+	asan=$(grep -v '^#' "fuzz/$name.asan" 2>/dev/null | tr '\n' ':')
 	mkdir -p "build-fuzz/corpus/$name" "build-fuzz/seeds/$name"
-	ASAN_OPTIONS=allocator_may_return_null=1 \
+	ASAN_OPTIONS=${asan}allocator_may_return_null=1 \
 	LSAN_OPTIONS=suppressions=fuzz/lsan.supp:print_suppressions=0 \
 		"build-fuzz/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="build-fuzz/$name-" \
