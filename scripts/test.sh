@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ctxstore test suite: the engine's layering, storage unit tests
-# (plain and under ASan/UBSan), cppcheck, pg_regress (also against a UBSan
-# build of the extension), isolation specs, TAP tests and scripts/demo.sh.
+# (plain and under ASan/UBSan), the libFuzzer harnesses (15 s each), cppcheck,
+# pg_regress (also against a UBSan build of the extension), isolation specs,
+# TAP tests and scripts/demo.sh.
 # Installs what is missing first (nothing when all is there).  Run as root on
 # Debian 12 (servers run as the postgres user, since initdb refuses root).
 # A suite that runs no test fails.  Ends with one line "N passed, N failed".
@@ -9,7 +10,7 @@
 #
 #   scripts/test.sh                 everything
 #   SUITES="unit regress" scripts/test.sh   a subset (layers links unit sanitize
-#                                   cppcheck regress ubsan isolation tap demo)
+#                                   fuzz cppcheck regress ubsan isolation tap demo)
 #   TAP_TESTS="t/050_maintenance.pl" SUITES=tap scripts/test.sh   some TAP files
 #   REGRESS_TESTS="scan options" SUITES=regress scripts/test.sh   some regress tests
 #   ISOLATION_TESTS="read_your_writes" SUITES=isolation scripts/test.sh   some specs
@@ -19,7 +20,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-suites=${SUITES:-"layers links unit sanitize cppcheck regress ubsan isolation tap demo"}
+suites=${SUITES:-"layers links unit sanitize fuzz cppcheck regress ubsan isolation tap demo"}
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}
 export PATH="$pgbin:$PATH"
 
@@ -171,6 +172,9 @@ for suite in $suites; do
   sanitize)
     log "storage unit tests under ASan + UBSan"
     run_unit check-sanitize ;;
+  fuzz)
+    log "libFuzzer harnesses, 15 s each under ASan + UBSan (make -C storage fuzz-check)"
+    run_unit fuzz-check ;;
   cppcheck)
     log "cppcheck (make cppcheck)"
     check "cppcheck finds nothing" pg_make cppcheck ;;

@@ -192,7 +192,8 @@ typedef struct cx_page_info
 
 /*
  * Lists the pages of chunk (group, column) into *pages (malloc'd, *npages
- * entries), reading the chunk and its offset index.  A page whose CRC does
+ * entries; the caller frees it whatever the outcome), reading the chunk and
+ * its offset index.  A page whose CRC does
  * not match is listed with crc_ok false; a page header that does not decode,
  * or an offset index that does not describe the pages, is CX_ERR_CORRUPT.
  */

@@ -917,7 +917,8 @@ page_problem(const cx_pq_page_header *h, const uint8_t *page, size_t left)
 		h->data_page.num_values < 0)
 		return "page sizes are inconsistent";
 	if (!h->has_crc ||
-		(uint32_t) crc32(0L, page, (uInt) h->compressed_page_size) != h->crc)
+		!cx_checksum_matches((uint32_t) h->crc,
+							 (uint32_t) crc32(0L, page, (uInt) h->compressed_page_size)))
 		return "page checksum mismatch";
 	return NULL;
 }

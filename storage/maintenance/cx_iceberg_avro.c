@@ -90,13 +90,23 @@ avro_failed(cx_err *err, cx_code code, const char *what, const char *name)
 
 /* ---- setting and getting fields of a generic record ---- */
 
+/* rec's field called name; one whose iface is NULL when there is none (or
+ * rec is itself such a missing field): readers check with present(). */
 static avro_value_t
 field(avro_value_t *rec, const char *name)
 {
 	avro_value_t f = {0};
 
-	avro_value_get_by_name(rec, name, &f, NULL);
+	if (rec->iface != NULL)
+		avro_value_get_by_name(rec, name, &f, NULL);
 	return f;
+}
+
+/* Whether field() found the field: a file read need not have it. */
+static bool
+present(const avro_value_t *f)
+{
+	return f->iface != NULL;
 }
 
 static int
@@ -164,6 +174,8 @@ get_long(avro_value_t *rec, const char *name)
 	int64_t		v = CX_ICE_INHERIT;
 	int32_t		i;
 
+	if (!present(&f))
+		return CX_ICE_INHERIT;
 	if (avro_value_get_type(&f) == AVRO_UNION)
 	{
 		if (avro_value_get_discriminant(&f, &disc) || disc == 0 ||
@@ -183,7 +195,7 @@ get_string(avro_value_t *rec, const char *name)
 	const char *p = NULL;
 	size_t		len = 0;
 
-	if (avro_value_get_string(&f, &p, &len) != 0 || p == NULL)
+	if (!present(&f) || avro_value_get_string(&f, &p, &len) != 0 || p == NULL)
 		return NULL;
 	return strndup(p, len);
 }

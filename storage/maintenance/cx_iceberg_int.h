@@ -101,7 +101,8 @@ cx_code		cx_ice_write_manifest_list(const cx_ice_manifest_ref *refs,
 /* Appends the entries of a manifest to out; CX_ERR_CORRUPT naming name. */
 cx_code		cx_ice_read_manifest(const cx_buf *data, const char *name,
 								 cx_ice_files *out, cx_err *err);
-/* The manifest paths of a manifest list (*paths malloc'd, each too). */
+/* The manifest paths of a manifest list (*paths malloc'd, each too; the
+ * caller frees the *n read so far whatever the outcome). */
 cx_code		cx_ice_read_manifest_list(const cx_buf *data, const char *name,
 									  char ***paths, uint32_t *n, cx_err *err);
 /* The value of key in an Avro file's metadata, malloc'd (NULL: absent). */

@@ -255,7 +255,8 @@ cx_http_parse_time(const char *text, int64_t *us)
 	if (parse_iso8601(text, us))
 		return true;
 	t = curl_getdate(text, NULL);
-	if (t < 0)
+	/* libcurl takes years far beyond what microseconds can hold. */
+	if (t < 0 || t > INT64_MAX / 1000000)
 		return false;
 	*us = (int64_t) t * 1000000;
 	return true;
@@ -466,13 +467,9 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return cx_buf_ok(b) ? nmemb * size : 0;
 }
 
-/* Collects "Name: value" lines; a status line starts a new set (a 100
- * Continue comes before the real response). */
-static size_t
-on_header(char *line, size_t size, size_t nmemb, void *arg)
+void
+cx_http_header_line(cx_http_headers *h, const char *line, size_t len)
 {
-	sink	   *s = arg;
-	size_t		len = nmemb * size;
 	const char *colon = memchr(line, ':', len);
 	const char *v;
 	const char *end = line + len;
@@ -481,19 +478,27 @@ on_header(char *line, size_t size, size_t nmemb, void *arg)
 
 	if (len >= 5 && memcmp(line, "HTTP/", 5) == 0)
 	{
-		cx_http_headers_reset(s->headers);
-		return len;
+		cx_http_headers_reset(h);
+		return;
 	}
 	if (colon == NULL || (nlen = (size_t) (colon - line)) >= sizeof(name))
-		return len;
+		return;
 	for (size_t i = 0; i < nlen; i++)
 		name[i] = (char) tolower((unsigned char) line[i]);
 	for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++)
 		;
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
 		end--;
-	headers_add_n(s->headers, name, nlen, v, (size_t) (end - v));
-	return len;
+	headers_add_n(h, name, nlen, v, (size_t) (end - v));
+}
+
+static size_t
+on_header(char *line, size_t size, size_t nmemb, void *arg)
+{
+	sink	   *s = arg;
+
+	cx_http_header_line(s->headers, line, nmemb * size);
+	return nmemb * size;
 }
 
 /* Appends "Name: value" to a curl header list; a NULL value makes it
@@ -705,11 +710,10 @@ sleep_ms(int64_t ms)
 		;
 }
 
-/* Seconds a 429/503 asked us to wait (Retry-After: <seconds>), or 0. */
-static int64_t
-retry_after_ms(const cx_http_response *resp)
+int64_t
+cx_http_retry_after_ms(const cx_http_headers *h)
 {
-	const char *v = cx_http_headers_get(&resp->headers, "retry-after");
+	const char *v = cx_http_headers_get(h, "retry-after");
 	char	   *end;
 	long		s;
 
@@ -808,8 +812,8 @@ cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 		if (!should_retry(req, resp, &a))
 			return a.curl_rc == CURLE_OK ? CX_OK : transport_fail(req, &a, err);
 		delay = backoff_ms(n);
-		if (a.curl_rc == CURLE_OK && retry_after_ms(resp) > delay)
-			delay = retry_after_ms(resp);
+		if (a.curl_rc == CURLE_OK && cx_http_retry_after_ms(&resp->headers) > delay)
+			delay = cx_http_retry_after_ms(&resp->headers);
 		if (n >= h->cfg.max_attempts ||
 			now_ms() + delay - start > h->cfg.max_retry_ms)
 			return give_up(req, resp, &a, n, now_ms() - start, err);

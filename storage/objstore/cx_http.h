@@ -78,6 +78,17 @@ cx_code		cx_http_read_head(const cx_http_headers *h, uint64_t *size,
  * text is neither. */
 bool		cx_http_parse_time(const char *text, int64_t *us);
 
+/* Adds one response header line as libcurl hands it over ("Name: value",
+ * CRLF included): the name lower-cased, the value without surrounding
+ * blanks; a status line ("HTTP/...") starts a new set (a 100 Continue comes
+ * before the real answer); a line without a colon, or with a name of 128
+ * bytes or more, is ignored. */
+void		cx_http_header_line(cx_http_headers *h, const char *line,
+								size_t len);
+/* How long a 429/503 answer asked us to wait (Retry-After: <seconds>, under
+ * an hour), in ms; 0 if it did not say or said something else. */
+int64_t		cx_http_retry_after_ms(const cx_http_headers *h);
+
 typedef struct cx_http_response
 {
 	long		status;			/* final HTTP status */

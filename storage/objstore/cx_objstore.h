@@ -106,6 +106,22 @@ cx_code		cx_objstore_open_azure(const char *container, const char *prefix,
 								   const cx_option *options, size_t noptions,
 								   cx_objstore **out, cx_err *err);
 
+/*
+ * One page of a listing answer (S3: a ListBucketResult; Azure: an
+ * EnumerationResults), parsed as the backend's list operation parses it:
+ * fn gets each listed entry under the store prefix (prefix: "" or ending in
+ * '/'), the prefix taken off its key; *next holds the continuation token (S3) or
+ * marker (Azure) the page was asked with, or NULL, and receives the next
+ * one (malloc'd), or NULL after the last page.  The parsers of untrusted
+ * answers, callable without a server (the fuzz harnesses use them).
+ */
+cx_code		cx_s3_list_page(const char *prefix, const cx_buf *page,
+							cx_list_entry_fn fn, void *arg, char **next,
+							cx_err *err);
+cx_code		cx_az_list_page(const char *prefix, const cx_buf *page,
+							cx_list_entry_fn fn, void *arg, char **next,
+							cx_err *err);
+
 /* Local-filesystem backend rooted at an absolute directory path.  The root is
  * created on the first write if it does not exist. */
 cx_code		cx_objstore_open_local(const char *root, cx_objstore **out,

@@ -572,6 +572,7 @@ az_del(cx_objstore *base, const char *key, cx_err *err)
 typedef struct list_state
 {
 	az_store   *s;
+	const char *prefix;			/* the store's, taken off every name */
 	cx_list_entry_fn fn;
 	void	   *arg;
 	bool		stopped;		/* fn asked to stop */
@@ -583,14 +584,14 @@ typedef struct list_state
 static cx_code
 emit_blob(list_state *ls, const char *name, const cx_xml *props, cx_err *err)
 {
-	size_t		plen = strlen(ls->s->prefix);
+	size_t		plen = strlen(ls->prefix);
 	const char *size = cx_xml_text(cx_xml_find(props, "Content-Length"));
 	const cx_xml *modified = cx_xml_find(props, "Last-Modified");
 	cx_list_entry e = {.key = name + plen};
 	char	   *end;
 	cx_err		scratch;
 
-	if (strncmp(name, ls->s->prefix, plen) != 0)
+	if (strncmp(name, ls->prefix, plen) != 0)
 		return cx_err_set(err, CX_ERR_IO, "a blob name lacks the store prefix");
 	errno = 0;
 	e.size = strtoull(size, &end, 10);
@@ -689,6 +690,17 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	return CX_OK;
 }
 
+cx_code
+cx_az_list_page(const char *prefix, const cx_buf *page, cx_list_entry_fn fn,
+				void *arg, char **marker, cx_err *err)
+{
+	list_state	ls = {.prefix = prefix, .fn = fn, .arg = arg, .marker = *marker};
+	cx_code		rc = list_page(&ls, page, err);
+
+	*marker = ls.marker;
+	return rc;
+}
+
 /* "restype=container&comp=list&prefix=..[&marker=..][&maxresults=..]" */
 static void
 list_query(const list_state *ls, const char *prefix, cx_buf *q)
@@ -715,7 +727,8 @@ static cx_code
 az_list(cx_objstore *base, const char *prefix, cx_list_entry_fn fn,
 		void *arg, cx_err *err)
 {
-	list_state	ls = {.s = (az_store *) base, .fn = fn, .arg = arg};
+	az_store   *s = (az_store *) base;
+	list_state	ls = {.s = s, .prefix = s->prefix, .fn = fn, .arg = arg};
 	cx_buf		query;
 	cx_buf		page;
 	cx_code		rc = CX_OK;

@@ -364,6 +364,7 @@ s3_del(cx_objstore *base, const char *key, cx_err *err)
 typedef struct list_state
 {
 	s3_store   *s;
+	const char *prefix;			/* the store's, taken off every key */
 	cx_list_entry_fn fn;
 	void	   *arg;
 	bool		stopped;
@@ -374,7 +375,7 @@ typedef struct list_state
 static cx_code
 list_entry(list_state *ls, const cx_xml *contents, cx_err *err)
 {
-	size_t		plen = strlen(ls->s->prefix);
+	size_t		plen = strlen(ls->prefix);
 	const cx_xml *k = cx_xml_find(contents, "Key");
 	const cx_xml *size = cx_xml_find(contents, "Size");
 	const cx_xml *modified = cx_xml_find(contents, "LastModified");
@@ -393,7 +394,7 @@ list_entry(list_state *ls, const cx_xml *contents, cx_err *err)
 		return cx_err_set(err, CX_ERR_IO, "listing entry with a bad LastModified");
 	/* Objects outside our namespace rules (written by someone else) are
 	 * not ours to report, as in the local backend. */
-	if (strncmp(e.key, ls->s->prefix, plen) == 0 &&
+	if (strncmp(e.key, ls->prefix, plen) == 0 &&
 		cx_key_validate(e.key + plen, &scratch) == CX_OK)
 	{
 		e.key += plen;
@@ -449,6 +450,17 @@ list_page(list_state *ls, const cx_buf *page, cx_err *err)
 	return rc;
 }
 
+cx_code
+cx_s3_list_page(const char *prefix, const cx_buf *page, cx_list_entry_fn fn,
+				void *arg, char **token, cx_err *err)
+{
+	list_state	ls = {.prefix = prefix, .fn = fn, .arg = arg, .token = *token};
+	cx_code		rc = list_page(&ls, page, err);
+
+	*token = ls.token;
+	return rc;
+}
+
 /* "list-type=2&max-keys=N&prefix=P[&continuation-token=T]", encoded. */
 static void
 list_query(cx_buf *q, const list_state *ls, const char *prefix)
@@ -472,7 +484,8 @@ static cx_code
 s3_list(cx_objstore *base, const char *prefix, cx_list_entry_fn fn,
 		void *arg, cx_err *err)
 {
-	list_state	ls = {.s = (s3_store *) base, .fn = fn, .arg = arg};
+	s3_store   *s = (s3_store *) base;
+	list_state	ls = {.s = s, .prefix = s->prefix, .fn = fn, .arg = arg};
 	cx_buf		q;
 	cx_code		rc;
 

@@ -26,7 +26,8 @@ cx_keyseg_ref_free(cx_keyseg_ref *ref)
 	free(ref->path);
 	free(ref->min);
 	free(ref->max);
-	for (uint32_t i = 0; i < ref->nfragments; i++)
+	/* A ref that failed to decode may count fragments it never got. */
+	for (uint32_t i = 0; ref->fragments != NULL && i < ref->nfragments; i++)
 		free(ref->fragments[i]);
 	free(ref->fragments);
 	memset(ref, 0, sizeof(*ref));

@@ -61,10 +61,35 @@ cx_test_skip(const char *why)
 	fflush(stdout);
 }
 
+static int
+remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void) sb;
+	(void) flag;
+	(void) ftw;
+	return remove(path);
+}
+
+static const char *
+dump_dir(void)
+{
+	return getenv("CX_TEST_DUMP_SEEDS");
+}
+
+/* Removes the running test's directory, unless it is kept for seeds. */
+static void
+remove_tmpdir(void)
+{
+	if (current_tmpdir[0] && dump_dir() == NULL)
+		nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /*
  * Made on first use, under a lock: tests start threads that each open the
  * test's store, and two threads that both found no directory yet would make
- * two (one thread writing where the test never looks).
+ * two (one thread writing where the test never looks).  With
+ * CX_TEST_DUMP_SEEDS=<dir> the directories are made there and kept, so that
+ * the objects the tests write seed the fuzz harnesses (make fuzz).
  */
 const char *
 cx_test_tmpdir(void)
@@ -74,7 +99,7 @@ cx_test_tmpdir(void)
 	pthread_mutex_lock(&lock);
 	if (current_tmpdir[0] == '\0')
 	{
-		const char *base = getenv("TMPDIR");
+		const char *base = dump_dir() ? dump_dir() : getenv("TMPDIR");
 
 		snprintf(current_tmpdir, sizeof(current_tmpdir), "%s/cxtest.XXXXXX",
 				 base ? base : "/tmp");
@@ -96,15 +121,6 @@ cx_test_uri(const char *suffix)
 
 	snprintf(uri, sizeof(uri), "file://%s%s", cx_test_tmpdir(), suffix);
 	return uri;
-}
-
-static int
-remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void) sb;
-	(void) flag;
-	(void) ftw;
-	return remove(path);
 }
 
 static int
@@ -134,15 +150,13 @@ main(int argc, char **argv)
 		{
 			skipped++;
 			printf("skip %s\n", tests[i].name);
-			if (current_tmpdir[0])
-				nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+			remove_tmpdir();
 		}
 		else if (current_failures == 0)
 		{
 			passed++;
 			printf("ok   %s\n", tests[i].name);
-			if (current_tmpdir[0])
-				nftw(current_tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+			remove_tmpdir();
 		}
 		else
 		{

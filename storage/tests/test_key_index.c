@@ -574,3 +574,29 @@ CX_TEST(key_index_lookups_reuse_upper_blocks)
 	cx_manifest_free(m);
 	cx_obj_close(s);
 }
+
+/*
+ * A key index section whose segment announces more covered fragments than
+ * the section holds is damaged, not a crash: the half-decoded segment was
+ * freed by walking a fragment list that was never allocated (found by
+ * fuzz_manifest).
+ */
+CX_TEST(key_index_section_with_impossible_fragment_count)
+{
+	cx_manifest *m = cx_manifest_new();
+	cx_keyseg_ref ref = {.path = "index/00000000000000000000000000000000.cxk"};
+	cx_keyindex ix = {1, &ref};
+	cx_keyindex got;
+	cx_manifest_ext *e;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	REQUIRE_OK(cx_keyindex_store(m, &ix, &err), &err);
+	REQUIRE(m->nexts == 1 && m->exts[0].tag == CX_KEYINDEX_EXT_TAG);
+	e = &m->exts[0];
+	/* The segment's fragment count is the section's last field. */
+	cx_store_u32(e->data + e->len - 4, 0xffffffffu);
+	CHECK_CODE(cx_keyindex_load(m, &got, &err), CX_ERR_CORRUPT);
+	CHECK(got.n == 0 && got.segs == NULL);
+	cx_manifest_free(m);
+}

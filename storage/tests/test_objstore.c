@@ -17,6 +17,7 @@
 
 #include "util/cx_failpoint.h"
 #include "table/cx_manifest.h"
+#include "objstore/cx_http.h"
 #include "objstore/cx_objstore.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
@@ -965,4 +966,31 @@ CX_TEST(local_refused_writes_fail_at_once)
 	}
 	REQUIRE_OK(cx_failpoint_set("", &err), &err);
 	cx_obj_close(s);
+}
+
+/*
+ * A HEAD answer's Last-Modified that libcurl parses to a time beyond what
+ * microseconds since 1970 can hold (year two million) is not valid, rather
+ * than an overflowed modification time (found by fuzz_http_headers).
+ */
+CX_TEST(http_head_with_a_last_modified_out_of_range)
+{
+	static const char *const lines[] = {
+		"HTTP/1.1 200 OK\r\n", "Content-Length: 4096\r\n",
+		"Last-Modified: Tue, 01 Dec 2026010:00:00 GMT\r\n", "\r\n",
+	};
+	cx_http_headers h;
+	uint64_t	size = 0;
+	int64_t		mtime = 0;
+	cx_err		err;
+
+	cx_http_headers_init(&h);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		cx_http_header_line(&h, lines[i], strlen(lines[i]));
+	CHECK(cx_http_headers_get(&h, "last-modified") != NULL);
+	CHECK_CODE(cx_http_read_head(&h, &size, &mtime, &err), CX_ERR_IO);
+	CHECK(strstr(err.msg, "Last-Modified") != NULL);
+	CHECK_CODE(cx_http_read_head(&h, &size, NULL, &err), CX_OK);
+	CHECK(size == 4096);
+	cx_http_headers_free(&h);
 }

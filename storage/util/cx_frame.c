@@ -71,7 +71,7 @@ cx_frame_check(const uint8_t *data, size_t len, const char *magic,
 						  kind, name, (unsigned long long) (len - want));
 	stored = cx_load_u32(data + len - CX_FRAME_TRAILER_LEN);
 	computed = cx_crc32c(0, data, len - CX_FRAME_TRAILER_LEN);
-	if (stored != computed)
+	if (!cx_checksum_matches(stored, computed))
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "%s %s: checksum mismatch (stored %08x, computed %08x)",
 						  kind, name, stored, computed);
