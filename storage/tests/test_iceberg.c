@@ -985,6 +985,8 @@ CX_TEST(iceberg_gc_expiry_retries_after_a_publish_wins)
 	cx_iceberg_result_free(&hook_pub);
 	cx_iceberg_result_free(&pub);
 	cx_obj_close(s);
+}
+
 /*
  * An Avro file whose records lack the fields a manifest has (here a
  * manifest list read as a manifest) is corrupt, not a crash: a missing
