@@ -382,18 +382,24 @@ check_newest_complete(cx_objstore *s)
 }
 
 /*
- * A merge and a compaction commit while GC sweeps (grace 0, keeping one
- * version): what the versions they commit reference is either referenced
- * by a version GC retains or newer than the run, so nothing of it goes;
- * the orphans do.
+ * A merge and a compaction commit while GC sweeps (keeping one version):
+ * what the versions they commit reference is either referenced by a
+ * version GC retains or younger than the grace, so nothing of it goes; the
+ * orphans, older than the grace, do.  The grace is what protects them, not
+ * the run's start time: file systems stamp mtimes with a coarse clock that
+ * can lag the one GC reads by a tick, and S3 and Azure in whole seconds, so
+ * with a grace of 0 an object written just after the run began can look
+ * older than it.
  */
+#define GRACE_US 1000000
+
 CX_TEST(gc_keeps_what_a_version_committed_during_the_sweep_references)
 {
 	cx_objstore *s = mw_open_store();
 	char		key[CX_FRAGMENT_KEY_SIZE];
 	mid_sweep	mid = {0};
 	cx_job_progress progress = {commit_mid_sweep, &mid};
-	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_options o = gc_opts(1, 0, GRACE_US);
 	cx_gc_result res;
 	cx_err		err;
 
@@ -401,6 +407,7 @@ CX_TEST(gc_keeps_what_a_version_committed_during_the_sweep_references)
 	REQUIRE_OK(three_merges(s, &err), &err);
 	for (int i = 0; i < 12; i++)
 		REQUIRE_OK(put_orphan(s, (uint8_t) (i + 1), key, &err), &err);
+	usleep(GRACE_US + 200000);	/* the orphans are past the grace */
 	mid.store = s;
 	o.batch = 4;
 	REQUIRE_OK(cx_gc(s, &o, &progress, &res, &err), &err);
@@ -411,6 +418,7 @@ CX_TEST(gc_keeps_what_a_version_committed_during_the_sweep_references)
 	/* 40 rows merged, the compaction stand-in's 10 gone with their fragment */
 	CHECK(rows_at(s, 0) == 30);
 	/* the next run, which sees the new versions, keeps them complete too */
+	usleep(GRACE_US + 200000);	/* what they replaced is past the grace */
 	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
 	CHECK(res.objects_deleted > 0);
 	check_newest_complete(s);
