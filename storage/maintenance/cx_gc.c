@@ -11,7 +11,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "maintenance/cx_gc_int.h"
 #include "maintenance/cx_iceberg_int.h"
@@ -20,6 +19,7 @@
 #include "objstore/cx_versioned.h"
 #include "table/cx_key_index.h"
 #include "table/cx_manifest.h"
+#include "util/cx_clock.h"
 
 void
 cx_gc_options_default(cx_gc_options *o)
@@ -29,15 +29,6 @@ cx_gc_options_default(cx_gc_options *o)
 	o->retain_interval_us = CX_GC_DEFAULT_RETAIN_INTERVAL_US;
 	o->grace_us = CX_GC_DEFAULT_GRACE_US;
 	o->batch = CX_GC_DEFAULT_BATCH;
-}
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static bool
@@ -332,7 +323,7 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	run.opts = o;
 	run.progress = progress;
 	run.res = res;
-	run.now = now_us();
+	run.now = cx_clock_now_us();
 	rc = pin_iceberg_snapshots(&run, err);
 	if (rc == CX_OK)
 		rc = reference_base(&run, err);

@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "util/cx_clock.h"
 
 #define DEFAULT_MAX_ATTEMPTS 64
 #define DEFAULT_BACKOFF_MAX_MS 200
@@ -29,15 +30,6 @@ cx_commit_options_default(cx_commit_options *o)
 {
 	o->max_attempts = DEFAULT_MAX_ATTEMPTS;
 	o->backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
-}
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /*
@@ -52,18 +44,15 @@ backoff(const cx_commit_options *o, int attempt)
 	uint32_t	r;
 	long		us;
 	cx_err		ignored;
-	struct timespec ts;
 
 	if (cap_us > o->backoff_max_ms * 1000L)
 		cap_us = o->backoff_max_ms * 1000L;
 	if (cap_us <= 0)
 		return;
 	if (cx_random_bytes(&r, sizeof(r), &ignored) != CX_OK)
-		r = (uint32_t) now_us();
+		r = (uint32_t) cx_clock_now_us();
 	us = (long) (r % (uint32_t) (cap_us + 1));
-	ts.tv_sec = us / 1000000;
-	ts.tv_nsec = (us % 1000000) * 1000;
-	nanosleep(&ts, NULL);
+	cx_clock_sleep_us(us);
 }
 
 /* The next version's skeleton: a copy of base with a new identity. */
@@ -72,7 +61,7 @@ build_next(const cx_manifest *base, const char *operation, cx_manifest **out,
 		   cx_err *err)
 {
 	cx_manifest *next = base != NULL ? cx_manifest_clone(base) : cx_manifest_new();
-	int64_t		now = now_us();
+	int64_t		now = cx_clock_now_us();
 
 	*out = NULL;
 	if (next == NULL)

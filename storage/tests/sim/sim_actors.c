@@ -1,0 +1,319 @@
+/*
+ * sim_actors.c — what the simulation's actors do, one bounded action at a
+ * time: a shard writer per cluster (appends of puts and deletes over a key
+ * space every cluster shares, seals, drains, a new process claiming the
+ * shard, a stale process writing after that claim), merges of any shard,
+ * garbage collection, and readers of the newest snapshot and of retained
+ * versions.  Writers record what each append was told in the oracle.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memwal/cx_shard_writer.h"
+#include "mw_util.h"
+#include "sim.h"
+
+typedef struct sim_writer
+{
+	int			cluster;
+	char		shard[8];
+	cx_shardwriter *w;			/* NULL: none open (the next action opens) */
+} sim_writer;
+
+bool
+sim_damage(cx_code rc)
+{
+	return rc == CX_ERR_NOT_FOUND || rc == CX_ERR_CORRUPT;
+}
+
+static void
+report_damage(const char *who, cx_code rc, const cx_err *err)
+{
+	if (sim_damage(rc))
+		sim_violation("%s: %s", who, err->msg);
+}
+
+static sim_actor *
+actor_new(const char *name, sim_action_fn action, void *state)
+{
+	sim_actor  *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		abort();
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	a->action = action;
+	a->state = state;
+	return a;
+}
+
+void
+sim_actor_free(sim_actor *a)
+{
+	free(a->state);
+	free(a);
+}
+
+/* ---- the writer ---- */
+
+static cx_code
+open_writer(sim_writer *sw, cx_shardwriter **w, cx_err *err)
+{
+	cx_sw_options o;
+
+	mw_writer_options(true, &o);
+	o.pending_generations_max = 6;
+	o.revalidate_after_ms = sim.revalidate_after_ms;
+	return cx_sw_open(sim.store, sw->shard, &o, w, err);
+}
+
+static void
+close_writer(cx_shardwriter **w, bool seal)
+{
+	cx_err		err;
+
+	if (*w != NULL)
+		(void) cx_sw_close(*w, seal, &err);
+	*w = NULL;
+}
+
+/* Errors that refuse an append before anything is written. */
+static bool
+refused(cx_code rc)
+{
+	return rc == CX_ERR_LIMIT || rc == CX_ERR_SCHEMA || rc == CX_ERR_INVALID;
+}
+
+/* One append of 1..SIM_OPS_MAX rows on distinct keys, recorded. */
+static cx_code
+append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
+{
+	sim_append *a = sim_record_append();
+	mw_op		ops[SIM_OPS_MAX];
+	char		names[SIM_OPS_MAX][8];
+	bool		used[SIM_KEYS] = {false};
+	cx_code		rc;
+
+	a->cluster = sw->cluster;
+	a->nops = 1 + (int) sim_below(SIM_OPS_MAX);
+	for (int i = 0; i < a->nops; i++)
+	{
+		sim_op	   *op = &a->ops[i];
+
+		do
+			op->key = (int) sim_below(SIM_KEYS);
+		while (used[op->key]);
+		used[op->key] = true;
+		op->del = sim_chance(250);
+		op->v = op->del ? 0 : ++sim.next_value;
+		sim_key_name(op->key, names[i]);
+		ops[i] = (mw_op) {op->del ? CX_ROW_DELETE : CX_ROW_PUT, names[i], op->v};
+	}
+	a->outcome = SIM_UNKNOWN;
+	rc = mw_append_ts(w, ops, a->nops, seal, &a->ts, err);
+	a->outcome = rc == CX_OK ? SIM_ACKED : refused(rc) ? SIM_FAILED : SIM_UNKNOWN;
+	return rc;
+}
+
+/* What a writer does after an error: a fenced one is done for. */
+static void
+after_error(sim_writer *sw, cx_code rc, const cx_err *err)
+{
+	report_damage(sw->shard, rc, err);
+	if (rc == CX_ERR_FENCED)
+		close_writer(&sw->w, false);
+}
+
+/* A second process of the cluster claims the shard; the first one then
+ * writes once more (it must be fenced or its rows kept) and dies. */
+static void
+stale_write(sim_writer *sw)
+{
+	cx_shardwriter *next;
+	cx_err		err;
+	cx_code		rc = open_writer(sw, &next, &err);
+
+	if (rc != CX_OK)
+	{
+		after_error(sw, rc, &err);
+		return;
+	}
+	rc = append_batch(sw, sw->w, sim_chance(500), &err);
+	report_damage(sw->shard, rc, &err);
+	close_writer(&sw->w, false);
+	sw->w = next;
+}
+
+static void
+writer_action(sim_actor *a)
+{
+	sim_writer *sw = a->state;
+	uint32_t	r = sim_below(100);
+	cx_err		err;
+	cx_code		rc = CX_OK;
+
+	if (sw->w == NULL)
+	{
+		rc = open_writer(sw, &sw->w, &err);
+		if (rc != CX_OK)
+		{
+			report_damage(sw->shard, rc, &err);
+			sw->w = NULL;
+		}
+		return;
+	}
+	if (r < 60)
+		rc = append_batch(sw, sw->w, sim_chance(250), &err);
+	else if (r < 72)
+		rc = cx_sw_seal(sw->w, &err);
+	else if (r < 84)
+		rc = mw_drain(sim.store, sw->w, &err);
+	else if (r < 90)
+		close_writer(&sw->w, false);	/* a crash: the next claim replays */
+	else if (r < 94)
+		close_writer(&sw->w, sim_chance(500));
+	else
+		stale_write(sw);
+	if (rc != CX_OK)
+		after_error(sw, rc, &err);
+}
+
+sim_actor *
+sim_writer_new(int cluster)
+{
+	sim_writer *sw = calloc(1, sizeof(*sw));
+	char		name[32];
+
+	if (sw == NULL)
+		abort();
+	sw->cluster = cluster;
+	sim_shard_name(cluster, sw->shard);
+	snprintf(name, sizeof(name), "writer %s", sw->shard);
+	return actor_new(name, writer_action, sw);
+}
+
+void
+sim_writer_finish(sim_actor *a)
+{
+	sim_writer *sw = a->state;
+
+	close_writer(&sw->w, sim_chance(500));
+}
+
+/* ---- merges ---- */
+
+static void
+merger_action(sim_actor *a)
+{
+	cx_merge_options o;
+	cx_merge_result res;
+	char		shard[8];
+	cx_err		err;
+	cx_code		rc;
+
+	(void) a;
+	cx_merge_options_default(&o);
+	o.max_generations = 1 + sim_below(4);
+	o.target_rows_per_fragment = 2 + sim_below(30);
+	sim_shard_name((int) sim_below((uint32_t) sim.nclusters), shard);
+	rc = cx_merge_shard(sim.store, shard, &o, &res, &err);
+	report_damage("merge", rc, &err);
+}
+
+sim_actor *
+sim_merger_new(void)
+{
+	return actor_new("merge", merger_action, NULL);
+}
+
+/* ---- garbage collection ---- */
+
+void
+sim_gc_options(cx_gc_options *o)
+{
+	cx_gc_options_default(o);
+	o->retain_versions = SIM_RETAIN_VERSIONS;
+	o->retain_interval_us = SIM_GRACE_US;
+	o->grace_us = SIM_GRACE_US;
+	o->batch = 4;
+}
+
+static void
+gc_action(sim_actor *a)
+{
+	cx_gc_options o;
+	cx_gc_result res;
+	cx_err		err;
+	cx_code		rc;
+
+	(void) a;
+	sim_gc_options(&o);
+	rc = cx_gc(sim.store, &o, NULL, &res, &err);
+	report_damage("gc", rc, &err);
+}
+
+sim_actor *
+sim_gc_new(void)
+{
+	return actor_new("gc", gc_action, NULL);
+}
+
+/* ---- readers ---- */
+
+/* No key twice in what one scan returned (its rows are sorted by id). */
+static void
+check_unique(const mw_rows *rows, const char *what)
+{
+	for (uint32_t i = 1; i < rows->n; i++)
+		if (strcmp(rows->r[i - 1].id, rows->r[i].id) == 0)
+			sim_violation("%s: key %s twice", what, rows->r[i].id);
+}
+
+/*
+ * Scans the newest snapshot or a base version among the newest retained.
+ * A missing or corrupt object is a violation only if the version read is
+ * still retained now (newer commits since the choice may have let GC take
+ * it).
+ */
+static void
+reader_action(sim_actor *a)
+{
+	uint64_t	latest = 0,
+				v = 0,
+				now = 0;
+	mw_rows		rows;
+	cx_err		err;
+	cx_code		rc;
+
+	(void) a;
+	if (sim_chance(500))
+	{
+		if (cx_manifest_latest_version(sim.store, &latest, &err) != CX_OK ||
+			latest == 0)
+			return;
+		v = latest - sim_below(latest < SIM_RETAIN_VERSIONS - 1 ?
+							   (uint32_t) latest : SIM_RETAIN_VERSIONS - 1);
+	}
+	rc = mw_scan_version(sim.store, v, NULL, &rows, &err);
+	if (rc == CX_OK)
+		check_unique(&rows, v == 0 ? "newest snapshot" : "retained version");
+	else if (sim_damage(rc))
+	{
+		cx_err		err2;
+
+		sim_store_faults(sim.store, NULL);
+		if (cx_manifest_latest_version(sim.store, &now, &err2) == CX_OK &&
+			(v == 0 || now - v < SIM_RETAIN_VERSIONS))
+			sim_violation("read of version %llu (newest %llu): %s",
+						  (unsigned long long) v, (unsigned long long) now,
+						  err.msg);
+		sim_store_faults(sim.store, &sim.faults);
+	}
+	mw_rows_free(&rows);
+}
+
+sim_actor *
+sim_reader_new(void)
+{
+	return actor_new("reader", reader_action, NULL);
+}
