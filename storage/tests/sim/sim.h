@@ -70,6 +70,8 @@ void		sim_quiesce(bool on);
 bool		sim_all_idle(void);
 /* Stopping: actors end after their current action. */
 void		sim_stop(void);
+/* Who runs now ("main": the checks and the final phase). */
+const char *sim_current_name(void);
 /* The actor that has not finished its action yet, or NULL. */
 const sim_actor *sim_busy_actor(void);
 
@@ -95,6 +97,8 @@ bool		sim_store_has(cx_objstore *s, const char *key);
 typedef void (*sim_key_fn) (void *arg, const char *key);
 void		sim_store_each(cx_objstore *s, sim_key_fn fn, void *arg);
 uint64_t	sim_store_faults_injected(cx_objstore *s);
+/* CX_SIM_TRACE=1 prints every call and its fault to stderr. */
+void		sim_store_trace(cx_objstore *s, bool on);
 
 /* ---- the world the actors share, and the oracle's record ---- */
 

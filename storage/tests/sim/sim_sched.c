@@ -221,6 +221,12 @@ sim_stop(void)
 	stopping = true;
 }
 
+const char *
+sim_current_name(void)
+{
+	return current != NULL ? current->name : "main";
+}
+
 const sim_actor *
 sim_busy_actor(void)
 {

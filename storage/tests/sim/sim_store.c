@@ -39,6 +39,7 @@ typedef struct sim_store
 	sim_put    *deferred;
 	size_t		ndeferred;
 	bool		faulty;
+	bool		trace;
 	sim_faults	faults;
 	uint64_t	injected;
 } sim_store;
@@ -152,15 +153,28 @@ typedef enum sim_fault
  * (the call is slow: others run before it takes effect) and then draws
  * again.  Calls that cannot land later (reads) never get FAULT_DEFERRED.
  */
+static sim_fault draw_fault(sim_store *st, bool is_write);
+
 static sim_fault
-begin_call(sim_store *st, bool is_write)
+begin_call(sim_store *st, const char *op, const char *key, bool is_write)
+{
+	static const char *const names[] = {"", " ERROR", " LOST-ACK", " DEFERRED"};
+	sim_fault	f;
+
+	sim_yield();
+	f = st->faulty ? draw_fault(st, is_write) : FAULT_NONE;
+	if (st->trace)
+		fprintf(stderr, "sim: t=%lld %s: %s %s%s\n", (long long) sim_now_us(),
+				sim_current_name(), op, key, names[f]);
+	return f;
+}
+
+static sim_fault
+draw_fault(sim_store *st, bool is_write)
 {
 	const sim_faults *f = &st->faults;
 	uint32_t	r;
 
-	sim_yield();
-	if (!st->faulty)
-		return FAULT_NONE;
 	r = sim_below(1000);
 	if (r < f->delay)
 	{
@@ -219,7 +233,8 @@ static cx_code
 faulty_put(sim_store *st, const char *key, const void *data, size_t len,
 		   cx_put_mode mode, cx_err *err)
 {
-	switch (begin_call(st, true))
+	switch (begin_call(st, mode == CX_PUT_IF_ABSENT ? "put-if-absent" : "put",
+					   key, true))
 	{
 		case FAULT_ERROR:
 			return injected(st, "put", key, err);
@@ -260,7 +275,7 @@ sim_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 	const sim_obj *o;
 	size_t		n;
 
-	if (begin_call(st, false) == FAULT_ERROR)
+	if (begin_call(st, "get", key, false) == FAULT_ERROR)
 		return injected(st, "get", key, err);
 	i = find(st, key, &found);
 	if (!found)
@@ -284,7 +299,7 @@ sim_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
 	bool		found;
 	size_t		i;
 
-	if (begin_call(st, false) == FAULT_ERROR)
+	if (begin_call(st, "head", key, false) == FAULT_ERROR)
 		return injected(st, "head", key, err);
 	i = find(st, key, &found);
 	if (!found)
@@ -341,7 +356,7 @@ sim_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
 		char	   *keys[LIST_PAGE];
 		uint64_t	sizes[LIST_PAGE];
 
-		if (begin_call(st, false) == FAULT_ERROR)
+		if (begin_call(st, "list", prefix, false) == FAULT_ERROR)
 			return injected(st, "list", prefix, err);
 		n = list_page(st, prefix, after, keys, sizes);
 		for (int k = 0; k < n; k++)
@@ -359,7 +374,7 @@ static cx_code
 sim_del(cx_objstore *s, const char *key, cx_err *err)
 {
 	sim_store  *st = store_of(s);
-	sim_fault	f = begin_call(st, true);
+	sim_fault	f = begin_call(st, "delete", key, true);
 	bool		found;
 	size_t		i;
 
@@ -380,7 +395,7 @@ sim_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,
 	sim_store  *st = store_of(s);
 	sim_upload *u;
 
-	if (begin_call(st, false) == FAULT_ERROR)
+	if (begin_call(st, "upload", key, false) == FAULT_ERROR)
 		return injected(st, "upload", key, err);
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
@@ -493,6 +508,9 @@ sim_store_land_deferred(cx_objstore *s, bool all)
 		size_t		i = sim_below((uint32_t) st->ndeferred);
 		sim_put    *p = &st->deferred[i];
 
+		if (st->trace)
+			fprintf(stderr, "sim: t=%lld deferred put %s lands\n",
+					(long long) sim_now_us(), p->key);
 		apply_put(st, p->key, p->data, p->len, p->mode);
 		free_deferred(p);
 		st->deferred[i] = st->deferred[--st->ndeferred];
@@ -517,6 +535,12 @@ sim_store_each(cx_objstore *s, sim_key_fn fn, void *arg)
 
 	for (size_t i = 0; i < st->nobjs; i++)
 		fn(arg, st->objs[i].key);
+}
+
+void
+sim_store_trace(cx_objstore *s, bool on)
+{
+	store_of(s)->trace = on;
 }
 
 uint64_t

@@ -235,6 +235,14 @@ typedef struct sim_totals
 	uint64_t	appends[3];		/* by sim_outcome */
 } sim_totals;
 
+static uint64_t
+env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? strtoull(v, NULL, 10) : dflt;
+}
+
 /* One seed; false (first_violation set) if an invariant broke. */
 static bool
 run_seed(uint64_t seed, sim_totals *t)
@@ -248,6 +256,7 @@ run_seed(uint64_t seed, sim_totals *t)
 	sim_sched_begin(seed);
 	memset(&sim, 0, sizeof(sim));
 	sim.store = sim_store_open();
+	sim_store_trace(sim.store, env_u64("CX_SIM_TRACE", 0) != 0);
 	draw_shape(&sh);
 	for (int c = 0; c < sim.nclusters; c++)
 		actors[nactors++] = sim_writer_new(c);
@@ -275,13 +284,6 @@ run_seed(uint64_t seed, sim_totals *t)
 	return first_violation[0] == '\0';
 }
 
-static uint64_t
-env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? strtoull(v, NULL, 10) : dflt;
-}
 
 CX_TEST(sim_seeds_keep_every_invariant)
 {
