@@ -28,7 +28,10 @@ rebase_compaction(void *arg, const cx_manifest *base, cx_manifest *next,
 	if (base == NULL)
 		return cx_err_set(err, CX_ERR_CONFLICT,
 						  "the store no longer has the base version compaction read");
-	if (cx_manifest_rewrite(next, r->paths, e->ninputs, e->outputs,
+	/* Checked against base, so that a conflict names the newest version
+	 * rather than the one being built. */
+	if (cx_manifest_lists_inputs(base, r->paths, e->ninputs, err) != CX_OK ||
+		cx_manifest_rewrite(next, r->paths, e->ninputs, e->outputs,
 							e->noutputs, err) != CX_OK)
 		return err->code;
 	return cx_compact_carry_deletions(e->map, e->read, e->inputs, base, next,

@@ -1,6 +1,7 @@
 /*
  * cx_compact_int.h — the parts of compaction (ctxstore/lifecycle.h) that
- * its files share: the lease and the choice of inputs.
+ * its files share: the lease, the choice of inputs, the rewrite of the
+ * inputs, the row map and the commit; cx_compact.c strings them together.
  * docs/design/maintenance.md "Compaction".
  */
 #ifndef CX_COMPACT_INT_H
@@ -108,6 +109,46 @@ cx_code		cx_compact_carry_deletions(const cx_compact_rowmap *map,
 									   cx_manifest *edited,
 									   uint32_t first_output,
 									   uint64_t *carried, cx_err *err);
+
+/*
+ * Between the steps of a job: reports progress (phase, done of total) and
+ * keeps the lease; CX_ERR_CANCELED when the caller asked to stop.
+ */
+typedef cx_code (*cx_compact_step_fn) (void *arg, const char *phase,
+									   uint64_t done, uint64_t total,
+									   cx_err *err);
+
+/* Rewriting the inputs as outputs (cx_compact_merge.c). */
+typedef struct cx_compact_rewrite_job
+{
+	cx_objstore *s;
+	const cx_compact_options *o;
+	const cx_manifest *read;	/* the base version the inputs are read from */
+	const uint32_t *inputs;		/* indices into read->fragments */
+	uint32_t	ninputs;		/* at least one */
+	cx_compact_step_fn step;
+	void	   *step_arg;
+	/* Set by cx_compact_rewrite, also on error: */
+	cx_compact_rowmap map;		/* where each input row went */
+	cx_fragment_info *outputs;	/* uploaded, in order: the caller frees
+								 * them, and deletes them unless committed */
+	uint32_t	noutputs;
+	uint64_t	rows;			/* written */
+	uint64_t	rows_dropped;	/* deleted or truncated, not written */
+	uint64_t	bytes_read;
+	uint64_t	bytes_written;
+	uint64_t	peak_rows_held; /* most input rows held at once */
+} cx_compact_rewrite_job;
+
+/*
+ * Reads the inputs in a k-way streaming merge by the table's order (the sort
+ * key o->sort_key, then the key), writing every live row to outputs of
+ * o->target_rows_per_fragment rows (fewer for the last, and wherever an
+ * input out of that order would break an output's order), filling the map.
+ * Calls step with "reading" as it reads each row group and "writing" as it
+ * finishes each output.  job must be zeroed but for the inputs.
+ */
+cx_code		cx_compact_rewrite(cx_compact_rewrite_job *job, cx_err *err);
 
 /* The operation compaction's base versions carry (ctxstore.versions()). */
 #define CX_COMPACT_OPERATION "compact"

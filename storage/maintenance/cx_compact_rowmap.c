@@ -105,10 +105,7 @@ cx_compact_carry_deletions(const cx_compact_rowmap *map,
 		int64_t		f = cx_manifest_find_fragment(now, path);
 
 		if (f < 0)
-			rc = cx_err_set(err, CX_ERR_CONFLICT,
-							"fragment %s to compact is no longer listed by "
-							"base version %llu", path,
-							(unsigned long long) now->version);
+			rc = cx_manifest_lists_inputs(now, &path, 1, err);
 		else
 			rc = collect_new_deletions(deletions_of(read, inputs[i]),
 									   deletions_of(now, f), map->dest[i],

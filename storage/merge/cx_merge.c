@@ -95,17 +95,11 @@ choose_generations(merge_state *ms, cx_err *err)
 static cx_code
 fix_order(merge_state *ms, cx_err *err)
 {
-	bool		has_key = false;
-
-	if (cx_sort_key_resolve(ms->table, ms->opt.sort_key, ms->sort_cols,
-							&ms->nsort, err) != CX_OK)
+	if (cx_sort_order_resolve(ms->table, ms->opt.sort_key, ms->keyed,
+							  ms->key_col, &ms->order, err) != CX_OK)
 		return err->code;
-	for (uint32_t i = 0; i < ms->nsort; i++)
-		has_key |= ms->keyed && ms->sort_cols[i] == ms->key_col;
-	if (ms->keyed && !has_key)
-		ms->sort_cols[ms->nsort++] = ms->key_col;
-	ms->opt.fragment.sort_columns = ms->sort_cols;
-	ms->opt.fragment.nsort_columns = ms->nsort;
+	ms->opt.fragment.sort_columns = ms->order.cols;
+	ms->opt.fragment.nsort_columns = ms->order.n;
 	return CX_OK;
 }
 

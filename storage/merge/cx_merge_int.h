@@ -55,6 +55,31 @@ cx_code		cx_dvset_apply(cx_dvset *d, cx_manifest *m, uint64_t *count,
 void		cx_dvset_forget_truncated(cx_dvset *d, const cx_manifest *start,
 									  const cx_manifest *m);
 
+/*
+ * The order merges and compactions write base rows in, most significant
+ * first: the sort key, then the key (when the sort key does not name it);
+ * n = 0: commit order (a table with neither).  cx_merge_sort.c.
+ */
+typedef struct cx_sort_order
+{
+	uint32_t	cols[CX_SORT_KEY_MAX_COLUMNS + 1];	/* table columns */
+	cx_type		types[CX_SORT_KEY_MAX_COLUMNS + 1];
+	uint32_t	n;
+} cx_sort_order;
+
+cx_code		cx_sort_order_resolve(const cx_schema *table, const char *sort_key,
+								  bool keyed, uint32_t key_col,
+								  cx_sort_order *o, cx_err *err);
+/* Appends the order columns of a row (values of the table's columns, and
+ * maybe more after them) to out, in the form cx_sort_order_cmp compares. */
+void		cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
+								 cx_buf *out);
+/* <0, 0, >0 as row a sorts before, with or after row b (cx_value_cmp per
+ * column, NULLs last); a and b are cx_sort_order_encode output.  Rows equal
+ * here go in commit order: that tie is the caller's. */
+int			cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *a,
+							  const uint8_t *b);
+
 typedef struct merge_state
 {
 	cx_objstore *s;
@@ -75,11 +100,7 @@ typedef struct merge_state
 								 * index in gens */
 	cx_keyrange range;			/* of the keys in map */
 
-	/* The order rows are written in, most significant first: the sort key,
-	 * then the key (when the sort key does not name it); nsort = 0: commit
-	 * order (a table with neither). */
-	uint32_t	sort_cols[CX_SORT_KEY_MAX_COLUMNS + 1];
-	uint32_t	nsort;
+	cx_sort_order order;		/* the order rows are written in */
 	cx_dvset	replaced;		/* base rows of `start` our rows replace */
 	cx_dvset	rebased;		/* found on rebase: rows of fragments
 								 * committed after `start`, or of ours */
@@ -129,5 +150,19 @@ cx_code		cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit,
 
 /* cx_merge_write.c */
 cx_code		cx_merge_write(merge_state *ms, cx_err *err);
+/* Row i of g, a group of a fragment read through layout (cx_layout_adapt
+ * done), into values: the columns of written, the table's then the hidden
+ * ones (cx_shard_generation_schema).  Values point into g, list items into
+ * items, until either changes.  Merges and compactions copy rows so. */
+cx_code		cx_base_row_copy(const cx_schema *written, const cx_layout *layout,
+							 const cx_rowgroup *g, uint32_t i,
+							 cx_datum *values, cx_buf *items, cx_err *err);
+/* Finishes w as a base fragment of written's columns from shard origin
+ * (NULL: unknown), appended to (*out)[*n]; frees w in every case.  Counted
+ * in *n as soon as it is uploaded, even if what follows fails. */
+cx_code		cx_base_fragment_finish(cx_fragw *w, const cx_schema *written,
+									const char *origin,
+									cx_fragment_info **out, uint32_t *n,
+									cx_err *err);
 
 #endif							/* CX_MERGE_INT_H */

@@ -112,6 +112,24 @@ cx_sort_key_resolve(const cx_schema *schema, const char *sort_key,
 	return rc;
 }
 
+cx_code
+cx_sort_order_resolve(const cx_schema *table, const char *sort_key,
+					  bool keyed, uint32_t key_col, cx_sort_order *o,
+					  cx_err *err)
+{
+	bool		has_key = false;
+
+	if (cx_sort_key_resolve(table, sort_key, o->cols, &o->n, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < o->n; i++)
+		has_key |= keyed && o->cols[i] == key_col;
+	if (keyed && !has_key)
+		o->cols[o->n++] = key_col;
+	for (uint32_t i = 0; i < o->n; i++)
+		o->types[i] = (cx_type) table->columns[o->cols[i]].type;
+	return CX_OK;
+}
+
 /* ---- sorted runs ---- */
 
 /* A buffered row: where its order-column bytes and its row are. */
@@ -132,7 +150,6 @@ typedef struct run_item
 struct cx_sort_run
 {
 	const merge_state *ms;
-	cx_type		types[CX_SORT_KEY_MAX_COLUMNS + 1];	/* of ms->sort_cols */
 	uint8_t    *arena;
 	size_t		cap;			/* a multiple of the item alignment */
 	size_t		used;			/* row bytes from the start */
@@ -166,8 +183,6 @@ cx_sort_run_new(const merge_state *ms, cx_sort_run **out, cx_err *err)
 	if (run == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
 	run->ms = ms;
-	for (uint32_t i = 0; i < ms->nsort; i++)
-		run->types[i] = (cx_type) ms->table->columns[ms->sort_cols[i]].type;
 	cx_buf_init(&run->scratch);
 	cx_buf_init(&run->lists);
 	run->values = calloc(ms->written_schema->ncolumns, sizeof(cx_datum));
@@ -194,20 +209,19 @@ cx_sort_run_empty(const cx_sort_run *run)
 	return run->n == 0;
 }
 
-/* Appends each order column of values to out: a NULL flag, then the
- * value's length (native u32: only this process reads it) and bytes. */
-static void
-encode_order_keys(const cx_sort_run *run, const cx_datum *values, cx_buf *out)
+void
+cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
+					 cx_buf *out)
 {
-	for (uint32_t i = 0; i < run->ms->nsort; i++)
+	for (uint32_t i = 0; i < o->n; i++)
 	{
 		uint8_t		fixed[CX_KEY_FIXED_MAX];
 		const uint8_t *p;
 		size_t		len;
 		uint32_t	len32;
 
-		if (!cx_datum_key_bytes(run->types[i], &values[run->ms->sort_cols[i]],
-								fixed, &p, &len))
+		if (!cx_datum_key_bytes(o->types[i], &values[o->cols[i]], fixed, &p,
+								&len))
 		{
 			cx_buf_put_u8(out, 1);
 			continue;
@@ -264,7 +278,7 @@ cx_sort_run_add(cx_sort_run *run, const cx_datum *values, cx_keyver *v,
 	reserved	r;
 
 	cx_buf_reset(&run->scratch);
-	encode_order_keys(run, values, &run->scratch);
+	cx_sort_order_encode(&ms->order, values, &run->scratch);
 	keys_len = run->scratch.len;
 	cx_row_encode(ms->written_schema, CX_ROW_PUT, values, &run->scratch);
 	if (!cx_buf_ok(&run->scratch) || run->scratch.len - keys_len > UINT32_MAX)
@@ -304,16 +318,11 @@ read_order_key(const uint8_t **p, const uint8_t **val, size_t *len)
 	return true;
 }
 
-static int
-item_cmp(const void *a, const void *b, void *arg)
+int
+cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *px,
+				  const uint8_t *py)
 {
-	const cx_sort_run *run = arg;
-	const run_item *x = a;
-	const run_item *y = b;
-	const uint8_t *px = run->arena + x->keys;
-	const uint8_t *py = run->arena + y->keys;
-
-	for (uint32_t i = 0; i < run->ms->nsort; i++)
+	for (uint32_t i = 0; i < o->n; i++)
 	{
 		const uint8_t *vx = NULL;
 		const uint8_t *vy = NULL;
@@ -327,10 +336,24 @@ item_cmp(const void *a, const void *b, void *arg)
 			return has_x ? -1 : 1;	/* NULLs last */
 		if (!has_x)
 			continue;
-		c = cx_value_cmp(run->types[i], vx, lx, vy, ly);
+		c = cx_value_cmp(o->types[i], vx, lx, vy, ly);
 		if (c != 0)
 			return c;
 	}
+	return 0;
+}
+
+static int
+item_cmp(const void *a, const void *b, void *arg)
+{
+	const cx_sort_run *run = arg;
+	const run_item *x = a;
+	const run_item *y = b;
+	int			c = cx_sort_order_cmp(&run->ms->order, run->arena + x->keys,
+									  run->arena + y->keys);
+
+	if (c != 0)
+		return c;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 

@@ -49,36 +49,36 @@ written_column(const cx_layout *layout, const cx_rowgroup *g, uint32_t c)
 }
 
 /*
- * Copies row i of g into wr->values.  Lists come out of a row group as
- * slices of their element vector but go into a writer as arrays of items,
- * so their elements are gathered into wr->items (sized once per row, so the
- * pointers into it stay valid).
+ * Lists come out of a row group as slices of their element vector but go
+ * into a writer as arrays of items, so their elements are gathered into
+ * items (sized once per row, so the pointers into it stay valid).
  */
-static cx_code
-copy_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_err *err)
+cx_code
+cx_base_row_copy(const cx_schema *written, const cx_layout *layout,
+				 const cx_rowgroup *g, uint32_t i, cx_datum *values,
+				 cx_buf *items_buf, cx_err *err)
 {
-	const cx_schema *schema = wr->ms->written_schema;
 	size_t		nitems = 0;
 	cx_datum   *items;
 
-	for (uint32_t c = 0; c < schema->ncolumns; c++)
+	for (uint32_t c = 0; c < written->ncolumns; c++)
 	{
-		cx_colvec_get(written_column(wr->layout, g, c), i, &wr->values[c]);
-		if (schema->columns[c].type == CX_T_LIST && !wr->values[c].isnull)
-			nitems += wr->values[c].v.slice.n;
+		cx_colvec_get(written_column(layout, g, c), i, &values[c]);
+		if (written->columns[c].type == CX_T_LIST && !values[c].isnull)
+			nitems += values[c].v.slice.n;
 	}
-	cx_buf_reset(&wr->items);
-	items = (cx_datum *) cx_buf_grow(&wr->items, nitems * sizeof(cx_datum) + 1);
+	cx_buf_reset(items_buf);
+	items = (cx_datum *) cx_buf_grow(items_buf, nitems * sizeof(cx_datum) + 1);
 	if (items == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
-	for (uint32_t c = 0; c < schema->ncolumns; c++)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory copying a row");
+	for (uint32_t c = 0; c < written->ncolumns; c++)
 	{
-		cx_datum   *d = &wr->values[c];
+		cx_datum   *d = &values[c];
 		const cx_colvec *elems;
 		uint32_t	start;
 		uint32_t	n;
 
-		if (schema->columns[c].type != CX_T_LIST || d->isnull)
+		if (written->columns[c].type != CX_T_LIST || d->isnull)
 			continue;
 		elems = d->v.slice.elems;
 		start = d->v.slice.start;
@@ -92,30 +92,41 @@ copy_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_err *err)
 	return CX_OK;
 }
 
+cx_code
+cx_base_fragment_finish(cx_fragw *w, const cx_schema *written,
+						const char *origin, cx_fragment_info **out,
+						uint32_t *n, cx_err *err)
+{
+	cx_fragment_info *grown = realloc(*out, (*n + 1) * sizeof(cx_fragment_info));
+	cx_fragment_info *fi;
+
+	if (grown == NULL)
+	{
+		cx_fragw_abort(w);
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory finishing a fragment");
+	}
+	*out = grown;
+	fi = &grown[*n];
+	memset(fi, 0, sizeof(cx_fragment_info));
+	if (cx_fragw_finish(w, fi, err) != CX_OK)
+		return err->code;
+	cx_fragentry_set_field_ids(fi, written);
+	/* Counted first, so that a failed copy is freed with the rest. */
+	(*n)++;
+	if (origin != NULL && (fi->origin_shard = cx_strdup(origin)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "out of memory finishing a fragment");
+	return CX_OK;
+}
+
 static cx_code
 finish_fragment(writer *wr, cx_err *err)
 {
 	merge_state *ms = wr->ms;
-	cx_fragment_info *grown;
 	cx_fragw   *w = wr->w;
 
 	wr->w = NULL;
-	grown = realloc(ms->out, (ms->nout + 1) * sizeof(cx_fragment_info));
-	if (grown == NULL)
-	{
-		cx_fragw_abort(w);
-		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
-	}
-	ms->out = grown;
-	memset(&ms->out[ms->nout], 0, sizeof(cx_fragment_info));
-	if (cx_fragw_finish(w, &ms->out[ms->nout], err) != CX_OK)
-		return err->code;
-	cx_fragentry_set_field_ids(&ms->out[ms->nout], ms->written_schema);
-	/* Counted first, so that a failed copy is freed with the rest. */
-	ms->nout++;
-	if ((ms->out[ms->nout - 1].origin_shard = cx_strdup(ms->shard_id)) == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
-	return CX_OK;
+	return cx_base_fragment_finish(w, ms->written_schema, ms->shard_id,
+								   &ms->out, &ms->nout, err);
 }
 
 /* Appends a row of written_schema; v (NULL for rows outside the key map)
@@ -166,7 +177,8 @@ emit_row(writer *wr, const cx_rowgroup *g, uint32_t i, cx_keyver *v,
 {
 	bool		full;
 
-	if (copy_row(wr, g, i, err) != CX_OK)
+	if (cx_base_row_copy(wr->ms->written_schema, wr->layout, g, i, wr->values,
+						 &wr->items, err) != CX_OK)
 		return err->code;
 	if (wr->run == NULL)
 		return append_row(wr, wr->values, v, err);
@@ -261,7 +273,7 @@ cx_merge_write(merge_state *ms, cx_err *err)
 	wr.values = calloc(ms->written_schema->ncolumns, sizeof(cx_datum));
 	if (wr.values == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
-	if (rc == CX_OK && ms->nsort > 0)
+	if (rc == CX_OK && ms->order.n > 0)
 		rc = cx_sort_run_new(ms, &wr.run, err);
 	for (uint32_t i = 0; rc == CX_OK && i < ms->ngens; i++)
 		if (!cx_fragment_all_before(&ms->gens[i].fragment, ms->cut_ts))

@@ -15,12 +15,11 @@
  * apply the change twice.
  */
 #include "table/cx_commit.h"
+#include "util/cx_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "util/cx_clock.h"
 
 #define DEFAULT_MAX_ATTEMPTS 64
 #define DEFAULT_BACKOFF_MAX_MS 200

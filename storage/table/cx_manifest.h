@@ -133,6 +133,12 @@ cx_code		cx_manifest_add_deletions(cx_manifest *m, uint32_t fragment,
  * versions still list them).  Returns how many fragments it removed.
  */
 uint32_t	cx_manifest_truncate(cx_manifest *m, int64_t before_us);
+/* CX_OK if m lists every fragment of inputs, else CX_ERR_CONFLICT naming
+ * the first it does not (another compaction replaced it) and m's version:
+ * the one message of a compaction that lost its inputs. */
+cx_code		cx_manifest_lists_inputs(const cx_manifest *m,
+									 const char *const *inputs,
+									 uint32_t ninputs, cx_err *err);
 /*
  * Compaction's edit: appends copies of outputs (empty deletion vectors) and
  * removes the fragments whose paths are inputs, keeping the order of the

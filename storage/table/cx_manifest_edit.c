@@ -257,18 +257,27 @@ cx_manifest_truncate(cx_manifest *m, int64_t before_us)
 }
 
 cx_code
-cx_manifest_rewrite(cx_manifest *m, const char *const *inputs,
-					uint32_t ninputs, const cx_fragment_info *outputs,
-					uint32_t noutputs, cx_err *err)
+cx_manifest_lists_inputs(const cx_manifest *m, const char *const *inputs,
+						 uint32_t ninputs, cx_err *err)
 {
-	uint32_t	before = m->nfragments;
-
 	for (uint32_t i = 0; i < ninputs; i++)
 		if (cx_manifest_find_fragment(m, inputs[i]) < 0)
 			return cx_err_set(err, CX_ERR_CONFLICT,
 							  "fragment %s to compact is no longer listed by "
 							  "base version %llu", inputs[i],
 							  (unsigned long long) m->version);
+	return CX_OK;
+}
+
+cx_code
+cx_manifest_rewrite(cx_manifest *m, const char *const *inputs,
+					uint32_t ninputs, const cx_fragment_info *outputs,
+					uint32_t noutputs, cx_err *err)
+{
+	uint32_t	before = m->nfragments;
+
+	if (cx_manifest_lists_inputs(m, inputs, ninputs, err) != CX_OK)
+		return err->code;
 	for (uint32_t o = 0; o < noutputs; o++)
 		if (cx_manifest_add_fragment(m, &outputs[o], err) != CX_OK)
 		{

@@ -1,13 +1,20 @@
 /*
  * test_compact.c — compaction (maintenance/cx_compact*.c): which fragments
- * it chooses, and the lease that keeps compactions from running at once.
+ * it chooses, the lease that keeps compactions from running at once, the
+ * commit, and the job end to end.
  */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cx_test.h"
 #include "maintenance/cx_compact_int.h"
+#include "memwal/cx_shard_manifest.h"
 #include "objstore/cx_layout.h"
+#include "scan/cx_table_scan.h"
 #include "table/cx_commit.h"
+#include "table/cx_fragment_entry.h"
 
 /* A manifest listing fragments with these row counts (no columns). */
 static cx_manifest *
@@ -501,4 +508,810 @@ CX_TEST(compact_commit_loses_to_another_compaction)
 	cx_manifest_free(read);
 	cx_manifest_free(m);
 	cx_obj_close(s);
+}
+
+/* --------------------------------------------------------------------------
+ * The job, end to end: a table of every type, keyed by id, in base
+ * fragments made here (each sorted as merges sort), compacted by cx_compact
+ * -------------------------------------------------------------------------- */
+
+/* Setup the helpers below cannot go on without. */
+#define MUST(call, errp) \
+	do { \
+		if ((call) != CX_OK) \
+		{ \
+			cx_test_fail(__FILE__, __LINE__, (errp)->msg); \
+			abort(); \
+		} \
+	} while (0)
+
+/* id, then a column of every type; "vec" is a vector (list of float32). */
+static cx_schema *
+typed_schema(void)
+{
+	static const struct
+	{
+		const char *name;
+		cx_type		type;
+		cx_type		elem;
+		const char *ext;
+	}			cols[] = {
+		{"id", CX_T_INT64, 0, NULL},
+		{"b", CX_T_BOOL, 0, NULL}, {"i16", CX_T_INT16, 0, NULL}, {"i32", CX_T_INT32, 0, NULL},
+		{"f32", CX_T_FLOAT32, 0, NULL}, {"f64", CX_T_FLOAT64, 0, NULL},
+		{"d", CX_T_DATE, 0, NULL}, {"t", CX_T_TIME, 0, NULL}, {"ts", CX_T_TIMESTAMP, 0, NULL},
+		{"tz", CX_T_TIMESTAMPTZ, 0, NULL}, {"u", CX_T_UUID, 0, NULL}, {"iv", CX_T_INTERVAL, 0, NULL},
+		{"s", CX_T_STRING, 0, NULL}, {"bin", CX_T_BINARY, 0, NULL}, {"j", CX_T_JSON, 0, NULL},
+		{"jb", CX_T_JSONB, 0, NULL}, {"n", CX_T_NUMERIC, 0, NULL},
+		{"e", CX_T_EXTERNAL, 0, "point"},
+		{"ls", CX_T_LIST, CX_T_STRING, NULL}, {"vec", CX_T_LIST, CX_T_FLOAT32, NULL},
+	};
+	cx_schema  *s = cx_schema_new();
+	cx_err		err;
+
+	for (size_t i = 0; s != NULL && i < sizeof(cols) / sizeof(cols[0]); i++)
+		if (cx_schema_add(s, cols[i].name, cols[i].type, cols[i].elem,
+						  cols[i].ext, &err) != CX_OK)
+			abort();
+	return s;
+}
+
+#define TYPED_I32 3				/* the sort-key column of the tests */
+
+typedef struct typed_scratch
+{
+	char		str[48];
+	char		items[3][16];
+	cx_datum	sitems[3];
+	cx_datum	vitems[4];
+} typed_scratch;
+
+static void
+set_text(cx_datum *d, const char *p, size_t len)
+{
+	d->isnull = false;
+	d->v.bytes.ptr = (const uint8_t *) p;
+	d->v.bytes.len = len;
+}
+
+static int32_t
+typed_i32(int64_t id)
+{
+	return (int32_t) (id % 7) - 3;
+}
+
+/* Whether column c of row id is NULL. */
+static bool
+typed_null(int64_t id, uint32_t c)
+{
+	return c > 0 && (id + c) % 11 == 0;
+}
+
+/* Row id of the typed table (values of the table's columns), NULLs in
+ * every column now and then. */
+static void
+typed_row(int64_t id, cx_datum *v, typed_scratch *sc)
+{
+	uint32_t	i = (uint32_t) id;
+	int			len = snprintf(sc->str, sizeof(sc->str), "row-%u-\xc3\xa9", i);
+
+	memset(v, 0, sizeof(cx_datum) * 20);
+	v[0].v.i64 = id;
+	v[1].v.b = i % 3 == 0;
+	v[2].v.i16 = (int16_t) (i % 2 ? INT16_MIN + (int) i : INT16_MAX - (int) i);
+	v[3].v.i32 = typed_i32(id);
+	v[4].v.f32 = i % 5 == 0 ? NAN : (float) i / 3;
+	v[5].v.f64 = i % 6 == 0 ? -INFINITY : -(double) i / 7;
+	v[6].v.i32 = (int32_t) i - 1000;
+	v[7].v.i64 = (int64_t) i * 1000000;
+	v[8].v.i64 = (int64_t) i * 86400000000LL;
+	v[9].v.i64 = -(int64_t) i;
+	for (int k = 0; k < 16; k++)
+		v[10].v.uuid[k] = (uint8_t) (i * 31 + k);
+	v[11].v.interval.usec = -(int64_t) i * 3;
+	v[11].v.interval.days = (int32_t) i % 7 - 3;
+	v[11].v.interval.months = -(int32_t) i;
+	set_text(&v[12], sc->str, i % 4 == 0 ? 0 : (size_t) len);
+	set_text(&v[13], sc->str, (size_t) len + 1);
+	set_text(&v[14], "{\"a\": 1}", 8);
+	set_text(&v[15], "{\"b\": 2}", 8);
+	set_text(&v[16], "-12.5000", i % 2 ? 8 : 1);
+	set_text(&v[17], "\x00\x01\x02", 3);
+	v[18].v.list.items = sc->sitems;
+	v[18].v.list.n = i % 4;
+	for (uint32_t k = 0; k < v[18].v.list.n; k++)
+	{
+		sc->sitems[k].isnull = (i + k) % 5 == 0;
+		snprintf(sc->items[k], sizeof(sc->items[k]), "%u.%u", i, k);
+		if (!sc->sitems[k].isnull)
+			set_text(&sc->sitems[k], sc->items[k], strlen(sc->items[k]));
+	}
+	v[19].v.list.items = sc->vitems;
+	v[19].v.list.n = 4;
+	for (uint32_t k = 0; k < 4; k++)
+		sc->vitems[k] = (cx_datum) {.v.f32 = (float) i + (float) k / 4};
+	for (uint32_t c = 1; c < 20; c++)
+		v[c].isnull = typed_null(id, c);
+}
+
+/* The order of the tests' fragments: by typed_i32 when by_i32, then id. */
+static bool sort_by_i32;
+
+static int
+cmp_ids(const void *a, const void *b)
+{
+	int64_t		x = *(const int64_t *) a;
+	int64_t		y = *(const int64_t *) b;
+
+	if (sort_by_i32 && typed_null(x, TYPED_I32) != typed_null(y, TYPED_I32))
+		return typed_null(x, TYPED_I32) ? 1 : -1;	/* NULLs last */
+	if (sort_by_i32 && !typed_null(x, TYPED_I32) && typed_i32(x) != typed_i32(y))
+		return typed_i32(x) < typed_i32(y) ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+/* Writes rows ids[0..n) (sorted here) as a base fragment of
+ * rows_per_group-row groups, the r-th row committed at ts + r. */
+static void
+write_typed_fragment(cx_objstore *s, const cx_schema *written, int64_t *ids,
+					 uint32_t n, int64_t ts, uint32_t rows_per_group,
+					 cx_fragment_info *fi)
+{
+	cx_datum	v[22];
+	typed_scratch sc;
+	cx_fragw_options o;
+	cx_fragw   *w;
+	char		key[64];
+	cx_err		err;
+
+	qsort(ids, n, sizeof(int64_t), cmp_ids);
+	cx_fragw_options_default(&o);
+	o.rows_per_group = rows_per_group;
+	if (cx_fragment_new_key(key, sizeof(key), &err) != CX_OK ||
+		cx_fragw_open(s, key, written, &o, &w, &err) != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	for (uint32_t r = 0; r < n; r++)
+	{
+		typed_row(ids[r], v, &sc);
+		v[20] = (cx_datum) {.v.i64 = ts + r};
+		v[21] = (cx_datum) {.v.b = false};
+		if (cx_fragw_append(w, v, &err) != CX_OK)
+			cx_test_fail(__FILE__, __LINE__, err.msg);
+	}
+	memset(fi, 0, sizeof(*fi));
+	if (cx_fragw_finish(w, fi, &err) != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	cx_fragentry_set_field_ids(fi, written);
+}
+
+typedef struct typed_commit
+{
+	const cx_schema *table;
+	cx_fragment_info *fragments;
+	uint32_t	n;
+} typed_commit;
+
+static cx_code
+typed_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+			 cx_err *err)
+{
+	typed_commit *c = arg;
+
+	if (base == NULL &&
+		(cx_manifest_set_schema(next, c->table, err) != CX_OK ||
+		 cx_manifest_set_key(next, "id", true, err) != CX_OK))
+		return err->code;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (cx_manifest_add_fragment(next, &c->fragments[i], err) != CX_OK)
+			return err->code;
+	return CX_OK;
+}
+
+/*
+ * Commits one more fragment of the typed table: ids first, first + stride,
+ * ... (n of them), sorted by (typed_i32, id) when by_i32 or by id, committed
+ * at ts, ts + 1, ...  Row groups of 4 rows.
+ */
+static void
+add_typed_fragment(cx_objstore *s, int64_t first, int64_t stride, uint32_t n,
+				   int64_t ts, bool by_i32)
+{
+	cx_schema  *table = typed_schema();
+	cx_schema  *written;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	cx_fragment_info fi;
+	typed_commit c = {table, &fi, 1};
+	cx_err		err;
+
+	MUST(cx_shard_generation_schema(table, &written, &err), &err);
+	for (uint32_t r = 0; r < n; r++)
+		ids[r] = first + (int64_t) r * stride;
+	sort_by_i32 = by_i32;
+	write_typed_fragment(s, written, ids, n, ts, 4, &fi);
+	sort_by_i32 = false;
+	commit_or_fail(s, "append", typed_rebase, &c);
+	cx_fragment_info_free(&fi);
+	free(ids);
+	cx_schema_free(written);
+	cx_schema_free(table);
+}
+
+/* Rows of fragment f of a typed store are committed from this time on. */
+#define TYPED_TS(f) (INT64_C(1000) * ((f) + 1))
+
+/* A typed store of nfrag fragments of per rows each, committed one by one
+ * (as merges would), ids interleaved across them (fragment f holds ids f,
+ * f + nfrag, ...). */
+static cx_objstore *
+typed_store(const char *suffix, uint32_t nfrag, uint32_t per, bool by_i32)
+{
+	cx_objstore *s;
+	cx_err		err;
+
+	MUST(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s, &err), &err);
+	for (uint32_t f = 0; f < nfrag; f++)
+		add_typed_fragment(s, f, nfrag, per, TYPED_TS(f), by_i32);
+	return s;
+}
+
+/* One value as text: its key bytes in hex, "N" for NULL. */
+static void
+put_value(cx_buf *out, cx_type type, const cx_datum *d)
+{
+	uint8_t		fixed[CX_KEY_FIXED_MAX];
+	const uint8_t *p;
+	size_t		len;
+	char		hex[3];
+
+	if (!cx_datum_key_bytes(type, d, fixed, &p, &len))
+	{
+		cx_buf_put(out, "N", 1);
+		return;
+	}
+	for (size_t k = 0; k < len; k++)
+	{
+		snprintf(hex, sizeof(hex), "%02x", p[k]);
+		cx_buf_put(out, hex, 2);
+	}
+}
+
+/* Row i of the scan's batch as text, every column. */
+static char *
+row_text(const cx_tablescan *scan, const cx_schema *table, uint32_t i)
+{
+	cx_buf		out;
+	char	   *text;
+
+	cx_buf_init(&out);
+	for (uint32_t c = 0; c < table->ncolumns; c++)
+	{
+		cx_datum	d;
+		cx_type		type = (cx_type) table->columns[c].type;
+
+		cx_colvec_get(cx_tablescan_column(scan, c), i, &d);
+		if (type != CX_T_LIST || d.isnull)
+			put_value(&out, type, &d);
+		else
+		{
+			cx_buf_put(&out, "[", 1);
+			for (uint32_t k = 0; k < d.v.slice.n; k++)
+			{
+				cx_datum	e;
+
+				cx_colvec_get(d.v.slice.elems, d.v.slice.start + k, &e);
+				put_value(&out, (cx_type) table->columns[c].elem_type, &e);
+				cx_buf_put(&out, ",", 1);
+			}
+			cx_buf_put(&out, "]", 1);
+		}
+		cx_buf_put(&out, "|", 1);
+	}
+	cx_buf_put_u8(&out, 0);
+	text = strdup((const char *) out.data);
+	cx_buf_free(&out);
+	return text;
+}
+
+typedef struct text_rows
+{
+	char	  **r;
+	uint32_t	n;
+} text_rows;
+
+static int
+cmp_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Every live row of the newest snapshot, every column, as sorted text. */
+static text_rows
+scan_text(cx_objstore *s)
+{
+	text_rows	rows = {NULL, 0};
+	cx_snapshot *snap;
+	cx_tablescan *scan;
+	cx_manifest *m;
+	cx_err		err;
+	cx_code		rc;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	MUST(cx_snapshot_open(s, 0, &snap, &err), &err);
+	rc = cx_tablescan_begin(snap, NULL, &scan, &err);
+	while (rc == CX_OK)
+	{
+		const cx_rowgroup *g;
+		const uint32_t *sel;
+		uint32_t	n;
+
+		rc = cx_tablescan_next(scan, &g, &sel, &n, &err);
+		if (rc != CX_OK || g == NULL)
+			break;
+		rows.r = realloc(rows.r, sizeof(char *) * (rows.n + n + 1));
+		for (uint32_t k = 0; k < n; k++)
+			rows.r[rows.n++] = row_text(scan, m->schema, sel[k]);
+	}
+	if (rc != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	cx_tablescan_end(scan);
+	cx_snapshot_close(snap);
+	cx_manifest_free(m);
+	qsort(rows.r, rows.n, sizeof(char *), cmp_text);
+	return rows;
+}
+
+static bool
+text_rows_equal(const text_rows *a, const text_rows *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (strcmp(a->r[i], b->r[i]) != 0)
+			return false;
+	return true;
+}
+
+static void
+text_rows_free(text_rows *rows)
+{
+	for (uint32_t i = 0; i < rows->n; i++)
+		free(rows->r[i]);
+	free(rows->r);
+}
+
+static void
+compact_options(cx_compact_options *o, uint64_t target)
+{
+	cx_compact_options_default(o);
+	o->target_rows_per_fragment = target;
+	o->min_fragments = 2;
+	o->holder = "test";
+	o->fragment.rows_per_group = 4;
+}
+
+/* The ids of fragment f of m in row order, with typed_i32 of each. */
+static uint32_t
+fragment_ids(cx_objstore *s, const cx_fragment_info *fi, int64_t *ids,
+			 uint32_t cap)
+{
+	cx_fragr   *r;
+	uint32_t	n = 0;
+	cx_err		err;
+
+	MUST(cx_fragr_open_entry(s, fi, &r, &err), &err);
+	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+	{
+		cx_rowgroup *rg;
+
+		MUST(cx_fragr_read_group(r, g, NULL, &rg, &err), &err);
+		for (uint32_t i = 0; i < cx_rowgroup_rows(rg) && n < cap; i++)
+		{
+			cx_datum	d;
+
+			cx_colvec_get(cx_rowgroup_column(rg, 0), i, &d);
+			ids[n++] = d.v.i64;
+		}
+		cx_rowgroup_free(rg);
+	}
+	cx_fragr_close(r);
+	return n;
+}
+
+/* Whether every fragment of the newest version from `first` on is in
+ * order and, unless target is 0, holds `target` rows but the last. */
+static bool
+outputs_in_order(cx_objstore *s, uint32_t first, uint64_t target, bool by_i32)
+{
+	cx_manifest *m;
+	int64_t		ids[512];
+	bool		ok = true;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	sort_by_i32 = by_i32;
+	for (uint32_t f = first; f < m->nfragments; f++)
+	{
+		uint32_t	n = fragment_ids(s, &m->fragments[f], ids, 512);
+
+		ok &= n == m->fragments[f].rows;
+		ok &= target == 0 || f + 1 == m->nfragments || n == target;
+		for (uint32_t i = 1; i < n; i++)
+			ok &= cmp_ids(&ids[i - 1], &ids[i]) < 0;
+	}
+	sort_by_i32 = false;
+	cx_manifest_free(m);
+	return ok;
+}
+
+static uint64_t
+newest_version(cx_objstore *s)
+{
+	uint64_t	v = 0;
+	cx_err		err;
+
+	MUST(cx_manifest_latest_version(s, &v, &err), &err);
+	return v;
+}
+
+/* Six fragments of 30 rows become three: 64, 64 and 52 rows; every value
+ * of every type (NULLs, lists, vectors) reads back the same, in key order. */
+CX_TEST(compact_job_preserves_rows_of_every_type)
+{
+	cx_objstore *s = typed_store("/store", 6, 30, false);
+	text_rows	before = scan_text(s);
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_manifest *m;
+	cx_err		err;
+
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 6 && res.outputs == 3);
+	CHECK(res.rows == 180 && res.rows_dropped == 0 && res.version == 7);
+	CHECK(res.bytes_read > 0 && res.bytes_written > 0 && res.retries == 0);
+	after = scan_text(s);
+	CHECK(before.n == 180 && text_rows_equal(&before, &after));
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(m->nfragments == 3 && strcmp(m->operation, CX_COMPACT_OPERATION) == 0);
+	CHECK(m->fragments[0].rows == 64 && m->fragments[2].rows == 52);
+	cx_manifest_free(m);
+	CHECK(outputs_in_order(s, 0, 64, false));
+	/* Nothing small enough is left to pair: nothing to do. */
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(!res.compacted && res.inputs == 0 && newest_version(s) == 7);
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* Six fragments sorted by (i32, id) compacted with sort_key i32 come out
+ * in that order, 32 rows each; compacted by the key alone they are not in
+ * its order, and each output still is: none lies about its order. */
+CX_TEST(compact_job_orders_by_sort_key_else_key)
+{
+	cx_objstore *s = typed_store("/by_i32", 6, 24, true);
+	cx_objstore *t = typed_store("/by_key", 6, 24, true);
+	text_rows	before = scan_text(s);
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	compact_options(&o, 32);
+	o.sort_key = "i32";
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 6 && res.outputs == 5);
+	CHECK(outputs_in_order(s, 0, 32, true));
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&after);
+	o.sort_key = NULL;
+	REQUIRE_OK(cx_compact(t, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.outputs > 5);
+	CHECK(outputs_in_order(t, 0, 0, false));
+	CHECK(!outputs_in_order(t, 0, 0, true));
+	after = scan_text(t);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+	cx_obj_close(t);
+}
+
+typedef struct test_truncate
+{
+	int64_t		before_us;
+} test_truncate;
+
+static cx_code
+truncate_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
+				cx_err *err)
+{
+	(void) base;
+	(void) err;
+	cx_manifest_truncate(next, ((test_truncate *) arg)->before_us);
+	return CX_OK;
+}
+
+/* Path of fragment f of the newest version (static buffer). */
+static const char *
+fragment_path(cx_objstore *s, uint32_t f)
+{
+	static char path[256];
+	cx_manifest *m;
+	cx_err		err;
+
+	MUST(cx_manifest_load_latest(s, &m, &err), &err);
+	snprintf(path, sizeof(path), "%s", m->fragments[f].path);
+	cx_manifest_free(m);
+	return path;
+}
+
+/* Three deleted rows and ten a TRUNCATE hides (fragment 0 wholly, so it
+ * is gone; the first ten of fragment 1) are not carried over. */
+CX_TEST(compact_job_drops_deleted_and_truncated_rows)
+{
+	cx_objstore *s = typed_store("/store", 4, 20, false);
+	test_truncate cut = {TYPED_TS(1) + 10};
+	text_rows	before;
+	text_rows	after;
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	delete_row(s, fragment_path(s, 2), 0);
+	delete_row(s, fragment_path(s, 2), 5);
+	delete_row(s, fragment_path(s, 3), 3);
+	commit_or_fail(s, "truncate", truncate_rebase, &cut);
+	before = scan_text(s);
+	CHECK(before.n == 47);
+	compact_options(&o, 64);
+	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
+	CHECK(res.compacted && res.inputs == 3 && res.outputs == 1);
+	CHECK(res.rows == 47 && res.rows_dropped == 13);
+	after = scan_text(s);
+	CHECK(text_rows_equal(&before, &after));
+	text_rows_free(&before);
+	text_rows_free(&after);
+	cx_obj_close(s);
+}
+
+/* ---- what happens while a job runs: its progress callback acts ---- */
+
+typedef enum meanwhile_action
+{
+	DO_NOTHING, DELETE_A_ROW, COMMIT_A_FRAGMENT, RUN_ANOTHER, CANCEL,
+	LOSE_LEASE_AND_RUN_ANOTHER
+} meanwhile_action;
+
+typedef struct meanwhile
+{
+	cx_objstore *s;
+	const char *phase;			/* act the first time this phase reports */
+	meanwhile_action action;
+	bool		acted;
+	text_rows	expected;		/* scan after acting */
+	cx_code		other_rc;		/* of the other job */
+	cx_err		other_err;
+	cx_compact_result other_res;
+	char		phases[256];	/* every phase reported, in order */
+} meanwhile;
+
+static void
+run_other(meanwhile *mw)
+{
+	cx_compact_options o;
+
+	compact_options(&o, 64);
+	o.holder = "other";
+	mw->other_rc = cx_compact(mw->s, &o, NULL, &mw->other_res, &mw->other_err);
+}
+
+static bool
+act_meanwhile(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	meanwhile  *mw = arg;
+	size_t		len = strlen(mw->phases);
+
+	(void) done;
+	(void) total;
+	if (len == 0 || strstr(mw->phases, phase) == NULL)
+		snprintf(mw->phases + len, sizeof(mw->phases) - len, "%s%s",
+				 len ? "," : "", phase);
+	if (mw->acted || strcmp(phase, mw->phase) != 0)
+		return true;
+	mw->acted = true;
+	switch (mw->action)
+	{
+		case DO_NOTHING:
+			break;
+		case DELETE_A_ROW:
+			delete_row(mw->s, fragment_path(mw->s, 0), 2);
+			break;
+		case COMMIT_A_FRAGMENT:
+			add_typed_fragment(mw->s, 1000, 1, 10, 9000, false);
+			break;
+		case RUN_ANOTHER:
+			run_other(mw);
+			break;
+		case LOSE_LEASE_AND_RUN_ANOTHER:
+			{
+				cx_err		err;
+
+				MUST(cx_compact_lease_release(mw->s, "test", &err), &err);
+				run_other(mw);
+			}
+			break;
+		case CANCEL:
+			return false;
+	}
+	mw->expected = scan_text(mw->s);
+	return true;
+}
+
+static bool
+count_object(void *arg, const char *key, uint64_t size)
+{
+	(void) key;
+	(void) size;
+	(*(uint32_t *) arg)++;
+	return true;
+}
+
+/* Objects under data/. */
+static uint32_t
+data_objects(cx_objstore *s)
+{
+	uint32_t	n = 0;
+	cx_err		err;
+
+	MUST(cx_obj_list(s, "data/", count_object, &n, &err), &err);
+	return n;
+}
+
+/* Runs a job on a fresh store of four 20-row fragments (target 32) whose
+ * callback does `action` at `phase`. */
+static cx_code
+compact_meanwhile(const char *suffix, const char *phase,
+				  meanwhile_action action, meanwhile *mw,
+				  cx_compact_result *res, cx_err *err)
+{
+	cx_compact_options o;
+	cx_job_progress progress = {act_meanwhile, mw};
+
+	memset(mw, 0, sizeof(*mw));
+	mw->s = typed_store(suffix, 4, 20, false);
+	mw->phase = phase;
+	mw->action = action;
+	compact_options(&o, 32);
+	return cx_compact(mw->s, &o, &progress, res, err);
+}
+
+static void
+meanwhile_free(meanwhile *mw)
+{
+	text_rows_free(&mw->expected);
+	cx_obj_close(mw->s);
+}
+
+/* A DELETE committed after the job read the row, before its commit: the
+ * commit rebases and the row stays deleted in the output. */
+CX_TEST(compact_job_keeps_delete_committed_meanwhile)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "committing", DELETE_A_ROW, &mw,
+								 &res, &err), &err);
+	CHECK(mw.acted && mw.expected.n == 79);
+	CHECK(strcmp(mw.phases, "selecting,reading,writing,committing") == 0);
+	CHECK(res.compacted && res.deletions_carried == 1);
+	CHECK(res.rows == 80 && res.version == 6);
+	after = scan_text(mw.s);
+	CHECK(text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* A merge committed meanwhile adds a fragment; the compaction keeps it. */
+CX_TEST(compact_job_keeps_merge_committed_meanwhile)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_manifest *m;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "writing", COMMIT_A_FRAGMENT, &mw,
+								 &res, &err), &err);
+	CHECK(mw.acted && mw.expected.n == 90);
+	CHECK(res.compacted && res.deletions_carried == 0 && res.outputs == 3);
+	after = scan_text(mw.s);
+	CHECK(text_rows_equal(&mw.expected, &after));
+	REQUIRE_OK(cx_manifest_load_latest(mw.s, &m, &err), &err);
+	CHECK(m->nfragments == 4 && m->fragments[0].rows == 10);
+	cx_manifest_free(m);
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* A second job while the first holds its lease is BUSY naming it. */
+CX_TEST(compact_job_busy_while_another_holds_the_lease)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	cx_err		err;
+
+	REQUIRE_OK(compact_meanwhile("/store", "reading", RUN_ANOTHER, &mw, &res,
+								 &err), &err);
+	CHECK(mw.other_rc == CX_ERR_BUSY && !mw.other_res.compacted);
+	CHECK(strstr(mw.other_err.msg, "test") != NULL);
+	CHECK(res.compacted && res.version == 5);
+	after = scan_text(mw.s);
+	CHECK(after.n == 80 && text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* The first job's lease lapses (released here, as if expired) and a second
+ * job compacts the same inputs first: the first gets CONFLICT naming an
+ * input and deletes its outputs; the second's result stands. */
+CX_TEST(compact_job_conflict_when_another_won)
+{
+	meanwhile	mw;
+	cx_compact_result res;
+	text_rows	after;
+	uint32_t	objects_before;
+	cx_err		err;
+
+	CHECK_CODE(compact_meanwhile("/store", "committing",
+								 LOSE_LEASE_AND_RUN_ANOTHER, &mw, &res, &err),
+			   CX_ERR_CONFLICT);
+	CHECK(strstr(err.msg, "to compact is no longer listed by base version 5") != NULL);
+	CHECK(strstr(err.msg, "data/") != NULL);
+	CHECK(!res.compacted && res.outputs == 3);
+	REQUIRE_OK(mw.other_rc, &mw.other_err);
+	CHECK(mw.other_res.compacted && mw.other_res.version == 5);
+	CHECK(newest_version(mw.s) == 5);
+	/* The four inputs and the other job's two outputs; ours are gone. */
+	objects_before = data_objects(mw.s);
+	CHECK(objects_before == 4 + mw.other_res.outputs);
+	after = scan_text(mw.s);
+	CHECK(after.n == 80 && text_rows_equal(&mw.expected, &after));
+	text_rows_free(&after);
+	meanwhile_free(&mw);
+}
+
+/* Canceled at each phase: CANCELED, no new version, no output left, the
+ * lease released, the rows as they were. */
+CX_TEST(compact_job_cancel_at_each_phase)
+{
+	static const char *const phases[] = {"selecting", "reading", "writing",
+	"committing"};
+
+	for (int i = 0; i < 4; i++)
+	{
+		char		suffix[32];
+		meanwhile	mw;
+		cx_compact_result res;
+		cx_compact_lease l;
+		text_rows	after;
+		cx_err		err;
+
+		snprintf(suffix, sizeof(suffix), "/store%d", i);
+		CHECK_CODE(compact_meanwhile(suffix, phases[i], CANCEL, &mw, &res, &err),
+				   CX_ERR_CANCELED);
+		CHECK(mw.acted && strstr(err.msg, phases[i]) != NULL);
+		CHECK(!res.compacted && newest_version(mw.s) == 4);
+		CHECK(data_objects(mw.s) == 4);
+		CHECK_CODE(cx_compact_lease_read(mw.s, &l, &err), CX_ERR_NOT_FOUND);
+		after = scan_text(mw.s);
+		CHECK(after.n == 80);
+		text_rows_free(&after);
+		meanwhile_free(&mw);
+	}
 }

@@ -57,6 +57,14 @@
  *
  * Merge failpoints (merge.*) are documented in cx_merge.h.
  *
+ * Compaction (maintenance/cx_compact.c):
+ *
+ *   compact.after_lease      the lease is taken, nothing read
+ *   compact.after_outputs    the outputs are uploaded, the base version
+ *                            listing them is not committed
+ *   compact.after_commit     the base version is committed, the lease not
+ *                            released
+ *
  * Errno failpoints (the local backend, cx_objstore_local.c):
  *
  *   local.open_upload        an upload's file is about to be created: the
