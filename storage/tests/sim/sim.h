@@ -156,6 +156,7 @@ sim_append *sim_record_append(void);
 sim_actor  *sim_writer_new(int cluster);
 sim_actor  *sim_merger_new(void);
 sim_actor  *sim_gc_new(void);
+sim_actor  *sim_compactor_new(int n);
 sim_actor  *sim_reader_new(void);
 /* Ends cluster c's writer as a clean close or a crash (PRNG's choice). */
 void		sim_writer_finish(sim_actor *a);
@@ -163,6 +164,9 @@ void		sim_actor_free(sim_actor *a);
 /* Whether an error of the engine is one an injected fault cannot explain
  * (a missing or corrupt object). */
 bool		sim_damage(cx_code rc);
+/* Compaction options drawn for one run of the job by holder. */
+void		sim_compact_options(struct cx_compact_options *o,
+								const char *holder, bool force);
 /* The GC options of the run. */
 void		sim_gc_options(struct cx_gc_options *o);
 

@@ -226,6 +226,41 @@ sim_merger_new(void)
 	return actor_new("merge", merger_action, NULL);
 }
 
+/* ---- compaction ---- */
+
+void
+sim_compact_options(cx_compact_options *o, const char *holder, bool force)
+{
+	cx_compact_options_default(o);
+	o->min_fragments = 2 + sim_below(4);
+	o->target_rows_per_fragment = 4 + sim_below(40);
+	o->holder = holder;
+	o->force = force;
+}
+
+/* Two compactions may race: one gets the lease, the other CX_ERR_BUSY. */
+static void
+compact_action(sim_actor *a)
+{
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+	cx_code		rc;
+
+	sim_compact_options(&o, a->name, sim_chance(200));
+	rc = cx_compact(sim.store, &o, NULL, &res, &err);
+	report_damage(a->name, rc, &err);
+}
+
+sim_actor *
+sim_compactor_new(int n)
+{
+	char		name[32];
+
+	snprintf(name, sizeof(name), "compaction %d", n);
+	return actor_new(name, compact_action, NULL);
+}
+
 /* ---- garbage collection ---- */
 
 void

@@ -28,7 +28,7 @@
 #define SIM_DEFAULT_SEEDS 2000
 #define SIM_CHECK_EVERY 16		/* steps between the deep checks */
 #define SIM_FINISH_STEPS 20000	/* for the actors to end their actions */
-#define SIM_ACTORS_MAX_RUN 8
+#define SIM_ACTORS_MAX_RUN 10
 
 sim_world	sim;
 
@@ -81,6 +81,7 @@ sim_record_append(void)
 typedef struct sim_shape
 {
 	int			readers;
+	int			compactors;
 	bool		gc;
 	uint32_t	steps;
 	bool		faulty;
@@ -93,6 +94,7 @@ draw_shape(sim_shape *sh)
 	sim.revalidate_after_ms = sim_chance(500) ? 0 : 50;
 	sh->readers = (int) sim_below(3);
 	sh->gc = sim_chance(800);
+	sh->compactors = (int) sim_below(3);
 	sh->steps = 150 + sim_below(250);
 	sh->faulty = sim_chance(750);
 	sim.faults.error = sim_below(60);
@@ -197,6 +199,20 @@ merge_everything(void)
 }
 
 static void
+last_compaction(void)
+{
+	cx_compact_options o;
+	cx_compact_result res;
+	cx_err		err;
+
+	sim_compact_options(&o, "final", true);
+	/* A job whose release failed left its lease: it lapses in bounded time. */
+	sim_advance((int64_t) o.lease_seconds * 1000000 + 1);
+	if (cx_compact(sim.store, &o, NULL, &res, &err) != CX_OK)
+		sim_violation("final compaction: %s", err.msg);
+}
+
+static void
 last_gc(void)
 {
 	cx_gc_options o;
@@ -222,6 +238,8 @@ final_checks(sim_actor **actors, int nactors)
 	sim_check_oracle("after the final seal");
 	merge_everything();
 	sim_check_oracle("after the final merges");
+	last_compaction();
+	sim_check_oracle("after the final compaction");
 	last_gc();
 	sim_check_versions();
 	sim_check_objects();
@@ -263,6 +281,8 @@ run_seed(uint64_t seed, sim_totals *t)
 	actors[nactors++] = sim_merger_new();
 	if (sh.gc)
 		actors[nactors++] = sim_gc_new();
+	for (int c = 0; c < sh.compactors; c++)
+		actors[nactors++] = sim_compactor_new(c);
 	for (int r = 0; r < sh.readers; r++)
 		actors[nactors++] = sim_reader_new();
 	for (int i = 0; i < nactors; i++)
