@@ -137,6 +137,8 @@ typedef struct sim_world
 	sim_faults	faults;			/* the run's, while faults are on */
 	int			nclusters;
 	uint32_t	revalidate_after_ms;
+	int64_t		skew_us[SIM_CLUSTERS_MAX];	/* each cluster's clock error */
+	bool		trace;			/* CX_SIM_TRACE: print calls and appends */
 	uint64_t	step;
 	int64_t		next_value;
 	sim_append *appends;		/* per cluster in the order made */
@@ -157,6 +159,7 @@ sim_actor  *sim_writer_new(int cluster);
 sim_actor  *sim_merger_new(void);
 sim_actor  *sim_gc_new(void);
 sim_actor  *sim_compactor_new(int n);
+sim_actor  *sim_indexer_new(void);
 sim_actor  *sim_reader_new(void);
 /* Ends cluster c's writer as a clean close or a crash (PRNG's choice). */
 void		sim_writer_finish(sim_actor *a);

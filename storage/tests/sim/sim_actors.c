@@ -56,12 +56,26 @@ sim_actor_free(sim_actor *a)
 
 /* ---- the writer ---- */
 
+/* Each cluster's clock: the simulated one, off by the run's skew for it
+ * (commit times then disagree with the order of events across clusters,
+ * as on machines whose clocks differ; the later commit time still wins). */
+#define CLUSTER_CLOCK(c) \
+	static int64_t cluster_clock_##c(void) \
+	{ return SIM_EPOCH_US + sim_now_us() + sim.skew_us[c]; }
+CLUSTER_CLOCK(0)
+CLUSTER_CLOCK(1)
+CLUSTER_CLOCK(2)
+static int64_t (*const cluster_clocks[SIM_CLUSTERS_MAX]) (void) = {
+	cluster_clock_0, cluster_clock_1, cluster_clock_2
+};
+
 static cx_code
 open_writer(sim_writer *sw, cx_shardwriter **w, cx_err *err)
 {
 	cx_sw_options o;
 
 	mw_writer_options(true, &o);
+	o.clock_us = cluster_clocks[sw->cluster];
 	o.pending_generations_max = 6;
 	o.revalidate_after_ms = sim.revalidate_after_ms;
 	return cx_sw_open(sim.store, sw->shard, &o, w, err);
@@ -81,7 +95,33 @@ close_writer(cx_shardwriter **w, bool seal)
 static bool
 refused(cx_code rc)
 {
-	return rc == CX_ERR_LIMIT || rc == CX_ERR_SCHEMA || rc == CX_ERR_INVALID;
+	return rc == CX_ERR_LIMIT || rc == CX_ERR_SCHEMA ||
+		rc == CX_ERR_INVALID || rc == CX_ERR_UNIQUE;
+}
+
+/* A put, an insert (refused while the key is live) or a delete. */
+static cx_row_kind
+draw_kind(void)
+{
+	uint32_t	r = sim_below(100);
+
+	return r < 25 ? CX_ROW_DELETE : r < 40 ? CX_ROW_INSERT : CX_ROW_PUT;
+}
+
+static void
+trace_append(const sim_append *a, const char *msg)
+{
+	static const char *const outcomes[] = {"acknowledged", "failed", "unknown"};
+
+	fprintf(stderr, "sim: t=%lld append by c%d:", (long long) sim_now_us(),
+			a->cluster);
+	for (int i = 0; i < a->nops; i++)
+		if (a->ops[i].del)
+			fprintf(stderr, " delete k%02d", a->ops[i].key);
+		else
+			fprintf(stderr, " k%02d=%lld", a->ops[i].key, (long long) a->ops[i].v);
+	fprintf(stderr, " -> %s ts %lld %s\n", outcomes[a->outcome],
+			(long long) a->ts, msg);
 }
 
 /* One append of 1..SIM_OPS_MAX rows on distinct keys, recorded. */
@@ -92,6 +132,7 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 	mw_op		ops[SIM_OPS_MAX];
 	char		names[SIM_OPS_MAX][8];
 	bool		used[SIM_KEYS] = {false};
+	cx_row_kind kind;
 	cx_code		rc;
 
 	a->cluster = sw->cluster;
@@ -104,14 +145,17 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 			op->key = (int) sim_below(SIM_KEYS);
 		while (used[op->key]);
 		used[op->key] = true;
-		op->del = sim_chance(250);
+		kind = draw_kind();
+		op->del = kind == CX_ROW_DELETE;
 		op->v = op->del ? 0 : ++sim.next_value;
 		sim_key_name(op->key, names[i]);
-		ops[i] = (mw_op) {op->del ? CX_ROW_DELETE : CX_ROW_PUT, names[i], op->v};
+		ops[i] = (mw_op) {kind, names[i], op->v};
 	}
 	a->outcome = SIM_UNKNOWN;
 	rc = mw_append_ts(w, ops, a->nops, seal, &a->ts, err);
 	a->outcome = rc == CX_OK ? SIM_ACKED : refused(rc) ? SIM_FAILED : SIM_UNKNOWN;
+	if (sim.trace)
+		trace_append(a, rc == CX_OK ? "" : err->msg);
 	return rc;
 }
 
@@ -259,6 +303,30 @@ sim_compactor_new(int n)
 
 	snprintf(name, sizeof(name), "compaction %d", n);
 	return actor_new(name, compact_action, NULL);
+}
+
+/* ---- key-index builds ---- */
+
+static void
+index_action(sim_actor *a)
+{
+	cx_keyindex_options o;
+	cx_keyindex_result res;
+	cx_err		err;
+	cx_code		rc;
+
+	(void) a;
+	cx_keyindex_options_default(&o);
+	o.max_entries = 4 + sim_below(16);
+	o.max_segments = 1 + sim_below(3);
+	rc = cx_keyindex_update_table(sim.store, NULL, &o, &res, &err);
+	report_damage("key index", rc, &err);
+}
+
+sim_actor *
+sim_indexer_new(void)
+{
+	return actor_new("key index", index_action, NULL);
 }
 
 /* ---- garbage collection ---- */

@@ -183,6 +183,43 @@ scan_newest(mw_rows *rows, const char *when)
 	return true;
 }
 
+/* Looking every key up (through the key index where there is one) finds
+ * what the scan of the whole snapshot found. */
+static void
+check_lookups(const mw_rows *scanned)
+{
+	char		names[SIM_KEYS][8];
+	const char *keys[SIM_KEYS];
+	mw_rows		found;
+	cx_err		err;
+
+	for (int k = 0; k < SIM_KEYS; k++)
+	{
+		sim_key_name(k, names[k]);
+		keys[k] = names[k];
+	}
+	if (mw_scan_keys(sim.store, keys, SIM_KEYS, &found, &err) != CX_OK)
+	{
+		sim_violation("looking up every key: %s", err.msg);
+		return;
+	}
+	mw_rows_sort(&found);
+	if (!mw_rows_equal(&found, scanned))
+	{
+		uint32_t	i = 0;
+
+		while (i < found.n && i < scanned->n &&
+			   strcmp(found.r[i].id, scanned->r[i].id) == 0 &&
+			   found.r[i].v == scanned->r[i].v)
+			i++;
+		sim_violation("looking up every key finds %u rows, the scan %u; first difference: lookup %s=%" PRId64 ", scan %s=%" PRId64,
+					  found.n, scanned->n,
+					  i < found.n ? found.r[i].id : "-", i < found.n ? found.r[i].v : 0,
+					  i < scanned->n ? scanned->r[i].id : "-", i < scanned->n ? scanned->r[i].v : 0);
+	}
+	mw_rows_free(&found);
+}
+
 void
 sim_check_objects(void)
 {
@@ -192,7 +229,10 @@ sim_check_objects(void)
 	for (int c = 0; c < sim.nclusters; c++)
 		check_shard(c);
 	if (scan_newest(&rows, "check"))
+	{
+		check_lookups(&rows);
 		mw_rows_free(&rows);
+	}
 }
 
 /* ---- the oracle ---- */

@@ -11,8 +11,8 @@
  * sealed, and the snapshot is checked against the oracle before and after
  * merging everything and a last GC.
  *
- * CX_SIM_SEEDS=N runs seeds 1..N (default 2000); CX_SIM_SEED=S runs seed S
- * alone and says what it did.  "make -C storage sim SEEDS=N" and
+ * CX_SIM_SEEDS=N runs seeds 1..N (default 2000; CX_SIM_FROM=F: F..N);
+ * CX_SIM_SEED=S runs seed S alone and says what it did.  "make -C storage sim SEEDS=N" and
  * "make -C storage sim SEED=S" set them.
  */
 #include <inttypes.h>
@@ -28,7 +28,7 @@
 #define SIM_DEFAULT_SEEDS 2000
 #define SIM_CHECK_EVERY 16		/* steps between the deep checks */
 #define SIM_FINISH_STEPS 20000	/* for the actors to end their actions */
-#define SIM_ACTORS_MAX_RUN 10
+#define SIM_ACTORS_MAX_RUN 11
 
 sim_world	sim;
 
@@ -82,6 +82,7 @@ typedef struct sim_shape
 {
 	int			readers;
 	int			compactors;
+	bool		indexer;
 	bool		gc;
 	uint32_t	steps;
 	bool		faulty;
@@ -92,9 +93,12 @@ draw_shape(sim_shape *sh)
 {
 	sim.nclusters = 1 + (int) sim_below(SIM_CLUSTERS_MAX);
 	sim.revalidate_after_ms = sim_chance(500) ? 0 : 50;
+	for (int c = 0; c < sim.nclusters; c++)
+		sim.skew_us[c] = sim_chance(500) ? 0 : (int64_t) sim_below(200001) - 100000;
 	sh->readers = (int) sim_below(3);
 	sh->gc = sim_chance(800);
 	sh->compactors = (int) sim_below(3);
+	sh->indexer = sim_chance(500);
 	sh->steps = 150 + sim_below(250);
 	sh->faulty = sim_chance(750);
 	sim.faults.error = sim_below(60);
@@ -274,13 +278,16 @@ run_seed(uint64_t seed, sim_totals *t)
 	sim_sched_begin(seed);
 	memset(&sim, 0, sizeof(sim));
 	sim.store = sim_store_open();
-	sim_store_trace(sim.store, env_u64("CX_SIM_TRACE", 0) != 0);
+	sim.trace = env_u64("CX_SIM_TRACE", 0) != 0;
+	sim_store_trace(sim.store, sim.trace);
 	draw_shape(&sh);
 	for (int c = 0; c < sim.nclusters; c++)
 		actors[nactors++] = sim_writer_new(c);
 	actors[nactors++] = sim_merger_new();
 	if (sh.gc)
 		actors[nactors++] = sim_gc_new();
+	if (sh.indexer)
+		actors[nactors++] = sim_indexer_new();
 	for (int c = 0; c < sh.compactors; c++)
 		actors[nactors++] = sim_compactor_new(c);
 	for (int r = 0; r < sh.readers; r++)
@@ -308,12 +315,12 @@ run_seed(uint64_t seed, sim_totals *t)
 CX_TEST(sim_seeds_keep_every_invariant)
 {
 	uint64_t	one = env_u64("CX_SIM_SEED", 0);
-	uint64_t	first = one ? one : 1;
+	uint64_t	first = one ? one : env_u64("CX_SIM_FROM", 1);
 	uint64_t	last = one ? one : env_u64("CX_SIM_SEEDS", SIM_DEFAULT_SEEDS);
 	sim_totals	t = {0};
 	int			failures = 0;
 
-	for (uint64_t seed = first; seed <= last && failures < 5; seed++)
+	for (uint64_t seed = first; seed <= last && failures < 20; seed++)
 		if (!run_seed(seed, &t))
 		{
 			fprintf(stderr, "%s\n", first_violation);
