@@ -724,19 +724,27 @@ hooked_put(cx_objstore *s, const char *key, const void *data, size_t len,
 	return real_ops->put(s, key, data, len, mode, err);
 }
 
+/* Routes s's calls through hooked_ops, a copy of its own the caller
+ * changes; returns the ops to restore. */
+static const cx_objstore_ops *
+hook_store_ops(cx_objstore *s)
+{
+	real_ops = s->ops;
+	hooked_ops = *s->ops;
+	s->ops = &hooked_ops;
+	return real_ops;
+}
+
 /* Runs a merge of `shard` on s with a merge of `first` slipped in before
  * its commit. */
 static cx_code
 merge_interrupted(cx_objstore *s, const char *suffix, const char *shard,
 				  const char *first, cx_merge_result *res, cx_err *err)
 {
-	const cx_objstore_ops *saved = s->ops;
+	const cx_objstore_ops *saved = hook_store_ops(s);
 	cx_code		rc;
 
-	real_ops = saved;
-	hooked_ops = *saved;
 	hooked_ops.put = hooked_put;
-	s->ops = &hooked_ops;
 	hook_shard = first;
 	hook_store = suffix;
 	hook_rc = CX_ERR_INVALID;
@@ -781,11 +789,8 @@ CX_TEST(merge_racing_the_first_append_finds_the_schema)
 
 	REQUIRE(s != NULL && ws != NULL);
 	REQUIRE_OK(mw_writer(ws, "a", true, &w, &err), &err);
-	saved = s->ops;
-	real_ops = saved;
-	hooked_ops = *saved;
+	saved = hook_store_ops(s);
 	hooked_ops.get = hooked_get;
-	s->ops = &hooked_ops;
 	hook_first_writer = w;
 	hook_rc = CX_ERR_INVALID;
 	rc = cx_merge_shard(s, "a", NULL, &res, &err);
