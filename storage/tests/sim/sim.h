@@ -125,6 +125,7 @@ typedef enum sim_outcome
 typedef struct sim_append
 {
 	int			cluster;
+	bool		truncate;		/* a TRUNCATE marker alone (nops 0) */
 	int			nops;
 	sim_op		ops[SIM_OPS_MAX];
 	sim_outcome outcome;

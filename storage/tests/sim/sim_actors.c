@@ -115,6 +115,8 @@ trace_append(const sim_append *a, const char *msg)
 
 	fprintf(stderr, "sim: t=%lld append by c%d:", (long long) sim_now_us(),
 			a->cluster);
+	if (a->truncate)
+		fprintf(stderr, " TRUNCATE");
 	for (int i = 0; i < a->nops; i++)
 		if (a->ops[i].del)
 			fprintf(stderr, " delete k%02d", a->ops[i].key);
@@ -124,7 +126,17 @@ trace_append(const sim_append *a, const char *msg)
 			(long long) a->ts, msg);
 }
 
-/* One append of 1..SIM_OPS_MAX rows on distinct keys, recorded. */
+static cx_code
+record_outcome(sim_append *a, cx_code rc, const cx_err *err)
+{
+	a->outcome = rc == CX_OK ? SIM_ACKED : refused(rc) ? SIM_FAILED : SIM_UNKNOWN;
+	if (sim.trace)
+		trace_append(a, rc == CX_OK ? "" : err->msg);
+	return rc;
+}
+
+/* One append, recorded: a TRUNCATE now and then, else 1..SIM_OPS_MAX rows
+ * on distinct keys. */
 static cx_code
 append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 {
@@ -136,6 +148,15 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 	cx_code		rc;
 
 	a->cluster = sw->cluster;
+	a->outcome = SIM_UNKNOWN;
+	if (sim_chance(30))
+	{
+		const mw_op marker = {CX_ROW_DELETE, NULL, 0};
+
+		a->truncate = true;
+		rc = mw_append_ts(w, &marker, 1, seal, &a->ts, err);
+		return record_outcome(a, rc, err);
+	}
 	a->nops = 1 + (int) sim_below(SIM_OPS_MAX);
 	for (int i = 0; i < a->nops; i++)
 	{
@@ -151,12 +172,8 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 		sim_key_name(op->key, names[i]);
 		ops[i] = (mw_op) {kind, names[i], op->v};
 	}
-	a->outcome = SIM_UNKNOWN;
 	rc = mw_append_ts(w, ops, a->nops, seal, &a->ts, err);
-	a->outcome = rc == CX_OK ? SIM_ACKED : refused(rc) ? SIM_FAILED : SIM_UNKNOWN;
-	if (sim.trace)
-		trace_append(a, rc == CX_OK ? "" : err->msg);
-	return rc;
+	return record_outcome(a, rc, err);
 }
 
 /* What a writer does after an error: a fenced one is done for. */

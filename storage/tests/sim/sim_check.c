@@ -289,9 +289,15 @@ shows(const shown *s, const sim_op *op)
 	return op->del ? !s->present : (s->present && s->v == op->v);
 }
 
+/* What append a did to key (NULL: nothing); a TRUNCATE deletes every key
+ * committed before it. */
 static const sim_op *
 op_on(const sim_append *a, int key)
 {
+	static const sim_op truncated = {-1, true, 0};
+
+	if (a->truncate)
+		return &truncated;
 	for (int i = 0; i < a->nops; i++)
 		if (a->ops[i].key == key)
 			return &a->ops[i];

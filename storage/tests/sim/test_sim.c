@@ -28,7 +28,7 @@
 #define SIM_DEFAULT_SEEDS 2000
 #define SIM_CHECK_EVERY 16		/* steps between the deep checks */
 #define SIM_FINISH_STEPS 20000	/* for the actors to end their actions */
-#define SIM_ACTORS_MAX_RUN 11
+#define SIM_ACTORS_MAX_RUN 12
 
 sim_world	sim;
 
@@ -81,6 +81,7 @@ sim_record_append(void)
 typedef struct sim_shape
 {
 	int			readers;
+	int			mergers;
 	int			compactors;
 	bool		indexer;
 	bool		gc;
@@ -96,6 +97,7 @@ draw_shape(sim_shape *sh)
 	for (int c = 0; c < sim.nclusters; c++)
 		sim.skew_us[c] = sim_chance(500) ? 0 : (int64_t) sim_below(200001) - 100000;
 	sh->readers = (int) sim_below(3);
+	sh->mergers = 1 + (int) sim_below(2);
 	sh->gc = sim_chance(800);
 	sh->compactors = (int) sim_below(3);
 	sh->indexer = sim_chance(500);
@@ -287,7 +289,8 @@ run_seed(uint64_t seed, sim_totals *t)
 	draw_shape(&sh);
 	for (int c = 0; c < sim.nclusters; c++)
 		actors[nactors++] = sim_writer_new(c);
-	actors[nactors++] = sim_merger_new();
+	for (int m = 0; m < sh.mergers; m++)
+		actors[nactors++] = sim_merger_new();
 	if (sh.gc)
 		actors[nactors++] = sim_gc_new();
 	if (sh.indexer)
