@@ -107,6 +107,7 @@ void		sim_store_trace(cx_objstore *s, bool on);
 #define SIM_OPS_MAX 4			/* rows per append, distinct keys */
 #define SIM_RETAIN_VERSIONS 3	/* GC's retain_versions */
 #define SIM_GRACE_US INT64_C(5000000)	/* GC's grace and retain_interval */
+#define SIM_VERSIONS_MAX 4096	/* base versions whose content is kept */
 
 typedef struct sim_op
 {
@@ -142,6 +143,9 @@ typedef struct sim_world
 	bool		trace;			/* CX_SIM_TRACE: print calls and appends */
 	uint64_t	step;
 	int64_t		next_value;
+	uint64_t	version_rows[SIM_VERSIONS_MAX];	/* a hash of what each base
+												 * version held when first
+												 * read (0: not read yet) */
 	sim_append *appends;		/* per cluster in the order made */
 	size_t		nappends;
 	size_t		cap;
@@ -181,6 +185,11 @@ void		sim_check_versions(void);
 /* Referenced objects present, epochs, no key twice (every few steps and at
  * the end; faults must be off). */
 void		sim_check_objects(void);
+/* A base version's rows (a scan of version v > 0) are the same every time
+ * it is read: a version is immutable, whatever merges, compactions and GC
+ * did since. */
+struct mw_rows;
+void		sim_check_version_rows(uint64_t v, const struct mw_rows *rows);
 /* The newest snapshot against the oracle (the end). */
 void		sim_check_oracle(const char *when);
 

@@ -416,7 +416,10 @@ reader_action(sim_actor *a)
 	}
 	rc = mw_scan_version(sim.store, v, NULL, &rows, &err);
 	if (rc == CX_OK)
+	{
 		check_unique(&rows, v == 0 ? "newest snapshot" : "retained version");
+		sim_check_version_rows(v, &rows);
+	}
 	else if (sim_damage(rc))
 	{
 		cx_err		err2;
