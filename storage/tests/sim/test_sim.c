@@ -12,7 +12,8 @@
  * merging everything and a last GC.
  *
  * CX_SIM_SEEDS=N runs seeds 1..N (default 2000; CX_SIM_FROM=F: F..N);
- * CX_SIM_SEED=S runs seed S alone and says what it did.  "make -C storage sim SEEDS=N" and
+ * CX_SIM_SEED=S runs seed S alone and says what it did; CX_SIM_LENGTH=L
+ * makes every run L times longer.  "make -C storage sim SEEDS=N" and
  * "make -C storage sim SEED=S" set them.
  */
 #include <inttypes.h>
@@ -89,6 +90,8 @@ typedef struct sim_shape
 	bool		faulty;
 } sim_shape;
 
+static uint64_t env_u64(const char *name, uint64_t dflt);
+
 static void
 draw_shape(sim_shape *sh)
 {
@@ -101,7 +104,7 @@ draw_shape(sim_shape *sh)
 	sh->gc = sim_chance(800);
 	sh->compactors = (int) sim_below(3);
 	sh->indexer = sim_chance(500);
-	sh->steps = 150 + sim_below(250);
+	sh->steps = (150 + sim_below(250)) * (uint32_t) env_u64("CX_SIM_LENGTH", 1);
 	sh->faulty = sim_chance(750);
 	sim.faults.error = sim_below(60);
 	sim.faults.lost_ack = sim_below(30);
