@@ -114,6 +114,20 @@ mw_append_ts(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
 }
 
 cx_code
+mw_stage(cx_shardwriter *w, const mw_op *op, cx_err *err)
+{
+	cx_buf		rows;
+	cx_sw_resolved resolved;
+	cx_code		rc;
+
+	cx_buf_init(&rows);
+	encode_op(op, &rows);
+	rc = cx_sw_stage(w, mw_schema(), rows.data, rows.len, 1, &resolved, err);
+	cx_buf_free(&rows);
+	return rc;
+}
+
+cx_code
 mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal, cx_err *err)
 {
 	int64_t		ts;

@@ -135,8 +135,53 @@ record_outcome(sim_append *a, cx_code rc, const cx_err *err)
 	return rc;
 }
 
+/*
+ * The rows of a as one request each, staged and then appended once: a
+ * request refused while staging (an INSERT of a live key) fails alone, and
+ * goes to an append record of its own, failed; the others share the
+ * append's outcome.
+ */
+static cx_code
+append_requests(cx_shardwriter *w, sim_append *a, const mw_op *ops,
+				bool seal, cx_err *err)
+{
+	sim_op		refused_ops[SIM_OPS_MAX];
+	int			nrefused = 0;
+	int			kept = 0;
+	int			cluster = a->cluster;
+	cx_code		rc = CX_OK;
+
+	for (int i = 0; i < a->nops && rc == CX_OK; i++)
+	{
+		rc = mw_stage(w, &ops[i], err);
+		if (rc == CX_OK)
+			a->ops[kept++] = a->ops[i];
+		else if (refused(rc))
+		{
+			refused_ops[nrefused++] = a->ops[i];
+			rc = CX_OK;
+		}
+	}
+	a->nops = kept;
+	if (rc == CX_OK)
+		rc = cx_sw_append_staged(w, seal, &a->ts, err);
+	else
+		cx_sw_unstage(w);
+	rc = record_outcome(a, rc, err);
+	if (nrefused > 0)
+	{
+		sim_append *f = sim_record_append();	/* a may move */
+
+		f->cluster = cluster;
+		f->nops = nrefused;
+		memcpy(f->ops, refused_ops, nrefused * sizeof(sim_op));
+		f->outcome = SIM_FAILED;
+	}
+	return rc;
+}
+
 /* One append, recorded: a TRUNCATE now and then, else 1..SIM_OPS_MAX rows
- * on distinct keys. */
+ * on distinct keys, in one request or one request per row. */
 static cx_code
 append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 {
@@ -172,6 +217,8 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 		sim_key_name(op->key, names[i]);
 		ops[i] = (mw_op) {kind, names[i], op->v};
 	}
+	if (a->nops > 1 && sim_chance(300))
+		return append_requests(w, a, ops, seal, err);
 	rc = mw_append_ts(w, ops, a->nops, seal, &a->ts, err);
 	return record_outcome(a, rc, err);
 }
