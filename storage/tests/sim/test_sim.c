@@ -95,6 +95,8 @@ static uint64_t env_u64(const char *name, uint64_t dflt);
 static void
 draw_shape(sim_shape *sh)
 {
+	uint32_t	storm;
+
 	sim.nclusters = 1 + (int) sim_below(SIM_CLUSTERS_MAX);
 	sim.revalidate_after_ms = sim_chance(500) ? 0 : 50;
 	for (int c = 0; c < sim.nclusters; c++)
@@ -106,10 +108,11 @@ draw_shape(sim_shape *sh)
 	sh->indexer = sim_chance(500);
 	sh->steps = (150 + sim_below(250)) * (uint32_t) env_u64("CX_SIM_LENGTH", 1);
 	sh->faulty = sim_chance(750);
-	sim.faults.error = sim_below(60);
-	sim.faults.lost_ack = sim_below(30);
-	sim.faults.deferred = sim_below(20);
-	sim.faults.delay = sim_below(50);
+	storm = sim_chance(100) ? 5 : 1;	/* a tenth of the seeds: a bad day */
+	sim.faults.error = storm * sim_below(60);
+	sim.faults.lost_ack = storm * sim_below(30);
+	sim.faults.deferred = storm * sim_below(20);
+	sim.faults.delay = storm * sim_below(50);
 }
 
 /* Runs check with the faults off (it reads through the engine). */
