@@ -383,6 +383,8 @@ sim_del(cx_objstore *s, const char *key, cx_err *err)
 	i = find(st, key, &found);
 	if (found)
 		remove_at(st, i);
+	/* A delete that would land late is done at once: only its caller's
+	 * answer differs, as for a lost acknowledgement. */
 	if (f == FAULT_LOST_ACK || f == FAULT_DEFERRED)
 		return injected(st, "delete", key, err);
 	return CX_OK;
@@ -413,6 +415,9 @@ sim_upload_write(cx_upload *up, const void *data, size_t len, cx_err *err)
 {
 	sim_upload *u = (sim_upload *) up;
 
+	if (begin_call(store_of(up->store), "upload-write", up->key, false) ==
+		FAULT_ERROR)
+		return injected(store_of(up->store), "upload", up->key, err);
 	cx_buf_put(&u->data, data, len);
 	if (!cx_buf_ok(&u->data))
 		return cx_err_set(err, CX_ERR_NOMEM, "upload %s: out of memory",
