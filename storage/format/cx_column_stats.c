@@ -134,7 +134,8 @@ static void
 set_bound(uint8_t *dst, uint8_t *dst_len, const uint8_t *val, size_t len)
 {
 	*dst_len = (uint8_t) (len < CX_STATS_MAX_BYTES ? len : CX_STATS_MAX_BYTES);
-	memcpy(dst, val, *dst_len);
+	if (*dst_len > 0)			/* an empty value may come without bytes */
+		memcpy(dst, val, *dst_len);
 }
 
 /*
