@@ -334,12 +334,17 @@ CX_TEST(sim_seeds_keep_every_invariant)
 	int			failures = 0;
 
 	for (uint64_t seed = first; seed <= last && failures < 20; seed++)
+	{
 		if (!run_seed(seed, &t))
 		{
 			fprintf(stderr, "%s\n", first_violation);
 			cx_test_fail(__FILE__, __LINE__, first_violation);
 			failures++;
 		}
+		if (seed % 10000 == 0)	/* long runs say how far they got */
+			fprintf(stderr, "sim: through seed %" PRIu64 ", %d failed\n",
+					seed, failures);
+	}
 	fprintf(stderr, "sim: seeds %" PRIu64 "..%" PRIu64 ": %" PRIu64 " steps, %" PRIu64
 			" faults injected, appends %" PRIu64 " acknowledged, %" PRIu64
 			" failed, %" PRIu64 " unknown\n", first, last, t.steps, t.faults,
