@@ -92,6 +92,15 @@ typedef struct sim_shape
 
 static uint64_t env_u64(const char *name, uint64_t dflt);
 
+/* Each cluster's clock error: none in half the cases, else up to 100 ms
+ * either way (drawn again at each clock jump: a clock that steps). */
+static void
+draw_skews(void)
+{
+	for (int c = 0; c < sim.nclusters; c++)
+		sim.skew_us[c] = sim_chance(500) ? 0 : (int64_t) sim_below(200001) - 100000;
+}
+
 static void
 draw_shape(sim_shape *sh)
 {
@@ -99,8 +108,7 @@ draw_shape(sim_shape *sh)
 
 	sim.nclusters = 1 + (int) sim_below(SIM_CLUSTERS_MAX);
 	sim.revalidate_after_ms = sim_chance(500) ? 0 : 50;
-	for (int c = 0; c < sim.nclusters; c++)
-		sim.skew_us[c] = sim_chance(500) ? 0 : (int64_t) sim_below(200001) - 100000;
+	draw_skews();
 	sh->readers = (int) sim_below(3);
 	sh->mergers = 1 + (int) sim_below(2);
 	sh->gc = sim_chance(800);
@@ -136,6 +144,8 @@ run_steps(const sim_shape *sh)
 		if (!sim_step())
 			break;
 		sim_store_land_deferred(sim.store, false);
+		if (sim_chance(3))
+			draw_skews();		/* a clock steps, maybe back */
 		if (!jumping && sim_chance(15))
 			sim_quiesce(jumping = true);
 		if (jumping && sim_all_idle())
@@ -145,6 +155,7 @@ run_steps(const sim_shape *sh)
 			 * passes the grace, every deferred put has landed. */
 			sim_store_land_deferred(sim.store, true);
 			sim_advance(SIM_GRACE_US + 1000000);
+			draw_skews();
 			sim_quiesce(jumping = false);
 		}
 		sim_check_versions();
