@@ -240,6 +240,7 @@ stale_write(sim_writer *sw)
 	cx_shardwriter *next;
 	cx_err		err;
 	cx_code		rc = open_writer(sw, &next, &err);
+	size_t		made = sim.nappends;	/* the record append_batch makes */
 
 	if (rc != CX_OK)
 	{
@@ -248,6 +249,12 @@ stale_write(sim_writer *sw)
 	}
 	rc = append_batch(sw, sw->w, sim_chance(500), &err);
 	report_damage(sw->shard, rc, &err);
+	/* The newer claim is complete: the stale writer's next write is
+	 * fenced (invariant 2), whatever it is. */
+	if (rc == CX_OK &&
+		(sim.appends[made].nops > 0 || sim.appends[made].truncate))
+		sim_violation("shard %s: a writer acknowledged an append after a newer claim of its shard",
+					  sw->shard);
 	close_writer(&sw->w, false);
 	sw->w = next;
 }
