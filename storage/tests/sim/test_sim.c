@@ -8,13 +8,14 @@
  * clock jumps past GC's grace, so GC has garbage to collect while no
  * upload is waiting for its commit.  At the end the faults stop, the
  * actors finish, every cluster is claimed again (replaying its WAL) and
- * sealed, and the snapshot is checked against the oracle before and after
- * merging everything and a last GC.
+ * sealed, and the snapshot is checked against the oracle after that, after
+ * merging everything, after a last compaction and after a last GC.
  *
  * CX_SIM_SEEDS=N runs seeds 1..N (default 2000; CX_SIM_FROM=F: F..N);
  * CX_SIM_SEED=S runs seed S alone and says what it did; CX_SIM_LENGTH=L
- * makes every run L times longer.  "make -C storage sim SEEDS=N" and
- * "make -C storage sim SEED=S" set them.
+ * makes every run L times longer; CX_SIM_TRACE=1 prints every store call
+ * and append.  "make -C storage sim SEEDS=N" and "make -C storage sim
+ * SEED=S" set the first two.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -252,13 +253,13 @@ last_gc(void)
 		sim_violation("final GC: %s", err.msg);
 }
 
+/* The writers are the first sim.nclusters actors. */
 static void
-final_checks(sim_actor **actors, int nactors)
+final_checks(sim_actor **actors)
 {
 	finish_actors();
-	for (int i = 0; i < nactors; i++)
-		if (actors[i]->action != NULL && strncmp(actors[i]->name, "writer", 6) == 0)
-			sim_writer_finish(actors[i]);
+	for (int c = 0; c < sim.nclusters; c++)
+		sim_writer_finish(actors[c]);
 	reclaim_every_shard();
 	sim_check_versions();
 	sim_check_objects();
@@ -321,7 +322,7 @@ run_seed(uint64_t seed, sim_totals *t)
 	sim_store_faults(sim.store, sh.faulty ? &sim.faults : NULL);
 	run_steps(&sh);
 	if (first_violation[0] == '\0')
-		final_checks(actors, nactors);
+		final_checks(actors);
 	t->steps += sim.step;
 	t->faults += sim_store_faults_injected(sim.store);
 	for (size_t i = 0; i < sim.nappends; i++)
