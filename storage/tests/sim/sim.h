@@ -113,6 +113,8 @@ typedef struct sim_op
 {
 	int			key;
 	bool		del;
+	bool		maybe;			/* insert-if-absent: dropped if the key was
+								 * live, which the oracle cannot tell */
 	int64_t		v;				/* unique over the run (puts) */
 } sim_op;
 

@@ -99,13 +99,15 @@ refused(cx_code rc)
 		rc == CX_ERR_INVALID || rc == CX_ERR_UNIQUE;
 }
 
-/* A put, an insert (refused while the key is live) or a delete. */
+/* A put, an insert (refused while the key is live), an insert-if-absent
+ * (dropped while the key is live) or a delete. */
 static cx_row_kind
 draw_kind(void)
 {
 	uint32_t	r = sim_below(100);
 
-	return r < 25 ? CX_ROW_DELETE : r < 40 ? CX_ROW_INSERT : CX_ROW_PUT;
+	return r < 25 ? CX_ROW_DELETE : r < 40 ? CX_ROW_INSERT :
+		r < 50 ? CX_ROW_INSERT_IF_ABSENT : CX_ROW_PUT;
 }
 
 static void
@@ -213,6 +215,7 @@ append_batch(sim_writer *sw, cx_shardwriter *w, bool seal, cx_err *err)
 		used[op->key] = true;
 		kind = draw_kind();
 		op->del = kind == CX_ROW_DELETE;
+		op->maybe = kind == CX_ROW_INSERT_IF_ABSENT;
 		op->v = op->del ? 0 : ++sim.next_value;
 		sim_key_name(op->key, names[i]);
 		ops[i] = (mw_op) {kind, names[i], op->v};
@@ -250,9 +253,9 @@ stale_write(sim_writer *sw)
 	rc = append_batch(sw, sw->w, sim_chance(500), &err);
 	report_damage(sw->shard, rc, &err);
 	/* The newer claim is complete: the stale writer's next write is
-	 * fenced (invariant 2), whatever it is. */
-	if (rc == CX_OK &&
-		(sim.appends[made].nops > 0 || sim.appends[made].truncate))
+	 * fenced (invariant 2), whatever it is (commit time 0: nothing was
+	 * left to write, every row dropped or refused). */
+	if (rc == CX_OK && sim.appends[made].ts != 0)
 		sim_violation("shard %s: a writer acknowledged an append after a newer claim of its shard",
 					  sw->shard);
 	close_writer(&sw->w, false);

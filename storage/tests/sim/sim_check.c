@@ -290,6 +290,14 @@ typedef struct bounds
 	int64_t		hi;
 } bounds;
 
+/* An acknowledged append that wrote something (commit time 0: every row
+ * was dropped or refused, nothing written). */
+static bool
+wrote(const sim_append *a)
+{
+	return a->outcome == SIM_ACKED && a->ts != 0;
+}
+
 static bounds *
 unknown_bounds(void)
 {
@@ -305,7 +313,7 @@ unknown_bounds(void)
 		const sim_append *a = &sim.appends[i];
 
 		b[i].lo = last[a->cluster];
-		if (a->outcome == SIM_ACKED)
+		if (wrote(a))
 			last[a->cluster] = a->ts;
 	}
 	for (int c = 0; c < SIM_CLUSTERS_MAX; c++)
@@ -315,7 +323,7 @@ unknown_bounds(void)
 		const sim_append *a = &sim.appends[i];
 
 		b[i].hi = last[a->cluster];
-		if (a->outcome == SIM_ACKED)
+		if (wrote(a))
 			last[a->cluster] = a->ts;
 	}
 	return b;
@@ -339,7 +347,7 @@ shows(const shown *s, const sim_op *op)
 static const sim_op *
 op_on(const sim_append *a, int key)
 {
-	static const sim_op truncated = {-1, true, 0};
+	static const sim_op truncated = {.key = -1, .del = true};
 
 	if (a->truncate)
 		return &truncated;
@@ -349,8 +357,9 @@ op_on(const sim_append *a, int key)
 	return NULL;
 }
 
-/* The acknowledged write of key with the latest commit time (NULL: none);
- * *ts receives that time. */
+/* The acknowledged write of key with the latest commit time (NULL: none),
+ * leaving out inserts-if-absent, which may have been dropped; *ts receives
+ * that time. */
 static const sim_op *
 last_acked(int key, int64_t *ts)
 {
@@ -362,7 +371,7 @@ last_acked(int key, int64_t *ts)
 		const sim_append *a = &sim.appends[i];
 		const sim_op *op = op_on(a, key);
 
-		if (op != NULL && a->outcome == SIM_ACKED && a->ts >= *ts)
+		if (op != NULL && !op->maybe && a->outcome == SIM_ACKED && a->ts >= *ts)
 		{
 			best = op;
 			*ts = a->ts;
@@ -385,9 +394,10 @@ allowed(int key, const shown *s, const bounds *b)
 		const sim_append *a = &sim.appends[i];
 		const sim_op *op = op_on(a, key);
 
-		/* An exact tie of commit times across clusters may go either way. */
-		if (op != NULL && a->outcome == SIM_ACKED && a->ts == ts &&
-			shows(s, op))
+		/* An exact tie of commit times across clusters may go either way;
+		 * an insert-if-absent after the last write may have gone in. */
+		if (op != NULL && a->outcome == SIM_ACKED &&
+			(a->ts == ts || (op->maybe && a->ts > ts)) && shows(s, op))
 			return true;
 		if (op != NULL && a->outcome == SIM_UNKNOWN && b[i].hi > ts &&
 			shows(s, op))
@@ -420,7 +430,7 @@ check_all_or_nothing(const shown *state, const bounds *b, const char *when)
 
 			if (!op->del && shows(&state[op->key], op))
 				landed = op->key;
-			else if (x != NULL && !x->del && ts <= b[i].lo &&
+			else if (!op->maybe && x != NULL && !x->del && ts <= b[i].lo &&
 					 shows(&state[op->key], x))
 				missing = op->key;
 		}
