@@ -148,14 +148,25 @@ cx_compact_lease_take(cx_objstore *s, const char *holder,
 	mine.since_us = now_us;
 	mine.expires_us = now_us + (int64_t) lease_seconds * 1000000;
 	rc = take_once(s, &mine, now_us, err);
-	/* Another caller put one between our read and our put: theirs is live. */
-	if (rc == CX_ERR_EXISTS)
+	/*
+	 * Another caller put one between our read and our put: theirs is live,
+	 * unless its job released it again before we read it.  Then the store
+	 * is free: one more try (no loop), and if that races too, busy.
+	 */
+	for (int tries = 0; rc == CX_ERR_EXISTS; tries++)
 	{
 		cx_compact_lease held;
 
 		rc = cx_compact_lease_read(s, &held, err);
 		if (rc == CX_OK)
 			rc = busy(&held, now_us, err);
+		else if (rc == CX_ERR_NOT_FOUND && tries == 0)
+			rc = take_once(s, &mine, now_us, err);
+		else if (rc == CX_ERR_NOT_FOUND)
+			rc = cx_err_set(err, CX_ERR_BUSY,
+							"the store's compaction lease (%s) changed hands "
+							"twice while we took it",
+							CX_COMPACTION_LEASE_KEY);
 	}
 	return rc;
 }

@@ -10,40 +10,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "memwal/cx_memwal_int.h"
+#include "util/cx_clock.h"
 
 int64_t
 cx_sw_now(const cx_shardwriter *w)
 {
-	struct timespec ts;
-
 	if (w->opt.clock_us != NULL)
 		return w->opt.clock_us();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-monotonic_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return cx_clock_now_us();
 }
 
 void
 cx_sw_proved_current(cx_shardwriter *w)
 {
-	w->current_at = monotonic_us();
+	w->current_at = cx_clock_mono_us();
 }
 
 bool
 cx_sw_proof_stale(const cx_shardwriter *w)
 {
-	return monotonic_us() - w->current_at >=
+	return cx_clock_mono_us() - w->current_at >=
 		(int64_t) w->opt.revalidate_after_ms * 1000;
 }
 

@@ -391,9 +391,11 @@ cx_shard_manifest_load(cx_objstore *s, const char *shard_id, uint64_t version,
 	return rc;
 }
 
+/* The newest version, found from known, else from the hint, else (use_hint
+ * false) by listing. */
 static cx_code
 latest_from(cx_objstore *s, const char *shard_id, uint64_t known,
-			cx_shard_manifest **out, cx_err *err)
+			bool use_hint, cx_shard_manifest **out, cx_err *err)
 {
 	char		prefix[CX_KEY_MAX + 1];
 	char		hint[CX_KEY_MAX + 1];
@@ -402,15 +404,17 @@ latest_from(cx_objstore *s, const char *shard_id, uint64_t known,
 
 	cx_layout_shard_versions(shard_id, prefix, &q);
 	cx_layout_shard_hint(shard_id, hint);
-	if (cx_vseq_latest(s, &q, hint, known, &latest, err) != CX_OK)
+	if (cx_vseq_latest(s, &q, use_hint ? hint : NULL, known, &latest,
+					   err) != CX_OK)
 		return err->code;
 	if (latest == 0)
 		return CX_OK;
 	return cx_shard_manifest_load(s, shard_id, latest, out, err);
 }
 
-/* A known version GC has since removed (the caller cached it too long) is
- * no starting point: start cold instead. */
+/* A known version GC has since removed (the caller cached it too long), or
+ * a stale hint GC removed while we probed past it, leads to a version that
+ * is gone: list the versions instead. */
 cx_code
 cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
 							  uint64_t known, cx_shard_manifest **out,
@@ -421,9 +425,9 @@ cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
 	*out = NULL;
 	if (cx_shard_id_validate(shard_id, err) != CX_OK)
 		return err->code;
-	rc = latest_from(s, shard_id, known, out, err);
-	if (rc == CX_ERR_NOT_FOUND && known > 0)
-		rc = latest_from(s, shard_id, 0, out, err);
+	rc = latest_from(s, shard_id, known, true, out, err);
+	if (rc == CX_ERR_NOT_FOUND)
+		rc = latest_from(s, shard_id, 0, false, out, err);
 	return rc;
 }
 

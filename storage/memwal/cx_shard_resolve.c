@@ -271,7 +271,7 @@ probe(resolve *rs, uint32_t column, const size_t *offs, const size_t *lens,
 
 /* The keys of the requests that must be checked, and the upsert values. */
 static cx_code
-probe_base(resolve *rs, cx_err *err)
+probe_base_once(resolve *rs, cx_err *err)
 {
 	size_t	   *offs = malloc(2 * rs->n * sizeof(size_t) + 1);
 	size_t	   *lens = malloc(2 * rs->n * sizeof(size_t) + 1);
@@ -309,6 +309,32 @@ probe_base(resolve *rs, cx_err *err)
 	free(offs);
 	free(lens);
 	return rc;
+}
+
+/*
+ * The writer keeps the base it last loaded until its own shard's merges
+ * move it on; meanwhile other shards' merges and compactions may replace
+ * the fragments it lists, and GC collect them.  A probe that finds one
+ * gone therefore loads the newest base, which lists what is there, and
+ * probes again, once.  Only the base view changes (not the schema: the
+ * request is being resolved against it).
+ */
+static cx_code
+probe_base(resolve *rs, cx_err *err)
+{
+	cx_manifest *base;
+	cx_code		rc = probe_base_once(rs, err);
+
+	if (rc != CX_ERR_NOT_FOUND)
+		return rc;
+	probe_set_free(&rs->keys);
+	probe_set_free(&rs->ups);
+	memset(&rs->keys, 0, sizeof(rs->keys));
+	memset(&rs->ups, 0, sizeof(rs->ups));
+	if (cx_manifest_load_latest(rs->w->s, &base, err) != CX_OK)
+		return err->code;
+	cx_sw_keep_base(rs->w, base);
+	return probe_base_once(rs, err);
 }
 
 /* The hits of probed value v (NULL and 0 when none). */

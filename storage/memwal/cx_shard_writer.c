@@ -62,6 +62,30 @@ cx_sw_next_ts(cx_shardwriter *w)
 }
 
 /*
+ * Whether the unknown commit u was a seal whose generation fragment is
+ * gone: GC removed it, which it does only to an object no version listed
+ * and older than its grace, far longer than a request that timed out may
+ * take to land.  So u did not land and never will, and putting it now
+ * would publish a generation without its rows: the memtable, which still
+ * holds them, is sealed again instead.  *rc: an error finding out.
+ */
+static bool
+seal_cannot_land(cx_shardwriter *w, const cx_shard_manifest *u, cx_code *rc,
+				 cx_err *err)
+{
+	uint64_t	size;
+
+	*rc = CX_OK;
+	if (u->next_gen == w->m->next_gen || u->ngens == 0)
+		return false;
+	*rc = cx_obj_head(w->s, u->gens[u->ngens - 1].fragment.path, &size, err);
+	if (*rc != CX_ERR_NOT_FOUND)
+		return false;
+	*rc = CX_OK;
+	return true;
+}
+
+/*
  * Settles a commit whose outcome was unknown by putting the same bytes at
  * its version again.  Reading the version back is not enough: finding
  * nothing there does not mean the first put will not still land (a request
@@ -79,6 +103,14 @@ settle(cx_shardwriter *w, cx_err *err)
 	char		what[64];
 	cx_code		rc;
 
+	if (seal_cannot_land(w, u, &rc, err))
+	{
+		w->unsettled = NULL;
+		cx_shard_manifest_free(u);
+		return CX_OK;
+	}
+	if (rc != CX_OK)
+		return err->code;
 	if (cx_shard_manifest_put(w->s, u, &winner, &unknown, err) != CX_OK)
 		return cx_err_prefix(err, "shard %s: settling the unknown outcome of version %llu",
 							 w->shard_id, (unsigned long long) u->version);

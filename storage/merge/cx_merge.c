@@ -213,18 +213,25 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	return cx_manifest_set_merged_gen(next, ms->shard_id, last, err);
 }
 
-/* Reads the base and shard manifests and picks the generations. */
+/*
+ * Reads the shard and base manifests and picks the generations.  The shard
+ * manifest comes first: a writer records the table's schema in the base
+ * before its first generation exists, so the base read after a shard
+ * manifest that lists generations has the schema (read the other way
+ * round, a first append between the two reads looked like a corrupt
+ * store).  A base newer than the shard manifest only skips generations
+ * another merge took meanwhile.
+ */
 static cx_code
 plan(merge_state *ms, cx_err *err)
 {
 	if (cx_shard_id_validate(ms->shard_id, err) != CX_OK ||
+		cx_shard_manifest_load_latest(ms->s, ms->shard_id, 0, &ms->sm,
+									  err) != CX_OK ||
 		cx_manifest_load_latest(ms->s, &ms->start, err) != CX_OK)
 		return err->code;
 	if (ms->start == NULL && (ms->start = cx_manifest_new()) == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "merge: out of memory");
-	if (cx_shard_manifest_load_latest(ms->s, ms->shard_id, 0, &ms->sm,
-									  err) != CX_OK)
-		return err->code;
 	if (ms->sm == NULL)
 		return CX_OK;
 	return choose_generations(ms, err);

@@ -145,10 +145,24 @@ cx_option_int(const cx_option *options, size_t noptions, const char *name,
 	return CX_OK;
 }
 
+static void (*random_source) (void *buf, size_t n);
+
+void
+cx_random_set_source(void (*fill) (void *buf, size_t n))
+{
+	random_source = fill;
+}
+
 cx_code
 cx_random_bytes(void *buf, size_t n, cx_err *err)
 {
 	uint8_t    *p = buf;
+
+	if (random_source != NULL)
+	{
+		random_source(buf, n);
+		return CX_OK;
+	}
 
 	while (n > 0)
 	{

@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "objstore/cx_xml.h"
+#include "util/cx_clock.h"
 
 /* Backoff before retry n (1-based) is uniform in [0, min(CAP, BASE * 2^(n-1))). */
 #define BACKOFF_BASE_MS 200
@@ -695,19 +696,7 @@ one_attempt(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 static int64_t
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	return cx_clock_mono_us() / 1000;
 }
 
 int64_t
@@ -817,7 +806,7 @@ cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 		if (n >= h->cfg.max_attempts ||
 			now_ms() + delay - start > h->cfg.max_retry_ms)
 			return give_up(req, resp, &a, n, now_ms() - start, err);
-		sleep_ms(delay);
+		cx_clock_sleep_us(delay * 1000);
 		h->stats->retries++;
 	}
 }

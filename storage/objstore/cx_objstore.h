@@ -191,5 +191,9 @@ cx_code		cx_option_int(const cx_option *options, size_t noptions,
 
 /* Fills buf with n cryptographically random bytes (getrandom). */
 cx_code		cx_random_bytes(void *buf, size_t n, cx_err *err);
+/* Makes cx_random_bytes call fill instead (NULL: getrandom again), so that
+ * a test's run is repeatable: the deterministic simulation names its
+ * objects and commits from its seed.  Process-wide; not for production. */
+void		cx_random_set_source(void (*fill) (void *buf, size_t n));
 
 #endif							/* CX_OBJSTORE_H */

@@ -124,6 +124,8 @@ cx_vseq_latest(cx_objstore *s, const cx_vseq *q, const char *hint_key,
 	*latest = 0;
 	if (known > 0)
 		return probe_forward(s, q, known, latest, err);
+	if (hint_key == NULL)
+		return cx_vseq_list(s, q, keep_max, latest, err);
 	rc = cx_hint_read(s, hint_key, &hint, err);
 	if (rc != CX_OK && rc != CX_ERR_NOT_FOUND && rc != CX_ERR_CORRUPT)
 		return rc;

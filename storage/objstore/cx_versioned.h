@@ -32,7 +32,13 @@ cx_code		cx_vseq_list(cx_objstore *s, const cx_vseq *q, cx_vseq_fn fn,
  * Newest number present.  known (0 if none) is a number the caller saw
  * exist within GC's retention window: probing starts after it (one HEAD when
  * nothing changed).  Without it the hint at hint_key is read and checked to
- * exist, and failing that the prefix is listed.  0 when the sequence is empty.
+ * exist, and failing that (or with hint_key NULL) the prefix is listed.  0
+ * when the sequence is empty.
+ *
+ * GC may remove the number probing started from, and those after it, while
+ * the probe runs (a stale hint: it removes the oldest first, never the
+ * newest): the number found is then gone too, so a caller whose read of it
+ * finds nothing asks again with hint_key NULL.
  */
 cx_code		cx_vseq_latest(cx_objstore *s, const cx_vseq *q,
 						   const char *hint_key, uint64_t known,

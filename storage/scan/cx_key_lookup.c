@@ -94,14 +94,18 @@ take_keys(cx_lookup *l, const uint8_t *const *keys, const size_t *lens,
 	return CX_OK;
 }
 
-/* Buckets the probe's live hits by fragment, rows ascending: counted
- * first, so each fragment's rows are allocated once. */
+/*
+ * Buckets the probe's hits by fragment, rows ascending: counted first, so
+ * each fragment's rows are allocated once.  Tombstones too: the scan never
+ * returns them, but reads them, so that a merged delete beats the older
+ * unmerged rows of its key in other shards (without it, such a row came
+ * back).
+ */
 static cx_code
 take_base_rows(cx_lookup *l, const cx_probe_result *r, cx_err *err)
 {
 	for (uint32_t i = 0; i < r->nhits; i++)
-		if (!r->hits[i].tombstone)
-			l->base[r->hits[i].fragment].n++;
+		l->base[r->hits[i].fragment].n++;
 	for (uint32_t f = 0; f < l->nfragments; f++)
 	{
 		if (l->base[f].n == 0)
@@ -115,8 +119,7 @@ take_base_rows(cx_lookup *l, const cx_probe_result *r, cx_err *err)
 	{
 		const cx_probe_hit *h = &r->hits[i];
 
-		if (!h->tombstone)
-			l->base[h->fragment].rows[l->base[h->fragment].n++] = h->row;
+		l->base[h->fragment].rows[l->base[h->fragment].n++] = h->row;
 	}
 	/* (a fragment without hits has no array; qsort wants one even for 0) */
 	for (uint32_t f = 0; f < l->nfragments; f++)

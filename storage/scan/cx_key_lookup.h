@@ -28,8 +28,9 @@ void		cx_lookup_free(cx_lookup *l);
 bool		cx_lookup_has(const cx_lookup *l, const uint8_t *key, size_t len);
 /* The smallest and largest key, to skip fragments by their statistics. */
 const cx_keyrange *cx_lookup_range(const cx_lookup *l);
-/* The live, non-tombstone rows of base fragment f that hold a key,
- * ascending (*n = 0: none). */
+/* The live rows of base fragment f that hold a key, ascending (*n = 0:
+ * none); tombstones among them, which the scan reads to hide older rows
+ * of their keys but never returns. */
 const uint64_t *cx_lookup_base_rows(const cx_lookup *l, uint32_t f,
 									uint32_t *n);
 /* Whether one of those rows lies in [first, first + count). */

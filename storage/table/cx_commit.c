@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_MAX_ATTEMPTS 64
 #define DEFAULT_BACKOFF_MAX_MS 200
@@ -44,7 +43,6 @@ backoff(const cx_commit_options *o, int attempt)
 	uint32_t	r;
 	long		us;
 	cx_err		ignored;
-	struct timespec ts;
 
 	if (cap_us > o->backoff_max_ms * 1000L)
 		cap_us = o->backoff_max_ms * 1000L;
@@ -53,9 +51,7 @@ backoff(const cx_commit_options *o, int attempt)
 	if (cx_random_bytes(&r, sizeof(r), &ignored) != CX_OK)
 		r = (uint32_t) cx_clock_now_us();
 	us = (long) (r % (uint32_t) (cap_us + 1));
-	ts.tv_sec = us / 1000000;
-	ts.tv_nsec = (us % 1000000) * 1000;
-	nanosleep(&ts, NULL);
+	cx_clock_sleep_us(us);
 }
 
 /* The next version's skeleton: a copy of base with a new identity. */

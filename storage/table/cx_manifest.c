@@ -736,15 +736,24 @@ cx_manifest_latest_version(cx_objstore *s, uint64_t *version, cx_err *err)
 	return cx_vseq_latest(s, &cx_layout_base_versions, CX_LATEST_HINT_KEY, 0, version, err);
 }
 
+/* A stale hint that GC removed while we probed past it leads to a version
+ * that is gone (cx_versioned.h): list the versions instead. */
 cx_code
 cx_manifest_load_latest(cx_objstore *s, cx_manifest **out, cx_err *err)
 {
 	uint64_t	version;
+	cx_code		rc;
 
 	*out = NULL;
 	if (cx_manifest_latest_version(s, &version, err) != CX_OK)
 		return err->code;
 	if (version == 0)
 		return CX_OK;
-	return cx_manifest_load(s, version, out, err);
+	rc = cx_manifest_load(s, version, out, err);
+	if (rc != CX_ERR_NOT_FOUND)
+		return rc;
+	if (cx_vseq_latest(s, &cx_layout_base_versions, NULL, 0, &version,
+					   err) != CX_OK)
+		return err->code;
+	return version == 0 ? CX_OK : cx_manifest_load(s, version, out, err);
 }

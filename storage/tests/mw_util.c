@@ -98,19 +98,41 @@ encode_op(const mw_op *op, cx_buf *rows)
 }
 
 cx_code
-mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal, cx_err *err)
+mw_append_ts(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
+			 int64_t *commit_ts, cx_err *err)
 {
 	cx_buf		rows;
-	int64_t		ts;
 	cx_code		rc;
 
 	cx_buf_init(&rows);
 	for (int i = 0; i < n; i++)
 		encode_op(&ops[i], &rows);
 	rc = cx_sw_append(w, mw_schema(), rows.data, rows.len, (uint64_t) n, seal,
-					  &ts, err);
+					  commit_ts, err);
 	cx_buf_free(&rows);
 	return rc;
+}
+
+cx_code
+mw_stage(cx_shardwriter *w, const mw_op *op, cx_err *err)
+{
+	cx_buf		rows;
+	cx_sw_resolved resolved;
+	cx_code		rc;
+
+	cx_buf_init(&rows);
+	encode_op(op, &rows);
+	rc = cx_sw_stage(w, mw_schema(), rows.data, rows.len, 1, &resolved, err);
+	cx_buf_free(&rows);
+	return rc;
+}
+
+cx_code
+mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal, cx_err *err)
+{
+	int64_t		ts;
+
+	return mw_append_ts(w, ops, n, seal, &ts, err);
 }
 
 cx_code

@@ -40,6 +40,12 @@ typedef struct mw_op
 /* Appends the rows of ops in order, in one cx_sw_append (one commit time). */
 cx_code		mw_append(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
 					  cx_err *err);
+/* Stages op as a request of its own (cx_sw_stage); cx_sw_append_staged
+ * appends what was staged. */
+cx_code		mw_stage(cx_shardwriter *w, const mw_op *op, cx_err *err);
+/* The same, telling the commit time given to the rows. */
+cx_code		mw_append_ts(cx_shardwriter *w, const mw_op *ops, int n, bool seal,
+						 int64_t *commit_ts, cx_err *err);
 
 /* Appends one TRUNCATE marker (a tombstone with a NULL key). */
 cx_code		mw_truncate(cx_shardwriter *w, bool seal, cx_err *err);

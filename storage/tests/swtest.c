@@ -373,3 +373,43 @@ sw_wrap_arm(sw_wrap *w, const char *match, sw_fault fault, int faults)
 	w->fault = fault;
 	w->faults = faults;
 }
+
+/* ---- GC racing a probe ---- */
+
+static const cx_objstore_ops *race_real_ops;
+static cx_objstore_ops race_ops;
+static const char *race_key;
+static const char *const *race_deletes;
+static int	race_ndeletes;
+
+static cx_code
+race_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
+		  cx_err *err)
+{
+	if (race_key != NULL && strcmp(key, race_key) == 0)
+	{
+		race_key = NULL;
+		for (int i = 0; i < race_ndeletes; i++)
+			(void) race_real_ops->del(s, race_deletes[i], err);
+	}
+	return race_real_ops->head(s, key, size, mtime_us, err);
+}
+
+void
+sw_gc_race(cx_objstore *s, const char *key, const char *const *deletes, int n)
+{
+	race_real_ops = s->ops;
+	race_ops = *s->ops;
+	race_ops.head = race_head;
+	race_key = key;
+	race_deletes = deletes;
+	race_ndeletes = n;
+	s->ops = &race_ops;
+}
+
+void
+sw_gc_race_end(cx_objstore *s)
+{
+	s->ops = race_real_ops;
+	race_key = NULL;
+}

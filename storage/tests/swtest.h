@@ -74,4 +74,13 @@ sw_wrap    *sw_wrap_open(const char *suffix);
 void		sw_wrap_arm(sw_wrap *w, const char *match, sw_fault fault,
 						int faults);
 
+/*
+ * GC racing a probe for the newest version: until sw_gc_race_end(s), the
+ * first HEAD of key on s first deletes the keys deletes[0..n) (kept by
+ * pointer: they must outlive the race).
+ */
+void		sw_gc_race(cx_objstore *s, const char *key,
+					   const char *const *deletes, int n);
+void		sw_gc_race_end(cx_objstore *s);
+
 #endif							/* SWTEST_H */

@@ -249,6 +249,79 @@ CX_TEST(compact_lease_unreadable_is_taken_over)
 	cx_obj_close(s);
 }
 
+/* A lease race: the next put-if-absent of the lease meets one holder "b"
+ * put just before (step 1), and b releases it just before the next read
+ * of the lease (step 2). */
+static const cx_objstore_ops *race_real_ops;
+static cx_objstore_ops race_ops;
+static int	race_step;
+
+/* Runs fn on s's real backend (so the hooks do not see its calls). */
+static void
+race_unhooked(cx_objstore *s, bool take)
+{
+	cx_err		ignored;
+
+	s->ops = race_real_ops;
+	if (take)
+		(void) cx_compact_lease_take(s, "b", 60, T0, &ignored);
+	else
+		(void) cx_compact_lease_release(s, "b", &ignored);
+	s->ops = &race_ops;
+}
+
+static cx_code
+race_put(cx_objstore *s, const char *key, const void *data, size_t len,
+		 cx_put_mode mode, cx_err *err)
+{
+	if (race_step == 1 && mode == CX_PUT_IF_ABSENT &&
+		strcmp(key, CX_COMPACTION_LEASE_KEY) == 0)
+	{
+		race_step = 2;
+		race_unhooked(s, true);
+	}
+	return race_real_ops->put(s, key, data, len, mode, err);
+}
+
+static cx_code
+race_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+		 cx_buf *out, cx_err *err)
+{
+	if (race_step == 2 && strcmp(key, CX_COMPACTION_LEASE_KEY) == 0)
+	{
+		race_step = 0;
+		race_unhooked(s, false);
+	}
+	return race_real_ops->get(s, key, offset, len, out, err);
+}
+
+/* Another job takes the lease between our read and our put, and releases
+ * it before we read whose it is: the store is free, so we take it (it was
+ * a "not found" error; found by the simulation, seed 30). */
+CX_TEST(compact_lease_released_while_we_raced_for_it_is_taken)
+{
+	cx_objstore *s;
+	cx_compact_lease l;
+	cx_err		err;
+	cx_code		rc;
+
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &s, &err), &err);
+	race_real_ops = s->ops;
+	race_ops = *s->ops;
+	race_ops.put = race_put;
+	race_ops.get = race_get;
+	s->ops = &race_ops;
+	race_step = 1;
+	rc = cx_compact_lease_take(s, "a", 60, T0, &err);
+	s->ops = race_real_ops;
+	CHECK(race_step == 0);
+	if (rc != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	REQUIRE_OK(cx_compact_lease_read(s, &l, &err), &err);
+	CHECK(strcmp(l.holder, "a") == 0);
+	cx_obj_close(s);
+}
+
 static bool
 dv_is(const cx_manifest *m, uint32_t f, const uint32_t *rows, uint32_t n)
 {

@@ -12,6 +12,7 @@
 
 #include "memwal/cx_memwal_int.h"
 #include "merge/cx_merge.h"
+#include "ctxstore/lifecycle.h"
 #include "cx_test.h"
 #include "mw_util.h"
 
@@ -389,5 +390,59 @@ CX_TEST(resolve_refused_append_leaves_its_keys_free)
 	REQUIRE_OK(merge_and_drain(s, w, &err), &err);
 	REQUIRE_OK(insert(w, "late", true, &err), &err);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Removes every fragment version `version` of s lists (GC, once nothing
+ * retained lists them any more). */
+static cx_code
+collect_fragments_of(cx_objstore *s, uint64_t version, cx_err *err)
+{
+	cx_manifest *m;
+	cx_code		rc = CX_OK;
+
+	if (cx_manifest_load(s, version, &m, err) != CX_OK)
+		return err->code;
+	for (uint32_t f = 0; f < m->nfragments && rc == CX_OK; f++)
+		rc = cx_obj_delete(s, m->fragments[f].path, err);
+	cx_manifest_free(m);
+	return rc;
+}
+
+/*
+ * The writer's base view lists fragments a compaction replaced and GC then
+ * collected: its INSERT check finds one gone, loads the newest base and
+ * checks against that, so a live key is still a unique violation and a
+ * new one goes in (the check failed with "not found"; found by the
+ * simulation, seed 30 with CX_SIM_LENGTH=10).
+ */
+CX_TEST(resolve_base_view_whose_fragments_were_collected_is_reloaded)
+{
+	cx_objstore *s = NULL;
+	cx_shardwriter *w;
+	cx_compact_options co;
+	cx_compact_result cres;
+	uint64_t	viewed;
+	cx_err		err;
+
+	REQUIRE_OK(open_writer(&s, true, false, 0, &w, &err), &err);
+	REQUIRE_OK(insert(w, "k1", true, &err), &err);
+	REQUIRE_OK(merge_and_drain(s, w, &err), &err);
+	REQUIRE_OK(insert(w, "k2", true, &err), &err);
+	REQUIRE_OK(merge_and_drain(s, w, &err), &err);
+	REQUIRE_OK(insert(w, "k3", false, &err), &err);	/* the view: 2 fragments */
+	REQUIRE(w->base != NULL && w->base->nfragments == 2);
+	viewed = w->base->version;
+	cx_compact_options_default(&co);
+	co.holder = "test";
+	co.force = true;
+	REQUIRE_OK(cx_compact(s, &co, NULL, &cres, &err), &err);
+	REQUIRE(cres.compacted);
+	REQUIRE_OK(collect_fragments_of(s, viewed, &err), &err);
+	CHECK_CODE(insert(w, "k1", false, &err), CX_ERR_UNIQUE);
+	REQUIRE_OK(insert(w, "k4", false, &err), &err);
+	CHECK(w->base->version > viewed);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	CHECK(visible(s, "k1", NULL) == 1 && visible(s, "k4", NULL) == 1);
 	cx_obj_close(s);
 }

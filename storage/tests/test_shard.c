@@ -246,6 +246,33 @@ CX_TEST(shard_latest_uses_known_then_hint_then_listing)
 	cx_obj_close(s);
 }
 
+/* GC removes the stale hint's version and the next one while a cold
+ * probe runs: the version it stops at is gone when read, and the
+ * versions are listed instead of failing with "not found" (found by the
+ * simulation: a writer's claim, seed 937). */
+CX_TEST(shard_latest_survives_gc_removing_the_hint_during_the_probe)
+{
+	cx_objstore *s = sw_store("/st");
+	const char *const gone[] = {
+		"_shards/s1/_versions/00000000000000000001.shard",
+		"_shards/s1/_versions/00000000000000000002.shard"
+	};
+	cx_shard_manifest *m = NULL;
+	cx_err		err;
+	cx_code		rc;
+
+	REQUIRE(s != NULL);
+	write_versions(s, 5, true);
+	sw_gc_race(s, gone[1], gone, 2);
+	rc = cx_shard_manifest_load_latest(s, "s1", 0, &m, &err);
+	sw_gc_race_end(s);
+	if (rc != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	CHECK(rc == CX_OK && m != NULL && m->version == 5);
+	cx_shard_manifest_free(m);
+	cx_obj_close(s);
+}
+
 CX_TEST(shard_load_checks_the_key)
 {
 	cx_objstore *s = sw_store("/st");

@@ -17,6 +17,7 @@
 #include "table/cx_commit.h"
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_writer.h"
+#include "memwal/cx_memwal_int.h"
 #include "merge/cx_merge.h"
 #include "format/cx_row_codec.h"
 #include "cx_test.h"
@@ -893,6 +894,37 @@ CX_TEST(sw_unknown_seal_outcome_is_settled_before_the_next_write)
 	REQUIRE_OK(append(w, "r", 4, 1, true, &err), &err);
 	CHECK(cx_sw_manifest(w)->version == version + 4);
 	CHECK(exactly_once(&s->base, "a", "r", 5));
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
+/*
+ * A seal of unknown outcome whose generation fragment GC has removed
+ * since (the writer stayed idle past the grace): the seal never landed
+ * and never will, so settling it must not put it (it would list a
+ * missing fragment); the memtable is sealed again and its rows land once
+ * (they were published without their fragment; found by the simulation,
+ * seed 27038).
+ */
+CX_TEST(sw_unknown_seal_whose_fragment_was_collected_is_sealed_again)
+{
+	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
+	const cx_shard_manifest *u;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	s->match = "_shards/a/_versions/";
+	s->fault = SW_FAULT_IO_GET_FAILS;
+	s->faults = 1;
+	CHECK_CODE(append(w, "r", 1, 1, true, &err), CX_ERR_IO);
+	u = w->unsettled;
+	REQUIRE(u != NULL && u->ngens > 0);
+	REQUIRE_OK(cx_obj_delete(s->inner, u->gens[u->ngens - 1].fragment.path,
+							 &err), &err);
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	cx_obj_close(&s->base);
 }

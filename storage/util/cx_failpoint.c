@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/cx_clock.h"
+
 #define MAX_ARMED 32
 #define NAME_MAX_LEN 63
 #define SPEC_MAX_LEN 4096
@@ -260,19 +262,6 @@ cx_failpoint_set(const char *spec, cx_err *err)
 	return CX_OK;
 }
 
-/* Sleeps ms milliseconds, through signals (which interrupt nanosleep),
- * leaving errno as it was. */
-static void
-sleep_ms(long ms)
-{
-	struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
-	int			saved_errno = errno;
-
-	while (nanosleep(&left, &left) != 0 && errno == EINTR)
-		continue;
-	errno = saved_errno;
-}
-
 /*
  * Counts a hit of name and says whether it fires (then *fired gets a copy of
  * its entry and err the error it injects); crashes or sleeps right here (a
@@ -309,7 +298,7 @@ reach(const char *name, failpoint *fired, cx_err *err)
 		raise(SIGKILL);			/* as kill -9: no cleanup, no flush */
 	if (fire && fired->action == FP_DELAY)
 	{
-		sleep_ms(fired->delay_ms);
+		cx_clock_sleep_us((int64_t) fired->delay_ms * 1000);
 		return false;
 	}
 	if (fire)
