@@ -319,11 +319,11 @@ sim_head(cx_objstore *s, const char *key, uint64_t *size, int64_t *mtime_us,
  */
 #define LIST_PAGE 8
 
-/* Up to LIST_PAGE keys under prefix after *after ("" = from the start),
- * copied; returns how many. */
+/* Up to LIST_PAGE entries under prefix after *after ("" = from the start),
+ * their keys copied; returns how many. */
 static int
 list_page(const sim_store *st, const char *prefix, const char *after,
-		  char *keys[LIST_PAGE], uint64_t sizes[LIST_PAGE])
+		  cx_list_entry page[LIST_PAGE])
 {
 	size_t		plen = strlen(prefix);
 	bool		found;
@@ -336,14 +336,15 @@ list_page(const sim_store *st, const char *prefix, const char *after,
 	{
 		if (strncmp(st->objs[i].key, prefix, plen) != 0)
 			break;
-		keys[n] = strdup(st->objs[i].key);
-		sizes[n] = st->objs[i].len;
+		page[n].key = strdup(st->objs[i].key);
+		page[n].size = st->objs[i].len;
+		page[n].mtime_us = st->objs[i].mtime_us;
 	}
 	return n;
 }
 
 static cx_code
-sim_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
+sim_list(cx_objstore *s, const char *prefix, cx_list_entry_fn fn, void *arg,
 		 cx_err *err)
 {
 	sim_store  *st = store_of(s);
@@ -353,18 +354,17 @@ sim_list(cx_objstore *s, const char *prefix, cx_list_fn fn, void *arg,
 
 	while (wanted && n == LIST_PAGE)
 	{
-		char	   *keys[LIST_PAGE];
-		uint64_t	sizes[LIST_PAGE];
+		cx_list_entry page[LIST_PAGE];
 
 		if (begin_call(st, "list", prefix, false) == FAULT_ERROR)
 			return injected(st, "list", prefix, err);
-		n = list_page(st, prefix, after, keys, sizes);
+		n = list_page(st, prefix, after, page);
 		for (int k = 0; k < n; k++)
 		{
 			if (wanted)
-				wanted = fn(arg, keys[k], sizes[k]);
-			snprintf(after, sizeof(after), "%s", keys[k]);
-			free(keys[k]);
+				wanted = fn(arg, &page[k]);
+			snprintf(after, sizeof(after), "%s", page[k].key);
+			free((char *) page[k].key);
 		}
 	}
 	return CX_OK;
