@@ -508,6 +508,83 @@ CX_TEST(inspect_cli_lists_and_verifies_key_index_segments)
 	cx_obj_close(s);
 }
 
+/* Runs "<command> URI" (the command first) and returns the exit status. */
+static int
+inspect_cmd_first(const char *command, const char *uri, char **out)
+{
+	char		args[8192];
+
+	snprintf(args, sizeof(args), "%s %s", command, uri);
+	return run_inspect(args, out);
+}
+
+/* Merges rows <prefix><first> .. of shard "a" into a base fragment. */
+static cx_code
+merged_fragment(cx_objstore *s, const char *prefix, int first, int n,
+				cx_err *err)
+{
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_code		rc = mw_writer(s, "a", false, &w, err);
+
+	if (rc != CX_OK)
+		return rc;
+	rc = mw_put(w, prefix, first, n, 7, true, err);
+	if (rc == CX_OK)
+		rc = cx_merge_shard(s, "a", NULL, &res, err);
+	if (rc == CX_OK)
+		rc = mw_drain(s, w, err);
+	if (rc == CX_OK)
+		rc = cx_sw_close(w, false, err);
+	else
+		(void) cx_sw_close(w, false, err);
+	return rc;
+}
+
+/*
+ * repair prints the keys a broken fragment loses, from the key index: the
+ * live ones of an indexed fragment (not those a later merge replaced), and
+ * says so when no segment covers the fragment.  The command may come
+ * before the URI.
+ */
+CX_TEST(inspect_cli_repair_prints_the_keys_lost)
+{
+	cx_objstore *s;
+	cx_manifest *m;
+	cx_keyindex_options kopt;
+	cx_keyindex_result kres;
+	cx_buf		saved;
+	cx_err		err;
+	char	   *out;
+	const char *uri = cx_test_uri("/repair-keys");
+
+	REQUIRE(getenv("CX_INSPECT") != NULL);
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	REQUIRE_OK(merged_fragment(s, "k", 1, 3, &err), &err);	/* k1 k2 k3 */
+	REQUIRE_OK(merged_fragment(s, "k", 3, 1, &err), &err);	/* k3 again */
+	cx_keyindex_options_default(&kopt);
+	REQUIRE_OK(cx_keyindex_update_table(s, NULL, &kopt, &kres, &err), &err);
+	REQUIRE(kres.fragments_covered == 2);
+	REQUIRE_OK(merged_fragment(s, "u", 1, 1, &err), &err);	/* not indexed */
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 3);
+	cx_buf_init(&saved);
+	REQUIRE_OK(take_away(s, m->fragments[0].path, &saved, &err), &err);
+	REQUIRE_OK(take_away(s, m->fragments[2].path, &saved, &err), &err);
+	cx_buf_free(&saved);
+
+	CHECK(inspect_cmd_first("repair", uri, &out) == 3);
+	CHECK(out && strstr(out, "lost key \"k1\"") && strstr(out, "lost key \"k2\""));
+	/* k3's row in the first fragment was replaced: it is not lost */
+	CHECK(out && strstr(out, "lost key \"k3\"") == NULL);
+	CHECK(out && strstr(out, m->fragments[2].path) &&
+		  strstr(out, "its keys are unknown: no key-index segment covers it"));
+	CHECK(out && strstr(out, "2 of 3 fragments missing or damaged, 3 rows lost"));
+	free(out);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
 /*
  * repair: an intact store needs none; a missing fragment and one whose
  * footer fails its checksum are named with their rows, a dry run changes

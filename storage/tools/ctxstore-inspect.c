@@ -23,9 +23,12 @@
  *   ctxstore-inspect URI repair [--apply]      the newest base version's
  *                                              fragments that are missing or
  *                                              fail their footer checksum,
- *                                              and the rows lost with them;
- *                                              --apply commits a base version
- *                                              without them ("repair")
+ *                                              and the rows lost with them
+ *                                              (their keys, as the key index
+ *                                              knows them); --apply commits a
+ *                                              base version without them
+ *                                              ("repair")
+ * The command may also come first ("ctxstore-inspect repair URI").
  *
  * Exit status: 0 on success, 1 on an engine error or when verify finds no
  * store at URI (message on stderr), 2 on bad usage, 3 when verify found
@@ -45,6 +48,7 @@
 #include "objstore/cx_layout.h"
 #include "table/cx_key_index.h"
 #include "table/cx_manifest.h"
+#include "table/cx_row_key.h"
 #include "objstore/cx_objstore.h"
 #include "memwal/cx_shard_manifest.h"
 #include "scan/cx_table_scan.h"
@@ -1196,7 +1200,92 @@ fragment_broken(cx_objstore *s, const cx_fragment_info *fi, bool *broken,
 	return *broken ? CX_OK : rc;
 }
 
-/* Notes and prints every broken fragment of m. */
+/* The live rows of one broken fragment whose keys the key index knows. */
+typedef struct lost_keys
+{
+	const cx_deletion_vector *dv;	/* the fragment's */
+	uint32_t	pos;			/* its position in the segment's list */
+	uint64_t	printed;
+} lost_keys;
+
+static bool
+row_deleted(const cx_deletion_vector *dv, uint32_t row)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = dv->n;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (dv->rows[mid] == row)
+			return true;
+		if (dv->rows[mid] < row)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static cx_code
+print_lost_key(void *arg, uint32_t value, const cx_keyentry *e, cx_err *err)
+{
+	lost_keys  *lk = arg;
+
+	(void) value;
+	(void) err;
+	if (e->fragment != lk->pos || e->tombstone || row_deleted(lk->dv, e->row))
+		return CX_OK;
+	printf("  lost key ");
+	print_bytes_quoted(e->value, e->len);
+	putchar('\n');
+	lk->printed++;
+	return CX_OK;
+}
+
+/*
+ * Prints the keys of fragment f's live rows from the key index, the one
+ * record of them that outlives the fragment: the key column's segments
+ * that cover it.  Fragments no segment covers (not indexed yet) are said
+ * so; a store without a key has no keys to print.
+ */
+static cx_code
+print_lost_keys(cx_objstore *s, const cx_manifest *m, uint32_t f, cx_err *err)
+{
+	cx_keyindex ix;
+	uint32_t	key_col;
+	bool		covered = false;
+	cx_code		rc;
+
+	if (m->key_column == NULL)
+		return CX_OK;
+	if ((rc = cx_key_column(m->schema, m->key_column, &key_col, err)) != CX_OK ||
+		(rc = cx_keyindex_load(m, &ix, err)) != CX_OK)
+		return rc;
+	for (uint32_t i = 0; rc == CX_OK && i < ix.n; i++)
+	{
+		const cx_keyseg_ref *seg = &ix.segs[i];
+
+		if (seg->column != key_col)
+			continue;
+		for (uint32_t p = 0; rc == CX_OK && p < seg->nfragments; p++)
+		{
+			lost_keys	lk = {&m->dvs[f], p, 0};
+
+			if (strcmp(seg->fragments[p], m->fragments[f].path) != 0)
+				continue;
+			covered = true;
+			rc = cx_keyseg_walk(s, seg, print_lost_key, &lk, err);
+		}
+	}
+	cx_keyindex_free(&ix);
+	if (rc == CX_OK && !covered)
+		printf("  its keys are unknown: no key-index segment covers it\n");
+	return rc;
+}
+
+/* Notes and prints every broken fragment of m, with the keys it loses. */
 static cx_code
 find_broken(cx_objstore *s, const cx_manifest *m, repair_ctx *ctx,
 			cx_err *err)
@@ -1217,6 +1306,8 @@ find_broken(cx_objstore *s, const cx_manifest *m, repair_ctx *ctx,
 		printf("fragment %s: %s; %" PRIu64 " live rows\n",
 			   m->fragments[f].path, err->msg, sum.rows - sum.deleted);
 		ctx->rows_lost += sum.rows - sum.deleted;
+		if (print_lost_keys(s, m, f, err) != CX_OK)
+			return err->code;
 		ctx->broken[ctx->nbroken] = strdup(m->fragments[f].path);
 		if (ctx->broken[ctx->nbroken++] == NULL)
 			return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
@@ -1303,6 +1394,15 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 		return usage();
+	/* "repair URI" as well as "URI repair": a URI is the argument with a
+	 * scheme. */
+	if (strstr(argv[1], "://") == NULL && strstr(argv[2], "://") != NULL)
+	{
+		char	   *first = argv[1];
+
+		argv[1] = argv[2];
+		argv[2] = first;
+	}
 	cmd = argv[2];
 	if (cx_objstore_open(argv[1], NULL, 0, &s, &err) != CX_OK)
 		return fail(&err);
