@@ -3,18 +3,22 @@
 // the scans that follow it.
 //
 //   node peer_lancedb.mjs create   DIR TABLE           an empty table
-//   node peer_lancedb.mjs append   DIR TABLE N W w     writer w of W: rows w+1, w+1+W, ... <= N
+//   node peer_lancedb.mjs append   DIR TABLE N W w GO  writer w of W: rows w+1, w+1+W, ... <= N
 //   node peer_lancedb.mjs batch    DIR TABLE N         rows 1..N in one createTable
 //   node peer_lancedb.mjs scan     DIR TABLE REPEAT    every row, every column
 //   node peer_lancedb.mjs optimize DIR TABLE           compaction and cleanup of old versions
 //
-// append prints "start<TAB>epoch ms", "end<TAB>epoch ms" and one
+// A writer opens the table, creates GO.ready.w and starts once GO exists,
+// so that every writer appends from the same moment, whatever its start-up
+// took.  append prints "start<TAB>epoch ms", "end<TAB>epoch ms" and one
 // "lat<TAB>ms" line per add (LanceDB's own commit-conflict retries are
 // inside the add); an add that still fails is retried here and counted as
 // "failed<TAB>n".  scan prints rows and the median ms of REPEAT scans after
 // a warm-up (which opens the dataset's files).  The rows are those
 // peer_lancedb.sh inserts into ctxstore (row_sql there).
 import { createRequire } from 'node:module';
+import { existsSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // The pinned packages live in bench/.node (LANCE_PREFIX), not beside us.
 const require = createRequire(`${process.env.LANCE_PREFIX}/`);
@@ -22,7 +26,7 @@ const lancedb = require('@lancedb/lancedb');
 const arrow = require('apache-arrow');
 
 const [mode, dir, name, ...rest] = process.argv.slice(2);
-const args = rest.map(Number);
+const args = rest.map((a, i) => (mode === 'append' && i === 3 ? a : Number(a)));
 const epoch = Date.parse('2026-12-01T00:00:00Z');
 
 const schema = new arrow.Schema([
@@ -52,9 +56,19 @@ function median(xs) {
 	return s[Math.floor(s.length / 2)];
 }
 
-async function append(table, n, writers, w) {
+async function startTogether(go, w) {
+	writeFileSync(`${go}.ready.${w}`, '');
+	for (let waited = 0; !existsSync(go); waited += 2) {
+		if (waited > 120000)
+			throw new Error(`${go} did not appear within 120 s`);
+		await sleep(2);
+	}
+}
+
+async function append(table, n, writers, w, go) {
 	let failed = 0;
 	const lat = [];
+	await startTogether(go, w);
 	out('start', Date.now());
 	for (let i = w + 1; i <= n; i += writers) {
 		const started = performance.now();

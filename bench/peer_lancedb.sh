@@ -60,13 +60,19 @@ lance_append() {  # $1 = table, $2 = N, $3 = writers; prints appends/s p50 p99 f
   local out=$bench_dir/lance_out w
   rm -rf "$out"; mkdir -p "$out"
   lance create "$1"
-  for ((w = 0; w < $3; w++)); do lance append "$1" "$2" "$3" "$w" >"$out/$w" & done
+  for ((w = 0; w < $3; w++)); do lance append "$1" "$2" "$3" "$w" "$out/go" >"$out/$w" & done
+  # every writer has opened the table: let them all start (at most 120 s)
+  for _ in $(seq 1200); do
+    [ "$(find "$out" -name 'go.ready.*' | wc -l)" = "$3" ] && break
+    sleep 0.1
+  done
+  touch "$out/go"
   wait
-  cat "$out"/* | value_of lat >"$out/lat"
+  cat "$out"/[0-9]* | value_of lat >"$out/lat"
   echo "$(append_stats "$out/lat" "$2" \
-    "$(cat "$out"/* | value_of start | sort -n | head -1 | awk '{ printf "%.3f\n", $1 / 1000 }')" \
-    "$(cat "$out"/* | value_of end | sort -n | tail -1 | awk '{ printf "%.3f\n", $1 / 1000 }')") \
-    $(cat "$out"/* | value_of failed | awk '{ s += $1 } END { print s }')"
+    "$(cat "$out"/[0-9]* | value_of start | sort -n | head -1 | awk '{ printf "%.3f\n", $1 / 1000 }')" \
+    "$(cat "$out"/[0-9]* | value_of end | sort -n | tail -1 | awk '{ printf "%.3f\n", $1 / 1000 }')") \
+    $(cat "$out"/[0-9]* | value_of failed | awk '{ s += $1 } END { print s }')"
 }
 
 ctx_append() {  # $1 = table, $2 = N, $3 = sessions; prints appends/s p50 p99
@@ -91,15 +97,17 @@ wait_for_merges() {
   done
 }
 
-settle_store() {  # $1 = table
-  local pending
+settle_store() {  # $1 = table; prints what compact and gc did
+  local pending compacted deleted
   for _ in $(seq 50); do
     psql_b -c "SELECT ctxstore.merge_wal('$1')" >/dev/null
     pending=$(psql_b -tAc "SELECT ctxstore.pending_wal_generations('$1')")
     [ "$pending" = 0 ] && break
   done
-  psql_b -tAc "SELECT ctxstore.compact('$1')" >>"$bench_dir/settle.log"
-  psql_b -tAc "SELECT ctxstore.gc('$1')" >>"$bench_dir/settle.log"
+  compacted=$(psql_b -tAc "SELECT format('compacted %s, %s inputs', c->>'compacted', c->>'inputs')
+    FROM ctxstore.compact('$1') c")
+  deleted=$(psql_b -tAc "SELECT ctxstore.gc('$1')->>'objects_deleted'")
+  echo "compact: $compacted; gc: $deleted objects deleted"
 }
 
 ctx_scan() {  # $1 = table, $2 = rows expected
@@ -136,9 +144,9 @@ measure() {  # $1 = N, $2 = writers
   lbf=$(files_of "$lance_dir/$lb.lance"); cbf=$(files_of "$(store_dir "$cb")")
   lscan=$(lance_scan "$la" "$n"); lbscan=$(lance_scan "$lb" "$n")
   cscan=$(ctx_scan "$ca" "$n"); cbscan=$(ctx_scan "$cb" "$n")
-  local lopt t0 csettle
+  local lopt t0 csettle settled
   lopt=$(lance optimize "$la" | value_of optimize_s)
-  t0=$(date +%s.%N); settle_store "$ca"; csettle=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+  t0=$(date +%s.%N); settled=$(settle_store "$ca"); csettle=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
   local lsf lsbytes csf csbytes lsscan csscan
   lsf=$(files_of "$lance_dir/$la.lance"); lsbytes=$(bytes_of "$lance_dir/$la.lance")
   csf=$(files_of "$(store_dir "$ca")"); csbytes=$(bytes_of "$(store_dir "$ca")")
@@ -146,7 +154,7 @@ measure() {  # $1 = N, $2 = writers
 
   echo
   echo "N = $n appends from $w writer(s); LanceDB failed adds retried: ${lapp[3]};" \
-    "settling took LanceDB ${lopt} s, ctxstore ${csettle} s"
+    "settling took LanceDB ${lopt} s, ctxstore ${csettle} s ($settled)"
   row "" LanceDB ctxstore ahead
   compare "appends/s" "${lapp[0]}" "${capp[0]}" higher
   compare "p50 append ms" "${lapp[1]}" "${capp[1]}" lower
