@@ -38,7 +38,7 @@ scan_sql="SELECT count(*), sum(length(id) + length(session_id) + length(role) + 
 lance() { LANCE_PREFIX=$lance_prefix node "$repo/bench/peer_lancedb.mjs" "$1" "$lance_dir" "${@:2}" 2>>"$bench_dir/lance.log"; }
 value_of() { sed -n "s/^$1\t//p"; }  # the value of key $1 in "key<TAB>value" lines
 files_of() { find "$1" -type f | wc -l; }
-bytes_of() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
+bytes_of() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 store_dir() { echo "$bench_dir/stores/$1"; }
 
 create_store_table() {  # $1 = name
