@@ -20,6 +20,9 @@
 #     retain_interval 0, gc_grace 0, which act on GC only).
 # "ahead" is yes where ctxstore's number is the better one.
 #
+# Every Node process is bounded by LANCE_TIMEOUT s (default 1800): from 8
+# writers at N = 10,000, LanceDB's conflict retries can starve writers.
+#
 #   N="1000 10000" WRITERS="1 8" REPEAT=5 bash bench/peer_lancedb.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -35,7 +38,8 @@ row_sql="SELECT 'r' || lpad(n::text, 8, '0'), 's' || n % 50, 'user',
 scan_sql="SELECT count(*), sum(length(id) + length(session_id) + length(role) + length(content)),
   max(created_at) FROM"
 
-lance() { LANCE_PREFIX=$lance_prefix node "$repo/bench/peer_lancedb.mjs" "$1" "$lance_dir" "${@:2}" 2>>"$bench_dir/lance.log"; }
+lance_timeout=${LANCE_TIMEOUT:-1800}	# s, per Node process (writer, scan, optimize)
+lance() { LANCE_PREFIX=$lance_prefix timeout "$lance_timeout" node "$repo/bench/peer_lancedb.mjs" "$1" "$lance_dir" "${@:2}" 2>>"$bench_dir/lance.log"; }
 value_of() { sed -n "s/^$1\t//p"; }  # the value of key $1 in "key<TAB>value" lines
 files_of() { find "$1" -type f | wc -l; }
 bytes_of() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
@@ -57,17 +61,19 @@ append_stats() {
 }
 
 lance_append() {  # $1 = table, $2 = N, $3 = writers; prints appends/s p50 p99 failed-adds
-  local out=$bench_dir/lance_out w
+  local out=$bench_dir/lance_out w pid pids=()
   rm -rf "$out"; mkdir -p "$out"
   lance create "$1"
-  for ((w = 0; w < $3; w++)); do lance append "$1" "$2" "$3" "$w" "$out/go" >"$out/$w" & done
+  for ((w = 0; w < $3; w++)); do lance append "$1" "$2" "$3" "$w" "$out/go" >"$out/$w" & pids+=($!); done
   # every writer has opened the table: let them all start (at most 120 s)
   for _ in $(seq 1200); do
     [ "$(find "$out" -name 'go.ready.*' | wc -l)" = "$3" ] && break
     sleep 0.1
   done
   touch "$out/go"
-  wait
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { echo "a LanceDB writer failed or ran past LANCE_TIMEOUT=$lance_timeout s" >&2; exit 1; }
+  done
   cat "$out"/[0-9]* | value_of lat >"$out/lat"
   echo "$(append_stats "$out/lat" "$2" \
     "$(cat "$out"/[0-9]* | value_of start | sort -n | head -1 | awk '{ printf "%.3f\n", $1 / 1000 }')" \
@@ -132,9 +138,10 @@ measure() {  # $1 = N, $2 = writers
   local n=$1 w=$2 tag=${1}_$2 la lb ca cb
   la=lance_app_$tag lb=lance_batch_$tag ca=ctx_app_$tag cb=ctx_batch_$tag
   local -a lapp capp
-  read -r -a lapp <<<"$(lance_append "$la" "$n" "$w")"
+  local appended
+  appended=$(lance_append "$la" "$n" "$w"); read -r -a lapp <<<"$appended"
   create_store_table "$ca"; create_store_table "$cb"
-  read -r -a capp <<<"$(ctx_append "$ca" "$n" "$w")"
+  appended=$(ctx_append "$ca" "$n" "$w"); read -r -a capp <<<"$appended"
   wait_for_merges "$ca"
   lance batch "$lb" "$n"
   psql_b -c "INSERT INTO $cb SELECT * FROM $ca"
