@@ -86,3 +86,27 @@ best_ms() {
 # tps from pgbench output
 tps_of() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+# Median wall time in ms of $repeat runs of statement $2 in one session, after
+# statements $1 (e.g. a PREPARE) and a warm-up run (the session's first read
+# of a store loads its snapshot).
+median_ms() {
+  { echo "$1"
+    echo '\o /dev/null'
+    echo '\timing on'
+    for _ in $(seq $((${repeat:-5} + 1))); do echo "$2;"; done
+  } | psql_b | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n +2 | sort -n |
+    awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }'
+}
+
+# LanceDB for the side-by-side benchmarks, pinned, in a project-local folder.
+lance_prefix=$repo/bench/.node	# gitignored
+lance_packages=(@lancedb/lancedb@0.31.0 apache-arrow@18.1.0)
+install_lance() {
+  local v
+  v=$(node -p "require('$lance_prefix/node_modules/@lancedb/lancedb/package.json').version" 2>/dev/null || true)
+  [ "$v" = "${lance_packages[0]##*@}" ] && return
+  echo "installing ${lance_packages[*]} into $lance_prefix" >&2
+  mkdir -p "$lance_prefix"
+  npm install --prefix "$lance_prefix" --no-audit --no-fund --silent --save-exact "${lance_packages[@]}" >&2
+}

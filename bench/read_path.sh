@@ -23,19 +23,8 @@ repeat=${REPEAT:-5}
 batch=${BATCH:-100000}		# rows per INSERT ... SELECT into the store
 k=10
 bot=bot-3					# the filtered top-10's bot
-lance_prefix=$repo/bench/.node	# gitignored
-lance_packages=(@lancedb/lancedb@0.31.0 apache-arrow@18.1.0)
 columns="id text NOT NULL, session_id text, bot_id text, created_at timestamptz, role text,
   content text, tokens int, meta jsonb, embedding real[]"
-
-install_lance() {
-  local v
-  v=$(node -p "require('$lance_prefix/node_modules/@lancedb/lancedb/package.json').version" 2>/dev/null || true)
-  [ "$v" = "${lance_packages[0]##*@}" ] && return
-  echo "installing ${lance_packages[*]} into $lance_prefix" >&2
-  mkdir -p "$lance_prefix"
-  npm install --prefix "$lance_prefix" --no-audit --no-fund --silent --save-exact "${lance_packages[@]}" >&2
-}
 
 has_option() { [ "$(psql_b -tAc "SELECT count(*) FROM ctxstore.options() WHERE name = '$1'")" = 1 ]; }
 # (to_regproc is NULL for an overloaded name: real[] and float8[] versions)
@@ -73,19 +62,8 @@ load_store() {
   exit 1
 }
 
-# Median wall time in ms of REPEAT runs of statement $2 in one session, after
-# statements $1 (e.g. a PREPARE) and a warm-up run (the session's first read
-# of a store loads its snapshot).
-median_ms() {
-  { echo "SET max_parallel_workers_per_gather = 2; $1"
-    echo '\o /dev/null'
-    echo '\timing on'
-    for _ in $(seq $((repeat + 1))); do echo "$2;"; done
-  } | psql_b | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n +2 | sort -n |
-    awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }'
-}
-
-in_session() { psql_b -tA -c "SET max_parallel_workers_per_gather = 2; $1" -c "$2"; }
+parallel="SET max_parallel_workers_per_gather = 2;"
+in_session() { psql_b -tA -c "$parallel $1" -c "$2"; }
 same() {  # $1, $2 on one table against $3, $4 on the other
   local a b
   a=$(in_session "$1" "$2")
@@ -105,8 +83,8 @@ declare -A heap_ms ctx_ms note
 measure() {  # $1 = name, $2 = statement, $3 = setup statements or ""
   local h=${2//:tbl/heap_rp} c=${2//:tbl/ctx_rp} setup=${3:-}
   local hs=${setup//:tbl/heap_rp} cs=${setup//:tbl/ctx_rp}
-  heap_ms[$1]=$(median_ms "$hs" "$h")
-  ctx_ms[$1]=$(median_ms "$cs" "$c")
+  heap_ms[$1]=$(median_ms "$parallel $hs" "$h")
+  ctx_ms[$1]=$(median_ms "$parallel $cs" "$c")
   note[$1]="answers $(same "$hs" "$h" "$cs" "$c")"
 }
 
