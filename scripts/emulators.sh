@@ -48,8 +48,22 @@ s3_secret=S3RVER
 az_account=devstoreaccount1
 az_key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
-free_port() {
-  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();});'
+# N distinct free ports, one per line: every socket is held until all are
+# bound, so the kernel cannot hand one port out twice (asking one at a time,
+# it sometimes did, and two emulators met on one port).
+free_ports() {
+  node -e '
+    const net = require("net"), n = +process.argv[1], socks = [];
+    const next = () => {
+      if (socks.length === n) {
+        console.log(socks.map((s) => s.address().port).join("\n"));
+        socks.forEach((s) => s.close());
+        return;
+      }
+      const s = net.createServer();
+      s.listen(0, "127.0.0.1", () => { socks.push(s); next(); });
+    };
+    next();' "$1"
 }
 
 install() {
@@ -101,9 +115,9 @@ start() {
     return 1
   fi
   if [ "${CX_EMU_PORTS:-}" = auto ]; then
-    s3_port=$(free_port); s3p_port=$(free_port); s3c_port=$(free_port); s3t_port=$(free_port)
-    s3v_port=$(free_port); s3vc_port=$(free_port)
-    az_port=$(free_port); azp_port=$(free_port); azc_port=$(free_port)
+    { read -r s3_port; read -r s3p_port; read -r s3c_port; read -r s3t_port
+      read -r s3v_port; read -r s3vc_port
+      read -r az_port; read -r azp_port; read -r azc_port; } < <(free_ports 9)
   else
     s3_port=${S3RVER_PORT:-4568}; s3p_port=${S3_PROXY_PORT:-4569}; s3c_port=${S3_PROXY_CTL_PORT:-4570}
     s3t_port=${S3_TLS_PORT:-4571}; s3v_port=${S3_SIGNED_PORT:-4572}; s3vc_port=${S3_SIGNED_CTL_PORT:-4573}
