@@ -17,7 +17,10 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "ctxstore_fdw.h"
 #include "cx_functions.h"
@@ -79,19 +82,87 @@ cxfdw_pinned_versions(const char *uri, uint32 *n)
 	return out;
 }
 
+/*
+ * This backend's reading of the pins of each store it sent requests for
+ * (CacheMemoryContext).  Every transaction that writes tells the writer its
+ * pins, so reading the catalog each time would put a scan of
+ * pg_foreign_table on the append path; any change to pg_foreign_table
+ * (CREATE, ALTER ... OPTIONS, DROP, in any session) drops the whole cache.
+ */
+typedef struct PinsEntry
+{
+	char	   *uri;
+	uint32		n;
+	uint64	   *versions;
+} PinsEntry;
+
+static List *pins_cache = NIL;
+static bool pins_callback_registered = false;
+
+static void
+forget_pins(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ListCell   *lc;
+
+	(void) arg;
+	(void) cacheid;
+	(void) hashvalue;
+
+	foreach(lc, pins_cache)
+	{
+		PinsEntry  *e = lfirst(lc);
+
+		pfree(e->uri);
+		pfree(e->versions);
+	}
+	list_free_deep(pins_cache);
+	pins_cache = NIL;
+}
+
+/* The pins of the store at uri, read from the catalog once until it changes. */
+static const PinsEntry *
+cached_pins(const char *uri)
+{
+	ListCell   *lc;
+	PinsEntry  *e;
+	uint64	   *versions;
+	MemoryContext old;
+
+	if (!pins_callback_registered)
+	{
+		CacheRegisterSyscacheCallback(FOREIGNTABLEREL, forget_pins, (Datum) 0);
+		pins_callback_registered = true;
+	}
+	foreach(lc, pins_cache)
+	{
+		e = lfirst(lc);
+		if (strcmp(e->uri, uri) == 0)
+			return e;
+	}
+	e = MemoryContextAllocZero(CacheMemoryContext, sizeof(PinsEntry));
+	versions = cxfdw_pinned_versions(uri, &e->n);
+	e->uri = MemoryContextStrdup(CacheMemoryContext, uri);
+	e->versions = MemoryContextAlloc(CacheMemoryContext,
+									 sizeof(uint64) * Max(e->n, 1));
+	memcpy(e->versions, versions, sizeof(uint64) * e->n);
+	pfree(versions);
+	old = MemoryContextSwitchTo(CacheMemoryContext);
+	pins_cache = lappend(pins_cache, e);
+	MemoryContextSwitchTo(old);
+	return e;
+}
+
 void
 cxfdw_settings_tell_pins(const char *uri, CxStoreSettings *s)
 {
-	uint32		n;
-	uint64	   *versions = cxfdw_pinned_versions(uri, &n);
+	const PinsEntry *e = cached_pins(uri);
 
 	s->pins_told = true;
-	s->pins_overflow = n > CX_PINS_MAX;
-	s->npins = Min(n, CX_PINS_MAX);
+	s->pins_overflow = e->n > CX_PINS_MAX;
+	s->npins = Min(e->n, CX_PINS_MAX);
 	for (uint32 i = 0; i < s->npins; i++)
 	{
 		s->pins[i].dboid = MyDatabaseId;
-		s->pins[i].version = versions[i];
+		s->pins[i].version = e->versions[i];
 	}
-	pfree(versions);
 }
