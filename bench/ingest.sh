@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ingest benchmark: ctxstore foreign table vs a heap table with a primary key,
 # same rows, same clients, one run.
-#   1. 16 sessions of single-row INSERT transactions (pgbench, DURATION s each)
+#   1. 16 sessions of single-row INSERT transactions (pgbench, DURATION s each),
+#      sealed (the default) and deferred (seal_on_insert 'false')
 #   2. 1000-row INSERT statements (4 sessions)
 # Prints tps for both and the ratio ctxstore / heap, plus the store commits
 # the writer worker made (group commit: commits < transactions).
@@ -12,6 +13,7 @@ duration=${DURATION:-15}
 bench_start
 trap bench_stop EXIT
 create_context_tables single
+create_context_tables deferred "seal_on_insert 'false'"
 create_context_tables batch
 
 batch_rows() {  # $1 = table
@@ -32,6 +34,8 @@ run() {  # $1 = script text, $2 = clients
 
 heap1=$(run "$(single_row_insert heap_single)" 16)
 ctx1=$(run "$(single_row_insert ctx_single)" 16)
+heapd=$(run "$(single_row_insert heap_deferred)" 16)
+ctxd=$(run "$(single_row_insert ctx_deferred)" 16)
 heapb=$(run "$(batch_rows heap_batch)" 4)
 ctxb=$(run "$(batch_rows ctx_batch)" 4)
 stats=$(psql_b -tAc "SELECT ctxstore.stats('ctx_single')")
@@ -39,5 +43,6 @@ stats=$(psql_b -tAc "SELECT ctxstore.stats('ctx_single')")
 echo "ingest, $duration s per run, $(nproc) cores"
 printf '%-36s %10s %10s %8s\n' workload heap_tps ctxstore_tps ratio
 printf '%-36s %10s %10s %8s\n' "16 sessions, single-row txns" "$heap1" "$ctx1" "$(ratio "$ctx1" "$heap1")"
+printf '%-36s %10s %10s %8s\n' "16 sessions, single-row, deferred" "$heapd" "$ctxd" "$(ratio "$ctxd" "$heapd")"
 printf '%-36s %10s %10s %8s\n' "4 sessions, 1000-row INSERTs" "$heapb" "$ctxb" "$(ratio "$ctxb" "$heapb")"
 echo "single-row store stats: $stats"
