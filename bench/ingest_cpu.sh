@@ -6,7 +6,7 @@
 # (which collects its children's CPU as they exit, so the sessions' whole
 # lives, connection set-up included).  Load on the machine disturbs these
 # figures much less than it does tps.  PERF=1 also records a call-graph
-# profile of the writer and of the sessions (perf record -g) and prints the
+# profile of the writer, the sessions and the maintenance worker (perf record -g) and prints the
 # top symbols of each.
 #   DURATION=10 bash bench/ingest_cpu.sh
 #   SEAL=off DURATION=10 PERF=1 bash bench/ingest_cpu.sh
@@ -45,6 +45,7 @@ if [ "${PERF:-0}" = 1 ]; then
   sessions=$(pgrep -d, -P "$postmaster" -f "postgres: postgres bench" || true)
   perf record -q -g -o "$perf_dir/writer.data" -p "$writer" -- sleep $((duration - 2)) >/dev/null 2>&1 &
   perf record -q -g -o "$perf_dir/sessions.data" -p "$sessions" -- sleep $((duration - 2)) >/dev/null 2>&1 &
+  perf record -q -g -o "$perf_dir/maintenance.data" -p "$maint" -- sleep $((duration - 2)) >/dev/null 2>&1 &
   wait "$bench"; wait
 else
   pgbench_b -n -f "$script" -c "$clients" -j 2 -T "$duration" >"$out" 2>&1
@@ -65,7 +66,7 @@ for p in sessions:$((s1 - s0)) writer:$((w1 - w0)) maintenance:$((m1 - m0)); do
     "$(awk -v t="$t" -v hz="$hz" -v n="$txns" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')"
 done
 if [ "${PERF:-0}" = 1 ]; then
-  for who in writer sessions; do
+  for who in writer sessions maintenance; do
     echo "top symbols, $who (perf report --no-children, self %):"
     perf report -q -i "$perf_dir/$who.data" --no-children -g none --sort dso,symbol 2>/dev/null |
       grep -v '^$' | grep '%' | head -25

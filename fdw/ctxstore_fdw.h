@@ -19,6 +19,7 @@
  *   cx_xact.c        the transaction buffers, their key maps and their
  *                    commit / abort hooks
  *   cx_tableopts.c   write settings from table options, the table key check
+ *   cx_relcache.c    the per-backend cache of tables' CxRelInfo and settings
  *   cx_functions.c   SQL functions in schema ctxstore
  *   cx_import.c      IMPORT FOREIGN SCHEMA: one table per store below a prefix
  *   cx_alter.c       ALTER FOREIGN TABLE: the event triggers that change the
@@ -125,6 +126,9 @@ typedef struct CxRelInfo
 } CxRelInfo;
 
 extern CxRelInfo *cxfdw_rel_info(Relation rel, Oid userid);
+/* The same from this backend's cache (cx_relcache.c), for the write path:
+ * read-only, valid until the end of the transaction. */
+extern const CxRelInfo *cxfdw_rel_info_cached(Relation rel, Oid userid);
 /* Only relid, relname and the columns (no options, no credentials). */
 extern CxRelInfo *cxfdw_rel_columns(Relation rel);
 /* The store options of ri->uri for ri->userid through server serverid; the
@@ -246,6 +250,10 @@ extern void cxfdw_settings_default(CxStoreSettings *s);
 extern int	cxfdw_setting_set(CxStoreSettings *s, const char *name,
 							  const char *value);
 extern void cxfdw_table_settings(const CxRelInfo *ri, CxStoreSettings *out);
+/* The same, kept with ri's cache entry when ri came from
+ * cxfdw_rel_info_cached (cx_relcache.c). */
+extern void cxfdw_table_settings_cached(const CxRelInfo *ri,
+										CxStoreSettings *out);
 
 /* ---- pinned versions (cx_pins.c) ---- */
 

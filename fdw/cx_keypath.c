@@ -39,7 +39,7 @@ cxfdw_key_attribute(const CxRelInfo *ri)
 {
 	CxStoreSettings s;
 
-	cxfdw_table_settings(ri, &s);
+	cxfdw_table_settings_cached(ri, &s);
 	for (int att = 0; att < ri->natts; att++)
 		if (ri->columns[att].attname != NULL &&
 			strcmp(ri->columns[att].name, s.key_column) == 0)

@@ -40,7 +40,7 @@
 
 typedef struct CxModifyState
 {
-	CxRelInfo  *ri;
+	const CxRelInfo *ri;
 	TupleDesc	tupdesc;
 	CxPending  *pending;
 	const CxStoreSettings *settings;
@@ -165,7 +165,7 @@ modify_user(EState *estate, ResultRelInfo *rinfo)
 
 /* The buffer a change of ri goes to, after the checks every change makes. */
 static CxPending *
-open_for_write(CxRelInfo *ri)
+open_for_write(const CxRelInfo *ri)
 {
 	if (ri->version != 0)
 		ereport(ERROR,
@@ -188,7 +188,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo)
 {
 	Relation	rel = rinfo->ri_RelationDesc;
 	CxModifyState *state = palloc0(sizeof(CxModifyState));
-	CxRelInfo  *ri = cxfdw_rel_info(rel, modify_user(estate, rinfo));
+	const CxRelInfo *ri = cxfdw_rel_info_cached(rel, modify_user(estate, rinfo));
 
 	state->ri = ri;
 	state->tupdesc = RelationGetDescr(rel);
@@ -557,7 +557,7 @@ cx_exec_truncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	foreach(lc, rels)
 	{
 		Relation	rel = lfirst(lc);
-		CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
+		const CxRelInfo *ri = cxfdw_rel_info_cached(rel, GetUserId());
 		CxPending  *pending = open_for_write(ri);
 		uint32		ncolumns = cxfdw_pending_schema(pending)->ncolumns;
 		cx_datum   *values = palloc(sizeof(cx_datum) * Max(ncolumns, 1));

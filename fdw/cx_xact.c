@@ -345,7 +345,7 @@ cxfdw_pending_open(const CxRelInfo *ri, CxStore *st)
 	if (p == NULL)
 	{
 		/* Read before the entry exists, so a bad option leaves none. */
-		cxfdw_table_settings(ri, &settings);
+		cxfdw_table_settings_cached(ri, &settings);
 		cxfdw_settings_tell_pins(ri->uri, &settings);
 		p = hash_search(pending, &ri->relid, HASH_ENTER, NULL);
 		memset((char *) p + sizeof(Oid), 0, sizeof(CxPending) - sizeof(Oid));

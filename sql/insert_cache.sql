@@ -57,4 +57,25 @@ SELECT (ctxstore.stats('insc_t') -> 'backend_reads' ->> 'gets')::bigint AS g5 \g
 SELECT :g5 - :g4 - (:g4 - :g3) < 3 AS still_cached;
 SELECT count(*) FROM insc_t;
 
+-- What a write knows of its table (its options, columns and write
+-- settings) is cached by the backend too; an ALTER in between takes effect
+-- at the session's next write.
+CREATE FOREIGN TABLE insc_alt (id text NOT NULL, n int)
+  SERVER insc_srv OPTIONS (uri 'file://@store_root@/insert_cache_a');
+INSERT INTO insc_alt VALUES ('a1', 1);
+-- A table option: the next row goes to the other store.
+ALTER FOREIGN TABLE insc_alt OPTIONS (SET uri 'file://@store_root@/insert_cache_b');
+INSERT INTO insc_alt VALUES ('b1', 1);
+SELECT * FROM insc_alt ORDER BY id;
+ALTER FOREIGN TABLE insc_alt OPTIONS (SET uri 'file://@store_root@/insert_cache_a');
+SELECT * FROM insc_alt ORDER BY id;
+-- A write setting: an upsert_key naming no column fails the next write.
+ALTER FOREIGN TABLE insc_alt OPTIONS (ADD upsert_key 'nothing');
+INSERT INTO insc_alt VALUES ('a2', 2);
+ALTER FOREIGN TABLE insc_alt OPTIONS (DROP upsert_key);
+-- A column: the next row has it.
+ALTER FOREIGN TABLE insc_alt ADD COLUMN extra int;
+INSERT INTO insc_alt VALUES ('a3', 3, 33);
+SELECT * FROM insc_alt ORDER BY id;
+
 DROP EXTENSION ctxstore CASCADE;
