@@ -69,7 +69,7 @@ if [ "${PERF:-0}" = 1 ]; then
   for who in writer sessions maintenance; do
     echo "top symbols, $who (perf report --no-children, self %):"
     perf report -q -i "$perf_dir/$who.data" --no-children -g none --sort dso,symbol 2>/dev/null |
-      grep -v '^$' | grep '%' | head -25
+      grep -v '^$' | grep '%' | head -25 || true
   done
   echo "perf data: $perf_dir"
 fi
