@@ -4,7 +4,8 @@
 # by a non-superuser against authenticated stores (Azurite with the account
 # key from the user mapping; s3rver with keys from it).  With the right
 # credentials every path works; with a wrong one every path is refused by
-# the store (28000).  Also: conditional_put 'on' refuses s3rver, which
+# the store (28000), also in a session that wrote before the mapping
+# changed.  Also: conditional_put 'on' refuses s3rver, which
 # ignores If-None-Match, with a hint; TLS peers are verified unless a CA
 # bundle vouches for them.
 #
@@ -67,7 +68,15 @@ sub paths
 		'a,b,c', "$kind: IMPORT FOREIGN SCHEMA, and a scan of the imported table");
 
 	my $set = join(', ', map { "SET $_ '$wrong{$kind}{$_}'" } sort keys %{ $wrong{$kind} });
-	$node->safe_psql('postgres', "ALTER USER MAPPING FOR app SERVER $srv OPTIONS ($set)");
+	# In one session of app's: a write (a DELETE of nothing, which leaves
+	# the rows as they are), the mapping changed, a write.  The second
+	# carries the new credentials: the backend drops what it cached of the
+	# table's store options when a user mapping changes.
+	like(as_app("DELETE FROM items_$kind WHERE id = 'none';
+	             ALTER USER MAPPING FOR app SERVER $srv OPTIONS ($set);
+	             INSERT INTO items_$kind VALUES ('y', 0);"),
+		qr/^ERROR 28000: .*HINT:  Check the credentials in the user mapping/s,
+		"$kind: a mapping changed in a session applies to its next write");
 	my %refused = (
 		scan => "SELECT * FROM items_$kind",
 		insert => "INSERT INTO items_$kind VALUES ('d', 4)",
