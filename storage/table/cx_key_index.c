@@ -504,6 +504,27 @@ read_entry(cx_rd *r, bool with_keys, cx_keyentry *e)
 	return cx_rd_ok(r) && e->value != NULL && (!with_keys || e->key != NULL);
 }
 
+/* The filter block the root names, read and checked. */
+static cx_code
+read_filter(cx_objstore *s, const cx_keyseg_ref *ref,
+			const cx_keyseg_root *root, cx_keyfilter **f, cx_err *err)
+{
+	block		b;
+	cx_code		rc;
+
+	rc = read_block(s, ref, root->filter_offset, root->filter_len,
+					CX_KEYSEG_FILTER_MAGIC, false, &b, err);
+	if (rc == CX_OK)
+	{
+		uint32_t	len = (uint32_t) cx_rd_left(&b.body);
+
+		rc = cx_keyfilter_decode(cx_rd_take(&b.body, len), len, ref->path, f,
+								 err);
+	}
+	cx_buf_free(&b.buf);
+	return rc;
+}
+
 /* --------------------------------------------------------------------------
  * Lookups
  * -------------------------------------------------------------------------- */
@@ -643,7 +664,6 @@ segment_filter(const lookup *lk, uint32_t n, cx_keyfilter **f, cx_err *err)
 	uint64_t	may_read = (n < blocks ? n : blocks) * CX_KEYSEG_BLOCK_BYTES;
 	char		name[CACHE_NAME_LEN];
 	bool		load;
-	block		b;
 	cx_code		rc;
 
 	*f = NULL;
@@ -653,16 +673,7 @@ segment_filter(const lookup *lk, uint32_t n, cx_keyfilter **f, cx_err *err)
 	*f = cx_keyfilter_get(name, root->filter_len, may_read, &load);
 	if (*f != NULL || !load)
 		return CX_OK;
-	rc = read_block(lk->s, lk->ref, root->filter_offset, root->filter_len,
-					CX_KEYSEG_FILTER_MAGIC, false, &b, err);
-	if (rc == CX_OK)
-	{
-		uint32_t	len = (uint32_t) cx_rd_left(&b.body);
-
-		rc = cx_keyfilter_decode(cx_rd_take(&b.body, len), len, lk->ref->path,
-								 f, err);
-	}
-	cx_buf_free(&b.buf);
+	rc = read_filter(lk->s, lk->ref, root, f, err);
 	if (rc == CX_OK)
 		cx_keyfilter_keep(name, *f);
 	return rc;
@@ -895,6 +906,7 @@ cx_keyseg_walk(cx_objstore *s, const cx_keyseg_ref *ref, cx_keyentry_fn fn,
 typedef struct order_check
 {
 	const cx_keyseg_ref *ref;
+	cx_keyfilter *filter;		/* NULL: the segment has none */
 	cx_buf		prev;
 	uint32_t	prev_fragment;
 	uint32_t	prev_row;
@@ -911,6 +923,8 @@ check_entry(void *arg, uint32_t value, const cx_keyentry *e, cx_err *err)
 	(void) value;
 	if (oc->n > 0 && cx_keyentry_cmp(&prev, e) > 0)
 		return damaged(oc->ref, "entries are out of order", err);
+	if (oc->filter != NULL && !cx_keyfilter_may_hold(oc->filter, e->value, e->len))
+		return damaged(oc->ref, "its filter does not hold one of its values", err);
 	cx_buf_reset(&oc->prev);
 	cx_buf_put(&oc->prev, e->value, e->len);
 	oc->prev_fragment = e->fragment;
@@ -959,14 +973,19 @@ cx_keyseg_check(cx_objstore *s, const char *path, uint64_t *entries,
 {
 	cx_keyseg_ref ref;
 	cx_keyseg_root root;
-	order_check oc = {&ref, {0}, 0, 0, 0};
+	order_check oc = {&ref, NULL, {0}, 0, 0, 0};
 	cx_code		rc;
 
 	if (describe_object(s, path, &ref, &root, err) != CX_OK)
 		return err->code;
+	if ((root.flags & CX_KEYSEG_HAS_FILTER) &&
+		read_filter(s, &ref, &root, &oc.filter, err) != CX_OK)
+		return err->code;
 	cx_buf_init(&oc.prev);
 	rc = cx_keyseg_walk(s, &ref, check_entry, &oc, err);
 	cx_buf_free(&oc.prev);
+	if (oc.filter != NULL)
+		cx_keyfilter_release(oc.filter);
 	if (rc == CX_OK && oc.n != root.entries)
 		rc = damaged(&ref, "holds a different number of entries than its root says",
 					 err);
