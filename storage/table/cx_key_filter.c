@@ -1,11 +1,10 @@
 /*
  * cx_key_filter.c — key index segment filters (cx_key_filter.h).
  *
- * A value's hash is 64-bit FNV-1a over its bytes, mixed by MurmurHash3's
- * 64-bit finalizer; probe i of k sets bit (h1 + i * h2) mod nbits, where h1
- * is the hash's low 32 bits and h2 its high 32 bits with bit 0 set
- * (double hashing: k bits from one hash).  Bit b is bit (b % 8) of byte
- * b / 8.
+ * A value's hash h is cx_hash_bytes (util/cx_hash.h); probe i of k sets
+ * bit (h1 + i * h2) mod nbits, where h1 is h's low 32 bits and h2 its high
+ * 32 bits with bit 0 set (double hashing: k bits from one hash).  Bit b is
+ * bit (b % 8) of byte b / 8.
  */
 #include "table/cx_key_filter.h"
 
@@ -27,16 +26,6 @@ struct cx_keyfilter
 #define FILTER_HEADER_LEN 12
 
 static uint64_t
-value_hash(const uint8_t *v, size_t len)
-{
-	uint64_t	h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ v[i]) * 1099511628211ULL;
-	return cx_mix64(h);
-}
-
-static uint64_t
 probe_bit(uint64_t h, uint32_t i, uint64_t nbits)
 {
 	uint64_t	h1 = h & 0xffffffffu;
@@ -53,7 +42,7 @@ cx_code
 cx_keyfilter_build_add(cx_keyfilter_build *b, const uint8_t *v, uint32_t len,
 					   cx_err *err)
 {
-	uint64_t	h = value_hash(v, len);
+	uint64_t	h = cx_hash_bytes(v, len);
 
 	/* equal values arrive together; their hashes then repeat */
 	if (b->n > 0 && b->hashes[b->n - 1] == h)
@@ -147,7 +136,7 @@ cx_keyfilter_decode(const uint8_t *body, uint32_t len, const char *what,
 bool
 cx_keyfilter_may_hold(const cx_keyfilter *f, const uint8_t *v, size_t len)
 {
-	uint64_t	h = value_hash(v, len);
+	uint64_t	h = cx_hash_bytes(v, len);
 
 	for (uint32_t i = 0; i < f->probes; i++)
 	{
@@ -168,7 +157,7 @@ cx_keyfilter_may_hold(const cx_keyfilter *f, const uint8_t *v, size_t len)
  * data blocks its segment's lookups may have read since it was last seen.
  * -------------------------------------------------------------------------- */
 
-#define TABLE_SLOTS 64
+#define TABLE_SLOTS 256
 #define TABLE_BYTES (64 * 1024 * 1024)
 
 typedef struct table_slot

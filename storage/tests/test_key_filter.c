@@ -13,6 +13,7 @@
 #include "table/cx_key_index.h"
 #include "table/cx_key_index_int.h"
 #include "util/cx_frame.h"
+#include "util/cx_hash.h"
 #include "cx_test.h"
 #include "mw_util.h"
 
@@ -75,6 +76,34 @@ CX_TEST(key_filter_never_misses_and_rarely_errs)
 	printf("# false positives: %u of %u\n", false_positives, FILTER_VALUES);
 	CHECK(false_positives < FILTER_VALUES / 100);
 	cx_keyfilter_release(f);
+}
+
+/*
+ * The stored bits depend on the hash and the probe positions, so both are
+ * pinned to FORMAT.md's definition (values computed from its text, in
+ * Python): a change would make every stored filter wrong.
+ */
+CX_TEST(key_filter_bits_are_those_format_md_defines)
+{
+	static const uint8_t expected[8] = {0, 0, 0, 0, 0, 0xfc, 0x03, 0};
+	cx_keyfilter_build b = {0};
+	cx_buf		body;
+	uint32_t	probes;
+	cx_err		err;
+
+	CHECK(cx_hash_bytes((const uint8_t *) "", 0) == 0x9ca066f1a4ab2eeaULL);
+	CHECK(cx_hash_bytes((const uint8_t *) "abc", 3) == 0x5dd72d3e34ab3131ULL);
+	CHECK(cx_hash_bytes((const uint8_t *) "0123456789abcdef-x", 18) ==
+		  0x801ac8a2ebe8a6adULL);
+	/* "abc" alone: 64 bits, probes at 42 .. 49 */
+	cx_buf_init(&body);
+	REQUIRE_OK(cx_keyfilter_build_add(&b, (const uint8_t *) "abc", 3, &err),
+			   &err);
+	REQUIRE_OK(cx_keyfilter_build_encode(&b, &probes, &body, &err), &err);
+	CHECK(probes == 8 && body.len == 8 + 8 && cx_load_u64(body.data) == 64);
+	CHECK(memcmp(body.data + 8, expected, 8) == 0);
+	cx_buf_free(&body);
+	cx_keyfilter_build_free(&b);
 }
 
 /* A body whose fields do not add up is damaged, whatever its checksum. */

@@ -54,32 +54,15 @@ struct cx_keymap
 };
 
 /*
- * 64-bit hash of a byte string: 8-byte words folded with multiply-xorshift
- * steps (cx_mix64).  Keys are not attacker chosen in a way that matters
- * here: a bad distribution costs time, never correctness, and the probe
- * loop is bounded by the slot count.
+ * The key's hash (cx_hash_bytes), never 0.  Keys are not attacker chosen
+ * in a way that matters here: a bad distribution costs time, never
+ * correctness, and the probe loop is bounded by the slot count.
  */
 static uint64_t
 hash_bytes(const uint8_t *p, size_t len)
 {
-	uint64_t	h = 0x9e3779b97f4a7c15ULL ^ len;
-	size_t		i = 0;
+	uint64_t	h = cx_hash_bytes(p, len);
 
-	for (; i + 8 <= len; i += 8)
-	{
-		uint64_t	w;
-
-		memcpy(&w, p + i, 8);
-		h = cx_mix64(h ^ w);
-	}
-	if (i < len)
-	{
-		uint64_t	w = 0;
-
-		memcpy(&w, p + i, len - i);
-		h = cx_mix64(h ^ w ^ 0x100);
-	}
-	h = cx_mix64(h);
 	return h != 0 ? h : 1;
 }
 
