@@ -253,6 +253,36 @@ CX_TEST(key_filter_spares_the_blocks_of_absent_values)
 	cx_obj_close(s);
 }
 
+/* One-off lookups of a big segment do not read its filter (30 KB here);
+ * once its lookups might have read as many bytes of blocks, it is read and
+ * kept, and an absent value then costs no GET at all. */
+CX_TEST(key_filter_is_read_once_lookups_have_earned_it)
+{
+	cx_objstore *s = mw_open_store();
+	cx_keyseg_ref ref;
+	uint32_t	hits;
+	uint64_t	gets;
+	uint64_t	before;
+	int			lookups = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(write_segment(s, 20000, &ref, &err), &err);
+	do
+	{
+		before = s->stats.bytes_read;
+		REQUIRE_OK(look_up(s, &ref, 100 * (uint32_t) lookups, 1, 1, "x", &hits,
+						   &gets, &err), &err);
+		lookups++;
+	} while (s->stats.bytes_read - before < 20000 * 12 / 8 && lookups < 20);
+	/* 4 KiB owed per one-value lookup: the eighth reaches 30 KB */
+	CHECK(lookups == 8);
+	REQUIRE_OK(look_up(s, &ref, 12345, 1, 1, "x", &hits, &gets, &err), &err);
+	CHECK(hits == 0 && gets == 0);
+	cx_keyseg_ref_free(&ref);
+	cx_obj_close(s);
+}
+
 /*
  * Rewrites ref's object as a segment written before filters existed: the
  * blocks before the filter, then the root without the filter flag and
