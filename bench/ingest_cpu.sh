@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU per committed transaction in each process, for bench/ingest.sh's
 # single-row workload (16 sessions of one-row INSERT transactions, pgbench,
-# DURATION s).  Counts utime+stime from /proc: the writer and maintenance
+# DURATION s) or, with ROWS=1000 CLIENTS=4, its 1000-row INSERT statements.  Counts utime+stime from /proc: the writer and maintenance
 # workers directly, the sessions through the postmaster's cutime+cstime
 # (which collects its children's CPU as they exit, so the sessions' whole
 # lives, connection set-up included).  Load on the machine disturbs these
@@ -10,10 +10,12 @@
 # top symbols of each.
 #   DURATION=10 bash bench/ingest_cpu.sh
 #   SEAL=off DURATION=10 PERF=1 bash bench/ingest_cpu.sh
+#   ROWS=1000 CLIENTS=4 DURATION=10 bash bench/ingest_cpu.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 duration=${DURATION:-10}
 clients=${CLIENTS:-16}
+rows=${ROWS:-1}
 
 bench_start
 trap bench_stop EXIT
@@ -25,11 +27,20 @@ ticks() {  # $1 = pid, $2 = first field (14: utime+stime, 16: cutime+cstime)
 worker_pid() { psql_b -tAc "SELECT pid FROM ctxstore.workers WHERE kind = '$1'"; }
 
 script=$(mktemp); chmod 644 "$script"
-cat >"$script" <<SQL
+if [ "$rows" = 1 ]; then
+  cat >"$script" <<SQL
 INSERT INTO ctx_single (id, bot_id, session_id, role, content, metadata, created_at)
 VALUES (gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
         'a short agent message of a few words', '{"k": 1}', now());
 SQL
+else  # bench/ingest.sh's batch statement
+  cat >"$script" <<SQL
+INSERT INTO ctx_single (id, bot_id, session_id, role, content, metadata, created_at)
+SELECT gen_random_uuid()::text, 'bot', 's' || :client_id, 'user',
+       'a short agent message of a few words ' || g, '{"k": 1}', now()
+FROM generate_series(1, $rows) g;
+SQL
+fi
 # Warm-up: the writer opens and claims the store.
 pgbench_b -n -f "$script" -c 1 -t 10 >/dev/null 2>&1
 postmaster=$(head -1 "$bench_dir/data/postmaster.pid")
@@ -57,7 +68,7 @@ tps=$(tps_of <"$out")
 rm -f "$script" "$out"
 hz=$(getconf CLK_TCK)
 
-echo "ingest CPU, $clients sessions of single-row txns, seal_on_insert ${SEAL:-on}, $duration s, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "ingest CPU, $clients sessions of $rows-row txns, seal_on_insert ${SEAL:-on}, $duration s, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "transactions $txns, tps $tps"
 printf '%-12s %10s %12s\n' process cpu_ms us_per_txn
 for p in sessions:$((s1 - s0)) writer:$((w1 - w0)) maintenance:$((m1 - m0)); do

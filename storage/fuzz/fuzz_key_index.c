@@ -1,14 +1,16 @@
 /*
  * fuzz_key_index.c — libFuzzer harness for key index segments: the input
  * is a whole segment object in an in-memory store, read as verify does
- * (cx_keyseg_check: trailer, root, every index and data block, entry order)
- * and as a lookup does (cx_keyseg_lookup of a few values, through the root
- * and one block per level, with the block cache) and a merge does (a cursor
- * over every entry).
+ * (cx_keyseg_check: trailer, root, the filter, every index and data block,
+ * entry order) and as a lookup does (cx_keyseg_lookup of a few values,
+ * through the root, the filter and one block per level, with the block
+ * cache and the filter table) and a merge does (a cursor over every
+ * entry).
  *
  * The fuzz build does not check block checksums (FUZZING_BUILD_MODE_UNSAFE_
  * FOR_PRODUCTION), so mutated blocks reach the decoders.  Each input gets a
- * key of its own: the block cache is keyed by object name.
+ * key of its own: the block cache and the filter table are keyed by object
+ * name.
  */
 #include <string.h>
 

@@ -2,10 +2,11 @@
  * cx_base_probe.c — finding the base rows that hold given column values
  * (cx_base_probe.h).
  *
- * The values are sorted once, in the order column statistics use, so that
- * both questions asked per fragment and per row group ("may its min/max
- * hold one of them?") and per row ("which of them is it?") are binary
- * searches.  For types whose statistics do not bound values bytewise
+ * For column reads the values are sorted once, in the order column
+ * statistics use, so that both questions asked per fragment and per row
+ * group ("may its min/max hold one of them?") and per row ("which of them
+ * is it?") are binary searches; a probe the key index answers whole never
+ * sorts them so.  For types whose statistics do not bound values bytewise
  * (floats, types without statistics) the values are sorted bytewise and
  * nothing is pruned.
  *
@@ -83,14 +84,26 @@ probe_value_cmp(const void *a, const void *b, void *arg)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static cx_code
-probe_set_init(probe_set *set, cx_type type, const uint8_t *const *values,
-			   const size_t *lens, uint32_t n, cx_err *err)
+static void
+probe_set_init(probe_set *set, cx_type type, uint32_t n)
 {
 	set->type = type;
 	set->ordered = cx_type_has_stats(type) && type != CX_T_FLOAT32 &&
 		type != CX_T_FLOAT64;
 	set->n = n;
+	set->v = NULL;
+}
+
+/* The values in statistics order: only column reads need it, so it is
+ * sorted when the first fragment the key index does not cover comes. */
+static cx_code
+probe_set_sort(probe_set *set, const uint8_t *const *values,
+			   const size_t *lens, cx_err *err)
+{
+	uint32_t	n = set->n;
+
+	if (set->v != NULL)
+		return CX_OK;
 	set->v = malloc((size_t) n * sizeof(probe_value));
 	if (set->v == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
@@ -442,8 +455,11 @@ probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 	{
 		const cx_fragment_info *fi = &m->fragments[f];
 
-		if (pr->owner[f] >= 0 || cx_manifest_deleted_count(m, f) == fi->rows ||
-			!probe_set_may_hold(&pr->set,
+		if (pr->owner[f] >= 0 || cx_manifest_deleted_count(m, f) == fi->rows)
+			continue;
+		if (probe_set_sort(&pr->set, pr->values, pr->lens, err) != CX_OK)
+			return err->code;
+		if (!probe_set_may_hold(&pr->set,
 								cx_fragment_stats(fi, m->schema, column)))
 			continue;
 		pr->fragment = f;
@@ -507,10 +523,8 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 	pr.values = values;
 	pr.lens = lens;
 	pr.key_probe = column == key_col;
-	rc = probe_set_init(&pr.set, (cx_type) m->schema->columns[column].type,
-						values, lens, n, err);
-	if (rc == CX_OK)
-		rc = probe_index(s, &pr, column, err);
+	probe_set_init(&pr.set, (cx_type) m->schema->columns[column].type, n);
+	rc = probe_index(s, &pr, column, err);
 	if (rc == CX_OK)
 		rc = probe_fragments(s, m, column, key_col, &pr, err);
 	free(pr.set.v);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "table/cx_key_filter.h"
 #include "table/cx_key_index_int.h"
 #include "util/cx_frame.h"
 
@@ -429,6 +430,13 @@ read_any_root(cx_objstore *s, const cx_keyseg_ref *ref, bool cached,
 	root->flags = cx_rd_u8(&b->body);
 	root->depth = cx_rd_u8(&b->body);
 	root->entries = cx_rd_u64(&b->body);
+	root->filter_offset = 0;
+	root->filter_len = 0;
+	if (root->flags & CX_KEYSEG_HAS_FILTER)
+	{
+		root->filter_offset = cx_rd_u64(&b->body);
+		root->filter_len = cx_rd_u32(&b->body);
+	}
 	if (!cx_rd_ok(&b->body) || root->depth < 1 ||
 		root->depth > CX_KEYSEG_MAX_DEPTH)
 		return damaged(ref, "root block is damaged", err);
@@ -496,6 +504,27 @@ read_entry(cx_rd *r, bool with_keys, cx_keyentry *e)
 	return cx_rd_ok(r) && e->value != NULL && (!with_keys || e->key != NULL);
 }
 
+/* The filter block the root names, read and checked. */
+static cx_code
+read_filter(cx_objstore *s, const cx_keyseg_ref *ref,
+			const cx_keyseg_root *root, cx_keyfilter **f, cx_err *err)
+{
+	block		b;
+	cx_code		rc;
+
+	rc = read_block(s, ref, root->filter_offset, root->filter_len,
+					CX_KEYSEG_FILTER_MAGIC, false, &b, err);
+	if (rc == CX_OK)
+	{
+		uint32_t	len = (uint32_t) cx_rd_left(&b.body);
+
+		rc = cx_keyfilter_decode(cx_rd_take(&b.body, len), len, ref->path, f,
+								 err);
+	}
+	cx_buf_free(&b.buf);
+	return rc;
+}
+
 /* --------------------------------------------------------------------------
  * Lookups
  * -------------------------------------------------------------------------- */
@@ -509,6 +538,8 @@ typedef struct lookup
 	const uint8_t *const *values;
 	const size_t *lens;
 	const uint32_t *order;
+	const uint32_t *pos;		/* the caller's index of order[i] (NULL:
+								 * i), once the filter dropped values */
 	cx_keyentry_fn fn;
 	void	   *arg;
 } lookup;
@@ -549,7 +580,7 @@ data_block(const lookup *lk, const child *c, uint32_t from, uint32_t to,
 			break;
 		for (uint32_t j = i;
 			 rc == CX_OK && j < to && value_vs(lk, j, e.value, e.len) == 0; j++)
-			rc = lk->fn(lk->arg, j, &e, err);
+			rc = lk->fn(lk->arg, lk->pos != NULL ? lk->pos[j] : j, &e, err);
 	}
 	cx_buf_free(&b.buf);
 	return rc;
@@ -623,6 +654,76 @@ descend(const lookup *lk, const child *c, uint32_t depth, uint32_t from,
 	return rc;
 }
 
+/* The segment's filter, read if the lookups of the segment have earned it
+ * (cx_keyfilter_get); *f stays NULL when there is none to use. */
+static cx_code
+segment_filter(const lookup *lk, uint32_t n, cx_keyfilter **f, cx_err *err)
+{
+	const cx_keyseg_root *root = &lk->root;
+	uint64_t	blocks = lk->ref->size / CX_KEYSEG_BLOCK_BYTES + 1;
+	uint64_t	may_read = (n < blocks ? n : blocks) * CX_KEYSEG_BLOCK_BYTES;
+	char		name[CACHE_NAME_LEN];
+	bool		load;
+	cx_code		rc;
+
+	*f = NULL;
+	if (!(root->flags & CX_KEYSEG_HAS_FILTER))
+		return CX_OK;
+	cache_name(lk->s, lk->ref->path, root->filter_offset, name, sizeof(name));
+	*f = cx_keyfilter_get(name, root->filter_len, may_read, &load);
+	if (*f != NULL || !load)
+		return CX_OK;
+	rc = read_filter(lk->s, lk->ref, root, f, err);
+	if (rc == CX_OK)
+		cx_keyfilter_keep(name, *f);
+	return rc;
+}
+
+/* Drops the values the filter proves absent: lk->order and lk->pos then
+ * list those left (*kept), in order (malloc'd into *order and *pos). */
+static cx_code
+filter_values(lookup *lk, const cx_keyfilter *f, uint32_t n, uint32_t **order,
+			  uint32_t **pos, uint32_t *kept, cx_err *err)
+{
+	*order = malloc(((size_t) n + 1) * sizeof(uint32_t));
+	*pos = malloc(((size_t) n + 1) * sizeof(uint32_t));
+	if (*order == NULL || *pos == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "key index: out of memory");
+	*kept = 0;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	v = lk->order[i];
+
+		if (!cx_keyfilter_may_hold(f, lk->values[v], lk->lens[v]))
+			continue;
+		(*order)[*kept] = v;
+		(*pos)[(*kept)++] = i;
+	}
+	lk->order = *order;
+	lk->pos = *pos;
+	return CX_OK;
+}
+
+/* The values the filter leaves, from the root down. */
+static cx_code
+lookup_from_root(lookup *lk, block *root, uint32_t n, cx_err *err)
+{
+	cx_keyfilter *f;
+	uint32_t   *order = NULL;
+	uint32_t   *pos = NULL;
+	cx_code		rc = segment_filter(lk, n, &f, err);
+
+	if (rc == CX_OK && f != NULL)
+		rc = filter_values(lk, f, n, &order, &pos, &n, err);
+	if (rc == CX_OK && n > 0)
+		rc = index_block(lk, root, lk->root.depth, 0, n, err);
+	if (f != NULL)
+		cx_keyfilter_release(f);
+	free(order);
+	free(pos);
+	return rc;
+}
+
 static cx_code
 run_lookup(lookup *lk, uint32_t n, cx_err *err)
 {
@@ -631,7 +732,7 @@ run_lookup(lookup *lk, uint32_t n, cx_err *err)
 
 	rc = read_root(lk->s, lk->ref, true, &b, &lk->root, err);
 	if (rc == CX_OK)
-		rc = index_block(lk, &b, lk->root.depth, 0, n, err);
+		rc = lookup_from_root(lk, &b, n, err);
 	cx_buf_free(&b.buf);
 	return rc;
 }
@@ -642,7 +743,7 @@ cx_keyseg_lookup(cx_objstore *s, const cx_keyseg_ref *ref,
 				 const uint32_t *order, uint32_t n, cx_keyentry_fn fn,
 				 void *arg, cx_err *err)
 {
-	lookup		lk = {s, ref, {0}, values, lens, order, fn, arg};
+	lookup		lk = {s, ref, {0}, values, lens, order, NULL, fn, arg};
 
 	if (n == 0 || ref->entries == 0)
 		return CX_OK;
@@ -805,6 +906,7 @@ cx_keyseg_walk(cx_objstore *s, const cx_keyseg_ref *ref, cx_keyentry_fn fn,
 typedef struct order_check
 {
 	const cx_keyseg_ref *ref;
+	cx_keyfilter *filter;		/* NULL: the segment has none */
 	cx_buf		prev;
 	uint32_t	prev_fragment;
 	uint32_t	prev_row;
@@ -821,6 +923,8 @@ check_entry(void *arg, uint32_t value, const cx_keyentry *e, cx_err *err)
 	(void) value;
 	if (oc->n > 0 && cx_keyentry_cmp(&prev, e) > 0)
 		return damaged(oc->ref, "entries are out of order", err);
+	if (oc->filter != NULL && !cx_keyfilter_may_hold(oc->filter, e->value, e->len))
+		return damaged(oc->ref, "its filter does not hold one of its values", err);
 	cx_buf_reset(&oc->prev);
 	cx_buf_put(&oc->prev, e->value, e->len);
 	oc->prev_fragment = e->fragment;
@@ -869,14 +973,19 @@ cx_keyseg_check(cx_objstore *s, const char *path, uint64_t *entries,
 {
 	cx_keyseg_ref ref;
 	cx_keyseg_root root;
-	order_check oc = {&ref, {0}, 0, 0, 0};
+	order_check oc = {&ref, NULL, {0}, 0, 0, 0};
 	cx_code		rc;
 
 	if (describe_object(s, path, &ref, &root, err) != CX_OK)
 		return err->code;
+	if ((root.flags & CX_KEYSEG_HAS_FILTER) &&
+		read_filter(s, &ref, &root, &oc.filter, err) != CX_OK)
+		return err->code;
 	cx_buf_init(&oc.prev);
 	rc = cx_keyseg_walk(s, &ref, check_entry, &oc, err);
 	cx_buf_free(&oc.prev);
+	if (oc.filter != NULL)
+		cx_keyfilter_release(oc.filter);
 	if (rc == CX_OK && oc.n != root.entries)
 		rc = damaged(&ref, "holds a different number of entries than its root says",
 					 err);

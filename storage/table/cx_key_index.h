@@ -6,9 +6,11 @@
  *
  * A segment ("index/<32 hex>.cxk", written put-if-absent) is a tree of
  * checksummed blocks: data blocks of entries sorted bytewise by value (then
- * fragment, row), index blocks of their first values, and a root block at
- * the end, so that a lookup reads the root and one block per level by
- * ranged GET.  docs/FORMAT.md "Key index segments" is the byte layout.
+ * fragment, row), index blocks of their first values, a filter block
+ * (cx_key_filter.h) that proves values absent, and a root block at the
+ * end, so that a lookup reads the root and one block per level by ranged
+ * GET, and none for a value the filter rules out.  docs/FORMAT.md "Key
+ * index segments" is the byte layout.
  *
  * The base manifest lists the segments in an extension section
  * (CX_KEYINDEX_EXT_TAG): per segment its column, size, value range and the
@@ -83,7 +85,8 @@ int			cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b);
 /*
  * Calls fn(arg, i, entry) for every entry of the segment whose value equals
  * values[order[i]], i < n, where order sorts the values bytewise.  Reads the
- * tail, then one block per level and per distinct block needed.
+ * tail, then one block per level and per distinct block needed by a value
+ * the segment's filter (once read, cx_key_filter.h) does not rule out.
  * CX_ERR_CORRUPT for a damaged segment, CX_ERR_NOT_FOUND for a missing one.
  */
 typedef cx_code (*cx_keyentry_fn) (void *arg, uint32_t value, const cx_keyentry *e,
@@ -97,7 +100,8 @@ cx_code		cx_keyseg_walk(cx_objstore *s, const cx_keyseg_ref *ref,
 						   cx_keyentry_fn fn, void *arg, cx_err *err);
 
 /* Reads a whole segment from its own bytes (no manifest): every block's
- * checksum and structure, the order of its entries and their count.
+ * checksum and structure, the order of its entries and their count, and
+ * that its filter holds every value.
  * *entries: how many it holds. */
 cx_code		cx_keyseg_check(cx_objstore *s, const char *path,
 							uint64_t *entries, cx_err *err);

@@ -13,9 +13,11 @@
 #define CX_KEYSEG_DATA_MAGIC "CXKD"
 #define CX_KEYSEG_INDEX_MAGIC "CXKI"
 #define CX_KEYSEG_ROOT_MAGIC "CXKR"
+#define CX_KEYSEG_FILTER_MAGIC "CXKF"
 #define CX_KEYSEG_TRAILER_MAGIC "CXK1"
 #define CX_KEYSEG_TRAILER_LEN 8	/* u32 root block length, magic */
 #define CX_KEYSEG_WITH_KEYS 1	/* root flag: entries carry the row's key */
+#define CX_KEYSEG_HAS_FILTER 2	/* root flag: it names a filter block */
 #define CX_KEYSEG_MAX_DEPTH 8
 /* Smallest child entry: empty first value, offset, length. */
 #define CX_KEYSEG_CHILD_MIN_LEN (4 + 8 + 4)
@@ -31,6 +33,8 @@ typedef struct cx_keyseg_root
 	uint8_t		depth;			/* index levels from the root down to the
 								 * data blocks, the root included: >= 1 */
 	uint64_t	entries;
+	uint64_t	filter_offset;	/* with CX_KEYSEG_HAS_FILTER */
+	uint32_t	filter_len;
 } cx_keyseg_root;
 
 /* Bytewise order of values (memcmp, then the shorter first). */

@@ -2,13 +2,15 @@
  * cx_key_index_write.c — writing key index segments (cx_key_index.h):
  * entries arrive sorted and are streamed out in data blocks; the first value
  * of every block is kept, and at the end packed into index blocks, level by
- * level, until one root block holds them.  Memory: one block plus one child
- * record per block written.
+ * level, until one root block holds them, then the filter block
+ * (cx_key_filter.h) before the root.  Memory: one block, one child record
+ * per block written and 8 bytes per distinct value (the filter's hashes).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/cx_fragment.h"
+#include "table/cx_key_filter.h"
 #include "table/cx_key_index_int.h"
 #include "util/cx_crypto.h"
 #include "util/cx_frame.h"
@@ -44,6 +46,7 @@ struct cx_keysegw
 	cx_buf		last;			/* the last value added */
 	cx_buf		min;
 	level		blocks;			/* the data blocks written */
+	cx_keyfilter_build filter;
 };
 
 static void
@@ -179,6 +182,8 @@ cx_keysegw_add(cx_keysegw *w, const cx_keyentry *e, cx_err *err)
 	cx_buf_put_u8(&w->block, e->tombstone ? 1 : 0);
 	if (w->with_keys)
 		cx_buf_put_bytes32(&w->block, e->key, e->key_len);
+	if (cx_keyfilter_build_add(&w->filter, e->value, e->len, err) != CX_OK)
+		return err->code;
 	if (!cx_buf_ok(&w->block) || !cx_buf_ok(&w->first) ||
 		!cx_buf_ok(&w->last) || !cx_buf_ok(&w->min))
 		return cx_err_set(err, CX_ERR_NOMEM, "key index: out of memory");
@@ -261,10 +266,33 @@ build_levels(cx_keysegw *w, level *top, uint8_t *depth, cx_err *err)
 	return CX_OK;
 }
 
+/* Where the filter block is. */
+typedef struct filter_place
+{
+	uint64_t	offset;
+	uint32_t	len;
+} filter_place;
+
+static cx_code
+put_filter(cx_keysegw *w, filter_place *at, cx_err *err)
+{
+	cx_buf		body;
+	uint32_t	probes;
+	cx_code		rc;
+
+	cx_buf_init(&body);
+	at->offset = w->offset;
+	rc = cx_keyfilter_build_encode(&w->filter, &probes, &body, err);
+	if (rc == CX_OK)
+		rc = put_block(w, CX_KEYSEG_FILTER_MAGIC, probes, &body, &at->len, err);
+	cx_buf_free(&body);
+	return rc;
+}
+
 /* The root block and the trailer; *tail_len their bytes. */
 static cx_code
-put_root(cx_keysegw *w, const level *top, uint8_t depth, uint32_t *tail_len,
-		 cx_err *err)
+put_root(cx_keysegw *w, const level *top, uint8_t depth,
+		 const filter_place *filter, uint32_t *tail_len, cx_err *err)
 {
 	cx_buf		b;
 	size_t		start;
@@ -274,9 +302,12 @@ put_root(cx_keysegw *w, const level *top, uint8_t depth, uint32_t *tail_len,
 	cx_buf_init(&b);
 	start = cx_frame_begin(&b, CX_KEYSEG_ROOT_MAGIC, CX_KEYSEG_FORMAT);
 	cx_buf_put_u32(&b, w->column);
-	cx_buf_put_u8(&b, w->with_keys ? CX_KEYSEG_WITH_KEYS : 0);
+	cx_buf_put_u8(&b, CX_KEYSEG_HAS_FILTER |
+				  (w->with_keys ? CX_KEYSEG_WITH_KEYS : 0));
 	cx_buf_put_u8(&b, depth);
 	cx_buf_put_u64(&b, w->entries);
+	cx_buf_put_u64(&b, filter->offset);
+	cx_buf_put_u32(&b, filter->len);
 	cx_buf_put_u32(&b, top->n);
 	for (uint32_t i = 0; i < top->n; i++)
 		put_child(&b, &top->c[i]);
@@ -302,6 +333,7 @@ writer_free(cx_keysegw *w)
 	cx_buf_free(&w->last);
 	cx_buf_free(&w->min);
 	level_free(&w->blocks);
+	cx_keyfilter_build_free(&w->filter);
 	free(w);
 }
 
@@ -347,6 +379,7 @@ cx_keysegw_finish(cx_keysegw *w, cx_keyseg_ref *ref, cx_err *err)
 {
 	level		top = {0};
 	uint8_t		depth;
+	filter_place filter = {0};
 	uint32_t	tail_len = 0;
 	cx_code		rc;
 
@@ -354,7 +387,9 @@ cx_keysegw_finish(cx_keysegw *w, cx_keyseg_ref *ref, cx_err *err)
 	if (rc == CX_OK)
 		rc = build_levels(w, &top, &depth, err);
 	if (rc == CX_OK)
-		rc = put_root(w, &top, depth, &tail_len, err);
+		rc = put_filter(w, &filter, err);
+	if (rc == CX_OK)
+		rc = put_root(w, &top, depth, &filter, &tail_len, err);
 	level_free(&top);
 	if (rc != CX_OK)
 	{

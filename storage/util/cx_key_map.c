@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/cx_hash.h"
+
 #define INITIAL_SLOTS 64
 #define ARENA_BLOCK (64 * 1024)
 
@@ -52,43 +54,15 @@ struct cx_keymap
 };
 
 /*
- * 64-bit hash of a byte string: 8-byte words folded with multiply-xorshift
- * steps (the finaliser of MurmurHash3/SplitMix64).  Keys are not attacker
- * chosen in a way that matters here: a bad distribution costs time, never
+ * The key's hash (cx_hash_bytes), never 0.  Keys are not attacker chosen
+ * in a way that matters here: a bad distribution costs time, never
  * correctness, and the probe loop is bounded by the slot count.
  */
 static uint64_t
-mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t
 hash_bytes(const uint8_t *p, size_t len)
 {
-	uint64_t	h = 0x9e3779b97f4a7c15ULL ^ len;
-	size_t		i = 0;
+	uint64_t	h = cx_hash_bytes(p, len);
 
-	for (; i + 8 <= len; i += 8)
-	{
-		uint64_t	w;
-
-		memcpy(&w, p + i, 8);
-		h = mix(h ^ w);
-	}
-	if (i < len)
-	{
-		uint64_t	w = 0;
-
-		memcpy(&w, p + i, len - i);
-		h = mix(h ^ w ^ 0x100);
-	}
-	h = mix(h);
 	return h != 0 ? h : 1;
 }
 
