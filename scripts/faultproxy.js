@@ -11,10 +11,11 @@
 //
 // --emulate-conditional-put 1 makes the proxy enforce "If-None-Match: *" on
 // PUT and POST (multipart completion) for a target that ignores it (s3rver):
-// it HEADs the object first and answers 412 if it exists.  That check is not
-// atomic with the write, which is good enough for single-writer tests of the
-// client's handling of 412 (the probe, lost acknowledgements), and for
-// nothing else.
+// it HEADs the object first and answers 412 if it exists.  Conditional
+// writes of one path are handled one at a time (the next one's HEAD waits
+// until the previous one's answer from the target is in), so that for the
+// clients of one proxy, several clusters included, put-if-absent is atomic
+// as on a real S3.
 //
 // --verify-sigv4 ACCESS_KEY_ID:SECRET makes the proxy an independent SigV4
 // checker (for a target that does not verify signatures: s3rver): every
@@ -526,34 +527,59 @@ function preconditionFailed(req, res) {
   answerError(req, res, { status: 412, code: 'PreconditionFailed' });
 }
 
-// With --emulate-conditional-put: calls go() unless the request is a
-// conditional write of an object that exists.
+// The tail of the queue of conditional writes per path: a promise that
+// settles once the latest one queued is done with the target.
+const conditionalTails = new Map();
+
+// Runs step(done) after every conditional write of path queued before it
+// called its done(); a path's entry goes once its queue is empty.
+function serialisePath(path, step) {
+  const prev = conditionalTails.get(path) || Promise.resolve();
+  let release;
+  const mine = new Promise((resolve) => { release = resolve; });
+  const tail = prev.then(() => mine);
+  conditionalTails.set(path, tail);
+  prev.then(() => step(() => {
+    release();
+    if (conditionalTails.get(path) === tail) conditionalTails.delete(path);
+  }));
+}
+
+// With --emulate-conditional-put: calls go(done) unless the request is a
+// conditional write of an object that exists; done() is to be called once
+// the target has answered the write (no-op for other requests).
 function checkCondition(target, req, res, go) {
   const conditional = (req.method === 'PUT' || req.method === 'POST') &&
     req.headers['if-none-match'] === '*' && !/[?&]partNumber=/.test(req.url);
-  if (!emulateConditional || !conditional) return go();
-  const head = http.request({
-    host: target.host,
-    port: target.port,
-    method: 'HEAD',
-    path: req.url.split('?')[0],
-    agent: upstreamAgent,
-  }, (hr) => {
-    hr.resume();
-    if (hr.statusCode === 200) preconditionFailed(req, res);
-    else go();
+  if (!emulateConditional || !conditional) return go(() => {});
+  const path = req.url.split('?')[0];
+  serialisePath(path, (done) => {
+    const head = http.request({
+      host: target.host,
+      port: target.port,
+      method: 'HEAD',
+      path,
+      agent: upstreamAgent,
+    }, (hr) => {
+      hr.resume();
+      if (hr.statusCode === 200) {
+        done();
+        preconditionFailed(req, res);
+      } else go(done);
+    });
+    head.on('error', () => go(done));
+    head.end();
   });
-  head.on('error', () => go());
-  head.end();
 }
 
 // body: the request's body when it was read already (--verify-sigv4),
 // undefined to stream it from req.
 function forward(target, req, res, rule, body) {
-  checkCondition(target, req, res, () => forwardNow(target, req, res, rule, body));
+  checkCondition(target, req, res, (done) => forwardNow(target, req, res, rule, body, done));
 }
 
-function forwardNow(target, req, res, rule, body) {
+// done() is called once the target's answer is in or the request failed.
+function forwardNow(target, req, res, rule, body, done = () => {}) {
   const start = Date.now();
   const up = http.request({
     host: target.host,
@@ -566,6 +592,7 @@ function forwardNow(target, req, res, rule, body) {
     const chunks = [];
     upRes.on('data', (c) => chunks.push(c));
     upRes.on('end', () => {
+      done();
       if (rule && rule.action === 'drop_response') {
         resetClient(req);
         return;
@@ -581,11 +608,14 @@ function forwardNow(target, req, res, rule, body) {
     });
   });
   up.on('error', (e) => {
+    done();
     if (!res.headersSent) {
       res.writeHead(502, { 'Content-Type': 'text/plain' });
       res.end(`faultproxy: upstream error: ${e.message}\n`);
     }
   });
+  // A write whose client went away mid-body must not hold its path's queue.
+  up.setTimeout(30000, () => up.destroy(new Error('no answer from the target in 30 s')));
   if (body === undefined) req.pipe(up);
   else up.end(body);
 }
