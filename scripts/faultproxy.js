@@ -589,6 +589,7 @@ function forwardNow(target, req, res, rule, body, done = () => {}) {
     headers: req.headers,
     agent: upstreamAgent,
   }, (upRes) => {
+    up.setTimeout(0);
     const chunks = [];
     upRes.on('data', (c) => chunks.push(c));
     upRes.on('end', () => {
@@ -598,7 +599,7 @@ function forwardNow(target, req, res, rule, body, done = () => {}) {
         return;
       }
       const send = () => {
-        if (res.destroyed) return;
+        if (res.destroyed || res.headersSent) return;
         traceRequest(req, start, upRes.statusCode);
         res.writeHead(upRes.statusCode, upRes.headers);
         res.end(Buffer.concat(chunks));
