@@ -46,6 +46,11 @@
 //   version      every base version the store lists (ctxstore.versions)
 //                reads, without a key twice; one gone by the time it was
 //                read (collected) is not retained and does not count
+//   rss_growth   in a soak of at least JUDGE_RSS_AFTER seconds, the peak
+//                private memory (RssAnon) of a cluster's writer or
+//                maintenance worker in the last minute exceeds its peak in
+//                the second minute by more than RSS_GROWTH_BOUND_KB
+//                (docs/RELIABILITY.md, "Chaos soak", says why that bound)
 //
 // Two overlapping operations on one key have no order the clients can know,
 // so either may win; ctxstore's own rule (within a cluster commit order,
@@ -55,6 +60,11 @@ import fs from 'fs';
 import path from 'path';
 
 const RECEIPT = 'r:';
+// A worker's RSS is judged only when the second minute and the last one
+// are three minutes apart; the growth allowed between them.
+export const JUDGE_RSS_AFTER = 300;
+export const RSS_GROWTH_BOUND_KB = 8 * 1024;
+const WORKERS = ['writer', 'maintenance'];
 
 // Operations from JSONL lines: {e:"begin", op, key, store, kind, t} then
 // {e:"end", op, outcome, rows, state, t}.
@@ -158,9 +168,38 @@ function checkVersions(store, versions, report) {
 	}
 }
 
-// final: {tables: {store: {cluster: [[id, v], ...]}}, versions: {store: [...]}}.
-// Returns {violations: [{rule, text}], counts}.
-export function check(ops, final) {
+const peakIn = (samples, from, to, field) =>
+	samples.filter((x) => x.t >= from && x.t < to).reduce((m, x) => Math.max(m, x[field]), 0);
+
+// Per cluster and process type (writer, maintenance, client backend): the
+// peak VmRSS and RssAnon over the run and the RssAnon peaks of the first,
+// second and last minute (kB); samples: {t, cluster, type, rss, anon}.
+export function rssReport(samples, seconds, report) {
+	const groups = new Map();
+	for (const x of samples) {
+		const k = `${x.cluster} ${x.type}`;
+		if (!groups.has(k)) groups.set(k, []);
+		groups.get(k).push(x);
+	}
+	const out = {};
+	for (const [k, g] of [...groups].sort()) {
+		const r = {
+			peak_rss: peakIn(g, 0, Infinity, 'rss'), peak_anon: peakIn(g, 0, Infinity, 'anon'),
+			first_minute_anon: peakIn(g, 0, 60, 'anon'), second_minute_anon: peakIn(g, 60, 120, 'anon'),
+			last_minute_anon: peakIn(g, seconds - 60, Infinity, 'anon'),
+		};
+		out[k] = r;
+		const growth = r.last_minute_anon - r.second_minute_anon;
+		if (seconds >= JUDGE_RSS_AFTER && WORKERS.some((w) => k.endsWith(` ${w}`)) && growth > RSS_GROWTH_BOUND_KB)
+			report('rss_growth', `${k}: RssAnon peak ${r.second_minute_anon} kB in the second minute, ${r.last_minute_anon} kB in the last (bound +${RSS_GROWTH_BOUND_KB} kB)`);
+	}
+	return out;
+}
+
+// final: {tables: {store: {cluster: [[id, v], ...]}}, versions: {store: [...]}};
+// rss: {samples, seconds} or undefined.
+// Returns {violations: [{rule, text}], counts, rss}.
+export function check(ops, final, rss) {
 	const violations = [];
 	const report = (rule, text) => violations.push({ rule, text });
 	const all = [...ops.values()];
@@ -174,20 +213,28 @@ export function check(ops, final) {
 	for (const [store, versions] of Object.entries(final.versions || {})) checkVersions(store, versions, report);
 	const counts = { operations: all.length, ack: 0, fail: 0, unknown: 0 };
 	for (const o of all) counts[o.outcome]++;
-	return { violations, counts };
+	return { violations, counts, rss: rss && rssReport(rss.samples, rss.seconds, report) };
 }
 
-export function checkRun(dir) {
-	const lines = [];
-	const logDir = path.join(dir, 'log');
-	for (const f of fs.readdirSync(logDir).filter((x) => x.endsWith('.jsonl')).sort()) {
-		for (const l of fs.readFileSync(path.join(logDir, f), 'utf8').split('\n')) {
-			// A line cut short by a crash of the driver is not a record.
-			if (l.trim() === '') continue;
-			try { lines.push(JSON.parse(l)); } catch { /* torn last line */ }
-		}
+const jsonLines = (file) => {
+	const out = [];
+	for (const l of fs.readFileSync(file, 'utf8').split('\n')) {
+		// A line cut short by a crash of the driver is not a record.
+		if (l.trim() === '') continue;
+		try { out.push(JSON.parse(l)); } catch { /* torn last line */ }
 	}
-	return check(readOps(lines), JSON.parse(fs.readFileSync(path.join(dir, 'final.json'), 'utf8')));
+	return out;
+};
+
+export function checkRun(dir) {
+	const logDir = path.join(dir, 'log');
+	const lines = fs.readdirSync(logDir).filter((x) => x.endsWith('.jsonl')).sort()
+		.flatMap((f) => jsonLines(path.join(logDir, f)));
+	const final = JSON.parse(fs.readFileSync(path.join(dir, 'final.json'), 'utf8'));
+	const summary = JSON.parse(fs.readFileSync(path.join(dir, 'summary.json'), 'utf8'));
+	const rssFile = path.join(dir, 'rss.jsonl');
+	const samples = fs.existsSync(rssFile) ? jsonLines(rssFile) : [];
+	return check(readOps(lines), final, { samples, seconds: summary.soak_seconds });
 }
 
 // ---- self-test: hand-made logs ----
@@ -270,13 +317,29 @@ const cases = [
 		versions: [{ version: 1, error: '58P01 missing object' }, { version: 2, rows: 3, distinct: 2 }],
 		want: ['version', 'version'],
 	},
+	{
+		name: 'rss_growth: a writer that grows in a long run, not in a short one, not a backend',
+		logs: [], rows: [],
+		rss: { seconds: 400, samples: [[90, 'writer', 20000], [390, 'writer', 20000 + RSS_GROWTH_BOUND_KB + 1],
+			[90, 'maintenance', 20000], [390, 'maintenance', 20000 + RSS_GROWTH_BOUND_KB],
+			[90, 'client backend', 1000], [390, 'client backend', 900000]] },
+		want: ['rss_growth'],
+	},
+	{
+		name: 'rss_growth: not judged in a run shorter than JUDGE_RSS_AFTER',
+		logs: [], rows: [],
+		rss: { seconds: JUDGE_RSS_AFTER - 1, samples: [[90, 'writer', 20000], [250, 'writer', 900000]] },
+		want: [],
+	},
 ];
 
 function selfTest() {
 	let failed = 0;
 	for (const c of cases) {
 		const final = { tables: { s: { A: c.rows, B: c.other || c.rows } }, versions: { s: c.versions || [] } };
-		const { violations } = check(readOps(c.logs.flat()), final);
+		const rss = c.rss && { seconds: c.rss.seconds,
+			samples: c.rss.samples.map(([t, type, anon]) => ({ t, cluster: 'A', type, rss: anon, anon })) };
+		const { violations } = check(readOps(c.logs.flat()), final, rss);
 		const got = violations.map((v) => v.rule).sort().join(',');
 		const pass = got === [...c.want].sort().join(',');
 		if (!pass) failed++;
@@ -289,7 +352,9 @@ function selfTest() {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
 	if (process.argv[2] === '--self-test') process.exit(selfTest() ? 0 : 1);
-	const { violations, counts } = checkRun(process.argv[2]);
+	const { violations, counts, rss } = checkRun(process.argv[2]);
+	for (const [k, r] of Object.entries(rss))
+		console.log(`rss ${k}: peak VmRSS ${r.peak_rss} kB, peak RssAnon ${r.peak_anon} kB; RssAnon peak by minute: first ${r.first_minute_anon}, second ${r.second_minute_anon}, last ${r.last_minute_anon} kB`);
 	for (const v of violations) console.log(`violation ${v.rule}: ${v.text}`);
 	console.log(`operations: ${counts.operations}, acknowledged: ${counts.ack}, failed: ${counts.fail}, unknown: ${counts.unknown}`);
 	console.log(`violations: ${violations.length}`);

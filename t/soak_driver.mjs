@@ -289,7 +289,7 @@ async function sampler() {
 // ---- the quiet end ----
 
 async function finalReads() {
-	const final = { tables: {}, versions: {}, merges: [] };
+	const final = { tables: {}, versions: {}, stats: {}, merges: [] };
 	for (const [kind, store] of Object.entries(config.stores)) {
 		for (const cluster of config.clusters) {
 			try {
@@ -304,6 +304,11 @@ async function finalReads() {
 			final.tables[kind][cluster.name] = rows.map((x) => [x.id, x.v]);
 		}
 		final.versions[kind] = await readVersions(config.clusters[0], store);
+		// What merges, compactions, GC and publishing did (since each
+		// cluster's last restart), for the report.
+		final.stats[kind] = {};
+		for (const cluster of config.clusters)
+			final.stats[kind][cluster.name] = (await adminQuery(cluster, `SELECT ctxstore.stats('${store.table}') AS s`))[0].s;
 	}
 	return final;
 }
@@ -349,7 +354,7 @@ async function main() {
 	for (const which of Object.keys(config.proxies)) fired[which] = JSON.parse(await proxy(which, 'GET', '/stats')).fired;
 	const final = await finalReads();
 	fs.writeFileSync(path.join(config.dir, 'final.json'), JSON.stringify(final));
-	const summary = { seconds: elapsed(), seed: config.seed, counts, faults_armed: faults, faults_fired: fired, kills, events };
+	const summary = { soak_seconds: config.seconds, seconds: elapsed(), seed: config.seed, counts, faults_armed: faults, faults_fired: fired, kills, events };
 	fs.writeFileSync(path.join(config.dir, 'summary.json'), JSON.stringify(summary, null, 1));
 	console.log(`summary: ${JSON.stringify({ counts, faults_armed: faults, faults_fired: fired, kills })}`);
 }
