@@ -404,26 +404,31 @@ function answerRefusal(req, res, r) {
 
 let verifyCfg = null;
 
-// Reads the whole body, then either refuses the request or calls go(body).
-function verifyThen(req, res, go) {
+// Calls go(body) once the whole body has arrived; never for a request whose
+// client went away before (as S3 and Azure apply no write they did not get
+// whole: forwarded, a partial body could land in the target as an object,
+// and a conditional write would hold its path's queue while it waits).
+function readBody(req, go) {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const body = Buffer.concat(chunks);
-    const r = verifySigV4({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body },
-      Object.assign({ now: Date.now() }, verifyCfg));
-    if (r.ok) {
-      stats.verified++;
-      return go(body);
-    }
-    stats.refused++;
-    stats.last_refusal = `${req.method} ${req.url}: ${r.code}: ${r.message}`;
-    console.error(`faultproxy: refused ${stats.last_refusal}` +
-      (r.canonicalRequest !== undefined
-        ? `\n--- canonical request ---\n${r.canonicalRequest}\n--- string to sign ---\n${r.stringToSign}\n---`
-        : ''));
-    answerRefusal(req, res, r);
-  });
+  req.on('end', () => go(Buffer.concat(chunks)));
+}
+
+// Refuses the request (its whole body given) or calls go().
+function verifyThen(req, res, body, go) {
+  const r = verifySigV4({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body },
+    Object.assign({ now: Date.now() }, verifyCfg));
+  if (r.ok) {
+    stats.verified++;
+    return go();
+  }
+  stats.refused++;
+  stats.last_refusal = `${req.method} ${req.url}: ${r.code}: ${r.message}`;
+  console.error(`faultproxy: refused ${stats.last_refusal}` +
+    (r.canonicalRequest !== undefined
+      ? `\n--- canonical request ---\n${r.canonicalRequest}\n--- string to sign ---\n${r.stringToSign}\n---`
+      : ''));
+  answerRefusal(req, res, r);
 }
 
 // --- self-test against AWS's published examples ---------------------------
@@ -527,6 +532,9 @@ function preconditionFailed(req, res) {
   answerError(req, res, { status: 412, code: 'PreconditionFailed' });
 }
 
+// How long the proxy waits for the target before it gives a request up.
+const UPSTREAM_TIMEOUT_MS = 10000;
+
 // The tail of the queue of conditional writes per path: a promise that
 // settles once the latest one queued is done with the target.
 const conditionalTails = new Map();
@@ -568,18 +576,18 @@ function checkCondition(target, req, res, go) {
       } else go(done);
     });
     head.on('error', () => go(done));
+    head.setTimeout(UPSTREAM_TIMEOUT_MS, () => head.destroy(new Error('no answer to HEAD')));
     head.end();
   });
 }
 
-// body: the request's body when it was read already (--verify-sigv4),
-// undefined to stream it from req.
+// body: the request's whole body (readBody).
 function forward(target, req, res, rule, body) {
   checkCondition(target, req, res, (done) => forwardNow(target, req, res, rule, body, done));
 }
 
 // done() is called once the target's answer is in or the request failed.
-function forwardNow(target, req, res, rule, body, done = () => {}) {
+function forwardNow(target, req, res, rule, body, done) {
   const start = Date.now();
   const up = http.request({
     host: target.host,
@@ -615,10 +623,9 @@ function forwardNow(target, req, res, rule, body, done = () => {}) {
       res.end(`faultproxy: upstream error: ${e.message}\n`);
     }
   });
-  // A write whose client went away mid-body must not hold its path's queue.
-  up.setTimeout(30000, () => up.destroy(new Error('no answer from the target in 30 s')));
-  if (body === undefined) req.pipe(up);
-  else up.end(body);
+  // A target that stops answering must not hold a path's queue.
+  up.setTimeout(UPSTREAM_TIMEOUT_MS, () => up.destroy(new Error('no answer from the target')));
+  up.end(body);
 }
 
 function startProxy(listen, target) {
@@ -632,8 +639,10 @@ function startProxy(listen, target) {
       return resetClient(req);
     }
     if (rule && rule.action === 'hang') return req.resume();
-    if (verifyCfg) return verifyThen(req, res, (body) => forward(target, req, res, rule, body));
-    forward(target, req, res, rule);
+    readBody(req, (body) => {
+      if (verifyCfg) verifyThen(req, res, body, () => forward(target, req, res, rule, body));
+      else forward(target, req, res, rule, body);
+    });
   });
   server.on('connection', () => { stats.connections++; });
   server.keepAliveTimeout = 60000;

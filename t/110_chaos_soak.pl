@@ -19,6 +19,8 @@ use lib $FindBin::RealBin;
 
 use CxMemwal qw(memwal_node);
 use CxStores;
+use HTTP::Tiny;
+use IO::Socket::INET;
 use IPC::Run;
 use JSON::PP;
 use PostgreSQL::Test::Cluster;
@@ -113,6 +115,24 @@ PostgreSQL::Test::Utils::append_to_file("$dir/config.json", encode_json(\%config
 my ($out, $err) = run_node('soak_check.mjs', '--self-test');
 like($out, qr/^self-test: all \d+ passed$/m, "the checker flags each rule's violating log and passes the good one")
   or diag($out . $err);
+
+# ---- the proxy's put-if-absent, which both clusters rely on for s3rver ----
+
+# A conditional PUT whose client leaves mid-body must neither land (S3
+# applies no partial write) nor hold up the next conditional PUT of the path.
+{
+	my ($host, $port) = emu('S3_PROXY') =~ m{^http://([^:/]+):(\d+)};
+	my $path = '/' . emu('S3_BUCKET') . "/soak-proxy-check-$$";
+	my $sock = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port)
+	  or die "connecting to the S3 proxy: $!";
+	print $sock "PUT $path HTTP/1.1\r\nHost: $host:$port\r\nIf-None-Match: *\r\n"
+	  . "Content-Length: 100\r\n\r\n0123456789";
+	close $sock;
+	my $r = HTTP::Tiny->new(timeout => 5)->request('PUT', "http://$host:$port$path",
+		{ headers => { 'If-None-Match' => '*' }, content => 'whole' });
+	is($r->{status}, 200,
+		'the proxy forwards no partial write, and the next conditional PUT of its path is not held up');
+}
 
 # ---- the soak ----
 

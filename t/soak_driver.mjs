@@ -162,7 +162,12 @@ const faultKinds = {
 	delay: () => ({ action: 'delay', ms: 3000 }),
 	drop_response: () => ({ action: 'drop_response', method: 'PUT' }),
 };
-const faults = Object.fromEntries(Object.keys(faultKinds).map((k) => [k, 0]));
+// Now and then a store stops answering for longer than a request's retries
+// last (retry_max_seconds 3 s + request_timeout 2 s), so that statements
+// and COMMITs fail with a timeout, whose outcome is unknown.
+const OUTAGE = { action: 'hang', for_ms: 6000 };
+const OUTAGE_SHARE = 0.03;
+const faults = Object.fromEntries([...Object.keys(faultKinds), 'outage'].map((k) => [k, 0]));
 
 async function proxy(which, method, p, body) {
 	const res = await fetch(config.proxies[which] + p, {
@@ -178,6 +183,12 @@ async function faultThread() {
 		await sleep(between(r, config.fault_every_ms || [300, 1500]));
 		if (!running) break;
 		const which = pick(r, Object.keys(config.proxies));
+		if (r() < OUTAGE_SHARE) {
+			await proxy(which, 'POST', '/faults', OUTAGE);
+			faults.outage++;
+			note({ outage: which, ms: OUTAGE.for_ms });
+			continue;
+		}
 		const kind = pick(r, Object.keys(faultKinds));
 		const count = 1 + Math.floor(r() * 3);
 		await proxy(which, 'POST', '/faults', { ...faultKinds[kind](which), count });
