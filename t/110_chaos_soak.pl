@@ -14,6 +14,7 @@
 use strict;
 use warnings;
 
+use File::Path;
 use FindBin;
 use lib $FindBin::RealBin;
 
@@ -86,6 +87,7 @@ for my $kind (sort keys %stores)
 
 # Kept after the run (tmp_check is), for the logs and the final reads.
 my $dir = "$PostgreSQL::Test::Utils::tmp_check/soak";
+File::Path::rmtree($dir);    # an earlier run's, in the same test directory
 mkdir $dir or die "$dir: $!";
 my %config = (
 	dir => $dir,
