@@ -42,7 +42,7 @@ my $seed = $ENV{SOAK_SEED} // int(rand(1_000_000));
 note("soak: $seconds s, seed $seed (SOAK_SEED=$seed repeats the choices)");
 
 # Small intervals, so that merges, compactions, GC and publishing all run
-# many times within the soak; GC keeps few versions for long.
+# many times within the soak; GC keeps few versions, and not for long.
 my %lifecycle = (
 	merge_after_generations => '2',
 	compact_interval => '3s',
