@@ -6,7 +6,7 @@
 //
 // config: {dir, seconds, seed, sessions, keys, user, clusters: [{name, host,
 // port, datadir, logfile, pgctl}], stores: {kind: {table, server, uri,
-// replace}}, proxies: {S3: ctl URL, AZ: ctl URL}}.  "replace": the store has
+// replace}}, proxies: {S3: ctl URL, AZ: ctl URL}, kills: bool}.  "replace": the store has
 // unique_key 'false', so a plain INSERT is the upsert.
 //
 // For config.seconds: <sessions> sessions per cluster run transactions of
@@ -349,7 +349,7 @@ async function readVersions(cluster, store) {
 async function main() {
 	config.clusters.forEach((c, i) => { c.index = i; });
 	const sessions = config.clusters.flatMap((c) => Array.from({ length: config.sessions }, (_, s) => session(c, s)));
-	const background = [faultThread(), killer(), sampler()];
+	const background = [faultThread(), config.kills ? killer() : null, sampler()];
 	await sleep(config.seconds * 1000);
 	running = false;
 	note({ phase: 'stopping faults and kills' });
