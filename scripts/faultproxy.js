@@ -11,10 +11,11 @@
 //
 // --emulate-conditional-put 1 makes the proxy enforce "If-None-Match: *" on
 // PUT and POST (multipart completion) for a target that ignores it (s3rver):
-// it HEADs the object first and answers 412 if it exists.  That check is not
-// atomic with the write, which is good enough for single-writer tests of the
-// client's handling of 412 (the probe, lost acknowledgements), and for
-// nothing else.
+// it HEADs the object first and answers 412 if it exists.  Conditional
+// writes of one path are handled one at a time (the next one's HEAD waits
+// until the previous one's answer from the target is in), so that for the
+// clients of one proxy, several clusters included, put-if-absent is atomic
+// as on a real S3.
 //
 // --verify-sigv4 ACCESS_KEY_ID:SECRET makes the proxy an independent SigV4
 // checker (for a target that does not verify signatures: s3rver): every
@@ -403,26 +404,31 @@ function answerRefusal(req, res, r) {
 
 let verifyCfg = null;
 
-// Reads the whole body, then either refuses the request or calls go(body).
-function verifyThen(req, res, go) {
+// Calls go(body) once the whole body has arrived; never for a request whose
+// client went away before (as S3 and Azure apply no write they did not get
+// whole: forwarded, a partial body could land in the target as an object,
+// and a conditional write would hold its path's queue while it waits).
+function readBody(req, go) {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const body = Buffer.concat(chunks);
-    const r = verifySigV4({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body },
-      Object.assign({ now: Date.now() }, verifyCfg));
-    if (r.ok) {
-      stats.verified++;
-      return go(body);
-    }
-    stats.refused++;
-    stats.last_refusal = `${req.method} ${req.url}: ${r.code}: ${r.message}`;
-    console.error(`faultproxy: refused ${stats.last_refusal}` +
-      (r.canonicalRequest !== undefined
-        ? `\n--- canonical request ---\n${r.canonicalRequest}\n--- string to sign ---\n${r.stringToSign}\n---`
-        : ''));
-    answerRefusal(req, res, r);
-  });
+  req.on('end', () => go(Buffer.concat(chunks)));
+}
+
+// Refuses the request (its whole body given) or calls go().
+function verifyThen(req, res, body, go) {
+  const r = verifySigV4({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body },
+    Object.assign({ now: Date.now() }, verifyCfg));
+  if (r.ok) {
+    stats.verified++;
+    return go();
+  }
+  stats.refused++;
+  stats.last_refusal = `${req.method} ${req.url}: ${r.code}: ${r.message}`;
+  console.error(`faultproxy: refused ${stats.last_refusal}` +
+    (r.canonicalRequest !== undefined
+      ? `\n--- canonical request ---\n${r.canonicalRequest}\n--- string to sign ---\n${r.stringToSign}\n---`
+      : ''));
+  answerRefusal(req, res, r);
 }
 
 // --- self-test against AWS's published examples ---------------------------
@@ -526,34 +532,62 @@ function preconditionFailed(req, res) {
   answerError(req, res, { status: 412, code: 'PreconditionFailed' });
 }
 
-// With --emulate-conditional-put: calls go() unless the request is a
-// conditional write of an object that exists.
+// How long the proxy waits for the target before it gives a request up.
+const UPSTREAM_TIMEOUT_MS = 10000;
+
+// The tail of the queue of conditional writes per path: a promise that
+// settles once the latest one queued is done with the target.
+const conditionalTails = new Map();
+
+// Runs step(done) after every conditional write of path queued before it
+// called its done(); a path's entry goes once its queue is empty.
+function serialisePath(path, step) {
+  const prev = conditionalTails.get(path) || Promise.resolve();
+  let release;
+  const mine = new Promise((resolve) => { release = resolve; });
+  const tail = prev.then(() => mine);
+  conditionalTails.set(path, tail);
+  prev.then(() => step(() => {
+    release();
+    if (conditionalTails.get(path) === tail) conditionalTails.delete(path);
+  }));
+}
+
+// With --emulate-conditional-put: calls go(done) unless the request is a
+// conditional write of an object that exists; done() is to be called once
+// the target has answered the write (no-op for other requests).
 function checkCondition(target, req, res, go) {
   const conditional = (req.method === 'PUT' || req.method === 'POST') &&
     req.headers['if-none-match'] === '*' && !/[?&]partNumber=/.test(req.url);
-  if (!emulateConditional || !conditional) return go();
-  const head = http.request({
-    host: target.host,
-    port: target.port,
-    method: 'HEAD',
-    path: req.url.split('?')[0],
-    agent: upstreamAgent,
-  }, (hr) => {
-    hr.resume();
-    if (hr.statusCode === 200) preconditionFailed(req, res);
-    else go();
+  if (!emulateConditional || !conditional) return go(() => {});
+  const path = req.url.split('?')[0];
+  serialisePath(path, (done) => {
+    const head = http.request({
+      host: target.host,
+      port: target.port,
+      method: 'HEAD',
+      path,
+      agent: upstreamAgent,
+    }, (hr) => {
+      hr.resume();
+      if (hr.statusCode === 200) {
+        done();
+        preconditionFailed(req, res);
+      } else go(done);
+    });
+    head.on('error', () => go(done));
+    head.setTimeout(UPSTREAM_TIMEOUT_MS, () => head.destroy(new Error('no answer to HEAD')));
+    head.end();
   });
-  head.on('error', () => go());
-  head.end();
 }
 
-// body: the request's body when it was read already (--verify-sigv4),
-// undefined to stream it from req.
+// body: the request's whole body (readBody).
 function forward(target, req, res, rule, body) {
-  checkCondition(target, req, res, () => forwardNow(target, req, res, rule, body));
+  checkCondition(target, req, res, (done) => forwardNow(target, req, res, rule, body, done));
 }
 
-function forwardNow(target, req, res, rule, body) {
+// done() is called once the target's answer is in or the request failed.
+function forwardNow(target, req, res, rule, body, done) {
   const start = Date.now();
   const up = http.request({
     host: target.host,
@@ -563,15 +597,17 @@ function forwardNow(target, req, res, rule, body) {
     headers: req.headers,
     agent: upstreamAgent,
   }, (upRes) => {
+    up.setTimeout(0);
     const chunks = [];
     upRes.on('data', (c) => chunks.push(c));
     upRes.on('end', () => {
+      done();
       if (rule && rule.action === 'drop_response') {
         resetClient(req);
         return;
       }
       const send = () => {
-        if (res.destroyed) return;
+        if (res.destroyed || res.headersSent) return;
         traceRequest(req, start, upRes.statusCode);
         res.writeHead(upRes.statusCode, upRes.headers);
         res.end(Buffer.concat(chunks));
@@ -581,13 +617,15 @@ function forwardNow(target, req, res, rule, body) {
     });
   });
   up.on('error', (e) => {
+    done();
     if (!res.headersSent) {
       res.writeHead(502, { 'Content-Type': 'text/plain' });
       res.end(`faultproxy: upstream error: ${e.message}\n`);
     }
   });
-  if (body === undefined) req.pipe(up);
-  else up.end(body);
+  // A target that stops answering must not hold a path's queue.
+  up.setTimeout(UPSTREAM_TIMEOUT_MS, () => up.destroy(new Error('no answer from the target')));
+  up.end(body);
 }
 
 function startProxy(listen, target) {
@@ -601,8 +639,10 @@ function startProxy(listen, target) {
       return resetClient(req);
     }
     if (rule && rule.action === 'hang') return req.resume();
-    if (verifyCfg) return verifyThen(req, res, (body) => forward(target, req, res, rule, body));
-    forward(target, req, res, rule);
+    readBody(req, (body) => {
+      if (verifyCfg) verifyThen(req, res, body, () => forward(target, req, res, rule, body));
+      else forward(target, req, res, rule, body);
+    });
   });
   server.on('connection', () => { stats.connections++; });
   server.keepAliveTimeout = 60000;

@@ -2,8 +2,10 @@
 # Independent Parquet and Avro readers for the tests (installed from npm into
 # .readers/ of the repository, which git ignores): DuckDB's Node API, which
 # reads Parquet with no extension download, hyparquet with
-# hyparquet-compressors for ZSTD, and avsc for Avro.  Exact versions, so that
-# every run compares ctxstore's files against the same readers.
+# hyparquet-compressors for ZSTD, and avsc for Avro; and node-postgres (pg),
+# the plain SQL client of the chaos soak's sessions (t/soak_driver.mjs).
+# Exact versions, so that every run compares ctxstore's files against the
+# same readers.
 #
 #   scripts/readers.sh install   npm install into .readers/ unless done;
 #                                prints the NODE_PATH that finds them
@@ -15,7 +17,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 prefix="$repo/.readers"
-packages=(@duckdb/node-api@1.5.6-r.1 hyparquet@1.33.0 hyparquet-compressors@1.1.2 avsc@5.7.9)
+packages=(@duckdb/node-api@1.5.6-r.1 hyparquet@1.33.0 hyparquet-compressors@1.1.2 avsc@5.7.9 pg@8.16.3)
 
 # Whether every package is installed at its pinned version.
 installed() {
