@@ -110,3 +110,14 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 	remember(c, at, *out);
 	return CX_OK;
 }
+
+const cx_shard_manifest *
+cx_shard_cache_carrier(cx_objstore *s, const char *shard_id, uint64_t version)
+{
+	const shard_cache *c = s->cache;
+	int			at = c != NULL ? find(c, shard_id) : -1;
+
+	if (at < 0 || c->m[at]->version != version || c->m[at]->carried == NULL)
+		return NULL;
+	return c->m[at];
+}

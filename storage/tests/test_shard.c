@@ -133,7 +133,7 @@ CX_TEST(shard_manifest_corruption_is_detected)
 		CHECK_CODE(cx_shard_manifest_decode(b.data, len, "x", &d, &err),
 				   CX_ERR_CORRUPT);
 	/* A newer format with a valid checksum is unsupported, not corrupt. */
-	cx_store_u16(b.data + 4, 2);
+	cx_store_u16(b.data + 4, CX_SHARD_FORMAT + 1);
 	cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
 	CHECK_CODE(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err),
 			   CX_ERR_UNSUPPORTED);
