@@ -1046,6 +1046,32 @@ CX_TEST(sw_put_applied_after_its_tries_does_not_fence_the_writer)
 	}
 }
 
+/* An inline seal is one PUT: when it lands but its answer and the read
+ * back are lost, the writer settles it by putting the same version again
+ * (it has no generation object whose absence would mean it never landed),
+ * and the rows are there once. */
+CX_TEST(sw_inline_seal_whose_answer_is_lost_is_settled)
+{
+	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	sw_wrap_arm(s, "/_versions/", SW_FAULT_LAND_THEN_IO_GET_FAILS, 1);
+	CHECK(append(w, "r", 1, 1, true, &err) != CX_OK);
+	CHECK(strstr(err.msg, "outcome unknown") != NULL);
+	CHECK(s->faults == 0);
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->gens[cx_sw_manifest(w)->ngens - 1].carrier ==
+		  cx_sw_manifest(w)->version);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
 /* Invariant 1: the first upload of a generation fragment lands, its answer
  * is lost, the retry hears "exists": the object is ours and the seal
  * commits. */
