@@ -9,6 +9,11 @@
  * V is the newest exactly when V + 1 does not exist; GC removes only older
  * versions, never the newest.  A kept manifest is therefore returned only
  * after a HEAD of V + 1 finds nothing, as fresh as a cold read made then.
+ *
+ * A kept version keeps the inline generation it carries (at most
+ * inline_generation_max bytes, so at most 256 x 64 KiB by default), which
+ * spares the handle's readers a GET of the newest generation
+ * (cx_shard_cache_carrier).
  */
 #include <stdlib.h>
 #include <string.h>
