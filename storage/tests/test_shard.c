@@ -107,31 +107,40 @@ CX_TEST(shard_manifest_round_trip)
 	cx_buf_free(&b);
 }
 
+/* Every single-byte change and every truncation of the encoded manifest b
+ * is an error naming it, never a crash or a different manifest. */
+static void
+check_damage_refused(cx_buf *b)
+{
+	cx_shard_manifest *d;
+	cx_err		err;
+	int			corrupt = 0;
+
+	for (size_t i = 0; i < b->len; i++)
+	{
+		b->data[i] ^= 0x5a;
+		if (cx_shard_manifest_decode(b->data, b->len, "x", &d, &err) != CX_OK)
+			corrupt += strstr(err.msg, "shard manifest x") != NULL;
+		else
+			cx_shard_manifest_free(d);
+		b->data[i] ^= 0x5a;
+	}
+	CHECK(corrupt == (int) b->len);
+	for (size_t len = 0; len < b->len; len++)
+		CHECK_CODE(cx_shard_manifest_decode(b->data, len, "x", &d, &err),
+				   CX_ERR_CORRUPT);
+}
+
 CX_TEST(shard_manifest_corruption_is_detected)
 {
 	cx_shard_manifest *m = sample();
 	cx_shard_manifest *d;
 	cx_buf		b;
 	cx_err		err;
-	int			corrupt = 0;
 
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
-	/* Every single-byte change and every truncation is an error, never a
-	 * crash or a different manifest. */
-	for (size_t i = 0; i < b.len; i++)
-	{
-		b.data[i] ^= 0x5a;
-		if (cx_shard_manifest_decode(b.data, b.len, "x", &d, &err) != CX_OK)
-			corrupt += strstr(err.msg, "shard manifest x") != NULL;
-		else
-			cx_shard_manifest_free(d);
-		b.data[i] ^= 0x5a;
-	}
-	CHECK(corrupt == (int) b.len);
-	for (size_t len = 0; len < b.len; len++)
-		CHECK_CODE(cx_shard_manifest_decode(b.data, len, "x", &d, &err),
-				   CX_ERR_CORRUPT);
+	check_damage_refused(&b);
 	/* A newer format with a valid checksum is unsupported, not corrupt. */
 	cx_store_u16(b.data + 4, CX_SHARD_FORMAT + 1);
 	cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
@@ -189,7 +198,6 @@ CX_TEST(shard_manifest_with_inline_generations_is_format_2)
 	cx_shard_manifest *next;
 	cx_buf		b;
 	cx_err		err;
-	int			corrupt = 0;
 
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
@@ -205,19 +213,7 @@ CX_TEST(shard_manifest_with_inline_generations_is_format_2)
 		  next->gens[1].carrier == 3);
 	cx_shard_manifest_free(next);
 	cx_shard_manifest_free(d);
-	for (size_t i = 0; i < b.len; i++)
-	{
-		b.data[i] ^= 0x5a;
-		if (cx_shard_manifest_decode(b.data, b.len, "x", &d, &err) != CX_OK)
-			corrupt++;
-		else
-			cx_shard_manifest_free(d);
-		b.data[i] ^= 0x5a;
-	}
-	CHECK(corrupt == (int) b.len);
-	for (size_t len = 0; len < b.len; len++)
-		CHECK_CODE(cx_shard_manifest_decode(b.data, len, "x", &d, &err),
-				   CX_ERR_CORRUPT);
+	check_damage_refused(&b);
 	cx_shard_manifest_free(m);
 	cx_buf_free(&b);
 }
