@@ -259,6 +259,8 @@ cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
 			return cx_err_prefix(err, "reading the shard manifest version carrying generation %llu",
 								 (unsigned long long) g->gen);
 		holder = loaded;
+		if (cx_shard_cache_keep_carrier(s, loaded))
+			loaded = NULL;		/* the handle's now; holder stays valid */
 	}
 	bytes = holder->carried;
 	len = holder->carried_len;

@@ -132,9 +132,10 @@ cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
  * Where generation g, listed by m (a version of its shard in s), is read
  * from: *from is s itself when g has its own object; for an inline one, a
  * read-only in-memory store holding g's bytes under g->fragment.path, taken
- * from m or the handle's copy of the shard's newest version when one of
- * them is the version carrying them, else read from it (one GET, as many
- * as opening an own object costs).  Release with cx_generation_done().
+ * from m or the handle's cache when one of them holds the version carrying
+ * them, else read from it (one GET, as many as opening an own object
+ * costs; the handle then keeps it, so the next open costs none).  Release
+ * with cx_generation_done().
  */
 cx_code		cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
 							   const cx_generation *g, cx_objstore **from,
@@ -152,11 +153,15 @@ cx_code		cx_memstore_of(const char *uri, const char *key,
 /* The bytes uploaded to mem (malloc'd; the caller owns them), or NULL. */
 uint8_t    *cx_memstore_take(cx_objstore *mem, uint64_t *len);
 
-/* The handle's copy of shard_id's newest version (cx_shard_cache.c), if it
- * is version `version` and carries bytes; NULL otherwise.  Borrowed: valid
- * until the handle next loads that shard. */
+/* Version `version` of shard_id if the handle keeps it (cx_shard_cache.c:
+ * as the shard's newest, or as one of the last carriers it was given) and
+ * it carries bytes; NULL otherwise.  Borrowed: valid until the handle next
+ * loads that shard or keeps another carrier. */
 const cx_shard_manifest *cx_shard_cache_carrier(cx_objstore *s,
 												const char *shard_id,
 												uint64_t version);
+/* Keeps m, a version read for the inline generation it carries (ownership
+ * passes: true); false without memory, m still the caller's. */
+bool		cx_shard_cache_keep_carrier(cx_objstore *s, cx_shard_manifest *m);
 
 #endif							/* CX_SHARD_H */

@@ -49,7 +49,8 @@ check_rows(cx_objstore *s)
 }
 
 /* The version that carries a generation costs no GET to whoever holds
- * it; any other reader pays one, as for a generation's own object. */
+ * it; any other reader pays one, as for a generation's own object, once
+ * per handle. */
 CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
 {
 	cx_objstore *s = mw_open_store();
@@ -70,6 +71,11 @@ CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
 	REQUIRE_OK(cx_generation_open(s, m, &m->gens[2], &from, &err), &err);
 	CHECK(from != s && s->stats.gets == gets);
 	cx_generation_done(s, from);
+	REQUIRE_OK(cx_generation_open(s, m, &m->gens[0], &from, &err), &err);
+	CHECK(from != s && s->stats.gets == gets + 1);
+	cx_generation_done(s, from);
+	/* The handle keeps the carrier it read: a merge's second and third
+	 * reads of the generation cost nothing. */
 	REQUIRE_OK(cx_generation_open(s, m, &m->gens[0], &from, &err), &err);
 	CHECK(from != s && s->stats.gets == gets + 1);
 	cx_generation_done(s, from);
