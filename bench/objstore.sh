@@ -20,7 +20,7 @@ if [ "${1:-}" != run ]; then
   trap 'rm -rf "$bin"' EXIT
   cc -O2 -Wall -D_GNU_SOURCE -I"$repo/storage" -I"$repo/storage/include" -o "$bin/objstore_bench" \
     "$repo/bench/objstore_bench.c" "$repo/storage/build/libctxstore_storage.a" \
-    -lzstd -lcurl -lcrypto -lexpat -lpthread
+    -lzstd -lz -ljansson -lavro -lcurl -lcrypto -lexpat -lpthread -lm
   # Private emulators on free ports, stopped afterwards.
   BENCH_BIN="$bin/objstore_bench" bash "$repo/scripts/with-emulators.sh" bash "$0" run
   exit

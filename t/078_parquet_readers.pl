@@ -126,7 +126,39 @@ my $after = now_us();
 is(sql(q{SELECT count(*), length(max(t)) FROM every_type WHERE id IN ('big', 'nulls')}),
 	'2|4194304', 'the rows read back through ctxstore, a 4 MB value among them');
 
-my @generations = glob("$dir/data/*.parquet");
+# The Parquet bytes of the small generations travel inside the shard
+# manifest version that sealed them (docs/FORMAT.md, "Inline generations"):
+# a format 2 version ends its body with the carried bytes, preceded by
+# their u64 length, then the 4-byte CRC.  Written out as files, they are
+# read like every other fragment.
+sub inline_generations
+{
+	my @files;
+	mkdir "$work/inline";
+	for my $version (glob("$dir/_shards/*/_versions/*.shard"))
+	{
+		open my $fh, '<:raw', $version or die "$version: $!";
+		my $bytes = do { local $/; <$fh> };
+		close $fh;
+		next unless unpack('v', substr($bytes, 4, 2)) == 2;
+		my $end = length($bytes) - 4;
+		my ($len) = grep {
+			substr($bytes, $end - $_, 4) eq 'PAR1'
+			  && unpack('Q<', substr($bytes, $end - $_ - 8, 8)) == $_
+		} 12 .. $end - 20;
+		next unless defined $len;    # a version listing older ones only
+		(my $name = $version) =~ s{.*/(\d+)\.shard$}{$work/inline/$1.parquet};
+		open my $out, '>:raw', $name or die "$name: $!";
+		print $out substr($bytes, $end - $len, $len);
+		close $out;
+		push @files, $name;
+	}
+	return @files;
+}
+
+my @inline = inline_generations();
+ok(@inline > 0, 'the small INSERTs are sealed into inline generations');
+my @generations = (glob("$dir/data/*.parquet"), @inline);
 cmp_ok(scalar @generations, '>=', 5, 'the INSERTs are sealed into Parquet generations');
 is(sql(q{SELECT ctxstore.merge_wal('every_type') > 0}), 't', 'merge_wal merges them');
 my %was_generation = map { $_ => 1 } @generations;

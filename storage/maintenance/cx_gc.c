@@ -92,6 +92,9 @@ typedef struct version_walk
 	cx_manifest *base;			/* the base version loaded */
 	cx_shard_manifest *shard;	/* the shard version loaded */
 	uint64_t	replay_seq;		/* of the shard's newest version */
+	uint64_t	carriers_from;	/* the oldest version carrying the bytes of
+								 * an inline generation a retained one lists
+								 * (UINT64_MAX: none) */
 	bool		seen_newest;
 	uint64_t	oldest_retained;
 	cx_gc_versions *kept;		/* receives the retained ones; may be NULL */
@@ -196,7 +199,8 @@ shard_load(version_walk *w, uint64_t version, int64_t *committed_at_us,
 	return CX_OK;
 }
 
-/* A shard version references its manifest and its generations. */
+/* A shard version references its manifest and its generations: their
+ * objects, or for inline ones the versions carrying them. */
 static cx_code
 shard_reference(version_walk *w, cx_err *err)
 {
@@ -208,7 +212,14 @@ shard_reference(version_walk *w, cx_err *err)
 	if ((rc = cx_gc_refs_add(w->refs, key, err)) != CX_OK)
 		return rc;
 	for (uint32_t g = 0; g < m->ngens && rc == CX_OK; g++)
-		rc = cx_gc_refs_add(w->refs, m->gens[g].fragment.path, err);
+	{
+		const cx_generation *gen = &m->gens[g];
+
+		if (gen->carrier == 0)
+			rc = cx_gc_refs_add(w->refs, gen->fragment.path, err);
+		else if (gen->carrier < w->carriers_from)
+			w->carriers_from = gen->carrier;
+	}
 	return rc;
 }
 
@@ -258,12 +269,17 @@ reference_shards(cx_gc_run *run, cx_err *err)
 		w.shard_id = base->shards[i].shard_id;
 		w.seen_newest = false;
 		w.replay_seq = 0;
+		w.carriers_from = UINT64_MAX;
 		cx_layout_shard_versions(w.shard_id, prefix, &q);
 		rc = list_versions(run->store, &q, &v, err);
 		if (rc == CX_OK && v.n > 0)
 			rc = walk_retained(&w, &v, run, false, &retained, err);
+		/* Versions go as a prefix only, so keeping a carrier keeps the
+		 * versions after it too, until its generation is merged. */
 		if (rc == CX_OK && v.n > 0)
-			rc = cx_gc_shard_add(run, w.shard_id, w.oldest_retained,
+			rc = cx_gc_shard_add(run, w.shard_id,
+								 w.carriers_from < w.oldest_retained ?
+								 w.carriers_from : w.oldest_retained,
 								 w.replay_seq, err);
 		free(v.v);
 	}

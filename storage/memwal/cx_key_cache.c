@@ -385,19 +385,26 @@ add_group_row(cx_keycache *c, const cx_rowgroup *g, const cx_layout *layout,
 }
 
 cx_code
-cx_kc_add_generation(cx_keycache *c, cx_objstore *s, const cx_generation *g,
+cx_kc_add_generation(cx_keycache *c, cx_objstore *s,
+					 const cx_shard_manifest *m, const cx_generation *g,
 					 const cx_schema *table, uint32_t key_col,
 					 int32_t upsert_col, cx_err *err)
 {
 	const cx_fragment_info *fi = &g->fragment;
+	cx_objstore *from;
 	cx_fragr   *r;
 	cx_layout	layout = {0};
 	bool	   *want = NULL;
 	bool	   *table_want = NULL;
 	cx_code		rc;
 
-	if (cx_fragr_open_entry(s, fi, &r, err) != CX_OK)
+	if (cx_generation_open(s, m, g, &from, err) != CX_OK)
 		return err->code;
+	if (cx_fragr_open_entry(from, fi, &r, err) != CX_OK)
+	{
+		cx_generation_done(s, from);
+		return err->code;
+	}
 	rc = cx_layout_check(table, cx_fragr_schema(r), fi->path, &layout, err);
 	if (rc == CX_OK &&
 		((want = calloc(layout.nfrag, sizeof(bool))) == NULL ||
@@ -427,5 +434,6 @@ cx_kc_add_generation(cx_keycache *c, cx_objstore *s, const cx_generation *g,
 	free(table_want);
 	cx_layout_free(&layout);
 	cx_fragr_close(r);
+	cx_generation_done(s, from);
 	return rc;
 }

@@ -73,9 +73,11 @@ cx_code		cx_kc_apply(cx_keycache *dst, const cx_keycache *src, int64_t ts,
  * failure the cache is as it was. */
 cx_code		cx_kc_trim(cx_keycache *c, uint64_t through, cx_err *err);
 
-/* Adds generation g's rows, in row order: the key column key_col and the
- * upsert column upsert_col (-1: none) of table. */
+/* Adds generation g's rows (g listed by m, a version of its shard in s), in
+ * row order: the key column key_col and the upsert column upsert_col (-1:
+ * none) of table. */
 cx_code		cx_kc_add_generation(cx_keycache *c, cx_objstore *s,
+								 const cx_shard_manifest *m,
 								 const cx_generation *g,
 								 const cx_schema *table, uint32_t key_col,
 								 int32_t upsert_col, cx_err *err);

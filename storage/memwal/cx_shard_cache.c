@@ -9,6 +9,11 @@
  * V is the newest exactly when V + 1 does not exist; GC removes only older
  * versions, never the newest.  A kept manifest is therefore returned only
  * after a HEAD of V + 1 finds nothing, as fresh as a cold read made then.
+ *
+ * A kept version keeps the inline generation it carries (at most
+ * inline_generation_max bytes, so at most 256 x 64 KiB by default), which
+ * spares the handle's readers a GET of the newest generation; so do the
+ * last 8 older versions read for theirs (cx_shard_cache_carrier).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +23,18 @@
 #include "objstore/cx_versioned.h"
 
 #define CACHED_SHARDS 256
+#define CACHED_CARRIERS 8
 
 typedef struct shard_cache
 {
 	uint32_t	n;
 	uint32_t	victim;			/* the next entry replaced when full */
 	cx_shard_manifest *m[CACHED_SHARDS];
+	/* Older versions read for the inline generation they carry, the last
+	 * CACHED_CARRIERS (versions never change, so a kept one never goes
+	 * stale): a merge reads each generation three times. */
+	uint32_t	next_carrier;
+	cx_shard_manifest *carriers[CACHED_CARRIERS];
 } shard_cache;
 
 static void
@@ -33,6 +44,8 @@ cache_free(void *p)
 
 	for (uint32_t i = 0; i < c->n; i++)
 		cx_shard_manifest_free(c->m[i]);
+	for (uint32_t i = 0; i < CACHED_CARRIERS; i++)
+		cx_shard_manifest_free(c->carriers[i]);
 	free(c);
 }
 
@@ -109,4 +122,38 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 		return err->code;
 	remember(c, at, *out);
 	return CX_OK;
+}
+
+static bool
+is_carrier(const cx_shard_manifest *m, const char *shard_id, uint64_t version)
+{
+	return m != NULL && m->version == version && m->carried != NULL &&
+		strcmp(m->shard_id, shard_id) == 0;
+}
+
+const cx_shard_manifest *
+cx_shard_cache_carrier(cx_objstore *s, const char *shard_id, uint64_t version)
+{
+	const shard_cache *c = s->cache;
+	int			at = c != NULL ? find(c, shard_id) : -1;
+
+	if (at >= 0 && is_carrier(c->m[at], shard_id, version))
+		return c->m[at];
+	for (uint32_t i = 0; c != NULL && i < CACHED_CARRIERS; i++)
+		if (is_carrier(c->carriers[i], shard_id, version))
+			return c->carriers[i];
+	return NULL;
+}
+
+bool
+cx_shard_cache_keep_carrier(cx_objstore *s, cx_shard_manifest *m)
+{
+	shard_cache *c = cache_of(s);
+
+	if (c == NULL)
+		return false;
+	cx_shard_manifest_free(c->carriers[c->next_carrier]);
+	c->carriers[c->next_carrier] = m;
+	c->next_carrier = (c->next_carrier + 1) % CACHED_CARRIERS;
+	return true;
 }

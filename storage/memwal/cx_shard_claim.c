@@ -55,7 +55,7 @@ build_claim(cx_shardwriter *w, const cx_shard_manifest *cur,
 	int64_t		now = cx_sw_now(w);
 
 	*out = NULL;
-	next = cur != NULL ? cx_shard_manifest_clone(cur) :
+	next = cur != NULL ? cx_shard_manifest_successor(cur) :
 		cx_shard_manifest_new(w->shard_id);
 	if (next == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "claiming shard %s: out of memory",

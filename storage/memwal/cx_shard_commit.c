@@ -72,7 +72,7 @@ cx_sw_fenced_by(cx_shardwriter *w, const char *what, uint64_t other_epoch,
 cx_code
 cx_sw_next_manifest(cx_shardwriter *w, cx_shard_manifest **out, cx_err *err)
 {
-	cx_shard_manifest *next = cx_shard_manifest_clone(w->m);
+	cx_shard_manifest *next = cx_shard_manifest_successor(w->m);
 	int64_t		now = cx_sw_now(w);
 	uint32_t	kept = 0;
 

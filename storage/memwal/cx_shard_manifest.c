@@ -21,7 +21,8 @@
 
 #define COMMIT_ID_LEN 16
 
-/* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry. */
+/* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry (format 2: and
+ * u64 carrier after max_ts). */
 #define MIN_GEN_LEN (8 + 8 + 8 + CX_FRAGENTRY_MIN_LEN)
 
 /* The rule itself is the layout's: a shard id is one key segment. */
@@ -116,11 +117,29 @@ cx_shard_manifest_free(cx_shard_manifest *m)
 	for (uint32_t i = 0; i < m->ngens; i++)
 		cx_fragment_info_free(&m->gens[i].fragment);
 	free(m->gens);
+	free(m->carried);
 	free(m);
 }
 
 cx_shard_manifest *
 cx_shard_manifest_clone(const cx_shard_manifest *m)
+{
+	cx_shard_manifest *c = cx_shard_manifest_successor(m);
+
+	if (c == NULL || m->carried == NULL)
+		return c;
+	if ((c->carried = malloc(m->carried_len)) == NULL)
+	{
+		cx_shard_manifest_free(c);
+		return NULL;
+	}
+	memcpy(c->carried, m->carried, m->carried_len);
+	c->carried_len = m->carried_len;
+	return c;
+}
+
+cx_shard_manifest *
+cx_shard_manifest_successor(const cx_shard_manifest *m)
 {
 	cx_shard_manifest *c = cx_shard_manifest_new(m->shard_id);
 	cx_err		ignored;
@@ -176,6 +195,42 @@ gens_ordered(const cx_shard_manifest *m)
 	return true;
 }
 
+/* Whether any generation is inline: the version needs format 2. */
+static bool
+lists_inline(const cx_shard_manifest *m)
+{
+	for (uint32_t i = 0; i < m->ngens; i++)
+		if (m->gens[i].carrier != 0)
+			return true;
+	return false;
+}
+
+/*
+ * The rules of inline generations: carried by this version or an earlier
+ * one; the one this version carries (at most one: it sealed it) is its
+ * newest generation, and the carried bytes are exactly its fragment.
+ */
+static bool
+carried_consistent(const cx_shard_manifest *m)
+{
+	const cx_generation *own = NULL;
+
+	for (uint32_t i = 0; i < m->ngens; i++)
+	{
+		if (m->gens[i].carrier > m->version)
+			return false;
+		if (m->gens[i].carrier == m->version)
+		{
+			if (own != NULL || i != m->ngens - 1)
+				return false;
+			own = &m->gens[i];
+		}
+	}
+	if (own == NULL)
+		return m->carried_len == 0;
+	return m->carried != NULL && m->carried_len == own->fragment.size;
+}
+
 /* Refuses what a reader would reject, so a writer never publishes a version
  * nobody can load. */
 static cx_code
@@ -195,6 +250,10 @@ check_encodable(const cx_shard_manifest *m, cx_err *err)
 		return cx_err_set(err, CX_ERR_INVALID,
 						  "shard %s: generations out of order, numbered 0 or beyond next_gen %llu, or with an inverted time range",
 						  m->shard_id, (unsigned long long) m->next_gen);
+	if (!carried_consistent(m))
+		return cx_err_set(err, CX_ERR_INVALID,
+						  "shard %s: inline generations carried by a later version, or carried bytes that are not exactly the newest generation's",
+						  m->shard_id);
 	for (uint32_t i = 0; i < m->ngens; i++)
 		if (cx_fragentry_check(&m->gens[i].fragment, err) != CX_OK)
 			return cx_err_prefix(err, "shard %s: generation %llu", m->shard_id,
@@ -203,7 +262,7 @@ check_encodable(const cx_shard_manifest *m, cx_err *err)
 }
 
 static void
-encode_body(const cx_shard_manifest *m, cx_buf *out)
+encode_body(const cx_shard_manifest *m, uint16_t format, cx_buf *out)
 {
 	cx_buf_put_u64(out, m->version);
 	cx_buf_put_str16(out, m->shard_id);
@@ -219,7 +278,15 @@ encode_body(const cx_shard_manifest *m, cx_buf *out)
 		cx_buf_put_u64(out, m->gens[i].gen);
 		cx_buf_put_i64(out, m->gens[i].min_ts);
 		cx_buf_put_i64(out, m->gens[i].max_ts);
+		if (format >= 2)
+			cx_buf_put_u64(out, m->gens[i].carrier);
 		cx_fragentry_encode(&m->gens[i].fragment, out);
+	}
+	if (format >= 2)
+	{
+		cx_buf_put_u64(out, m->carried_len);
+		if (m->carried_len > 0)
+			cx_buf_put(out, m->carried, m->carried_len);
 	}
 }
 
@@ -227,14 +294,15 @@ cx_code
 cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
 {
 	char		what[64 + CX_SHARD_ID_MAX];
+	uint16_t	format = lists_inline(m) ? 2 : 1;
 	size_t		start;
 
 	if (check_encodable(m, err) != CX_OK)
 		return err->code;
 	snprintf(what, sizeof(what), "shard %s manifest version %llu",
 			 m->shard_id, (unsigned long long) m->version);
-	start = cx_frame_begin(out, CX_SHARD_MAGIC, CX_SHARD_FORMAT);
-	encode_body(m, out);
+	start = cx_frame_begin(out, CX_SHARD_MAGIC, format);
+	encode_body(m, format, out);
 	return cx_frame_end(out, start, what, err);
 }
 
@@ -243,7 +311,7 @@ cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
  * -------------------------------------------------------------------------- */
 
 static bool
-decode_gens(cx_rd *r, cx_shard_manifest *m)
+decode_gens(cx_rd *r, uint16_t format, cx_shard_manifest *m)
 {
 	uint32_t	n = cx_rd_u32(r);
 
@@ -266,15 +334,40 @@ decode_gens(cx_rd *r, cx_shard_manifest *m)
 		g->gen = cx_rd_u64(r);
 		g->min_ts = cx_rd_i64(r);
 		g->max_ts = cx_rd_i64(r);
+		if (format >= 2)
+			g->carrier = cx_rd_u64(r);
 		if (!cx_fragentry_decode(r, true, &g->fragment))
 			return false;
 	}
 	return true;
 }
 
+/* Format 2's carried bytes; false without memory.  A length beyond the
+ * bytes left leaves r bad. */
+static bool
+decode_carried(cx_rd *r, cx_shard_manifest *m)
+{
+	uint64_t	n = cx_rd_u64(r);
+	const uint8_t *p;
+
+	if (!cx_rd_ok(r) || n == 0)
+		return true;
+	if (n > cx_rd_left(r))
+	{
+		r->bad = true;
+		return true;
+	}
+	p = cx_rd_take(r, (size_t) n);
+	if ((m->carried = malloc((size_t) n)) == NULL)
+		return false;
+	memcpy(m->carried, p, (size_t) n);
+	m->carried_len = n;
+	return true;
+}
+
 static cx_code
-decode_body(const uint8_t *body, size_t len, const char *name,
-			cx_shard_manifest *m, cx_err *err)
+decode_body(const uint8_t *body, size_t len, uint16_t format,
+			const char *name, cx_shard_manifest *m, cx_err *err)
 {
 	cx_rd		r;
 	const uint8_t *id;
@@ -291,7 +384,8 @@ decode_body(const uint8_t *body, size_t len, const char *name,
 	m->writer = cx_rd_str16(&r);
 	m->replay_seq = cx_rd_u64(&r);
 	m->next_gen = cx_rd_u64(&r);
-	if (!decode_gens(&r, m))
+	if (!decode_gens(&r, format, m) ||
+		(format >= 2 && !decode_carried(&r, m)))
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "shard manifest %s: out of memory while decoding", name);
 	if (!cx_rd_ok(&r))
@@ -310,6 +404,10 @@ decode_body(const uint8_t *body, size_t len, const char *name,
 	if (!gens_ordered(m))
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "shard manifest %s: generation list out of order",
+						  name);
+	if (!carried_consistent(m) || (format >= 2 && !lists_inline(m)))
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: inline generations inconsistent with the bytes it carries",
 						  name);
 	return CX_OK;
 }
@@ -330,7 +428,9 @@ cx_shard_manifest_decode(const uint8_t *data, size_t len, const char *name,
 	if (m == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "shard manifest %s: out of memory while decoding", name);
-	if (decode_body(body, body_len, name, m, err) != CX_OK)
+	/* The frame is intact, so its format field is the writer's. */
+	if (decode_body(body, body_len, (uint16_t) (data[4] | data[5] << 8), name,
+					m, err) != CX_OK)
 	{
 		cx_shard_manifest_free(m);
 		return err->code;

@@ -38,14 +38,20 @@
 #include "table/cx_row_key.h"
 
 #define CX_SHARD_MAGIC "CXS1"
-#define CX_SHARD_FORMAT 1
+/* Format 2 adds inline generations; a version without one is written as
+ * format 1, which older readers read as before. */
+#define CX_SHARD_FORMAT 2
 
 typedef struct cx_generation
 {
 	uint64_t	gen;			/* per shard, strictly increasing from 1 */
 	int64_t		min_ts;			/* commit-time range of its rows */
 	int64_t		max_ts;
-	cx_fragment_info fragment;
+	uint64_t	carrier;		/* the shard-manifest version carrying its
+								 * bytes (inline); 0: its own object at
+								 * fragment.path */
+	cx_fragment_info fragment;	/* path: its own object's key, or, inline,
+								 * the name its bytes go by */
 } cx_generation;
 
 
@@ -63,6 +69,9 @@ cx_code		cx_shard_generation_failed(const cx_shard_manifest *m,
 cx_shard_manifest *cx_shard_manifest_new(const char *shard_id);
 void		cx_shard_manifest_free(cx_shard_manifest *m);
 cx_shard_manifest *cx_shard_manifest_clone(const cx_shard_manifest *m);
+/* The same without the bytes m carries: what the next version starts
+ * from (an inline generation's bytes stay in the version that sealed it). */
+cx_shard_manifest *cx_shard_manifest_successor(const cx_shard_manifest *m);
 cx_code		cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out,
 									 cx_err *err);
 cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
@@ -114,5 +123,45 @@ cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
  */
 cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
 								uint64_t version, cx_err *err);
+
+/* --------------------------------------------------------------------------
+ * A generation's bytes (cx_generation_bytes.c)
+ * -------------------------------------------------------------------------- */
+
+/*
+ * Where generation g, listed by m (a version of its shard in s), is read
+ * from: *from is s itself when g has its own object; for an inline one, a
+ * read-only in-memory store holding g's bytes under g->fragment.path, taken
+ * from m or the handle's cache when one of them holds the version carrying
+ * them, else read from it (one GET, as many as opening an own object
+ * costs; the handle then keeps it, so the next open costs none).  Release
+ * with cx_generation_done().
+ */
+cx_code		cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
+							   const cx_generation *g, cx_objstore **from,
+							   cx_err *err);
+void		cx_generation_done(cx_objstore *s, cx_objstore *from);
+
+/* An in-memory store that holds one object and takes no other request but
+ * reads of it: empty, taking one upload (the generation a small seal
+ * writes: cx_shard_writer.c), or holding a copy of bytes at key (also what
+ * the fuzz harnesses read from).  uri names it in messages. */
+cx_code		cx_memstore_new(const char *uri, cx_objstore **out, cx_err *err);
+cx_code		cx_memstore_of(const char *uri, const char *key,
+						   const uint8_t *bytes, uint64_t len,
+						   cx_objstore **out, cx_err *err);
+/* The bytes uploaded to mem (malloc'd; the caller owns them), or NULL. */
+uint8_t    *cx_memstore_take(cx_objstore *mem, uint64_t *len);
+
+/* Version `version` of shard_id if the handle keeps it (cx_shard_cache.c:
+ * as the shard's newest, or as one of the last carriers it was given) and
+ * it carries bytes; NULL otherwise.  Borrowed: valid until the handle next
+ * loads that shard or keeps another carrier. */
+const cx_shard_manifest *cx_shard_cache_carrier(cx_objstore *s,
+												const char *shard_id,
+												uint64_t version);
+/* Keeps m, a version read for the inline generation it carries (ownership
+ * passes: true); false without memory, m still the caller's. */
+bool		cx_shard_cache_keep_carrier(cx_objstore *s, cx_shard_manifest *m);
 
 #endif							/* CX_SHARD_H */

@@ -808,7 +808,7 @@ cx_sw_keys_open(cx_shardwriter *w, cx_err *err)
 		const cx_generation *g = &w->m->gens[i];
 
 		if (g->gen > through &&
-			cx_kc_add_generation(w->keys, w->s, g, w->schema, w->key_col,
+			cx_kc_add_generation(w->keys, w->s, w->m, g, w->schema, w->key_col,
 								 w->upsert_col, err) != CX_OK)
 			return cx_err_prefix(err, "shard %s: reading the keys of generation %llu",
 								 w->shard_id, (unsigned long long) g->gen);

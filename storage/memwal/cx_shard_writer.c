@@ -32,6 +32,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->pending_generations_max = CX_SW_DEFAULT_PENDING_MAX;
 	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
 	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
+	o->inline_generation_max = CX_SW_DEFAULT_INLINE_MAX;
 	cx_fragw_options_default(&o->fragment);
 }
 
@@ -67,7 +68,8 @@ cx_sw_next_ts(cx_shardwriter *w)
  * and older than its grace, far longer than a request that timed out may
  * take to land.  So u did not land and never will, and putting it now
  * would publish a generation without its rows: the memtable, which still
- * holds them, is sealed again instead.  *rc: an error finding out.
+ * holds them, is sealed again instead.  (An inline seal carries its rows
+ * in u itself, so it can always still land.)  *rc: an error finding out.
  */
 static bool
 seal_cannot_land(cx_shardwriter *w, const cx_shard_manifest *u, cx_code *rc,
@@ -76,7 +78,8 @@ seal_cannot_land(cx_shardwriter *w, const cx_shard_manifest *u, cx_code *rc,
 	uint64_t	size;
 
 	*rc = CX_OK;
-	if (u->next_gen == w->m->next_gen || u->ngens == 0)
+	if (u->next_gen == w->m->next_gen || u->ngens == 0 ||
+		u->gens[u->ngens - 1].carrier == u->version)
 		return false;
 	*rc = cx_obj_head(w->s, u->gens[u->ngens - 1].fragment.path, &size, err);
 	if (*rc != CX_ERR_NOT_FOUND)
@@ -201,13 +204,14 @@ cx_sw_maybe_hint(cx_shardwriter *w)
  * Sealing
  * -------------------------------------------------------------------------- */
 
-/* Writes the memtable out as one generation fragment. */
+/* Writes the memtable out as one generation fragment into store. */
 static cx_code
-write_generation(cx_shardwriter *w, cx_generation *gen, cx_err *err)
+write_generation(cx_shardwriter *w, cx_objstore *store, cx_generation *gen,
+				 cx_err *err)
 {
 	cx_genw    *g;
 
-	if (cx_genw_open(w->s, w->schema, &w->opt.fragment, &g, err) != CX_OK)
+	if (cx_genw_open(store, w->schema, &w->opt.fragment, &g, err) != CX_OK)
 		return err->code;
 	for (uint32_t i = 0; i < w->mt.nbatches; i++)
 	{
@@ -224,28 +228,68 @@ write_generation(cx_shardwriter *w, cx_generation *gen, cx_err *err)
 }
 
 /*
- * The seal: memtable -> generation fragment -> next shard-manifest version
- * listing it (replay position advanced past the WAL entries it holds).  The
- * memtable is cleared only once that version is ours, so a seal that fails
- * before is simply repeated later; its fragment is left for GC.
+ * A small memtable is written in memory; if its generation is within
+ * inline_generation_max, next carries the bytes (*carried) and the seal is
+ * one PUT.  Otherwise (also when the Parquet form outgrew the rows) the
+ * generation becomes its own object, as large seals always do.
+ */
+static cx_code
+write_inline(cx_shardwriter *w, const cx_shard_manifest *next,
+			 cx_generation *gen, uint8_t **carried, cx_err *err)
+{
+	cx_objstore *mem;
+	uint64_t	len;
+	cx_code		rc;
+
+	*carried = NULL;
+	if (w->mt.bytes.len > w->opt.inline_generation_max)
+		return write_generation(w, w->s, gen, err);
+	if (cx_memstore_new(w->s->uri, &mem, err) != CX_OK)
+		return err->code;
+	rc = write_generation(w, mem, gen, err);
+	if (rc == CX_OK)
+		*carried = cx_memstore_take(mem, &len);
+	cx_obj_close(mem);
+	if (rc != CX_OK)
+		return rc;
+	if (*carried != NULL && len <= w->opt.inline_generation_max)
+	{
+		gen->carrier = next->version;
+		return CX_OK;
+	}
+	free(*carried);
+	*carried = NULL;
+	cx_fragment_info_free(&gen->fragment);
+	return write_generation(w, w->s, gen, err);
+}
+
+/*
+ * The seal: memtable -> generation (inline, or its own fragment object) ->
+ * next shard-manifest version listing it (replay position advanced past the
+ * WAL entries it holds).  The memtable is cleared only once that version is
+ * ours, so a seal that fails before is simply repeated later; its fragment
+ * object, if any, is left for GC.
  */
 static cx_code
 seal(cx_shardwriter *w, cx_err *err)
 {
 	cx_generation gen;
 	cx_shard_manifest *next;
+	uint8_t    *carried;
 
 	if (w->mt.nbatches == 0)
 		return CX_OK;
-	if (write_generation(w, &gen, err) != CX_OK)
+	if (cx_sw_next_manifest(w, &next, err) != CX_OK)
 		return err->code;
-	if (CX_FAILPOINT("seal.after_fragment", err) != CX_OK ||
-		cx_sw_next_manifest(w, &next, err) != CX_OK)
+	if (write_inline(w, next, &gen, &carried, err) != CX_OK)
 	{
-		cx_fragment_info_free(&gen.fragment);
+		cx_shard_manifest_free(next);
 		return err->code;
 	}
-	if (cx_sw_add_generation(next, &gen, err) != CX_OK)
+	next->carried = carried;
+	next->carried_len = carried != NULL ? gen.fragment.size : 0;
+	if (CX_FAILPOINT("seal.after_fragment", err) != CX_OK ||
+		cx_sw_add_generation(next, &gen, err) != CX_OK)
 	{
 		cx_fragment_info_free(&gen.fragment);
 		cx_shard_manifest_free(next);

@@ -162,8 +162,16 @@ find_truncation(merge_state *ms, cx_err *err)
 	ms->cut_ts = ms->start->truncated_before_us;
 	for (uint32_t i = ms->ngens; ms->keyed && i > 0; i--)
 	{
-		if (cx_marker_find(ms->s, &ms->gens[i - 1].fragment, ms->table,
-						   ms->key_col, &ms->mark, err) != CX_OK)
+		cx_objstore *from;
+		cx_code		rc;
+
+		if (cx_generation_open(ms->s, ms->sm, &ms->gens[i - 1], &from,
+							   err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
+		rc = cx_marker_find(from, &ms->gens[i - 1].fragment, ms->table,
+							ms->key_col, &ms->mark, err);
+		cx_generation_done(ms->s, from);
+		if (rc != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
 		if (!ms->mark.found)
 			continue;

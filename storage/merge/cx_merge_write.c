@@ -230,11 +230,19 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	cx_fragr   *r;
 	cx_layout	layout = {0};
 	uint64_t	row = 0;
+	cx_objstore *from;
 	cx_code		rc;
 
-	if (cx_fragr_open_entry(wr->ms->s, fi, &r, err) != CX_OK)
+	if (cx_generation_open(wr->ms->s, wr->ms->sm, &wr->ms->gens[source],
+						   &from, err) != CX_OK)
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
+	if (cx_fragr_open_entry(from, fi, &r, err) != CX_OK)
+	{
+		cx_generation_done(wr->ms->s, from);
+		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
+										  err);
+	}
 	/* Generations written under an older schema are read by field id into
 	 * the current one, which the new base fragments have. */
 	rc = cx_layout_check(wr->ms->table, cx_fragr_schema(r), fi->path, &layout,
@@ -260,6 +268,7 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	wr->layout = NULL;
 	cx_layout_free(&layout);
 	cx_fragr_close(r);
+	cx_generation_done(wr->ms->s, from);
 	return rc;
 }
 

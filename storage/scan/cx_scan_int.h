@@ -13,6 +13,8 @@ typedef struct cx_snapgen
 {
 	const cx_generation *gen;	/* borrowed from its shard manifest */
 	uint32_t	shard;			/* index of its shard in base->shards */
+	cx_objstore *from;			/* where its bytes are read (NULL: not yet
+								 * opened; cx_generation_open) */
 } cx_snapgen;
 
 struct cx_snapshot

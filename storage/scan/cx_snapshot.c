@@ -336,6 +336,8 @@ cx_snapshot_close(cx_snapshot *snap)
 		cx_shard_manifest_free(snap->shards[i]);
 	free(snap->shards);
 	free(snap->shard_versions);
+	for (uint32_t i = 0; i < snap->ngens; i++)
+		cx_generation_done(snap->store, snap->gens[i].from);
 	free(snap->gens);
 	cx_manifest_free(snap->base);
 	free(snap);

@@ -230,6 +230,25 @@ snapgen_failed(const cx_snapshot *snap, const cx_snapgen *g, cx_err *err)
 	return cx_shard_generation_failed(snap->shards[g->shard], g->gen, err);
 }
 
+/* The store generation i of the snapshot is read from, opened on first
+ * use and kept with the snapshot (an inline one is fetched once). */
+static cx_code
+snapgen_store(const cx_snapshot *snap, uint32_t i, cx_objstore **out,
+			  cx_err *err)
+{
+	cx_snapgen *g = &snap->gens[i];
+
+	if (g->from == NULL &&
+		cx_generation_open(snap->store, snap->shards[g->shard], g->gen,
+						   &g->from, err) != CX_OK)
+	{
+		g->from = NULL;
+		return snapgen_failed(snap, g, err);
+	}
+	*out = g->from;
+	return CX_OK;
+}
+
 /* The same for the scan's current source, a base fragment or generation. */
 static cx_code
 source_failed(const cx_tablescan *scan, cx_err *err)
@@ -256,8 +275,11 @@ find_markers(cx_tablescan *scan, cx_err *err)
 	for (uint32_t i = 0; i < snap->ngens; i++)
 	{
 		cx_marker  *m = &scan->marks[i];
+		cx_objstore *from;
 
-		if (cx_marker_find(snap->store, &snap->gens[i].gen->fragment,
+		if (snapgen_store(snap, i, &from, err) != CX_OK)
+			return err->code;
+		if (cx_marker_find(from, &snap->gens[i].gen->fragment,
 						   scan->table, scan->key_col, m, err) != CX_OK)
 			return snapgen_failed(snap, &snap->gens[i], err);
 		if (m->found && m->ts > scan->cut_ts)
@@ -299,11 +321,14 @@ build_keymap(cx_tablescan *scan, cx_err *err)
 	for (uint32_t i = 0; i < snap->ngens; i++)
 	{
 		gen_keys	gk = {scan, i};
+		cx_objstore *from;
 
 		if (!may_hold_a_lookup_key(scan, &snap->gens[i].gen->fragment))
 			continue;
 		scan->stats.fragments_opened++;
-		if (cx_keyscan_ahead(snap->store, &snap->gens[i].gen->fragment,
+		if (snapgen_store(snap, i, &from, err) != CX_OK)
+			return err->code;
+		if (cx_keyscan_ahead(from, &snap->gens[i].gen->fragment,
 							 scan->table, scan->key_col, NULL, add_gen_key,
 							 gen_key_ahead, &gk, err) != CX_OK)
 			return snapgen_failed(snap, &snap->gens[i], err);
@@ -683,6 +708,7 @@ open_next(cx_tablescan *scan, cx_err *err)
 	const cx_snapshot *snap = scan->snap;
 	const cx_fragment_info *fi = NULL;
 	const cx_deletion_vector *dv = NULL;
+	cx_objstore *from = snap->store;
 	if (scan->phase == PHASE_BASE && scan->next_source == snap->base->nfragments)
 	{
 		scan->phase = PHASE_GENS;
@@ -716,7 +742,10 @@ open_next(cx_tablescan *scan, cx_err *err)
 		layer_stats(scan)->fragments_skipped++;
 		return CX_OK;
 	}
-	if (cx_fragr_open_entry(snap->store, fi, &scan->r, err) != CX_OK)
+	if (scan->phase == PHASE_GENS &&
+		snapgen_store(snap, scan->source, &from, err) != CX_OK)
+		return err->code;
+	if (cx_fragr_open_entry(from, fi, &scan->r, err) != CX_OK)
 		return source_failed(scan, err);
 	scan->stats.fragments_opened++;
 	layer_stats(scan)->fragments_read++;

@@ -119,8 +119,15 @@ sw_count_ids(cx_objstore *s, const char *shard_id, const char *prefix,
 	}
 	for (uint32_t i = 0; m != NULL && i < m->ngens; i++)
 	{
-		long		n = count_fragment(s, &m->gens[i].fragment, prefix, from,
-									   count, counts, &err);
+		cx_objstore *in;
+		long		n = -1;
+
+		if (cx_generation_open(s, m, &m->gens[i], &in, &err) == CX_OK)
+		{
+			n = count_fragment(in, &m->gens[i].fragment, prefix, from, count,
+							   counts, &err);
+			cx_generation_done(s, in);
+		}
 
 		if (n < 0)
 		{

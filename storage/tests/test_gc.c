@@ -33,11 +33,15 @@
 static cx_code
 three_merges(cx_objstore *s, cx_err *err)
 {
+	cx_sw_options o;
 	cx_shardwriter *w;
 	cx_merge_result res;
 	cx_code		rc;
 
-	if ((rc = mw_writer(s, "a", true, &w, err)) != CX_OK)
+	/* Generations of their own, so that draining leaves them as garbage. */
+	mw_writer_options(true, &o);
+	o.inline_generation_max = 0;
+	if ((rc = cx_sw_open(s, "a", &o, &w, err)) != CX_OK)
 		return rc;
 	for (int g = 0; g < 3 && rc == CX_OK; g++)
 	{
@@ -200,6 +204,51 @@ CX_TEST(gc_keeps_what_iceberg_snapshots_list)
 	CHECK(exists(s, replaced));
 	CHECK(rows_at(s, 5) == 30);
 	CHECK(exists(s, CX_ICEBERG_VERSION_HINT_KEY));
+	cx_obj_close(s);
+}
+
+static bool
+shard_version_exists(cx_objstore *s, uint64_t version)
+{
+	char		key[CX_KEY_MAX + 1];
+
+	cx_shard_manifest_key("a", version, key, sizeof(key));
+	return exists(s, key);
+}
+
+/*
+ * Inline generations live in the shard-manifest versions that sealed them:
+ * GC keeps those (and, versions going as a prefix, the ones after them)
+ * while a retained version lists the generation, and removes them once it
+ * is merged and drained.
+ */
+CX_TEST(gc_keeps_the_versions_carrying_inline_generations_until_merged)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result gc;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	/* claim: version 1; three seals: versions 2 to 4, each carrying one */
+	for (int g = 0; g < 3; g++)
+		REQUIRE_OK(mw_put(w, "k", g * 10, 10, g, true, &err), &err);
+	REQUIRE(cx_sw_manifest(w)->version == 4 &&
+			cx_sw_manifest(w)->gens[0].carrier == 2);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &gc, &err), &err);
+	CHECK(!shard_version_exists(s, 1));
+	CHECK(shard_version_exists(s, 2) && shard_version_exists(s, 3));
+	CHECK(rows_at(s, 0) == 30);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &gc, &err), &err);
+	CHECK(!shard_version_exists(s, 2) && !shard_version_exists(s, 4));
+	CHECK(shard_version_exists(s, cx_sw_manifest(w)->version));
+	CHECK(rows_at(s, 0) == 30);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }
 

@@ -266,7 +266,8 @@ CX_TEST(inspect_cli_reads_a_memwal_store)
 	snprintf(args, sizeof(args), "%s shard s1", uri);
 	CHECK(run_inspect(args, &out) == 0);
 	CHECK(out && strstr(out, "epoch        1") && strstr(out, "generations  2") &&
-		  strstr(out, "gen 1 ") && strstr(out, "gen 2 "));
+		  strstr(out, "gen 1  inline in version 2") &&
+		  strstr(out, "gen 2  inline in version 3"));
 	free(out);
 
 	snprintf(args, sizeof(args), "%s manifest", uri);
@@ -338,6 +339,7 @@ put_back(cx_objstore *s, const char *key, const cx_buf *saved, cx_err *err)
 CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
 {
 	cx_objstore *s;
+	cx_sw_options o;
 	cx_shardwriter *w;
 	cx_merge_result res;
 	cx_manifest *m;
@@ -352,7 +354,10 @@ CX_TEST(inspect_cli_on_merged_fragments_generations_and_deletions)
 
 	REQUIRE(getenv("CX_INSPECT") != NULL);
 	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
-	REQUIRE_OK(mw_writer(s, "s1", true, &w, &err), &err);
+	/* Generations of their own, so that one can go missing. */
+	mw_writer_options(true, &o);
+	o.inline_generation_max = 0;
+	REQUIRE_OK(cx_sw_open(s, "s1", &o, &w, &err), &err);
 	REQUIRE_OK(mw_put(w, "k", 1, 2, 1, true, &err), &err);	/* k1, k2 = 1 */
 	REQUIRE_OK(cx_merge_shard(s, "s1", NULL, &res, &err), &err);
 	REQUIRE_OK(mw_drain(s, w, &err), &err);

@@ -107,33 +107,42 @@ CX_TEST(shard_manifest_round_trip)
 	cx_buf_free(&b);
 }
 
+/* Every single-byte change and every truncation of the encoded manifest b
+ * is an error naming it, never a crash or a different manifest. */
+static void
+check_damage_refused(cx_buf *b)
+{
+	cx_shard_manifest *d;
+	cx_err		err;
+	int			corrupt = 0;
+
+	for (size_t i = 0; i < b->len; i++)
+	{
+		b->data[i] ^= 0x5a;
+		if (cx_shard_manifest_decode(b->data, b->len, "x", &d, &err) != CX_OK)
+			corrupt += strstr(err.msg, "shard manifest x") != NULL;
+		else
+			cx_shard_manifest_free(d);
+		b->data[i] ^= 0x5a;
+	}
+	CHECK(corrupt == (int) b->len);
+	for (size_t len = 0; len < b->len; len++)
+		CHECK_CODE(cx_shard_manifest_decode(b->data, len, "x", &d, &err),
+				   CX_ERR_CORRUPT);
+}
+
 CX_TEST(shard_manifest_corruption_is_detected)
 {
 	cx_shard_manifest *m = sample();
 	cx_shard_manifest *d;
 	cx_buf		b;
 	cx_err		err;
-	int			corrupt = 0;
 
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
-	/* Every single-byte change and every truncation is an error, never a
-	 * crash or a different manifest. */
-	for (size_t i = 0; i < b.len; i++)
-	{
-		b.data[i] ^= 0x5a;
-		if (cx_shard_manifest_decode(b.data, b.len, "x", &d, &err) != CX_OK)
-			corrupt += strstr(err.msg, "shard manifest x") != NULL;
-		else
-			cx_shard_manifest_free(d);
-		b.data[i] ^= 0x5a;
-	}
-	CHECK(corrupt == (int) b.len);
-	for (size_t len = 0; len < b.len; len++)
-		CHECK_CODE(cx_shard_manifest_decode(b.data, len, "x", &d, &err),
-				   CX_ERR_CORRUPT);
+	check_damage_refused(&b);
 	/* A newer format with a valid checksum is unsupported, not corrupt. */
-	cx_store_u16(b.data + 4, 2);
+	cx_store_u16(b.data + 4, CX_SHARD_FORMAT + 1);
 	cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
 	CHECK_CODE(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err),
 			   CX_ERR_UNSUPPORTED);
@@ -162,6 +171,78 @@ CX_TEST(shard_manifest_refuses_unreadable_contents)
 	free(m->gens[0].fragment.path);
 	m->gens[0].fragment.path = cx_strdup("../escape");
 	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* sample() with generation 4 inline in version 2 and generation 5 carried
+ * by the manifest itself (version 3): format 2. */
+static cx_shard_manifest *
+inline_sample(void)
+{
+	cx_shard_manifest *m = sample();
+
+	m->gens[0].carrier = 2;
+	m->gens[1].carrier = 3;
+	m->carried_len = m->gens[1].fragment.size;
+	m->carried = malloc(m->carried_len);
+	for (uint64_t i = 0; i < m->carried_len; i++)
+		m->carried[i] = (uint8_t) (i * 7);
+	return m;
+}
+
+CX_TEST(shard_manifest_with_inline_generations_is_format_2)
+{
+	cx_shard_manifest *m = inline_sample();
+	cx_shard_manifest *d = NULL;
+	cx_shard_manifest *next;
+	cx_buf		b;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	CHECK(cx_load_u16(b.data + 4) == 2);
+	REQUIRE_OK(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err), &err);
+	CHECK(same_manifest(m, d));
+	CHECK(d->gens[0].carrier == 2 && d->gens[1].carrier == 3);
+	CHECK(d->carried_len == 1000 && memcmp(d->carried, m->carried, 1000) == 0);
+	/* The next version lists both, carries neither's bytes. */
+	next = cx_shard_manifest_successor(d);
+	REQUIRE(next != NULL);
+	CHECK(next->carried == NULL && next->carried_len == 0 &&
+		  next->gens[1].carrier == 3);
+	cx_shard_manifest_free(next);
+	cx_shard_manifest_free(d);
+	check_damage_refused(&b);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* A writer never publishes carried bytes that are not exactly the newest
+ * generation's, nor a generation carried by a later version; without
+ * inline generations a manifest stays format 1. */
+CX_TEST(shard_manifest_refuses_inconsistent_inline_generations)
+{
+	cx_shard_manifest *m = inline_sample();
+	cx_buf		b;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	m->carried_len = 999;
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->carried_len = 1000;
+	m->gens[0].carrier = 4;
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->gens[0].carrier = 3;		/* two carried by this version */
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	m->gens[0].carrier = 0;
+	m->gens[1].carrier = 0;		/* bytes without a generation they carry */
+	CHECK_CODE(cx_shard_manifest_encode(m, &b, &err), CX_ERR_INVALID);
+	free(m->carried);
+	m->carried = NULL;
+	m->carried_len = 0;
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	CHECK(cx_load_u16(b.data + 4) == 1);
 	cx_shard_manifest_free(m);
 	cx_buf_free(&b);
 }

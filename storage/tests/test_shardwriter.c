@@ -332,16 +332,21 @@ CX_TEST(sw_open_refuses_a_different_key)
  * Appends: object writes, schema, commit times
  * -------------------------------------------------------------------------- */
 
-CX_TEST(sw_sealed_append_is_two_puts_unsealed_is_one)
+/* Ten sealed appends of one row, each writing puts_per_seal objects with
+ * generations inlined up to inline_max bytes, then ten unsealed ones. */
+static void
+sealed_then_unsealed(uint32_t inline_max, uint64_t puts_per_seal)
 {
 	cx_objstore *s = sw_store("/st");
+	cx_sw_options o = opts();
 	cx_shardwriter *w;
 	cx_err		err;
 	uint64_t	p;
 	uint64_t	r;
 
 	REQUIRE(s != NULL);
-	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	o.inline_generation_max = inline_max;
+	REQUIRE_OK(cx_sw_open(s, "a", &o, &w, &err), &err);
 	/* The first append records the store schema (one base commit). */
 	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
 	for (int i = 1; i < 11; i++)
@@ -349,7 +354,7 @@ CX_TEST(sw_sealed_append_is_two_puts_unsealed_is_one)
 		p = writes(s);
 		r = reads(s);
 		REQUIRE_OK(append(w, "r", i, 1, true, &err), &err);
-		CHECK(writes(s) - p == 2);	/* generation fragment + shard manifest */
+		CHECK(writes(s) - p == puts_per_seal);
 		CHECK(reads(s) - r == 0);
 	}
 	for (int i = 11; i < 21; i++)
@@ -364,7 +369,8 @@ CX_TEST(sw_sealed_append_is_two_puts_unsealed_is_one)
 	CHECK(cx_sw_memtable_bytes(w) > 0);
 	p = writes(s);
 	REQUIRE_OK(cx_sw_seal(w, &err), &err);
-	CHECK(writes(s) - p <= 3);	/* 2, plus the shard hint every 16 versions */
+	/* Plus the shard hint every 16 versions. */
+	CHECK(writes(s) - p <= puts_per_seal + 1);
 	CHECK(cx_sw_memtable_rows(w) == 0);
 	/* A seal of nothing writes nothing. */
 	p = writes(s);
@@ -379,9 +385,22 @@ CX_TEST(sw_sealed_append_is_two_puts_unsealed_is_one)
 	cx_obj_close(s);
 }
 
+/* A small generation travels inside the shard manifest that seals it. */
+CX_TEST(sw_small_sealed_append_is_one_put_unsealed_is_one)
+{
+	sealed_then_unsealed(CX_SW_DEFAULT_INLINE_MAX, 1);
+}
+
+/* Above inline_generation_max: generation fragment + shard manifest. */
+CX_TEST(sw_large_sealed_append_is_two_puts)
+{
+	sealed_then_unsealed(0, 2);
+}
+
 CX_TEST(sw_generation_fragments_carry_hidden_columns)
 {
 	cx_objstore *s = sw_store("/st");
+	cx_objstore *in;
 	cx_shardwriter *w;
 	cx_fragr   *r;
 	cx_rowgroup *g;
@@ -394,7 +413,9 @@ CX_TEST(sw_generation_fragments_carry_hidden_columns)
 	REQUIRE_OK(append(w, "r", 0, 3, true, &err), &err);
 	gen = &cx_sw_manifest(w)->gens[0];
 	CHECK(gen->gen == 1 && gen->min_ts == gen->max_ts && gen->min_ts > 0);
-	REQUIRE_OK(cx_fragr_open(s, gen->fragment.path, gen->fragment.size, &r, &err), &err);
+	CHECK(gen->carrier == cx_sw_manifest(w)->version);
+	REQUIRE_OK(cx_generation_open(s, cx_sw_manifest(w), gen, &in, &err), &err);
+	REQUIRE_OK(cx_fragr_open(in, gen->fragment.path, gen->fragment.size, &r, &err), &err);
 	fs = cx_fragr_schema(r);
 	REQUIRE(fs->ncolumns == 4);
 	CHECK(strcmp(fs->columns[2].name, CX_COL_COMMIT_TS) == 0 &&
@@ -414,6 +435,7 @@ CX_TEST(sw_generation_fragments_carry_hidden_columns)
 	}
 	cx_rowgroup_free(g);
 	cx_fragr_close(r);
+	cx_generation_done(s, in);
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	cx_obj_close(s);
 }
@@ -650,6 +672,9 @@ CX_TEST(sw_idle_writer_revalidates_before_writing)
 
 	REQUIRE(sa != NULL && sb != NULL);
 	o.revalidate_after_ms = 2;
+	/* GC removes versions carrying unmerged generations' bytes never; with
+	 * generations as objects it may remove all of them. */
+	o.inline_generation_max = 0;
 	REQUIRE_OK(cx_sw_open(sa, "x", &o, &a, &err), &err);
 	REQUIRE_OK(append(a, "a", 0, 1, true, &err), &err);
 	/* Busy: no reads on the append path. */
@@ -1021,6 +1046,32 @@ CX_TEST(sw_put_applied_after_its_tries_does_not_fence_the_writer)
 	}
 }
 
+/* An inline seal is one PUT: when it lands but its answer and the read
+ * back are lost, the writer settles it by putting the same version again
+ * (it has no generation object whose absence would mean it never landed),
+ * and the rows are there once. */
+CX_TEST(sw_inline_seal_whose_answer_is_lost_is_settled)
+{
+	cx_shardwriter *w;
+	sw_wrap    *s = faulty_writer("a", &w);
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	sw_wrap_arm(s, "/_versions/", SW_FAULT_LAND_THEN_IO_GET_FAILS, 1);
+	CHECK(append(w, "r", 1, 1, true, &err) != CX_OK);
+	CHECK(strstr(err.msg, "outcome unknown") != NULL);
+	CHECK(s->faults == 0);
+	REQUIRE_OK(append(w, "r", 2, 1, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->gens[cx_sw_manifest(w)->ngens - 1].carrier ==
+		  cx_sw_manifest(w)->version);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	REQUIRE_OK(open_writer(&s->base, "a", &w, &err), &err);
+	CHECK(exactly_once(&s->base, "a", "r", 3));
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(&s->base);
+}
+
 /* Invariant 1: the first upload of a generation fragment lands, its answer
  * is lost, the retry hears "exists": the object is ours and the seal
  * commits. */
@@ -1028,9 +1079,14 @@ CX_TEST(sw_fragment_upload_whose_retry_hears_exists_is_ours)
 {
 	cx_shardwriter *w;
 	sw_wrap    *s = faulty_writer("a", &w);
+	cx_sw_options o = opts();
 	cx_err		err;
 
 	REQUIRE(s != NULL);
+	/* Generations of their own, uploaded as objects. */
+	cx_sw_close(w, false, &err);
+	o.inline_generation_max = 0;
+	REQUIRE_OK(cx_sw_open(&s->base, "a", &o, &w, &err), &err);
 	sw_wrap_arm(s, "data/", SW_FAULT_LAND_THEN_EXISTS, 1);
 	REQUIRE_OK(append(w, "r", 0, 2, true, &err), &err);
 	CHECK(s->faults == 0);

@@ -747,8 +747,13 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 	{
 		const cx_generation *g = &m->gens[i];
 
-		printf("  gen %" PRIu64 "  %s  %" PRIu64 " rows  %" PRIu64 " bytes  commit times ",
-			   g->gen, g->fragment.path, g->fragment.rows, g->fragment.size);
+		printf("  gen %" PRIu64 "  ", g->gen);
+		if (g->carrier != 0)
+			printf("inline in version %" PRIu64, g->carrier);
+		else
+			fputs(g->fragment.path, stdout);
+		printf("  %" PRIu64 " rows  %" PRIu64 " bytes  commit times ",
+			   g->fragment.rows, g->fragment.size);
 		print_utc_us(g->min_ts);
 		printf(" .. ");
 		print_utc_us(g->max_ts);
@@ -884,9 +889,20 @@ add_shard_refs(verify_ctx *ctx, const cx_shard_manifest *m)
 
 	for (uint32_t i = 0; i < m->ngens; i++)
 	{
+		const cx_generation *g = &m->gens[i];
+		char		carrier[CX_KEY_MAX + 1];
+
 		snprintf(by, sizeof(by), "shard %s version %" PRIu64 " (generation %" PRIu64 ")",
-				 m->shard_id, m->version, m->gens[i].gen);
-		add_fragment_ref(ctx, &m->gens[i].fragment, by);
+				 m->shard_id, m->version, g->gen);
+		/* An inline generation's bytes are in the version carrying it. */
+		if (g->carrier == 0)
+			add_fragment_ref(ctx, &g->fragment, by);
+		else
+		{
+			cx_shard_manifest_key(m->shard_id, g->carrier, carrier,
+								  sizeof(carrier));
+			add_ref(ctx, carrier, by);
+		}
 	}
 }
 

@@ -31,6 +31,11 @@ typedef struct cx_shard_manifest
 	uint32_t	ngens;
 	struct cx_generation *gens;		/* unmerged (or merged, not yet drained),
 								 * oldest first */
+	uint8_t    *carried;		/* the Parquet bytes of the generation this
+								 * version sealed inline (malloc'd; NULL:
+								 * none); its later versions list it without
+								 * them */
+	uint64_t	carried_len;
 } cx_shard_manifest;
 
 /* One shard of a store, as its newest shard manifest and the newest base
@@ -82,6 +87,12 @@ typedef struct cx_sw_options
 										 * stats (0: any lead) */
 	int64_t		(*clock_us) (void);	/* Unix microseconds; NULL = the
 									 * real-time clock (tests step it) */
+	uint32_t	inline_generation_max;	/* CX_SW_DEFAULT_INLINE_MAX: a seal
+										 * whose generation is at most this
+										 * many bytes carries it inside its
+										 * shard-manifest version (one PUT);
+										 * 0: every generation is its own
+										 * object */
 } cx_sw_options;
 
 /* The defaults of the options above that are also the store's options
@@ -90,6 +101,11 @@ typedef struct cx_sw_options
 #define CX_SW_DEFAULT_KEY_COLUMN "id"
 #define CX_SW_DEFAULT_UNIQUE_KEY true
 #define CX_SW_DEFAULT_PENDING_MAX 4096
+/* 64 KiB: a single-row seal's generation is a few KiB, so group commits of
+ * small rows stay one PUT, while a reader of a pending inline generation
+ * fetches at most this much more than the generation (docs/FORMAT.md
+ * "Inline generations"). */
+#define CX_SW_DEFAULT_INLINE_MAX (64 * 1024)
 
 void		cx_sw_options_default(cx_sw_options *o);
 

@@ -141,6 +141,8 @@ typedef struct sim_world
 	sim_faults	faults;			/* the run's, while faults are on */
 	int			nclusters;
 	uint32_t	revalidate_after_ms;
+	uint32_t	inline_generation_max;	/* the writers' (0: seals write
+										 * their generation as an object) */
 	int64_t		skew_us[SIM_CLUSTERS_MAX];	/* each cluster's clock error */
 	bool		trace;			/* CX_SIM_TRACE: print calls and appends */
 	uint64_t	step;

@@ -78,6 +78,7 @@ open_writer(sim_writer *sw, cx_shardwriter **w, cx_err *err)
 	o.clock_us = cluster_clocks[sw->cluster];
 	o.pending_generations_max = 6;
 	o.revalidate_after_ms = sim.revalidate_after_ms;
+	o.inline_generation_max = sim.inline_generation_max;
 	return cx_sw_open(sim.store, sw->shard, &o, w, err);
 }
 

@@ -101,6 +101,23 @@ need_object(const char *key, const char *who)
 		sim_violation("%s lists %s, which is gone", who, key);
 }
 
+/* A generation's bytes: its object, or the version carrying them. */
+static void
+need_generation(const cx_shard_manifest *m, const cx_generation *g,
+				const char *who)
+{
+	cx_objstore *in;
+	cx_err		err;
+
+	if (g->carrier == 0)
+		need_object(g->fragment.path, who);
+	else if (cx_generation_open(sim.store, m, g, &in, &err) != CX_OK)
+		sim_violation("%s lists inline generation %" PRIu64 ": %s", who,
+					  g->gen, err.msg);
+	else
+		cx_generation_done(sim.store, in);
+}
+
 static uint64_t
 rows_hash(const mw_rows *rows)
 {
@@ -197,7 +214,7 @@ check_shard(int c)
 		return;
 	snprintf(who, sizeof(who), "shard %s version %" PRIu64, shard, m->version);
 	for (uint32_t g = 0; g < m->ngens; g++)
-		need_object(m->gens[g].fragment.path, who);
+		need_generation(m, &m->gens[g], who);
 	if (m->version > 1 &&
 		cx_shard_manifest_load(sim.store, shard, m->version - 1, &prev,
 							   &err) == CX_OK)

@@ -109,6 +109,7 @@ draw_shape(sim_shape *sh)
 
 	sim.nclusters = 1 + (int) sim_below(SIM_CLUSTERS_MAX);
 	sim.revalidate_after_ms = sim_chance(500) ? 0 : 50;
+	sim.inline_generation_max = sim_chance(750) ? CX_SW_DEFAULT_INLINE_MAX : 0;
 	draw_skews();
 	sh->readers = (int) sim_below(3);
 	sh->mergers = 1 + (int) sim_below(2);

@@ -1,0 +1,126 @@
+/*
+ * test_inline_generations.c — generations carried inside the shard-manifest
+ * version that sealed them (docs/FORMAT.md "Inline generations"): what
+ * reading one costs, and that scans, key lookups, merges and compaction
+ * read them like generations of their own.
+ */
+#include <string.h>
+
+#include "ctxstore/lifecycle.h"
+#include "memwal/cx_shard_manifest.h"
+#include "cx_test.h"
+#include "mw_util.h"
+
+/* Three sealed appends: versions 2 to 4 of shard "a", each carrying one
+ * generation; k5..k9 are overwritten by the second. */
+static cx_code
+three_inline_seals(cx_objstore *s, cx_shardwriter **w, cx_err *err)
+{
+	cx_code		rc = mw_writer(s, "a", true, w, err);
+
+	if (rc == CX_OK)
+		rc = mw_put(*w, "k", 0, 10, 1, true, err);
+	if (rc == CX_OK)
+		rc = mw_put(*w, "k", 5, 10, 2, true, err);
+	if (rc == CX_OK)
+		rc = mw_put(*w, "k", 20, 5, 3, true, err);
+	return rc;
+}
+
+static void
+check_rows(cx_objstore *s)
+{
+	static const char *const keys[] = {"k3", "k7", "k22"};
+	mw_rows		r;
+	int64_t		v;
+	cx_err		err;
+
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 20);
+	CHECK(mw_count(&r, "k3", &v) == 1 && v == 1);
+	CHECK(mw_count(&r, "k7", &v) == 1 && v == 2);
+	CHECK(mw_count(&r, "k24", &v) == 1 && v == 3);
+	mw_rows_free(&r);
+	REQUIRE_OK(mw_scan_keys(s, keys, 3, &r, &err), &err);
+	CHECK(r.n == 3);
+	CHECK(mw_count(&r, "k7", &v) == 1 && v == 2);
+	CHECK(mw_count(&r, "k22", &v) == 1 && v == 3);
+	mw_rows_free(&r);
+}
+
+/* The version that carries a generation costs no GET to whoever holds
+ * it; any other reader pays one, as for a generation's own object, once
+ * per handle. */
+CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w;
+	const cx_shard_manifest *m;
+	cx_objstore *from;
+	uint64_t	gets;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_inline_seals(s, &w, &err), &err);
+	m = cx_sw_manifest(w);
+	REQUIRE(m->version == 4 && m->ngens == 3);
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK(m->gens[i].carrier == 2 + i);
+	CHECK(m->carried != NULL && m->carried_len == m->gens[2].fragment.size);
+	gets = s->stats.gets;
+	REQUIRE_OK(cx_generation_open(s, m, &m->gens[2], &from, &err), &err);
+	CHECK(from != s && s->stats.gets == gets);
+	cx_generation_done(s, from);
+	REQUIRE_OK(cx_generation_open(s, m, &m->gens[0], &from, &err), &err);
+	CHECK(from != s && s->stats.gets == gets + 1);
+	cx_generation_done(s, from);
+	/* The handle keeps the carrier it read: a merge's second and third
+	 * reads of the generation cost nothing. */
+	REQUIRE_OK(cx_generation_open(s, m, &m->gens[0], &from, &err), &err);
+	CHECK(from != s && s->stats.gets == gets + 1);
+	cx_generation_done(s, from);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+CX_TEST(inline_generations_are_read_by_scans_lookups_merges_and_compaction)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *cold;
+	cx_shardwriter *w;
+	cx_merge_result merged;
+	cx_compact_options co;
+	cx_compact_result compacted;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_inline_seals(s, &w, &err), &err);
+	/* No generation has an object: the store holds manifests only. */
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/store"), NULL, 0, &cold, &err),
+			   &err);
+	check_rows(cold);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &merged, &err), &err);
+	CHECK(merged.generations == 3 && merged.merged_through == 3);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
+	check_rows(cold);
+	/* A fourth, inline, on top of the merged base; compaction then
+	 * rewrites the base the merges wrote from inline generations. */
+	REQUIRE_OK(mw_put(w, "k", 30, 1, 4, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", NULL, &merged, &err), &err);
+	REQUIRE_OK(mw_drain(s, w, &err), &err);
+	cx_compact_options_default(&co);
+	co.force = true;
+	REQUIRE_OK(cx_compact(s, &co, NULL, &compacted, &err), &err);
+	CHECK(compacted.inputs == 2);
+	REQUIRE_OK(mw_put(w, "k", 31, 1, 5, true, &err), &err);
+	{
+		mw_rows		r;
+
+		REQUIRE_OK(mw_scan(cold, NULL, &r, &err), &err);
+		CHECK(r.n == 22 && r.pending == 1);
+		mw_rows_free(&r);
+	}
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(cold);
+	cx_obj_close(s);
+}
