@@ -74,14 +74,15 @@ mem_head(cx_objstore *base, const char *key, uint64_t *size,
 }
 
 static cx_code
-mem_list(cx_objstore *base, const char *prefix, cx_list_fn fn, void *arg,
-		 cx_err *err)
+mem_list(cx_objstore *base, const char *prefix, cx_list_entry_fn fn,
+		 void *arg, cx_err *err)
 {
 	const mem_store *s = (const mem_store *) base;
+	cx_list_entry e = {s->key, s->size, 0};
 
 	(void) err;
 	if (strncmp(s->key, prefix, strlen(prefix)) == 0)
-		fn(arg, s->key, s->size);
+		fn(arg, &e);
 	return CX_OK;
 }
 
