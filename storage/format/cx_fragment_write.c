@@ -53,8 +53,8 @@ typedef struct page_build
 	cx_buf		values;			/* PLAIN */
 	uint32_t	nbools;			/* booleans bit-packed into values */
 	cx_statacc	stats;
-	cx_buf		body;			/* levels + values, raw */
-	cx_buf		packed;			/* body compressed */
+	cx_buf		levels;			/* rep and def levels, encoded */
+	cx_buf		packed;			/* levels + values, compressed */
 	cx_buf		header;			/* PageHeader */
 } page_build;
 
@@ -122,7 +122,7 @@ page_init(page_build *p)
 	cx_buf_init(&p->rep);
 	cx_buf_init(&p->def);
 	cx_buf_init(&p->values);
-	cx_buf_init(&p->body);
+	cx_buf_init(&p->levels);
 	cx_buf_init(&p->packed);
 	cx_buf_init(&p->header);
 }
@@ -133,7 +133,7 @@ page_free(page_build *p)
 	cx_buf_free(&p->rep);
 	cx_buf_free(&p->def);
 	cx_buf_free(&p->values);
-	cx_buf_free(&p->body);
+	cx_buf_free(&p->levels);
 	cx_buf_free(&p->packed);
 	cx_buf_free(&p->header);
 }
@@ -347,12 +347,41 @@ row_bytes(const cx_colbuild *b, uint32_t i)
 	return n;
 }
 
+/*
+ * Compresses the page body, its levels then its values, as one zstd frame
+ * streamed from both buffers: the values (all of a large value) are never
+ * copied into a body buffer first.
+ */
+static bool
+compress_body(cx_fragw *w, page_build *p, size_t raw)
+{
+	ZSTD_outBuffer out = {p->packed.data, p->packed.cap, 0};
+	ZSTD_inBuffer levels = {p->levels.data, p->levels.len, 0};
+	ZSTD_inBuffer values = {p->values.data, p->values.len, 0};
+	size_t		left;
+
+	if (ZSTD_isError(ZSTD_CCtx_reset(w->zc, ZSTD_reset_session_and_parameters)) ||
+		ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel,
+											w->opt.compression_level)) ||
+		ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->zc, raw)))
+		return false;
+	/* The output holds the bound, so each call consumes all its input. */
+	if (ZSTD_isError(ZSTD_compressStream2(w->zc, &out, &levels, ZSTD_e_continue)) ||
+		levels.pos != levels.size)
+		return false;
+	left = ZSTD_compressStream2(w->zc, &out, &values, ZSTD_e_end);
+	if (ZSTD_isError(left) || left != 0)
+		return false;
+	p->packed.len = out.pos;
+	return true;
+}
+
 /* Compresses the page body and puts its header in p->header. */
 static bool
 seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
 {
 	page_build *p = &w->page;
-	size_t		bound = ZSTD_compressBound(p->body.len);
+	size_t		raw = p->levels.len + p->values.len;
 	size_t		n;
 	cx_pq_page_header h;
 	cx_colstats st;
@@ -361,16 +390,14 @@ seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
 
 	cx_buf_reset(&p->packed);
 	cx_buf_reset(&p->header);
-	if (!cx_buf_ok(&p->body) || !cx_buf_reserve(&p->packed, bound))
+	if (!cx_buf_ok(&p->levels) ||
+		!cx_buf_reserve(&p->packed, ZSTD_compressBound(raw)) ||
+		!compress_body(w, p, raw))
 		return false;
-	n = ZSTD_compressCCtx(w->zc, p->packed.data, bound, p->body.data,
-						  p->body.len, w->opt.compression_level);
-	if (ZSTD_isError(n))
-		return false;
-	p->packed.len = n;
+	n = p->packed.len;
 	memset(&h, 0, sizeof(h));
 	h.type = CX_PQ_DATA_PAGE;
-	h.uncompressed_page_size = (int32_t) p->body.len;
+	h.uncompressed_page_size = (int32_t) raw;
 	h.compressed_page_size = (int32_t) n;
 	h.has_crc = true;
 	h.crc = (uint32_t) crc32(0L, p->packed.data, (uInt) n);
@@ -405,7 +432,7 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	cx_buf_reset(&p->rep);
 	cx_buf_reset(&p->def);
 	cx_buf_reset(&p->values);
-	cx_buf_reset(&p->body);
+	cx_buf_reset(&p->levels);
 	p->nbools = 0;
 	cx_statacc_init(&p->stats, leaf->type);
 	for (uint32_t i = r0; i < r1; i++)
@@ -416,11 +443,10 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	nvalues = leaf->max_def > 0 || leaf->max_rep > 0 ?
 		levels_count(p, leaf) : r1 - r0;
 	if (leaf->max_rep > 0)
-		cx_levels_encode(p->rep.data, p->rep.len, 1, &p->body);
+		cx_levels_encode(p->rep.data, p->rep.len, 1, &p->levels);
 	if (leaf->max_def > 0)
 		cx_levels_encode(p->def.data, p->def.len,
-						 cx_level_bit_width(leaf->max_def), &p->body);
-	cx_buf_put(&p->body, p->values.data, p->values.len);
+						 cx_level_bit_width(leaf->max_def), &p->levels);
 	if (!cx_buf_ok(&p->rep) || !cx_buf_ok(&p->def) || !cx_buf_ok(&p->values) ||
 		!seal_page(w, leaf, (uint32_t) nvalues, !leaf->list))
 		return nomem(w, err);
@@ -431,7 +457,7 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	if (!cx_buf_ok(&rec->pages))
 		return nomem(w, err);
 	rec->stored += p->header.len + p->packed.len;
-	rec->raw += p->header.len + p->body.len;
+	rec->raw += p->header.len + p->levels.len + p->values.len;
 	rec->num_values += (int64_t) nvalues;
 	if (upload(w, &p->header, err) != CX_OK || upload(w, &p->packed, err) != CX_OK)
 		return err->code;
