@@ -612,6 +612,7 @@ cx_maint_main(Datum main_arg)
 			continue;
 		}
 		wait_ms = timed_work_due();
+		cx_worker_release_free_memory();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait_ms, PG_WAIT_EXTENSION);
 	}

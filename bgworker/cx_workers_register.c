@@ -1,9 +1,11 @@
 /*
  * cx_workers_register.c — registers the writer and maintenance workers (while
- * shared_preload_libraries is processed; cx_module.c calls it), and the step
- * at the top of both workers' main loops.
+ * shared_preload_libraries is processed; cx_module.c calls it), and the steps
+ * at the top of both workers' main loops and before they sleep.
  */
 #include "postgres.h"
+
+#include <malloc.h>
 
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -27,6 +29,22 @@ cx_worker_loop_continues(void)
 		ProcessConfigFile(PGC_SIGHUP);
 	}
 	return true;
+}
+
+/*
+ * The free memory malloc may keep for the next request.  Buffers past
+ * glibc's mmap threshold go back on free already; this is for the heap's
+ * share, such as a million rows' key cache entries, which stays resident
+ * after its free unless trimmed.
+ */
+#define KEEP_FREE_BYTES ((size_t) 8 << 20)
+
+void
+cx_worker_release_free_memory(void)
+{
+	/* mallinfo2 walks malloc's bins: cheap next to the sleep it precedes */
+	if (mallinfo2().fordblks > KEEP_FREE_BYTES)
+		malloc_trim(0);
 }
 
 static void

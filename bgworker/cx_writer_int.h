@@ -88,6 +88,9 @@ extern void cx_unsealed_recover(void);
 /* The top of a worker's main loop: resets the latch, serves interrupts and
  * a configuration reload; false once a shutdown was requested. */
 extern bool cx_worker_loop_continues(void);
+/* Before a worker sleeps: malloc's free memory beyond a few MiB goes back to
+ * the OS, so that one large transaction or merge does not leave it large. */
+extern void cx_worker_release_free_memory(void);
 
 /* ---- the writer worker (cx_writer_*.c) ---- */
 

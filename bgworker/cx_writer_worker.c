@@ -167,6 +167,7 @@ cx_writer_main(Datum main_arg)
 		/* Work found: look again at once, without sleeping. */
 		if (worked)
 			continue;
+		cx_worker_release_free_memory();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 cx_writer_next_due_ms(IDLE_WAIT_MS), PG_WAIT_EXTENSION);
 	}

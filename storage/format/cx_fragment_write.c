@@ -46,6 +46,22 @@ typedef struct chunk_rec
 } chunk_rec;
 
 /* One data page being built. */
+/*
+ * A var-width value of at least LARGE_VALUE bytes is not copied into a
+ * page's values: they hold its length, and the compression reads its bytes
+ * where the column builder has them (so a large value has two copies at
+ * the seal, the memtable's and the builder's, not three).
+ */
+#define LARGE_VALUE ((size_t) 64 << 10)
+
+/* One such value: its bytes go after the first at bytes of the values. */
+typedef struct page_value
+{
+	size_t		at;
+	const uint8_t *bytes;
+	size_t		len;
+} page_value;
+
 typedef struct page_build
 {
 	cx_buf		rep;			/* one byte per level */
@@ -53,8 +69,10 @@ typedef struct page_build
 	cx_buf		values;			/* PLAIN */
 	uint32_t	nbools;			/* booleans bit-packed into values */
 	cx_statacc	stats;
-	cx_buf		body;			/* levels + values, raw */
-	cx_buf		packed;			/* body compressed */
+	cx_buf		levels;			/* rep and def levels, encoded */
+	cx_buf		large;			/* page_value: large values, not copied */
+	size_t		large_bytes;
+	cx_buf		packed;			/* levels + values, compressed */
 	cx_buf		header;			/* PageHeader */
 } page_build;
 
@@ -122,7 +140,8 @@ page_init(page_build *p)
 	cx_buf_init(&p->rep);
 	cx_buf_init(&p->def);
 	cx_buf_init(&p->values);
-	cx_buf_init(&p->body);
+	cx_buf_init(&p->levels);
+	cx_buf_init(&p->large);
 	cx_buf_init(&p->packed);
 	cx_buf_init(&p->header);
 }
@@ -133,7 +152,8 @@ page_free(page_build *p)
 	cx_buf_free(&p->rep);
 	cx_buf_free(&p->def);
 	cx_buf_free(&p->values);
-	cx_buf_free(&p->body);
+	cx_buf_free(&p->levels);
+	cx_buf_free(&p->large);
 	cx_buf_free(&p->packed);
 	cx_buf_free(&p->header);
 }
@@ -288,6 +308,13 @@ page_add(page_build *p, const cx_pq_leaf *leaf, const cx_colbuild *b,
 	}
 	if (leaf->ptype == CX_PQ_BOOLEAN)
 		put_bool(p, val[0] != 0);
+	else if (len >= LARGE_VALUE && cx_pq_put_plain_length(leaf, len, &p->values))
+	{
+		page_value	v = {p->values.len, val, len};
+
+		cx_buf_put(&p->large, &v, sizeof(v));
+		p->large_bytes += len;
+	}
 	else
 		cx_pq_put_plain(leaf, val, len, &p->values);
 	if (stats)
@@ -347,12 +374,65 @@ row_bytes(const cx_colbuild *b, uint32_t i)
 	return n;
 }
 
+/* Feeds len bytes at data to the page's frame (the last piece ends it). */
+static bool
+compress_piece(cx_fragw *w, ZSTD_outBuffer *out, const void *data, size_t len,
+			   bool last)
+{
+	ZSTD_inBuffer in = {data, len, 0};
+	size_t		rc = ZSTD_compressStream2(w->zc, out, &in,
+										  last ? ZSTD_e_end : ZSTD_e_continue);
+
+	/* The output holds the bound, so each call consumes all its input. */
+	return !ZSTD_isError(rc) && in.pos == in.size && (!last || rc == 0);
+}
+
+/* The page's values from byte at on (NULL when none are left: no offset
+ * is ever applied to an unallocated buffer). */
+static const uint8_t *
+values_from(const page_build *p, size_t at)
+{
+	return at < p->values.len ? p->values.data + at : NULL;
+}
+
+/*
+ * Compresses the page body, its levels then its values, as one zstd frame
+ * streamed from where the bytes are: the levels, the values, and each
+ * large value in its column builder.  Nothing is copied into a body first.
+ */
+static bool
+compress_body(cx_fragw *w, page_build *p, size_t raw)
+{
+	ZSTD_outBuffer out = {p->packed.data, p->packed.cap, 0};
+	const page_value *large = (const page_value *) p->large.data;
+	size_t		nlarge = p->large.len / sizeof(page_value);
+	size_t		done = 0;
+
+	if (ZSTD_isError(ZSTD_CCtx_reset(w->zc, ZSTD_reset_session_and_parameters)) ||
+		ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel,
+											w->opt.compression_level)) ||
+		ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->zc, raw)) ||
+		!compress_piece(w, &out, p->levels.data, p->levels.len, false))
+		return false;
+	for (size_t i = 0; i < nlarge; i++)
+	{
+		if (!compress_piece(w, &out, values_from(p, done), large[i].at - done, false) ||
+			!compress_piece(w, &out, large[i].bytes, large[i].len, false))
+			return false;
+		done = large[i].at;
+	}
+	if (!compress_piece(w, &out, values_from(p, done), p->values.len - done, true))
+		return false;
+	p->packed.len = out.pos;
+	return true;
+}
+
 /* Compresses the page body and puts its header in p->header. */
 static bool
 seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
 {
 	page_build *p = &w->page;
-	size_t		bound = ZSTD_compressBound(p->body.len);
+	size_t		raw = p->levels.len + p->values.len + p->large_bytes;
 	size_t		n;
 	cx_pq_page_header h;
 	cx_colstats st;
@@ -361,16 +441,14 @@ seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
 
 	cx_buf_reset(&p->packed);
 	cx_buf_reset(&p->header);
-	if (!cx_buf_ok(&p->body) || !cx_buf_reserve(&p->packed, bound))
+	if (!cx_buf_ok(&p->levels) || !cx_buf_ok(&p->large) ||
+		!cx_buf_reserve(&p->packed, ZSTD_compressBound(raw)) ||
+		!compress_body(w, p, raw))
 		return false;
-	n = ZSTD_compressCCtx(w->zc, p->packed.data, bound, p->body.data,
-						  p->body.len, w->opt.compression_level);
-	if (ZSTD_isError(n))
-		return false;
-	p->packed.len = n;
+	n = p->packed.len;
 	memset(&h, 0, sizeof(h));
 	h.type = CX_PQ_DATA_PAGE;
-	h.uncompressed_page_size = (int32_t) p->body.len;
+	h.uncompressed_page_size = (int32_t) raw;
 	h.compressed_page_size = (int32_t) n;
 	h.has_crc = true;
 	h.crc = (uint32_t) crc32(0L, p->packed.data, (uInt) n);
@@ -405,7 +483,9 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	cx_buf_reset(&p->rep);
 	cx_buf_reset(&p->def);
 	cx_buf_reset(&p->values);
-	cx_buf_reset(&p->body);
+	cx_buf_reset(&p->large);
+	p->large_bytes = 0;
+	cx_buf_reset(&p->levels);
 	p->nbools = 0;
 	cx_statacc_init(&p->stats, leaf->type);
 	for (uint32_t i = r0; i < r1; i++)
@@ -416,11 +496,10 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	nvalues = leaf->max_def > 0 || leaf->max_rep > 0 ?
 		levels_count(p, leaf) : r1 - r0;
 	if (leaf->max_rep > 0)
-		cx_levels_encode(p->rep.data, p->rep.len, 1, &p->body);
+		cx_levels_encode(p->rep.data, p->rep.len, 1, &p->levels);
 	if (leaf->max_def > 0)
 		cx_levels_encode(p->def.data, p->def.len,
-						 cx_level_bit_width(leaf->max_def), &p->body);
-	cx_buf_put(&p->body, p->values.data, p->values.len);
+						 cx_level_bit_width(leaf->max_def), &p->levels);
 	if (!cx_buf_ok(&p->rep) || !cx_buf_ok(&p->def) || !cx_buf_ok(&p->values) ||
 		!seal_page(w, leaf, (uint32_t) nvalues, !leaf->list))
 		return nomem(w, err);
@@ -431,7 +510,7 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	if (!cx_buf_ok(&rec->pages))
 		return nomem(w, err);
 	rec->stored += p->header.len + p->packed.len;
-	rec->raw += p->header.len + p->body.len;
+	rec->raw += p->header.len + p->levels.len + p->values.len + p->large_bytes;
 	rec->num_values += (int64_t) nvalues;
 	if (upload(w, &p->header, err) != CX_OK || upload(w, &p->packed, err) != CX_OK)
 		return err->code;

@@ -506,13 +506,19 @@ cx_pq_put_plain(const cx_pq_leaf *leaf, const uint8_t *val, size_t len,
 		(void) decimal_parse(val, len, leaf->precision, leaf->scale, &dec);
 		put_decimal(leaf, dec, out);
 	}
-	else if (leaf->width > 0)
-		cx_buf_put(out, fixed, cx_pq_stat_bound(leaf, val, len, fixed));
-	else
-	{
-		cx_buf_put_u32(out, (uint32_t) len);
+	else if (cx_pq_put_plain_length(leaf, len, out))
 		cx_buf_put(out, val, len);
-	}
+	else
+		cx_buf_put(out, fixed, cx_pq_stat_bound(leaf, val, len, fixed));
+}
+
+bool
+cx_pq_put_plain_length(const cx_pq_leaf *leaf, size_t len, cx_buf *out)
+{
+	if (leaf->precision > 0 || leaf->width > 0)
+		return false;
+	cx_buf_put_u32(out, (uint32_t) len);
+	return true;
 }
 
 /* ---------------------------------------------------------------------

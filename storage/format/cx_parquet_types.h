@@ -85,6 +85,10 @@ cx_code		cx_pq_value_check(const cx_column *col, const cx_datum *d,
 /* Appends the PLAIN form of a checked non-NULL, non-boolean value. */
 void		cx_pq_put_plain(const cx_pq_leaf *leaf, const uint8_t *val,
 							size_t len, cx_buf *out);
+/* A var-width leaf's PLAIN value is a u32 length, then its bytes: appends
+ * that length and returns true; false (nothing appended) for any other. */
+bool		cx_pq_put_plain_length(const cx_pq_leaf *leaf, size_t len,
+								   cx_buf *out);
 /* The PLAIN bytes of a fixed-width non-DECIMAL value, or of a statistics
  * bound, into out (16 bytes or len for var width); returns their length. */
 size_t		cx_pq_stat_bound(const cx_pq_leaf *leaf, const uint8_t *val,

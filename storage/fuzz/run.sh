@@ -6,21 +6,17 @@
 # over 10 s) or out-of-memory (over 2 GiB); the failing input is left as
 # build-fuzz/NAME-crash-* (or leak-, timeout-, oom-), the log as
 # build-fuzz/NAME.log.  Each result is appended to build-fuzz/runs.log.
-# fuzz/lsan.supp names the leaks left to a library.  An allocation too large
-# for the allocator (~2^64 bytes, as libavro asks for on a negative length)
-# returns NULL, as malloc does outside ASan, instead of stopping the run;
-# one that succeeds beyond 2 GiB is still an out-of-memory finding.
+# No leak is suppressed.  An allocation too large for the allocator returns
+# NULL, as malloc does outside ASan, so that a decoder's handling of it is
+# what is tested; one that succeeds beyond 2 GiB is an out-of-memory finding.
 
 # One harness (the script calls itself so through xargs).
 if [ "$1" = "--one" ]; then
 	name=$2
 	secs=$3
 	log=build-fuzz/$name.log
-	# fuzz/NAME.asan: ASan options of that harness alone (one a line).
-	asan=$(grep -v '^#' "fuzz/$name.asan" 2>/dev/null | tr '\n' ':')
 	mkdir -p "build-fuzz/corpus/$name" "build-fuzz/seeds/$name"
-	ASAN_OPTIONS=${asan}allocator_may_return_null=1 \
-	LSAN_OPTIONS=suppressions=fuzz/lsan.supp:print_suppressions=0 \
+	ASAN_OPTIONS=allocator_may_return_null=1 \
 		"build-fuzz/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="build-fuzz/$name-" \
 		"build-fuzz/corpus/$name" "build-fuzz/seeds/$name" > "$log" 2>&1

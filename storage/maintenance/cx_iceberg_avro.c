@@ -17,11 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "maintenance/cx_avro_container.h"
 #include "maintenance/cx_iceberg_int.h"
 
-#define AVRO_MAGIC "Obj\x01"
-#define AVRO_MAGIC_LEN 4
-#define AVRO_SYNC_LEN 16
 #define NKV(a) ((int) (sizeof(a) / sizeof((a)[0])))
 
 /* Optional fields: ["null", T], null first, as the spec writes them. */
@@ -253,13 +251,13 @@ static cx_code
 rewrite_header(const char *data, size_t len, const kv *kvs, int n,
 			   cx_buf *out, cx_err *err)
 {
-	const char *sync = data + len - AVRO_SYNC_LEN;
-	const char *end = len >= AVRO_MAGIC_LEN + 2 * AVRO_SYNC_LEN ?
-		memmem(data + AVRO_MAGIC_LEN, len - AVRO_MAGIC_LEN, sync, AVRO_SYNC_LEN) : NULL;
+	const char *sync = data + len - CX_AVRO_SYNC_LEN;
+	const char *end = len >= CX_AVRO_MAGIC_LEN + 2 * CX_AVRO_SYNC_LEN ?
+		memmem(data + CX_AVRO_MAGIC_LEN, len - CX_AVRO_MAGIC_LEN, sync, CX_AVRO_SYNC_LEN) : NULL;
 
 	if (end == NULL)
 		return cx_err_set(err, CX_ERR_CORRUPT, "libavro wrote no sync marker");
-	cx_buf_put(out, AVRO_MAGIC, AVRO_MAGIC_LEN);
+	cx_buf_put(out, CX_AVRO_MAGIC, CX_AVRO_MAGIC_LEN);
 	if (encode_meta_map(kvs, n, out, err) != CX_OK)
 		return err->code;
 	cx_buf_put(out, end, (size_t) (data + len - end));
@@ -404,39 +402,59 @@ cx_ice_write_manifest_list(const cx_ice_manifest_ref *refs, uint32_t n,
  * with CX_ERR_CORRUPT. */
 typedef int (*take_fn) (void *arg, avro_value_t *rec);
 
+/* Decodes the count rows of block b with libavro into rec, take on each. */
+static cx_code
+read_block(const cx_avro_block *b, const char *name, avro_value_t *rec,
+		   take_fn take, void *arg, cx_err *err)
+{
+	avro_reader_t r = avro_reader_memory((const char *) b->data, (int64_t) b->len);
+	cx_code		rc = r == NULL ? avro_failed(err, CX_ERR_NOMEM, "reading", name) : CX_OK;
+
+	for (int64_t i = 0; rc == CX_OK && i < b->count; i++)
+	{
+		if (avro_value_read(r, rec) != 0)
+			rc = avro_failed(err, CX_ERR_CORRUPT, "reading", name);
+		else if (take(arg, rec))
+			rc = cx_err_set(err, CX_ERR_CORRUPT, "%s holds a malformed entry", name);
+	}
+	if (r != NULL)
+		avro_reader_free(r);
+	return rc;
+}
+
+/* Every block is checked (cx_avro_container.c) before libavro reads it;
+ * the file's schema must be one of the two the engine writes. */
 static cx_code
 read_container(const cx_buf *data, const char *name, take_fn take, void *arg,
 			   cx_err *err)
 {
-	FILE	   *f = data->len > 0 ? fmemopen(data->data, data->len, "rb") : NULL;
-	avro_file_reader_t r;
-	avro_value_iface_t *iface;
-	avro_schema_t sc;
+	static const char *const schemas[] = {
+		cx_ice_manifest_entry_schema, cx_ice_manifest_file_schema,
+	};
+	cx_avro_file f;
+	cx_avro_block b = {0};
+	avro_value_iface_t *iface = NULL;
 	avro_value_t rec;
-	cx_code		rc = CX_OK;
-	int			got;
+	cx_code		rc = cx_avro_open(data, name, schemas, NKV(schemas), &f, err);
 
-	if (f == NULL)
-		return cx_err_set(err, CX_ERR_CORRUPT, "%s is no Avro file", name);
-	if (avro_file_reader_fp(f, name, 1, &r))
-		return avro_failed(err, CX_ERR_CORRUPT, "reading", name);
-	sc = avro_file_reader_get_writer_schema(r);
-	iface = avro_generic_class_from_schema(sc);
-	if (iface == NULL || avro_generic_value_new(iface, &rec))
-		rc = avro_failed(err, CX_ERR_CORRUPT, "reading", name);
-	else
+	if (rc == CX_OK &&
+		((iface = avro_generic_class_from_schema(f.schema)) == NULL ||
+		 avro_generic_value_new(iface, &rec)))
 	{
-		while (rc == CX_OK && (got = avro_file_reader_read_value(r, &rec)) == 0)
-			if (take(arg, &rec))
-				rc = cx_err_set(err, CX_ERR_CORRUPT, "%s holds a malformed entry", name);
-		if (rc == CX_OK && got != EOF)
-			rc = avro_failed(err, CX_ERR_CORRUPT, "reading", name);
-		avro_value_decref(&rec);
+		rc = avro_failed(err, CX_ERR_CORRUPT, "reading", name);
+		if (iface != NULL)
+			avro_value_iface_decref(iface);
+		iface = NULL;
 	}
+	while (rc == CX_OK && (rc = cx_avro_next_block(&f, name, &b, err)) == CX_OK &&
+		   b.data != NULL)
+		rc = read_block(&b, name, &rec, take, arg, err);
 	if (iface != NULL)
+	{
+		avro_value_decref(&rec);
 		avro_value_iface_decref(iface);
-	avro_schema_decref(sc);
-	avro_file_reader_close(r);
+	}
+	cx_avro_close(&f);
 	return rc;
 }
 
@@ -502,40 +520,6 @@ cx_ice_read_manifest_list(const cx_buf *data, const char *name,
 	*paths = l.paths;
 	*n = l.n;
 	return rc;
-}
-
-cx_code
-cx_ice_avro_file_meta(const cx_buf *data, const char *name, const char *key,
-					  char **value, cx_err *err)
-{
-	avro_schema_t sc = avro_schema_map(avro_schema_bytes());
-	avro_value_iface_t *iface = avro_generic_class_from_schema(sc);
-	avro_reader_t r = NULL;
-	avro_value_t map,
-				e;
-	const void *p;
-	size_t		len;
-	int			bad = iface == NULL || avro_generic_value_new(iface, &map);
-
-	*value = NULL;
-	if (!bad)
-	{
-		bad = data->len < AVRO_MAGIC_LEN ||
-			memcmp(data->data, AVRO_MAGIC, AVRO_MAGIC_LEN) != 0 ||
-			(r = avro_reader_memory((const char *) data->data + AVRO_MAGIC_LEN,
-									(int64_t) (data->len - AVRO_MAGIC_LEN))) == NULL ||
-			avro_value_read(r, &map);
-		if (!bad && avro_value_get_by_name(&map, key, &e, NULL) == 0 &&
-			avro_value_get_bytes(&e, &p, &len) == 0)
-			*value = strndup(p, len);
-		avro_value_decref(&map);
-	}
-	if (r != NULL)
-		avro_reader_free(r);
-	if (iface != NULL)
-		avro_value_iface_decref(iface);
-	avro_schema_decref(sc);
-	return bad ? cx_err_set(err, CX_ERR_CORRUPT, "%s has no Avro header", name) : CX_OK;
 }
 
 cx_code

@@ -2,7 +2,8 @@
  * cx_memtable.c — the shard writer's memtable (cx_memwal_int.h): row batches
  * in their encoded form, laid end to end in one buffer, so that a small append
  * costs one copy and no per-row allocation.  Rows are decoded only when the
- * memtable is sealed into a generation.
+ * memtable is sealed into a generation.  The first batch's buffer is taken
+ * over, not copied: a single large transaction costs no copy here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,10 @@ cx_memtable_free(cx_memtable *mt)
 }
 
 cx_code
-cx_memtable_add(cx_memtable *mt, const uint8_t *rows, size_t len,
-				uint64_t nrows, int64_t commit_ts, cx_err *err)
+cx_memtable_add(cx_memtable *mt, cx_buf *rows, uint64_t nrows,
+				int64_t commit_ts, cx_err *err)
 {
+	size_t		len = rows->len;
 	cx_mt_batch *b;
 
 	if (mt->nbatches == mt->cap)
@@ -46,7 +48,14 @@ cx_memtable_add(cx_memtable *mt, const uint8_t *rows, size_t len,
 		mt->batches = grown;
 		mt->cap = cap;
 	}
-	if (!cx_buf_reserve(&mt->bytes, len))
+	if (mt->nbatches == 0)
+	{
+		/* The first batch moves in (its bytes would be the only ones). */
+		cx_buf_reset(&mt->bytes);
+		cx_buf_swap(&mt->bytes, rows);
+		cx_buf_reset(rows);
+	}
+	else if (!cx_buf_reserve(&mt->bytes, len))
 	{
 		/* The failed reservation left the buffer intact; keep using it. */
 		mt->bytes.failed = false;
@@ -54,12 +63,13 @@ cx_memtable_add(cx_memtable *mt, const uint8_t *rows, size_t len,
 						  "adding %llu rows to the memtable: out of memory",
 						  (unsigned long long) nrows);
 	}
+	else
+		cx_buf_put(&mt->bytes, rows->data, len);
 	b = &mt->batches[mt->nbatches];
-	b->offset = mt->bytes.len;
+	b->offset = mt->bytes.len - len;
 	b->len = len;
 	b->nrows = nrows;
 	b->commit_ts = commit_ts;
-	cx_buf_put(&mt->bytes, rows, len);
 	mt->nbatches++;
 	mt->rows += nrows;
 	return CX_OK;
@@ -75,12 +85,14 @@ cx_memtable_pop(cx_memtable *mt)
 	b = &mt->batches[--mt->nbatches];
 	mt->bytes.len = b->offset;
 	mt->rows -= b->nrows;
+	if (mt->nbatches == 0)
+		cx_buf_reset_small(&mt->bytes);
 }
 
 void
 cx_memtable_clear(cx_memtable *mt)
 {
-	cx_buf_reset(&mt->bytes);
+	cx_buf_reset_small(&mt->bytes);
 	mt->nbatches = 0;
 	mt->rows = 0;
 }

@@ -47,10 +47,16 @@ typedef struct cx_memtable
 
 void		cx_memtable_init(cx_memtable *mt);
 void		cx_memtable_free(cx_memtable *mt);
-cx_code		cx_memtable_add(cx_memtable *mt, const uint8_t *rows, size_t len,
-							uint64_t nrows, int64_t commit_ts, cx_err *err);
+/*
+ * Adds the nrows rows in *rows as one batch.  Into an empty memtable they
+ * move (the buffers are exchanged: no copy, and *rows is left empty);
+ * otherwise they are copied and *rows is unchanged.
+ */
+cx_code		cx_memtable_add(cx_memtable *mt, cx_buf *rows, uint64_t nrows,
+							int64_t commit_ts, cx_err *err);
 /* Drops the newest batch (a sealed append whose seal failed). */
 void		cx_memtable_pop(cx_memtable *mt);
+/* Empties the memtable; a large buffer goes back (cx_buf_reset_small). */
 void		cx_memtable_clear(cx_memtable *mt);
 
 /* --------------------------------------------------------------------------

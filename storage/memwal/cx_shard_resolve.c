@@ -657,8 +657,11 @@ resolve_request(resolve *rs, size_t rows_len, cx_err *err)
 	for (uint64_t i = 0; i < rs->n; i++)
 		if (resolve_row(rs, &rs->r[i], err) != CX_OK)
 			return err->code;
-	/* Survived: its rows join the staged ones. */
-	cx_buf_put(&w->staged_rows, rs->out.data, rs->out.len);
+	/* Survived: its rows join the staged ones (the first request's move). */
+	if (w->staged_rows.len == 0)
+		cx_buf_swap(&w->staged_rows, &rs->out);
+	else
+		cx_buf_put(&w->staged_rows, rs->out.data, rs->out.len);
 	if (!cx_buf_ok(&w->staged_rows))
 		return cx_err_set(err, CX_ERR_NOMEM, "staging a request: out of memory");
 	if (cx_kc_apply(w->staged, rs->layer[LAYER_REQUEST], 0, 0, err) != CX_OK)
@@ -751,7 +754,7 @@ cx_sw_unstage(cx_shardwriter *w)
 {
 	cx_err		ignored;
 
-	cx_buf_reset(&w->staged_rows);
+	cx_buf_reset_small(&w->staged_rows);
 	w->staged_nrows = 0;
 	if (cx_kc_clear(w->staged, &ignored) != CX_OK)
 		w->keys_lost = true;

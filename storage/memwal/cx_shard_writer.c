@@ -473,18 +473,17 @@ append_wal(cx_shardwriter *w, const uint8_t *rows, size_t len, uint64_t nrows,
 	 * the replay position past it; if it does not, sealing rows that were
 	 * never acknowledged is harmless.
 	 */
-	if (cx_memtable_add(&w->mt, rows, len, nrows, ts, err) != CX_OK)
+	if (cx_memtable_add(&w->mt, &w->staged_rows, nrows, ts, err) != CX_OK)
 		return err->code;
 	return rc;
 }
 
-/* Sealed append: no WAL entry (it would be a wasted PUT); the rows are
- * durable and visible once the seal's commit is. */
+/* Sealed append of the staged rows: no WAL entry (it would be a wasted
+ * PUT); the rows are durable and visible once the seal's commit is. */
 static cx_code
-append_sealed(cx_shardwriter *w, const uint8_t *rows, size_t len,
-			  uint64_t nrows, int64_t ts, cx_err *err)
+append_sealed(cx_shardwriter *w, uint64_t nrows, int64_t ts, cx_err *err)
 {
-	if (cx_memtable_add(&w->mt, rows, len, nrows, ts, err) != CX_OK)
+	if (cx_memtable_add(&w->mt, &w->staged_rows, nrows, ts, err) != CX_OK)
 		return err->code;
 	if (seal(w, err) == CX_OK)
 		return CX_OK;
@@ -509,7 +508,7 @@ append_rows(cx_shardwriter *w, bool seal_now, int64_t ts, bool *kept,
 	cx_code		rc;
 
 	if (seal_now)
-		rc = append_sealed(w, rows, len, nrows, ts, err);
+		rc = append_sealed(w, nrows, ts, err);
 	else
 		rc = append_wal(w, rows, len, nrows, ts, err);
 	*kept = rc == CX_OK || w->stats.seals > seals || w->mt.rows > mt_rows;

@@ -28,6 +28,9 @@ void		cx_test_skip(const char *why);
 const char *cx_test_tmpdir(void);
 /* "file://" URI of cx_test_tmpdir() plus a suffix, in a static buffer. */
 const char *cx_test_uri(const char *suffix);
+/* The bytes of a file named relative to storage/ (tests/data/..., a fuzz
+ * seed), malloc'd; NULL if unreadable. */
+uint8_t    *cx_test_read_file(const char *name, size_t *len);
 
 #define CX_TEST(name) \
 	static void name(void); \

@@ -123,6 +123,34 @@ cx_test_uri(const char *suffix)
 	return uri;
 }
 
+uint8_t *
+cx_test_read_file(const char *name, size_t *len)
+{
+	char		path[4096];
+	/* __FILE__ is storage/tests/runner.c, relative or absolute */
+	size_t		dir = strlen(__FILE__) - strlen("tests/runner.c");
+	FILE	   *f;
+	uint8_t    *data = NULL;
+	long		n;
+
+	snprintf(path, sizeof(path), "%.*s%s", (int) dir, __FILE__, name);
+	if ((f = fopen(path, "rb")) == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+		(data = malloc(n > 0 ? n : 1)) != NULL)
+	{
+		rewind(f);
+		if (fread(data, 1, n, f) != (size_t) n)
+		{
+			free(data);
+			data = NULL;
+		}
+		*len = (size_t) n;
+	}
+	fclose(f);
+	return data;
+}
+
 static int
 by_name(const void *a, const void *b)
 {

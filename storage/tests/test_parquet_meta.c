@@ -952,34 +952,6 @@ CX_TEST(parquet_meta_column_index_lengths_differ)
  * The expectations below are what DuckDB's parquet_schema() and
  * parquet_metadata() report for it.
  */
-static uint8_t *
-read_test_file(const char *name, size_t *len)
-{
-	char		path[512];
-	const char *slash = strrchr(__FILE__, '/');
-	FILE	   *f;
-	uint8_t    *data;
-	long		n;
-
-	snprintf(path, sizeof(path), "%.*sdata/%s",
-			 slash ? (int) (slash - __FILE__ + 1) : 0, __FILE__, name);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	data = malloc(n > 0 ? n : 1);
-	if (data && fread(data, 1, n, f) != (size_t) n)
-	{
-		free(data);
-		data = NULL;
-	}
-	fclose(f);
-	*len = (size_t) n;
-	return data;
-}
-
 /* The footer of a Parquet file: FileMetaData, u32 LE length, "PAR1". */
 static bool
 footer_of(const uint8_t *file, size_t len, const uint8_t **meta, size_t *mlen)
@@ -1091,7 +1063,7 @@ check_duckdb_row_group(const cx_pq_file_meta *m)
 CX_TEST(parquet_meta_duckdb_file)
 {
 	size_t		len = 0;
-	uint8_t    *file = read_test_file("duckdb_types.parquet", &len);
+	uint8_t    *file = cx_test_read_file("tests/data/duckdb_types.parquet", &len);
 	const uint8_t *meta;
 	size_t		mlen;
 	cx_pq_file_meta m;

@@ -29,6 +29,26 @@ cx_buf_reset(cx_buf *b)
 	b->failed = false;
 }
 
+void
+cx_buf_reset_small(cx_buf *b)
+{
+	if (b->cap > CX_BUF_KEEP_BYTES)
+	{
+		cx_buf_free(b);
+		cx_buf_init(b);
+	}
+	cx_buf_reset(b);
+}
+
+void
+cx_buf_swap(cx_buf *a, cx_buf *b)
+{
+	cx_buf		t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
 bool
 cx_buf_reserve(cx_buf *b, size_t extra)
 {

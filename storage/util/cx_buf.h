@@ -17,6 +17,17 @@
 #include "ctxstore/util.h"
 
 void		cx_buf_reset(cx_buf *b);	/* len = 0, keeps capacity */
+
+/*
+ * The capacity a buffer reused from one request to the next keeps.  A
+ * larger one (a large transaction's) goes back to malloc, and from there to
+ * the OS, instead of leaving the process that large for good.
+ */
+#define CX_BUF_KEEP_BYTES ((size_t) 1 << 20)
+/* len = 0; the capacity is kept only up to CX_BUF_KEEP_BYTES. */
+void		cx_buf_reset_small(cx_buf *b);
+/* Exchanges the contents of a and b (a move without a copy). */
+void		cx_buf_swap(cx_buf *a, cx_buf *b);
 bool		cx_buf_reserve(cx_buf *b, size_t extra);
 uint8_t    *cx_buf_detach(cx_buf *b, size_t *len);	/* caller frees */
 

@@ -168,13 +168,10 @@ cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 /* Seals the memtable (no-op when empty). */
 cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
 
-/* Removes from the shard manifest exactly the generations the base manifest
- * marks as merged (no-op if none). */
-cx_code		cx_sw_drain(cx_shardwriter *w, cx_err *err);
-
 /*
- * The same, with the watermark given instead of read from the newest base
- * manifest (no GET, no decode: the drain costs one shard-manifest commit).
+ * Removes from the shard manifest exactly the generations at or below
+ * merged_through, the watermark the merge returned (no GET, no decode: the
+ * drain costs one shard-manifest commit).
  * merged_through must be a watermark a committed base version holds for this
  * shard, such as cx_merge_result.merged_through of a cx_merge_shard() that
  * returned CX_OK (the commit that raised it is what makes dropping the
