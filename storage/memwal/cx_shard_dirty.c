@@ -4,7 +4,7 @@
  * with one listing instead of a request per shard (docs/design/scan.md,
  * "Many shards"; invariant 17 of docs/INVARIANTS.md).
  *
- * A marker "_dirty/<shard>/<V>.dirty" (empty) says "shard-manifest version
+ * A marker "_dirty/<shard>.<V>.dirty" (empty) says "shard-manifest version
  * V of the shard, or a later one, may list a generation".  The writer puts
  * it before the put of a version V that lists generations on top of one
  * that lists none, and deletes the markers numbered <= V only after a
@@ -52,6 +52,7 @@ cx_sw_mark_dirty(cx_shardwriter *w, const cx_shard_manifest *next,
 typedef struct stale_markers
 {
 	cx_objstore *s;
+	const char *shard_id;
 	uint64_t	through;		/* delete markers numbered <= this */
 	cx_code		rc;
 	cx_err	   *err;
@@ -65,7 +66,7 @@ delete_stale(void *arg, const char *key, uint64_t size)
 
 	(void) size;
 	if (cx_object_parse(key, &name) != CX_OBJECT_DIRTY_MARKER ||
-		name.number > st->through)
+		strcmp(name.shard_id, st->shard_id) != 0 || name.number > st->through)
 		return true;
 	st->rc = cx_obj_delete(st->s, key, st->err);
 	return st->rc == CX_OK;
@@ -77,7 +78,7 @@ cx_sw_clear_dirty(cx_shardwriter *w)
 	char		prefix[CX_KEY_MAX + 1];
 	cx_vseq		q;
 	cx_err		ignored;
-	stale_markers st = {w->s, w->m->version, CX_OK, &ignored};
+	stale_markers st = {w->s, w->shard_id, w->m->version, CX_OK, &ignored};
 
 	if (w->m->ngens > 0 || !w->markers_maybe)
 		return;

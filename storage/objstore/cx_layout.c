@@ -120,7 +120,7 @@ cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q)
 void
 cx_layout_dirty_markers(const char *shard_id, char *prefix, cx_vseq *q)
 {
-	snprintf(prefix, CX_KEY_MAX + 1, CX_DIRTY_PREFIX "%s/", shard_id);
+	snprintf(prefix, CX_KEY_MAX + 1, CX_DIRTY_PREFIX "%s.", shard_id);
 	q->prefix = prefix;
 	q->suffix = DIRTY_MARKER_SUFFIX;
 	q->unpadded = false;
@@ -260,28 +260,22 @@ parse_random_named(const char *key, cx_object_name *name)
 	return CX_OBJECT_NONE;
 }
 
-/* The shard id of "<prefix><id>/..." into name; false if there is none. */
-static bool
-parse_shard_id(const char *key, const char *prefix, cx_object_name *name)
-{
-	const char *id = key + strlen(prefix);
-	const char *slash = strchr(id, '/');
-
-	if (slash == NULL || (size_t) (slash - id) > CX_SHARD_ID_MAX)
-		return false;
-	memcpy(name->shard_id, id, slash - id);
-	name->shard_id[slash - id] = '\0';
-	return cx_layout_shard_id_ok(name->shard_id);
-}
-
-/* A key below "_dirty/": a shard's dirty marker. */
+/* A key below "_dirty/": a shard's dirty marker, its shard id all that
+ * precedes the number. */
 static cx_object_kind
 parse_dirty_marker(const char *key, cx_object_name *name)
 {
+	const char *id = key + strlen(CX_DIRTY_PREFIX);
+	size_t		tail = 1 + CX_VSEQ_DIGITS + strlen(DIRTY_MARKER_SUFFIX);
+	size_t		len = strlen(id);
 	char		built[CX_KEY_MAX + 1];
 	cx_vseq		q;
 
-	if (!parse_shard_id(key, CX_DIRTY_PREFIX, name))
+	if (len <= tail || len - tail > CX_SHARD_ID_MAX)
+		return CX_OBJECT_NONE;
+	memcpy(name->shard_id, id, len - tail);
+	name->shard_id[len - tail] = '\0';
+	if (!cx_layout_shard_id_ok(name->shard_id))
 		return CX_OBJECT_NONE;
 	cx_layout_dirty_markers(name->shard_id, built, &q);
 	return cx_vseq_parse(&q, key, &name->number) ?
@@ -292,10 +286,16 @@ parse_dirty_marker(const char *key, cx_object_name *name)
 static cx_object_kind
 parse_shard_object(const char *key, cx_object_name *name)
 {
+	const char *id = key + strlen(CX_SHARDS_PREFIX);
+	const char *slash = strchr(id, '/');
 	char		built[CX_KEY_MAX + 1];
 	cx_vseq		q;
 
-	if (!parse_shard_id(key, CX_SHARDS_PREFIX, name))
+	if (slash == NULL || (size_t) (slash - id) > CX_SHARD_ID_MAX)
+		return CX_OBJECT_NONE;
+	memcpy(name->shard_id, id, slash - id);
+	name->shard_id[slash - id] = '\0';
+	if (!cx_layout_shard_id_ok(name->shard_id))
 		return CX_OBJECT_NONE;
 	cx_layout_shard_hint(name->shard_id, built);
 	if (strcmp(key, built) == 0)

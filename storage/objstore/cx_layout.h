@@ -72,8 +72,10 @@ void		cx_layout_shard_versions(const char *shard_id, char *prefix,
 									 cx_vseq *q);
 void		cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q);
 
-/* "_dirty/<shard_id>/<20 digits>.dirty": shard_id's dirty markers, numbered
- * by the shard-manifest version each one precedes. */
+/* "_dirty/<shard_id>.<20 digits>.dirty": shard_id's dirty markers, numbered
+ * by the shard-manifest version each one precedes; all in one directory so
+ * that one listing finds them.  The prefix "_dirty/<shard_id>." also
+ * matches the markers of longer ids ("a." those of "a.b"). */
 void		cx_layout_dirty_markers(const char *shard_id, char *prefix,
 									cx_vseq *q);
 
