@@ -2,7 +2,7 @@
  * cx_shard_dirty.c — dirty markers: how a reader of a store that many
  * clusters wrote finds the few shards that may hold unmerged generations
  * with one listing instead of a request per shard (docs/design/scan.md,
- * "Many shards"; invariant 17 of docs/INVARIANTS.md).
+ * "Many shards"; invariant 21 of docs/INVARIANTS.md).
  *
  * A marker "_dirty/<shard>.<V>.dirty" (empty) says "shard-manifest version
  * V of the shard, or a later one, may list a generation".  The writer puts

@@ -29,7 +29,7 @@
  * generation: everything it ever sealed was merged into a base version
  * committed before the drain that emptied it, so before the listing, so
  * into the base the check above ends on; and a generation sealed before
- * the snapshot began has its marker put before it.  Invariant 17.
+ * the snapshot began has its marker put before it.  Invariant 21.
  */
 #include <stdlib.h>
 #include <string.h>

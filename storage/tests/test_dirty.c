@@ -1,6 +1,6 @@
 /*
  * test_dirty.c — dirty markers (memwal/cx_shard_dirty.c) and the snapshot
- * that reads only the shards they name (scan/cx_snapshot.c; invariant 17):
+ * that reads only the shards they name (scan/cx_snapshot.c; invariant 21):
  * a shard whose generations were all merged and drained costs a reader
  * nothing, a shard that seals later is still seen, a merge and drain that
  * land during a snapshot's open lose no row, a shard registered before the
