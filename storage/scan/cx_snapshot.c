@@ -24,7 +24,8 @@
  *
  * Shards the base flags dirty_marked are read only if they have a dirty
  * marker (memwal/cx_shard_dirty.c), all found by one listing, made when it
- * saves requests (two such shards or more) and before the base check above.
+ * may save requests (such a shard this handle did not last see listing
+ * generations) and before the base check above.
  * A shard without a marker at the listing had a newest manifest listing no
  * generation: everything it ever sealed was merged into a base version
  * committed before the drain that emptied it, so before the listing, so
@@ -40,9 +41,6 @@
 /* Rounds of "a newer base registers another shard" before giving up. */
 #define MAX_ROUNDS 16
 
-/* Fewest dirty_marked shards to read for which one listing of the dirty
- * markers is cheaper than a request per shard. */
-#define LIST_FROM_SHARDS 2
 
 /* Shard manifests read so far, by shard id (the base's shard list can grow
  * while the snapshot is being fixed, so indexes are assigned at the end). */
@@ -124,19 +122,23 @@ note_dirty(void *arg, const char *key, uint64_t size)
 	return true;
 }
 
-/* Lists the dirty markers once, if base has enough dirty_marked shards not
- * read yet for it to pay. */
+/* Lists the dirty markers once, if base has a dirty_marked shard not read
+ * yet that the listing may let the snapshot skip: one listing costs no more
+ * than reading that shard (a HEAD warm, four requests cold).  Shards the
+ * handle last saw listing generations most likely still do, and would be
+ * read anyway, so they alone make no listing. */
 static cx_code
 list_dirty(cx_objstore *s, const cx_manifest *base, loaded *l, cx_err *err)
 {
 	dirty_listing d = {l, false};
-	uint32_t	marked = 0;
+	uint32_t	skippable = 0;
 
 	for (uint32_t i = 0; i < base->nshards && !l->listed; i++)
 		if (base->shards[i].dirty_marked &&
-			loaded_find(l, base->shards[i].shard_id) < 0)
-			marked++;
-	if (l->listed || marked < LIST_FROM_SHARDS)
+			loaded_find(l, base->shards[i].shard_id) < 0 &&
+			!cx_shard_cache_lists_generations(s, base->shards[i].shard_id))
+			skippable++;
+	if (l->listed || skippable == 0)
 		return CX_OK;
 	if (cx_obj_list(s, CX_DIRTY_PREFIX, note_dirty, &d, err) != CX_OK)
 		return cx_err_prefix(err, "snapshot of %s: listing dirty shards", s->uri);

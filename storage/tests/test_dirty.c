@@ -161,6 +161,18 @@ CX_TEST(snapshot_skips_a_drained_shard_and_sees_it_seal_again)
 	cx_obj_close(s);
 }
 
+/* Writers of shards a and b, which have sealed na and nb rows. */
+static cx_code
+two_sealed_shards(cx_objstore *s, cx_shardwriter **a, cx_shardwriter **b,
+				  int na, int nb, cx_err *err)
+{
+	if (mw_writer(s, "a", true, a, err) != CX_OK ||
+		mw_writer(s, "b", true, b, err) != CX_OK ||
+		mw_put(*a, "a", 0, na, 1, true, err) != CX_OK)
+		return err->code;
+	return mw_put(*b, "b", 0, nb, 1, true, err);
+}
+
 /*
  * A merge of shard a and the drain that empties it (deleting its marker)
  * land after a snapshot read the base, before it lists the markers: the
@@ -200,10 +212,7 @@ CX_TEST(snapshot_survives_a_merge_and_drain_before_its_listing)
 	cx_err		err;
 
 	REQUIRE(s != NULL && reader != NULL);
-	REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
-	REQUIRE_OK(mw_writer(s, "b", true, &b, &err), &err);
-	REQUIRE_OK(mw_put(a, "a", 0, 20, 1, true, &err), &err);
-	REQUIRE_OK(mw_put(b, "b", 0, 5, 1, true, &err), &err);
+	REQUIRE_OK(two_sealed_shards(s, &a, &b, 20, 5, &err), &err);
 	hooked_real = reader->ops;
 	hooked_ops = *reader->ops;
 	hooked_ops.list = hooked_list;
@@ -263,6 +272,46 @@ CX_TEST(writer_flags_a_shard_registered_before_markers)
 	cx_obj_close(s);
 }
 
+/*
+ * Two shards that both hold generations: a handle that saw both listing
+ * generations does not list the markers again (the listing could skip
+ * neither), so two busy clusters cost a warm reader what they did before
+ * markers; once one of them is drained, the next snapshot lists and skips
+ * it.
+ */
+CX_TEST(snapshot_lists_markers_only_when_it_may_skip_shards)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *reader = mw_open_store();
+	cx_shardwriter *a;
+	cx_shardwriter *b;
+	uint32_t	pending;
+	uint64_t	reqs;
+	uint64_t	lists;
+	cx_err		err;
+
+	REQUIRE(s != NULL && reader != NULL);
+	REQUIRE_OK(two_sealed_shards(s, &a, &b, 4, 4, &err), &err);
+	lists = reader->stats.lists;
+	REQUIRE_OK(snapshot_cost(reader, &pending, &reqs, &err), &err);
+	CHECK(pending == 2 && reader->stats.lists == lists + 1);	/* cold */
+	REQUIRE_OK(snapshot_cost(reader, &pending, &reqs, &err), &err);
+	CHECK(pending == 2 && reader->stats.lists == lists + 1);	/* warm */
+
+	REQUIRE_OK(merge_and_drain(s, a, "a", &err), &err);
+	REQUIRE_OK(mw_put(b, "b", 4, 4, 1, true, &err), &err);
+	REQUIRE_OK(snapshot_cost(reader, &pending, &reqs, &err), &err);
+	CHECK(pending == 2 && reader->stats.lists == lists + 1);	/* a read: empty */
+	count_requests_on(reader, "_shards/a/");
+	REQUIRE_OK(snapshot_cost(reader, &pending, &reqs, &err), &err);
+	CHECK(pending == 2 && reader->stats.lists == lists + 2 && counted == 0);
+	reader->ops = real_ops;
+	REQUIRE_OK(cx_sw_close(a, true, &err), &err);
+	REQUIRE_OK(cx_sw_close(b, true, &err), &err);
+	cx_obj_close(reader);
+	cx_obj_close(s);
+}
+
 /* A store of nshards shards: the last min(nshards, 2) hold 2 unmerged
  * generations between them, the others only claimed. */
 static cx_code
@@ -311,8 +360,7 @@ costs_of(const char *path, uint64_t *warm, uint64_t *cold, cx_err *err)
  * 64 shards, 2 of them with unmerged generations, against one shard with
  * the same generations: a warm snapshot (a handle kept, as a backend keeps
  * it) costs at most 1.5x the requests (measured: 10 against 8), a cold one
- * at most 2x (20 against 13: two shards read cold instead of one, and the
- * listing).  Without the markers, 64 shards cost 64 requests warm.
+ * at most 2x (20 against 14: two shards read cold instead of one).  Without the markers, 64 shards cost 64 requests warm.
  */
 CX_TEST(snapshot_of_64_shards_costs_about_one_shards_requests)
 {
