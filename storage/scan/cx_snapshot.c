@@ -26,6 +26,7 @@
  * marker (memwal/cx_shard_dirty.c), all found by one listing, made when it
  * may save requests (such a shard this handle did not last see listing
  * generations) and before the base check above.
+ *
  * A shard without a marker at the listing had a newest manifest listing no
  * generation: everything it ever sealed was merged into a base version
  * committed before the drain that emptied it, so before the listing, so
@@ -40,7 +41,6 @@
 
 /* Rounds of "a newer base registers another shard" before giving up. */
 #define MAX_ROUNDS 16
-
 
 /* Shard manifests read so far, by shard id (the base's shard list can grow
  * while the snapshot is being fixed, so indexes are assigned at the end). */
@@ -133,12 +133,14 @@ list_dirty(cx_objstore *s, const cx_manifest *base, loaded *l, cx_err *err)
 	dirty_listing d = {l, false};
 	uint32_t	skippable = 0;
 
-	for (uint32_t i = 0; i < base->nshards && !l->listed; i++)
+	if (l->listed)
+		return CX_OK;
+	for (uint32_t i = 0; i < base->nshards; i++)
 		if (base->shards[i].dirty_marked &&
 			loaded_find(l, base->shards[i].shard_id) < 0 &&
 			!cx_shard_cache_lists_generations(s, base->shards[i].shard_id))
 			skippable++;
-	if (l->listed || skippable == 0)
+	if (skippable == 0)
 		return CX_OK;
 	if (cx_obj_list(s, CX_DIRTY_PREFIX, note_dirty, &d, err) != CX_OK)
 		return cx_err_prefix(err, "snapshot of %s: listing dirty shards", s->uri);
