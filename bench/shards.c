@@ -13,7 +13,9 @@
  * Two readers: warm (one handle for every scan, as a backend keeps it) and
  * cold (a new handle per scan).  Prints, for each, the median CPU ms of
  * the snapshot open alone ("plan") and of the whole query ("scan", snapshot
- * included), the object-store requests per query, and the 64 / 1 ratios.
+ * included), the object-store requests per query, and the 64 / 1 ratios;
+ * and first what building each store cost the writers in requests (claims,
+ * seals, merges and drains: the dirty markers' share is in there).
  *
  * Built against storage/ only (bench/shards.sh compiles and runs it).
  */
@@ -130,6 +132,10 @@ build(const char *uri, int nshards, const cx_schema *schema)
 		if (cx_sw_close(w, true, &err) != CX_OK)
 			die("closing a writer", &err);
 	}
+	printf("building %2d shards: %llu PUTs, %llu GETs, %llu HEADs, %llu LISTs, %llu DELETEs\n",
+		   nshards, (unsigned long long) s->stats.puts,
+		   (unsigned long long) s->stats.gets, (unsigned long long) s->stats.heads,
+		   (unsigned long long) s->stats.lists, (unsigned long long) s->stats.deletes);
 	cx_obj_close(s);
 }
 

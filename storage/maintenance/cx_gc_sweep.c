@@ -119,6 +119,7 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
 		case CX_OBJECT_COMPACTION_LEASE:
+		case CX_OBJECT_DIRTY_MARKER:
 			return false;
 		case CX_OBJECT_NONE:
 			break;

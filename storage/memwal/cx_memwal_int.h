@@ -100,6 +100,8 @@ struct cx_shardwriter
 								 * or sealed: a seal's replay_seq */
 	int64_t		last_ts;		/* newest commit time handed out */
 	uint64_t	hint_version;	/* version the shard hint last got */
+	bool		markers_maybe;	/* a dirty marker may exist that this
+								 * writer did not delete */
 	int64_t		current_at;		/* monotonic us when a put last proved this
 								 * writer current (see revalidate) */
 	cx_memtable mt;
@@ -189,6 +191,19 @@ cx_code		cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next,
  * zeroed) and moves next_gen past it. */
 cx_code		cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen,
 								 cx_err *err);
+
+/* cx_shard_dirty.c */
+/* Puts the dirty marker numbered version ("version or a later one may list
+ * a generation"). */
+cx_code		cx_shard_put_dirty_marker(cx_objstore *s, const char *shard_id,
+									  uint64_t version, cx_err *err);
+/* Before next is put: its marker, if it is the first version listing
+ * generations after one listing none. */
+cx_code		cx_sw_mark_dirty(cx_shardwriter *w, const cx_shard_manifest *next,
+							 cx_err *err);
+/* After a version landed: if it lists no generation, deletes the shard's
+ * markers up to it (best effort). */
+void		cx_sw_clear_dirty(cx_shardwriter *w);
 
 /* cx_shard_base.c */
 /* Registers the shard (and the table key) in the base manifest unless it is

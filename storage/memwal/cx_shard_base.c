@@ -5,6 +5,8 @@
  *   registration  once per shard lifetime, at its first claim: readers find
  *                 every shard through the base manifest alone, and the
  *                 table key is recorded with the first writer's options;
+ *                 a shard registered before dirty markers is registered
+ *                 again, to flag it dirty_marked;
  *   first schema  the first append to a store without a schema records it;
  *   new schema    a base whose columns changed (cx_schema_change.c) gives
  *                 the writer its schema, once the memtable (rows of the old
@@ -66,7 +68,7 @@ register_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	cx_shardwriter *w = arg;
 
 	(void) base;
-	if (cx_manifest_register_shard(next, w->shard_id, err) != CX_OK)
+	if (cx_manifest_set_dirty_marked(next, w->shard_id, err) != CX_OK)
 		return err->code;
 	if (w->key_column != NULL &&
 		cx_manifest_set_key(next, w->key_column, w->opt.unique_key, err) != CX_OK)
@@ -84,7 +86,8 @@ registered(const cx_shardwriter *w, const cx_manifest *base, bool *done,
 	.unique_key = w->opt.unique_key};
 
 	*done = false;
-	if (base == NULL || cx_manifest_shard(base, w->shard_id) == NULL)
+	if (base == NULL || cx_manifest_shard(base, w->shard_id) == NULL ||
+		!cx_manifest_shard(base, w->shard_id)->dirty_marked)
 		return CX_OK;
 	if (w->key_column == NULL || base->key_column == NULL)
 	{
@@ -97,12 +100,25 @@ registered(const cx_shardwriter *w, const cx_manifest *base, bool *done,
 	return CX_OK;
 }
 
+/* The registration commit.  Whatever the shard's manifest lists (it may
+ * predate dirty markers), a marker goes first: the shard then counts as
+ * dirty until a version listing no generation clears it. */
+static cx_code
+register_marked(cx_shardwriter *w, cx_err *err)
+{
+	uint64_t	version;
+
+	if (cx_shard_put_dirty_marker(w->s, w->shard_id, 1, err) != CX_OK)
+		return err->code;
+	return cx_commit(w->s, "register shard", register_rebase, w, NULL,
+					 &version, err);
+}
+
 cx_code
 cx_sw_register(cx_shardwriter *w, cx_err *err)
 {
 	cx_manifest *base;
 	bool		done;
-	uint64_t	version;
 	cx_code		rc;
 
 	if (cx_manifest_load_latest(w->s, &base, err) != CX_OK)
@@ -111,8 +127,7 @@ cx_sw_register(cx_shardwriter *w, cx_err *err)
 	if (rc == CX_OK && done)
 		rc = adopt_base(w, base, err);
 	else if (rc == CX_OK)
-		rc = cx_commit(w->s, "register shard", register_rebase, w, NULL,
-					   &version, err);
+		rc = register_marked(w, err);
 	if (rc == CX_OK && done)
 		cx_sw_keep_base(w, base);
 	else

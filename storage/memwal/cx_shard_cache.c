@@ -88,6 +88,15 @@ remember(shard_cache *c, int at, const cx_shard_manifest *m)
 	c->m[at] = copy;
 }
 
+bool
+cx_shard_cache_lists_generations(const cx_objstore *s, const char *shard_id)
+{
+	const shard_cache *c = s->cache;
+	int			at = c != NULL ? find(c, shard_id) : -1;
+
+	return at >= 0 && c->m[at]->ngens > 0;
+}
+
 cx_code
 cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 									 cx_shard_manifest **out, cx_err *err)

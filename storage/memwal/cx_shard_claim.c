@@ -111,6 +111,7 @@ claim_version(cx_shardwriter *w, cx_err *err)
 		{
 			cx_shard_manifest_free(cur);
 			w->m = next;
+			cx_sw_clear_dirty(w);
 			return CX_OK;
 		}
 		cx_shard_manifest_free(next);

@@ -114,12 +114,18 @@ cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next, cx_err *err)
 	char		what[64];
 	cx_code		rc;
 
+	if (cx_sw_mark_dirty(w, next, err) != CX_OK)
+	{
+		cx_shard_manifest_free(next);
+		return err->code;
+	}
 	rc = cx_shard_manifest_put(w->s, next, &winner, &unknown, err);
 	if (rc == CX_OK && winner == NULL)
 	{
 		cx_shard_manifest_free(w->m);
 		w->m = next;
 		cx_sw_proved_current(w);
+		cx_sw_clear_dirty(w);
 		return CX_OK;
 	}
 	if (rc == CX_OK)

@@ -104,6 +104,11 @@ cx_code		cx_shard_manifest_load_latest_cached(cx_objstore *s,
 												 cx_shard_manifest **out,
 												 cx_err *err);
 
+/* Whether the manifest the handle keeps of shard_id lists generations
+ * (false when it keeps none): a guess that the shard still does. */
+bool		cx_shard_cache_lists_generations(const cx_objstore *s,
+											 const char *shard_id);
+
 /*
  * Writes m at m->version with put-if-absent (the writer's commit: version is
  * the previous one + 1).  On CX_OK, *winner is NULL if m holds the version,

@@ -673,6 +673,7 @@ cx_sw_open_kept(cx_objstore *s, const char *shard_id,
 	if (w == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
 	w->s = s;
+	w->markers_maybe = true;	/* until this writer deletes them */
 	cx_memtable_init(&w->mt);
 	cx_buf_init(&w->wal_bytes);
 	cx_buf_init(&w->staged_rows);

@@ -15,6 +15,7 @@
 #define WAL_DIR "wal/"
 #define WAL_SUFFIX ".wal"
 #define BASE_VERSION_SUFFIX ".manifest"
+#define DIRTY_MARKER_SUFFIX ".dirty"
 
 const cx_vseq cx_layout_base_versions = {CX_VERSIONS_PREFIX, BASE_VERSION_SUFFIX, false};
 const cx_vseq cx_layout_iceberg_versions = {CX_ICEBERG_METADATA_PREFIX "v", ".metadata.json", true};
@@ -113,6 +114,15 @@ cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q)
 	shard_key(shard_id, WAL_DIR, prefix);
 	q->prefix = prefix;
 	q->suffix = WAL_SUFFIX;
+	q->unpadded = false;
+}
+
+void
+cx_layout_dirty_markers(const char *shard_id, char *prefix, cx_vseq *q)
+{
+	snprintf(prefix, CX_KEY_MAX + 1, CX_DIRTY_PREFIX "%s.", shard_id);
+	q->prefix = prefix;
+	q->suffix = DIRTY_MARKER_SUFFIX;
 	q->unpadded = false;
 }
 
@@ -250,6 +260,28 @@ parse_random_named(const char *key, cx_object_name *name)
 	return CX_OBJECT_NONE;
 }
 
+/* A key below "_dirty/": a shard's dirty marker, its shard id all that
+ * precedes the number. */
+static cx_object_kind
+parse_dirty_marker(const char *key, cx_object_name *name)
+{
+	const char *id = key + strlen(CX_DIRTY_PREFIX);
+	size_t		tail = 1 + CX_VSEQ_DIGITS + strlen(DIRTY_MARKER_SUFFIX);
+	size_t		len = strlen(id);
+	char		built[CX_KEY_MAX + 1];
+	cx_vseq		q;
+
+	if (len <= tail || len - tail > CX_SHARD_ID_MAX)
+		return CX_OBJECT_NONE;
+	memcpy(name->shard_id, id, len - tail);
+	name->shard_id[len - tail] = '\0';
+	if (!cx_layout_shard_id_ok(name->shard_id))
+		return CX_OBJECT_NONE;
+	cx_layout_dirty_markers(name->shard_id, built, &q);
+	return cx_vseq_parse(&q, key, &name->number) ?
+		CX_OBJECT_DIRTY_MARKER : CX_OBJECT_NONE;
+}
+
 /* A key below "_shards/": its shard id, then which of the shard's keys. */
 static cx_object_kind
 parse_shard_object(const char *key, cx_object_name *name)
@@ -290,6 +322,8 @@ parse_key(const char *key, cx_object_name *name)
 		return CX_OBJECT_BASE_VERSION;
 	if (strncmp(key, CX_SHARDS_PREFIX, strlen(CX_SHARDS_PREFIX)) == 0)
 		return parse_shard_object(key, name);
+	if (strncmp(key, CX_DIRTY_PREFIX, strlen(CX_DIRTY_PREFIX)) == 0)
+		return parse_dirty_marker(key, name);
 	return parse_random_named(key, name);
 }
 

@@ -24,6 +24,9 @@
 #define CX_VERSIONS_PREFIX "_versions/"
 #define CX_LATEST_HINT_KEY "_latest"
 #define CX_SHARDS_PREFIX "_shards/"
+/* The dirty markers of every shard, found by one listing
+ * (memwal/cx_shard_dirty.c). */
+#define CX_DIRTY_PREFIX "_dirty/"
 
 #define CX_FRAGMENT_PREFIX "data/"
 #define CX_FRAGMENT_SUFFIX ".parquet"
@@ -68,6 +71,13 @@ extern const cx_vseq cx_layout_base_versions;
 void		cx_layout_shard_versions(const char *shard_id, char *prefix,
 									 cx_vseq *q);
 void		cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q);
+
+/* "_dirty/<shard_id>.<20 digits>.dirty": shard_id's dirty markers, numbered
+ * by the shard-manifest version each one precedes; all in one directory so
+ * that one listing finds them.  The prefix "_dirty/<shard_id>." also
+ * matches the markers of longer ids ("a." those of "a.b"). */
+void		cx_layout_dirty_markers(const char *shard_id, char *prefix,
+									cx_vseq *q);
 
 /* "_shards/<shard_id>/_latest". */
 void		cx_layout_shard_hint(const char *shard_id, char *key);

@@ -21,10 +21,22 @@
  *
  * Shard manifests come through the handle's cache (memwal/cx_shard_cache.c):
  * one HEAD per shard that did not change since this handle last read it.
+ *
+ * Shards the base flags dirty_marked are read only if they have a dirty
+ * marker (memwal/cx_shard_dirty.c), all found by one listing, made when it
+ * may save requests (such a shard this handle did not last see listing
+ * generations) and before the base check above.
+ *
+ * A shard without a marker at the listing had a newest manifest listing no
+ * generation: everything it ever sealed was merged into a base version
+ * committed before the drain that emptied it, so before the listing, so
+ * into the base the check above ends on; and a generation sealed before
+ * the snapshot began has its marker put before it.  Invariant 21.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "objstore/cx_layout.h"
 #include "scan/cx_scan_int.h"
 
 /* Rounds of "a newer base registers another shard" before giving up. */
@@ -36,8 +48,12 @@ typedef struct loaded
 {
 	uint32_t	n;
 	uint32_t	cap;
-	cx_shard_manifest **m;		/* m[i] NULL: the shard has no manifest */
+	cx_shard_manifest **m;		/* m[i] NULL: the shard has no manifest, or
+								 * none that lists a generation */
 	char	  **ids;
+	bool		listed;			/* the dirty markers were listed */
+	uint32_t	ndirty;
+	char	  **dirty;			/* shard ids with a dirty marker */
 } loaded;
 
 static void
@@ -50,6 +66,9 @@ loaded_free(loaded *l)
 	}
 	free(l->m);
 	free(l->ids);
+	for (uint32_t i = 0; i < l->ndirty; i++)
+		free(l->dirty[i]);
+	free(l->dirty);
 }
 
 /* Index of shard_id among the loaded, or -1. */
@@ -62,41 +81,126 @@ loaded_find(const loaded *l, const char *shard_id)
 	return -1;
 }
 
-/* Reads the newest manifest of each shard of base not read yet; *added
- * says whether there was any. */
+/* Whether shard_id has a dirty marker among those listed. */
+static bool
+listed_dirty(const loaded *l, const char *shard_id)
+{
+	for (uint32_t i = 0; i < l->ndirty; i++)
+		if (strcmp(l->dirty[i], shard_id) == 0)
+			return true;
+	return false;
+}
+
+typedef struct dirty_listing
+{
+	loaded	   *l;
+	bool		nomem;
+} dirty_listing;
+
+static bool
+note_dirty(void *arg, const char *key, uint64_t size)
+{
+	dirty_listing *d = arg;
+	loaded	   *l = d->l;
+	cx_object_name name;
+	char	  **grown;
+
+	(void) size;
+	if (cx_object_parse(key, &name) != CX_OBJECT_DIRTY_MARKER ||
+		listed_dirty(l, name.shard_id))
+		return true;
+	grown = realloc(l->dirty, ((size_t) l->ndirty + 1) * sizeof(char *));
+	if (grown == NULL || (grown[l->ndirty] = cx_strdup(name.shard_id)) == NULL)
+	{
+		if (grown != NULL)
+			l->dirty = grown;
+		d->nomem = true;
+		return false;
+	}
+	l->dirty = grown;
+	l->ndirty++;
+	return true;
+}
+
+/* Lists the dirty markers once, if base has a dirty_marked shard not read
+ * yet that the listing may let the snapshot skip: one listing costs no more
+ * than reading that shard (a HEAD warm, four requests cold).  Shards the
+ * handle last saw listing generations most likely still do, and would be
+ * read anyway, so they alone make no listing. */
+static cx_code
+list_dirty(cx_objstore *s, const cx_manifest *base, loaded *l, cx_err *err)
+{
+	dirty_listing d = {l, false};
+	uint32_t	skippable = 0;
+
+	if (l->listed)
+		return CX_OK;
+	for (uint32_t i = 0; i < base->nshards; i++)
+		if (base->shards[i].dirty_marked &&
+			loaded_find(l, base->shards[i].shard_id) < 0 &&
+			!cx_shard_cache_lists_generations(s, base->shards[i].shard_id))
+			skippable++;
+	if (skippable == 0)
+		return CX_OK;
+	if (cx_obj_list(s, CX_DIRTY_PREFIX, note_dirty, &d, err) != CX_OK)
+		return cx_err_prefix(err, "snapshot of %s: listing dirty shards", s->uri);
+	if (d.nomem)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	l->listed = true;
+	return CX_OK;
+}
+
+/* Makes room for one more loaded shard, named id, with no manifest yet. */
+static cx_code
+loaded_add(loaded *l, const char *id, cx_err *err)
+{
+	if (l->n == l->cap)
+	{
+		uint32_t	cap = l->cap ? l->cap * 2 : 8;
+		cx_shard_manifest **m = realloc(l->m, cap * sizeof(*m));
+		char	  **ids;
+
+		if (m == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+		l->m = m;
+		ids = realloc(l->ids, cap * sizeof(*ids));
+		if (ids == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+		l->ids = ids;
+		l->cap = cap;
+	}
+	if ((l->ids[l->n] = cx_strdup(id)) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
+	l->m[l->n] = NULL;
+	l->n++;
+	return CX_OK;
+}
+
+/* Reads the newest manifest of each shard of base not read yet, but of
+ * those the listing proves clean (see above); *added says whether there
+ * was any. */
 static cx_code
 load_new_shards(cx_objstore *s, const cx_manifest *base, loaded *l,
 				bool *added, cx_err *err)
 {
 	*added = false;
+	if (list_dirty(s, base, l, err) != CX_OK)
+		return err->code;
 	for (uint32_t i = 0; i < base->nshards; i++)
 	{
-		const char *id = base->shards[i].shard_id;
+		const cx_shard_mark *sm = &base->shards[i];
 
-		if (loaded_find(l, id) >= 0)
+		if (loaded_find(l, sm->shard_id) >= 0)
 			continue;
-		if (l->n == l->cap)
-		{
-			uint32_t	cap = l->cap ? l->cap * 2 : 8;
-			cx_shard_manifest **m = realloc(l->m, cap * sizeof(*m));
-			char	  **ids;
-
-			if (m == NULL)
-				return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
-			l->m = m;
-			ids = realloc(l->ids, cap * sizeof(*ids));
-			if (ids == NULL)
-				return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
-			l->ids = ids;
-			l->cap = cap;
-		}
-		if ((l->ids[l->n] = cx_strdup(id)) == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "snapshot: out of memory");
-		l->m[l->n] = NULL;
-		l->n++;
-		if (cx_shard_manifest_load_latest_cached(s, id, &l->m[l->n - 1], err) != CX_OK)
-			return cx_err_prefix(err, "snapshot of %s: shard %s", s->uri, id);
+		if (loaded_add(l, sm->shard_id, err) != CX_OK)
+			return err->code;
 		*added = true;
+		if (l->listed && sm->dirty_marked && !listed_dirty(l, sm->shard_id))
+			continue;
+		if (cx_shard_manifest_load_latest_cached(s, sm->shard_id,
+												 &l->m[l->n - 1], err) != CX_OK)
+			return cx_err_prefix(err, "snapshot of %s: shard %s", s->uri,
+								 sm->shard_id);
 	}
 	return CX_OK;
 }

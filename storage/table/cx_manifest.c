@@ -31,6 +31,9 @@
  * shard entry and extension. */
 #define MIN_FRAGMENT_LEN(format) (CX_FRAGENTRY_MIN_LEN + 4 + ((format) >= 2 ? 2 : 0))
 #define MIN_SHARD_LEN (2 + 8)
+
+/* A shard entry's flags (format 4). */
+#define SHARD_DIRTY_MARKED 0x01
 #define MIN_EXT_LEN (4 + 4)
 
 /* "<uri>/<key>", the name error messages give an object. */
@@ -126,6 +129,7 @@ clone_shards(cx_manifest *c, const cx_manifest *src)
 		if (c->shards[i].shard_id == NULL)
 			return false;
 		c->shards[i].merged_gen = src->shards[i].merged_gen;
+		c->shards[i].dirty_marked = src->shards[i].dirty_marked;
 		c->nshards = i + 1;
 	}
 	return true;
@@ -360,6 +364,7 @@ encode_body(const cx_manifest *m, cx_buf *out)
 	{
 		cx_buf_put_str16(out, m->shards[i].shard_id);
 		cx_buf_put_u64(out, m->shards[i].merged_gen);
+		cx_buf_put_u8(out, m->shards[i].dirty_marked ? SHARD_DIRTY_MARKED : 0);
 	}
 	cx_buf_put_u32(out, m->nexts);
 	for (uint32_t i = 0; i < m->nexts; i++)
@@ -503,9 +508,20 @@ decode_fragments(cx_rd *r, uint16_t format, cx_manifest *m)
 	return true;
 }
 
+/* A shard entry's flags (format 4); unknown flags are a damaged entry. */
+static void
+decode_shard_flags(cx_rd *r, uint16_t format, cx_shard_mark *sm)
+{
+	uint8_t		flags = format >= 4 ? cx_rd_u8(r) : 0;
+
+	if (flags & ~SHARD_DIRTY_MARKED)
+		r->bad = true;
+	sm->dirty_marked = (flags & SHARD_DIRTY_MARKED) != 0;
+}
+
 /* The shard list: valid ids, strictly ascending (so no duplicates). */
 static bool
-decode_shards(cx_rd *r, cx_manifest *m)
+decode_shards(cx_rd *r, uint16_t format, cx_manifest *m)
 {
 	uint32_t	n = cx_rd_u32(r);
 
@@ -527,6 +543,7 @@ decode_shards(cx_rd *r, cx_manifest *m)
 		m->nshards = i + 1;
 		sm->shard_id = cx_rd_str16(r);
 		sm->merged_gen = cx_rd_u64(r);
+		decode_shard_flags(r, format, sm);
 		if (!cx_rd_ok(r))
 			return true;
 		if (!cx_layout_shard_id_ok(sm->shard_id) ||
@@ -587,7 +604,7 @@ decode_body(const uint8_t *body, size_t len, uint16_t format, const char *name,
 	mem_ok = cx_manifest_decode_schemas(&r, format, m) &&
 		decode_key(&r, format, m) &&
 		decode_fragments(&r, format, m) &&
-		decode_shards(&r, m) &&
+		decode_shards(&r, format, m) &&
 		decode_exts(&r, m);
 	if (!mem_ok)
 		return cx_err_set(err, CX_ERR_NOMEM,

@@ -26,10 +26,10 @@
 
 #define CX_MANIFEST_MAGIC "CXM1"
 /* Format 2 added truncated_before_us and each fragment's origin shard,
- * format 3 the schema id, the last field id and the schema history; older
- * formats are still read (nothing truncated, origins unknown, schema id 1
- * for a schema, no history). */
-#define CX_MANIFEST_FORMAT 3
+ * format 3 the schema id, the last field id and the schema history, format
+ * 4 each shard's flags; older formats are still read (nothing truncated,
+ * origins unknown, schema id 1 for a schema, no history, no flags). */
+#define CX_MANIFEST_FORMAT 4
 
 /* Opaque, forward-compatible sections (tag, bytes) carried from version to
  * version unchanged unless their owner rewrites them. */
@@ -46,11 +46,17 @@ typedef struct cx_manifest_ext
  * fragments, so readers skip it and its owner may drain it.  A shard is
  * registered (merged_gen 0) by its writer's first claim, so that readers find
  * every shard by reading the base manifest alone.
+ *
+ * dirty_marked: the shard's writers put a dirty marker before any of its
+ * manifest versions lists a generation (memwal/cx_shard_dirty.c), so a
+ * reader need not read its manifest while no marker of it exists.  Set by
+ * registration, never cleared.
  */
 typedef struct cx_shard_mark
 {
 	char	   *shard_id;		/* malloc'd */
 	uint64_t	merged_gen;
+	bool		dirty_marked;
 } cx_shard_mark;
 
 /*
@@ -114,6 +120,9 @@ uint64_t	cx_manifest_merged_gen(const cx_manifest *m, const char *shard_id);
 /* Adds the shard with watermark 0 unless it is already registered. */
 cx_code		cx_manifest_register_shard(cx_manifest *m, const char *shard_id,
 									   cx_err *err);
+/* Sets the shard's dirty_marked (registering it if needed). */
+cx_code		cx_manifest_set_dirty_marked(cx_manifest *m, const char *shard_id,
+										 cx_err *err);
 /* Raises the shard's watermark (registering it if needed); lowering it is
  * CX_ERR_INVALID: generations once merged must stay merged. */
 cx_code		cx_manifest_set_merged_gen(cx_manifest *m, const char *shard_id,

@@ -116,6 +116,7 @@ shard_entry(cx_manifest *m, const char *shard_id, cx_shard_mark **out,
 			(m->nshards - i) * sizeof(cx_shard_mark));
 	m->shards[i].shard_id = copy;
 	m->shards[i].merged_gen = 0;
+	m->shards[i].dirty_marked = false;
 	m->nshards++;
 	*out = &m->shards[i];
 	return CX_OK;
@@ -127,6 +128,18 @@ cx_manifest_register_shard(cx_manifest *m, const char *shard_id, cx_err *err)
 	cx_shard_mark *sm;
 
 	return shard_entry(m, shard_id, &sm, err);
+}
+
+cx_code
+cx_manifest_set_dirty_marked(cx_manifest *m, const char *shard_id,
+							 cx_err *err)
+{
+	cx_shard_mark *sm;
+
+	if (shard_entry(m, shard_id, &sm, err) != CX_OK)
+		return err->code;
+	sm->dirty_marked = true;
+	return CX_OK;
 }
 
 cx_code

@@ -114,6 +114,12 @@ CX_TEST(layout_shard_keys_parse_back)
 		cx_layout_shard_hint(ids[i], key);
 		snprintf(literal, sizeof(literal), "_shards/%s/_latest", ids[i]);
 		CHECK(parses_as(key, literal, &want));
+
+		want = numbered(CX_OBJECT_DIRTY_MARKER, ids[i], 9);
+		cx_layout_dirty_markers(ids[i], prefix, &q);
+		cx_vseq_key(&q, 9, key);
+		snprintf(literal, sizeof(literal), "_dirty/%s.00000000000000000009.dirty", ids[i]);
+		CHECK(parses_as(key, literal, &want));
 	}
 }
 
@@ -129,6 +135,12 @@ CX_TEST(layout_parses_nothing_else)
 		"_versions/0000000000000000004x.manifest",
 		"_versions/00000000000000000042.shard",
 		"_versions/00000000000000000042.manifest/x",
+		"_dirty/s1.00000000000000000000.dirty",	/* 0 */
+		"_dirty/s1.00000000000000000009",
+		"_dirty/s?.00000000000000000009.dirty",
+		"_dirty/s1/00000000000000000009.dirty",
+		"_dirty/.00000000000000000009.dirty",
+		"_dirty/00000000000000000009.dirty",
 		"x/_versions/00000000000000000042.manifest",
 		"_versions/._versions/00000000000000000042.manifest.tmp.0123456789abcdef",
 		"._latest.tmp.0123456789abcdef",

@@ -339,7 +339,7 @@ CX_TEST(manifest_round_trip_minimal)
 	 * truncated_before_us, three counts, crc */
 	CHECK(b.len == 12 + 8 + 16 + 8 + 2 + 1 + 4 + 4 + 4 + 2 + 1 + 8 + 4 + 4 + 4 + 4);
 	CHECK(memcmp(b.data, "CXM1", 4) == 0);
-	CHECK(cx_load_u16(b.data + 4) == 3 && cx_load_u16(b.data + 6) == 0);
+	CHECK(cx_load_u16(b.data + 4) == 4 && cx_load_u16(b.data + 6) == 0);
 	CHECK(cx_load_u32(b.data + 8) == b.len - 16);
 	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "m", &d, &err), &err);
 	CHECK(d->schema == NULL && d->nfragments == 0 && d->nexts == 0);
@@ -1051,7 +1051,7 @@ CX_TEST(manifest_bad_memwal_fields_are_rejected)
 
 /* The example in docs/FORMAT.md ("Manifests", "Example"), byte for byte. */
 static const uint8_t format_example[92] = {
-		0x43, 0x58, 0x4d, 0x31, 0x03, 0x00, 0x00, 0x00, 0x4c, 0x00, 0x00, 0x00,
+		0x43, 0x58, 0x4d, 0x31, 0x04, 0x00, 0x00, 0x00, 0x4c, 0x00, 0x00, 0x00,
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
 		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
@@ -1062,22 +1062,95 @@ static const uint8_t format_example[92] = {
 		0x00, 0x00, 0x00,
 		0x00, 0xa0, 0xab, 0xc9, 0x0b, 0x01, 0x06, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x8d, 0x8e, 0x8c, 0x62};
+		0x44, 0x89, 0x40, 0x37};
 
-CX_TEST(manifest_encoding_matches_format_example)
+/* The same store with one shard "s1", merged through 0, dirty_marked: the
+ * shard entry of docs/FORMAT.md's example, in format 4. */
+static const uint8_t format_example_shard[105] = {
+		0x43, 0x58, 0x4d, 0x31, 0x04, 0x00, 0x00, 0x00, 0x59, 0x00, 0x00, 0x00,
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+		0x00, 0x40, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00,
+		0x06, 0x00, 0x61, 0x70, 0x70, 0x65, 0x6e, 0x64,
+		0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00,
+		0x00, 0xa0, 0xab, 0xc9, 0x0b, 0x01, 0x06, 0x00,
+		0x00, 0x00, 0x00, 0x00,
+		0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x73, 0x31,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+		0x00, 0x00, 0x00, 0x00,
+		0xbc, 0x84, 0x83, 0xa7};
+
+/* Fills in the example's fields (docs/FORMAT.md, "Example"). */
+static cx_manifest *
+format_example_manifest(void)
 {
-	const uint8_t *expect = format_example;
 	cx_manifest *m = cx_manifest_new();
-	cx_buf		b;
-	cx_err		err;
 
-	REQUIRE(m != NULL);
+	if (m == NULL)
+		return NULL;
 	m->version = 1;
 	for (int i = 0; i < 16; i++)
 		m->commit_id[i] = (uint8_t) i;
 	m->committed_at_us = 1700000000000000LL;
 	m->truncated_before_us = 1690000000000000LL;
 	m->operation = cx_strdup("append");
+	return m;
+}
+
+/*
+ * A shard's dirty_marked flag is the u8 after its watermark (format 4);
+ * format 3 has no such byte and reads as unflagged; a flag bit this format
+ * does not define is refused.
+ */
+CX_TEST(manifest_shard_flags_match_format_example)
+{
+	cx_manifest *m = format_example_manifest();
+	cx_manifest *d = NULL;
+	cx_buf		b;
+	cx_code		code;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
+	REQUIRE_OK(cx_manifest_set_dirty_marked(m, "s1", &err), &err);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
+	CHECK(b.len == sizeof(format_example_shard) &&
+		  memcmp(b.data, format_example_shard, b.len) == 0);
+	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "v4", &d, &err), &err);
+	CHECK(d->nshards == 1 && d->shards[0].dirty_marked);
+	cx_manifest_free(d);
+
+	b.data[96] = 0x02;			/* the flags */
+	fix_crc(&b);
+	CHECK(rejected(b.data, b.len, &code) && code == CX_ERR_CORRUPT);
+
+	/* Format 3: the same without the flags byte. */
+	b.len = 0;
+	cx_buf_put(&b, format_example_shard, 96);
+	cx_buf_put(&b, format_example_shard + 97, sizeof(format_example_shard) - 97);
+	b.data[4] = 3;
+	b.data[8] = 0x58;
+	fix_crc(&b);
+	CHECK(b.len == 104 && cx_load_u32(b.data + 100) == 0x36f531d3);
+	REQUIRE_OK(cx_manifest_decode(b.data, b.len, "v3", &d, &err), &err);
+	CHECK(d->nshards == 1 && !d->shards[0].dirty_marked &&
+		  strcmp(d->shards[0].shard_id, "s1") == 0);
+	cx_manifest_free(d);
+	cx_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(manifest_encoding_matches_format_example)
+{
+	const uint8_t *expect = format_example;
+	cx_manifest *m = format_example_manifest();
+	cx_buf		b;
+	cx_err		err;
+
+	REQUIRE(m != NULL);
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_manifest_encode(m, &b, &err), &err);
 	CHECK(b.len == sizeof(format_example) && memcmp(b.data, expect, b.len) == 0);
@@ -1086,16 +1159,27 @@ CX_TEST(manifest_encoding_matches_format_example)
 }
 
 /*
- * Formats 1 and 2 (docs/FORMAT.md, the examples before format 3) are still
- * read: no schema id, history or last field id (format 2), and nothing
- * truncated, every origin unknown (format 1).
+ * Formats 1 to 3 (docs/FORMAT.md, the examples before format 4) are still
+ * read: no shard flags (format 3; the example has no shard, so only the
+ * format differs), no schema id, history or last field id (format 2), and
+ * nothing truncated, every origin unknown (format 1).
  */
 CX_TEST(manifest_formats_1_and_2_are_still_read)
 {
+	cx_buf		v3;
 	cx_buf		v2;
 	cx_buf		v1;
 	cx_manifest *d = NULL;
 	cx_err		err;
+
+	cx_buf_init(&v3);
+	cx_buf_put(&v3, format_example, sizeof(format_example));
+	v3.data[4] = 3;
+	fix_crc(&v3);
+	CHECK(cx_load_u32(v3.data + 88) == 0x628c8e8d);
+	REQUIRE_OK(cx_manifest_decode(v3.data, v3.len, "v3", &d, &err), &err);
+	cx_manifest_free(d);
+	cx_buf_free(&v3);
 
 	/* The format 3 example without schema_id, last_field_id and the
 	 * history count (bytes 53-64). */

@@ -1075,6 +1075,7 @@ verify_object(verify_ctx *ctx, const char *key)
 		case CX_OBJECT_SHARD_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
 		case CX_OBJECT_COMPACTION_LEASE:
+		case CX_OBJECT_DIRTY_MARKER:
 		case CX_OBJECT_NONE:
 			return;
 	}

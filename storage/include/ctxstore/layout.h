@@ -28,7 +28,8 @@ typedef enum cx_object_kind
 	CX_OBJECT_WAL_ENTRY,		/* _shards/<id>/wal/<20 digits>.wal */
 	CX_OBJECT_ACCESS_CHECK,		/* CX_ACCESS_CHECK_KEY */
 	CX_OBJECT_INDEX_SEGMENT,	/* index/<32 lowercase hex>.cxk */
-	CX_OBJECT_COMPACTION_LEASE	/* _compaction/lease */
+	CX_OBJECT_COMPACTION_LEASE,	/* _compaction/lease */
+	CX_OBJECT_DIRTY_MARKER		/* _dirty/<id>.<20 digits>.dirty */
 } cx_object_kind;
 
 /* A key taken apart; fields the kind does not have are zero. */
