@@ -527,6 +527,60 @@ CX_TEST(small_merge_reads_its_generation_and_a_block_per_key)
 	cx_obj_close(s);
 }
 
+/* A merge of segments takes the newest ones, and an older one only once
+ * the newer together reach half its entries: a large base's segment is not
+ * rewritten for every few small merges (it was, with all of them). */
+CX_TEST(key_index_merge_leaves_a_big_old_segment_alone)
+{
+	static const char *const keys[] = {"a5", "a999", "b3", "b15", "zz"};
+	size_t		lens[5];
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_options opt;
+	cx_keyindex_result res;
+	cx_keyindex ix;
+	cx_probe_result indexed;
+	cx_probe_result scanned;
+	char	   *big;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	for (int i = 0; i < 5; i++)
+		lens[i] = strlen(keys[i]);
+	cx_keyindex_options_default(&opt);
+	opt.max_segments = 2;
+	REQUIRE_OK(merge_range(s, "a", 0, 1000, 1000, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	REQUIRE(ix.n == 1);
+	big = cx_strdup(ix.segs[0].path);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	for (int i = 0; i < 2; i++)
+	{
+		REQUIRE_OK(merge_range(s, "b", i * 10, 10, 5000 + i * 100, &err), &err);
+		REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+	}
+	/* three segments, two allowed: the two small ones merged */
+	CHECK(res.segments_merged == 2);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	CHECK(ix.n == 2 && strcmp(ix.segs[0].path, big) == 0 &&
+		  ix.segs[0].entries == 1000 && ix.segs[1].entries == 20);
+	REQUIRE_OK(cx_base_probe(s, m, 0, (const uint8_t *const *) keys, lens, 5,
+							 &indexed, &err), &err);
+	REQUIRE_OK(probe_by_columns(s, m, 0, (const uint8_t *const *) keys, lens,
+								5, &scanned, &err), &err);
+	CHECK(indexed.nhits == 4 && same_hits(&indexed, &scanned));
+	cx_probe_result_free(&indexed);
+	cx_probe_result_free(&scanned);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	free(big);
+	cx_obj_close(s);
+}
+
 CX_TEST(key_index_update_table_indexes_key_and_upsert_column)
 {
 	cx_objstore *s = mw_open_store();
