@@ -275,9 +275,10 @@ cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b)
  * The block cache
  *
  * Lookups keep the blocks they read (root, index and data blocks), per
- * process, in an LRU bounded by bytes (cx_keyindex_cache_limit): segments
- * are immutable and randomly named, so a cached block is never stale and a
- * segment that a merge of segments or GC removed just ages out.  A process
+ * process, in an LRU bounded by bytes (CX_KEYINDEX_CACHE_DEFAULT, changed
+ * by cx_keyindex_cache_set_limit): segments are immutable and randomly
+ * named, so a cached block is never stale and a segment that a merge of
+ * segments or GC removed just ages out.  A process
  * that looks up again (the uniqueness check of every INSERT, the merges of
  * the maintenance worker) reads only the blocks that are not cached: once
  * the index fits, none.  Walks and checks never use it: they must see the
@@ -289,13 +290,12 @@ cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b)
 #define CACHE_NAME_LEN (CX_KEY_MAX + 96)
 
 static cx_lru *block_cache;
-static size_t block_cache_limit = CX_KEYINDEX_CACHE_DEFAULT;
 static pthread_once_t block_cache_once = PTHREAD_ONCE_INIT;
 
 static void
 block_cache_init(void)
 {
-	block_cache = cx_lru_new(block_cache_limit);
+	block_cache = cx_lru_new(CX_KEYINDEX_CACHE_DEFAULT);
 }
 
 /* The process's block cache; NULL without memory (then nothing is kept). */
