@@ -32,6 +32,7 @@ cx_merge_options_default(cx_merge_options *o)
 static void
 merge_state_free(merge_state *ms)
 {
+	cx_gen_memo_close(ms->memo);
 	cx_manifest_free(ms->start);
 	cx_shard_manifest_free(ms->sm);
 	if (ms->table != NULL)
@@ -162,7 +163,8 @@ find_truncation(merge_state *ms, cx_err *err)
 	ms->cut_ts = ms->start->truncated_before_us;
 	for (uint32_t i = ms->ngens; ms->keyed && i > 0; i--)
 	{
-		if (cx_marker_find(ms->s, &ms->gens[i - 1].fragment, ms->table,
+		if (cx_marker_find(cx_gen_memo_store(ms->memo),
+						   &ms->gens[i - 1].fragment, ms->table,
 						   ms->key_col, &ms->mark, err) != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
 		if (!ms->mark.found)
@@ -275,7 +277,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		merge_state_free(&ms);
 		return rc;
 	}
-	rc = fix_table(&ms, err);
+	rc = cx_gen_memo_open(s, ms.gens, ms.ngens, &ms.memo, err);
+	if (rc == CX_OK)
+		rc = fix_table(&ms, err);
 	if (rc == CX_OK)
 		rc = find_truncation(&ms, err);
 	if (rc == CX_OK && ms.keyed)

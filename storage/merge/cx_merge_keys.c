@@ -62,8 +62,9 @@ cx_merge_build_keymap(merge_state *ms, cx_err *err)
 	{
 		gen_keys	gk = {ms, i};
 
-		if (cx_keyscan(ms->s, &ms->gens[i].fragment, ms->table, ms->key_col,
-					   NULL, add_merged_key, &gk, err) != CX_OK)
+		if (cx_keyscan(cx_gen_memo_store(ms->memo), &ms->gens[i].fragment,
+					   ms->table, ms->key_col, NULL, add_merged_key, &gk,
+					   err) != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
 	}
 	return CX_OK;

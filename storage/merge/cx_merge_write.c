@@ -232,7 +232,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	uint64_t	row = 0;
 	cx_code		rc;
 
-	if (cx_fragr_open_entry(wr->ms->s, fi, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(cx_gen_memo_store(wr->ms->memo), fi, &r,
+							err) != CX_OK)
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
 	/* Generations written under an older schema are read by field id into

@@ -494,10 +494,10 @@ counted_merge(cx_objstore *s, int first, uint64_t *read, uint64_t *merged,
 
 /*
  * A small merge into a large indexed base, on a handle that merged before
- * (the maintenance worker's): it reads its generation, the shard manifest
- * and, per merged key and index segment, at most one block beyond those a
- * lookup keeps; never the base manifest (the handle holds the version it
- * wrote), nor a base fragment (the index covers them all).
+ * (the maintenance worker's): it reads its generation once, the shard
+ * manifest and, per merged key and index segment, at most one block beyond
+ * those a lookup keeps; never the base manifest (the handle holds the
+ * version it wrote), nor a base fragment (the index covers them all).
  */
 CX_TEST(small_merge_reads_its_generation_and_a_block_per_key)
 {
@@ -525,6 +525,8 @@ CX_TEST(small_merge_reads_its_generation_and_a_block_per_key)
 	 * key, and the roots of the newer one */
 	CHECK(gets_of[CX_OBJECT_INDEX_SEGMENT] <= 2 * 8 + 2);
 	CHECK(base_fragment_gets == 0);
+	/* its generation once, though the merge reads it twice */
+	CHECK(gets_of[CX_OBJECT_FRAGMENT] == 1);
 	cx_obj_close(s);
 }
 
