@@ -46,3 +46,7 @@ printf '%-36s %10s %10s %8s\n' "16 sessions, single-row txns" "$heap1" "$ctx1" "
 printf '%-36s %10s %10s %8s\n' "16 sessions, single-row, deferred" "$heapd" "$ctxd" "$(ratio "$ctxd" "$heapd")"
 printf '%-36s %10s %10s %8s\n' "4 sessions, 1000-row INSERTs" "$heapb" "$ctxb" "$(ratio "$ctxb" "$heapb")"
 echo "single-row store stats: $stats"
+# What the maintenance worker read to merge the sealed single-row store.
+psql_b -tA -F' ' -c "SELECT s->'merge'->>'merges', round((s->'merge'->'requests'->>'bytes_read')::numeric / 1e6, 2), round((s->'merge'->>'bytes')::numeric / 1e6, 2) FROM ctxstore.stats('ctx_single') s" |
+  awk '{ printf "%-36s %8s %10s %10s %10s\n%-36s %8s %10s %10s %10.2f\n", "merges_of", "merges", "read_MB", "merged_MB", "read_per_merged", "16 sessions, single-row txns", $1, $2, $3, ($3 > 0 ? $2 / $3 : 0) }'
+

@@ -1,6 +1,6 @@
 /*
  * cx_shard_cache.c — the newest shard manifests a handle read, kept on the
- * handle (cx_objstore.cache) so that a reader that comes back pays one HEAD
+ * handle (cx_objstore.caches) so that a reader that comes back pays one HEAD
  * per unchanged shard instead of a cold lookup (hint GET, HEADs, manifest
  * GET and decode).  docs/design/scan.md ("Many shards") says why this and
  * not a base-manifest summary.
@@ -54,9 +54,11 @@ cache_free(void *p)
 static shard_cache *
 cache_of(cx_objstore *s)
 {
-	if (s->cache == NULL && (s->cache = calloc(1, sizeof(shard_cache))) != NULL)
-		s->cache_free = cache_free;
-	return s->cache;
+	cx_handle_cache *slot = &s->caches[CX_CACHE_SHARD_MANIFESTS];
+
+	if (slot->p == NULL && (slot->p = calloc(1, sizeof(shard_cache))) != NULL)
+		slot->free_fn = cache_free;
+	return slot->p;
 }
 
 static int

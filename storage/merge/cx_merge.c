@@ -32,6 +32,7 @@ cx_merge_options_default(cx_merge_options *o)
 static void
 merge_state_free(merge_state *ms)
 {
+	cx_gen_memo_close(ms->memo);
 	cx_manifest_free(ms->start);
 	cx_shard_manifest_free(ms->sm);
 	if (ms->table != NULL)
@@ -168,7 +169,8 @@ find_truncation(merge_state *ms, cx_err *err)
 		if (cx_generation_open(ms->s, ms->sm, &ms->gens[i - 1], &from,
 							   err) != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
-		rc = cx_marker_find(from, &ms->gens[i - 1].fragment, ms->table,
+		rc = cx_marker_find(cx_gen_memo_source(ms->memo, from),
+							&ms->gens[i - 1].fragment, ms->table,
 							ms->key_col, &ms->mark, err);
 		cx_generation_done(ms->s, from);
 		if (rc != CX_OK)
@@ -283,7 +285,9 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		merge_state_free(&ms);
 		return rc;
 	}
-	rc = fix_table(&ms, err);
+	rc = cx_gen_memo_open(s, ms.gens, ms.ngens, &ms.memo, err);
+	if (rc == CX_OK)
+		rc = fix_table(&ms, err);
 	if (rc == CX_OK)
 		rc = find_truncation(&ms, err);
 	if (rc == CX_OK && ms.keyed)

@@ -39,7 +39,9 @@
  *
  * Costs: the merged generations' keys are held in memory (a cx_keymap; about
  * 100 bytes per distinct key plus the key bytes), and so are the surviving
- * rows of a sorted merge, up to sort_memory bytes per sorted run; finding
+ * rows of a sorted merge, up to sort_memory bytes per sorted run, and so
+ * are the bytes of the small generations (read once for both passes, at
+ * most 16 MiB: cx_merge_memo.c); finding
  * the base rows they replace is a probe of the base for the merged keys
  * (cx_base_probe.h): the key index where it covers the base, key columns
  * elsewhere.

@@ -9,6 +9,8 @@
  *   cx_merge_deletions.c  deletions gathered per fragment path
  *   cx_merge_sort.c       the sort key and the sorted runs rows are
  *                         written from
+ *   cx_merge_memo.c       the view generations are read through, each
+ *                         small one once
  * Not a public interface.
  */
 #ifndef CX_MERGE_INT_H
@@ -80,9 +82,27 @@ void		cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
 int			cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *a,
 							  const uint8_t *b);
 
+/*
+ * A read-only view of a store that holds the chosen generations' bytes
+ * after their first read (cx_merge_memo.c): the merge reads each twice.
+ * Requests it passes on are made on real.
+ */
+typedef struct cx_gen_memo cx_gen_memo;
+
+cx_code		cx_gen_memo_open(cx_objstore *real, const cx_generation *gens,
+							 uint32_t n, cx_gen_memo **out, cx_err *err);
+/*
+ * The store to read a generation through, given where cx_generation_open
+ * says its bytes are: the memo's view (gets and heads only) for one with
+ * its own object on real; an inline one's in-memory store as it is.
+ */
+cx_objstore *cx_gen_memo_source(cx_gen_memo *m, cx_objstore *from);
+void		cx_gen_memo_close(cx_gen_memo *m);
+
 typedef struct merge_state
 {
 	cx_objstore *s;
+	cx_gen_memo *memo;			/* read the chosen generations through it */
 	const char *shard_id;
 	cx_merge_options opt;
 	cx_manifest *start;			/* the base version the merge read */

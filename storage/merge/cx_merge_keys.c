@@ -67,7 +67,8 @@ cx_merge_build_keymap(merge_state *ms, cx_err *err)
 		if (cx_generation_open(ms->s, ms->sm, &ms->gens[i], &from,
 							   err) != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
-		rc = cx_keyscan(from, &ms->gens[i].fragment, ms->table, ms->key_col,
+		rc = cx_keyscan(cx_gen_memo_source(ms->memo, from),
+						&ms->gens[i].fragment, ms->table, ms->key_col,
 						NULL, add_merged_key, &gk, err);
 		cx_generation_done(ms->s, from);
 		if (rc != CX_OK)

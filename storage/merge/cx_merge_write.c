@@ -237,7 +237,8 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 						   &from, err) != CX_OK)
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
-	if (cx_fragr_open_entry(from, fi, &r, err) != CX_OK)
+	if (cx_fragr_open_entry(cx_gen_memo_source(wr->ms->memo, from), fi, &r,
+							err) != CX_OK)
 	{
 		cx_generation_done(wr->ms->s, from);
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],

@@ -218,8 +218,9 @@ cx_obj_close(cx_objstore *s)
 {
 	if (s == NULL)
 		return;
-	if (s->cache != NULL)
-		s->cache_free(s->cache);
+	for (int i = 0; i < CX_HANDLE_CACHES; i++)
+		if (s->caches[i].p != NULL)
+			s->caches[i].free_fn(s->caches[i].p);
 	s->ops->close(s);
 }
 

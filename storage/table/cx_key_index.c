@@ -275,31 +275,55 @@ cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b)
 /* --------------------------------------------------------------------------
  * The block cache
  *
- * Lookups keep the root and index blocks they read, per process: segments
- * are immutable, so a cached block is never stale, and every lookup after
- * the first reads only data blocks (one GET per value's block instead of one
- * per level).  A fixed table of slots indexed by hash, a newer block
- * replacing whatever held its slot, bounds the memory to CACHE_SLOTS blocks
- * (about 8 MiB at the default block size).  Walks and checks never use it:
- * they must see the object's bytes.
+ * Lookups keep the blocks they read (root, index and data blocks), per
+ * process, in an LRU bounded by bytes (CX_KEYINDEX_CACHE_DEFAULT, changed
+ * by cx_keyindex_cache_set_limit): segments are immutable and randomly
+ * named, so a cached block is never stale and a segment that a merge of
+ * segments or GC removed just ages out.  A process
+ * that looks up again (the uniqueness check of every INSERT, the merges of
+ * the maintenance worker) reads only the blocks that are not cached: once
+ * the index fits, none.  Walks and checks never use it: they must see the
+ * object's bytes.
  * -------------------------------------------------------------------------- */
-
-#define CACHE_SLOTS 1024
-#define CACHE_MAX_BLOCK (64 * 1024)	/* bigger blocks are not kept */
 
 /* A block's name in the cache: "<offset>@<path>@<store uri>", the uri cut
  * if it is long (paths are random, so offset and path alone are unique). */
 #define CACHE_NAME_LEN (CX_KEY_MAX + 96)
 
-typedef struct cache_slot
-{
-	char	   *name;			/* malloc'd */
-	uint8_t    *bytes;
-	size_t		len;
-} cache_slot;
+static cx_lru *block_cache;
+static pthread_once_t block_cache_once = PTHREAD_ONCE_INIT;
 
-static cache_slot cache[CACHE_SLOTS];
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void
+block_cache_init(void)
+{
+	block_cache = cx_lru_new(CX_KEYINDEX_CACHE_DEFAULT);
+}
+
+/* The process's block cache; NULL without memory (then nothing is kept). */
+static cx_lru *
+the_cache(void)
+{
+	pthread_once(&block_cache_once, block_cache_init);
+	return block_cache;
+}
+
+void
+cx_keyindex_cache_set_limit(size_t bytes)
+{
+	cx_lru	   *c = the_cache();
+
+	if (c != NULL)
+		cx_lru_set_limit(c, bytes);
+}
+
+cx_lru_stats
+cx_keyindex_cache_stats(void)
+{
+	cx_lru	   *c = the_cache();
+	cx_lru_stats none = {0};
+
+	return c != NULL ? cx_lru_stats_of(c) : none;
+}
 
 static void
 cache_name(const cx_objstore *s, const char *path, uint64_t offset,
@@ -309,59 +333,23 @@ cache_name(const cx_objstore *s, const char *path, uint64_t offset,
 			 s->uri);
 }
 
-static cache_slot *
-cache_slot_of(const char *name)
-{
-	uint64_t	h = 14695981039346656037ULL;	/* FNV-1a */
-
-	for (const char *c = name; *c != '\0'; c++)
-		h = (h ^ (uint8_t) *c) * 1099511628211ULL;
-	return &cache[h % CACHE_SLOTS];
-}
-
 /* Copies the cached block into out; false when it is not cached. */
 static bool
 cache_get(const char *name, cx_buf *out)
 {
-	cache_slot *slot = cache_slot_of(name);
-	bool		hit;
+	cx_lru	   *c = the_cache();
 
-	pthread_mutex_lock(&cache_lock);
-	hit = slot->name != NULL && strcmp(slot->name, name) == 0;
-	if (hit)
-	{
-		cx_buf_reset(out);
-		cx_buf_put(out, slot->bytes, slot->len);
-	}
-	pthread_mutex_unlock(&cache_lock);
-	return hit && cx_buf_ok(out);
+	return c != NULL && cx_lru_get(c, name, out);
 }
 
 /* Keeps a copy of a block that passed its checks (best effort). */
 static void
 cache_put(const char *name, const cx_buf *b)
 {
-	cache_slot *slot = cache_slot_of(name);
-	char	   *copy_name;
-	uint8_t    *copy;
+	cx_lru	   *c = the_cache();
 
-	if (b->len > CACHE_MAX_BLOCK)
-		return;
-	copy_name = cx_strdup(name);
-	copy = cx_keyseg_copy(b->data, b->len);
-	if (copy_name == NULL || copy == NULL)
-	{
-		free(copy_name);
-		free(copy);
-		return;
-	}
-	pthread_mutex_lock(&cache_lock);
-	free(slot->name);
-	free(slot->bytes);
-	slot->name = copy_name;
-	slot->bytes = copy;
-	slot->len = b->len;
-	pthread_mutex_unlock(&cache_lock);
+	if (c != NULL)
+		cx_lru_put(c, name, b->data, b->len);
 }
 
 /* A block read and checked: its body, owned by buf. */
@@ -562,7 +550,7 @@ data_block(const lookup *lk, const child *c, uint32_t from, uint32_t to,
 	cx_code		rc;
 
 	rc = read_block(lk->s, lk->ref, c->offset, c->len, CX_KEYSEG_DATA_MAGIC,
-					false, &b, err);
+					true, &b, err);
 	n = rc == CX_OK ? cx_rd_u32(&b.body) : 0;
 	for (uint32_t k = 0; rc == CX_OK && k < n; k++)
 	{

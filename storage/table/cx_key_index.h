@@ -26,9 +26,20 @@
 #include <stdint.h>
 
 #include "table/cx_manifest.h"
+#include "util/cx_lru.h"
 
 #define CX_KEYINDEX_EXT_TAG 0x5844494Bu	/* "KIDX" as stored (little-endian) */
 #define CX_KEYSEG_BLOCK_BYTES 4096	/* default block size */
+
+/*
+ * Lookups keep the segment blocks they read in one cache per process, least
+ * recently used out first, bounded by bytes: 16 MiB by default, the index
+ * blocks of about 400,000 keys of 36 bytes (a UUID as text).  Segments never
+ * change, so nothing in it is ever stale.
+ */
+#define CX_KEYINDEX_CACHE_DEFAULT ((size_t) 16 * 1024 * 1024)
+void		cx_keyindex_cache_set_limit(size_t bytes);
+cx_lru_stats cx_keyindex_cache_stats(void);
 
 /* One segment as the base manifest lists it. */
 typedef struct cx_keyseg_ref

@@ -687,9 +687,12 @@ cx_manifest_load(cx_objstore *s, uint64_t version, cx_manifest **out,
 	cx_manifest_key(version, key, sizeof(key));
 	object_name(s, key, &name);
 	cx_buf_init(&b);
-	rc = cx_obj_get(s, key, &b, err);
+	rc = cx_manifest_cache_get(s, version, &b) ? CX_OK :
+		cx_obj_get(s, key, &b, err);
 	if (rc == CX_OK)
 		rc = cx_manifest_decode(b.data, b.len, name.s, out, err);
+	if (rc == CX_OK && (*out)->version == version)
+		cx_manifest_cache_put(s, version, &b);
 	cx_buf_free(&b);
 	if (rc == CX_OK && (*out)->version != version)
 	{
@@ -722,6 +725,8 @@ cx_manifest_put(cx_objstore *s, uint64_t version, const cx_buf *bytes,
 	rc = cx_vseq_put(s, &cx_layout_base_versions, version, bytes, &taken, &outcome, err);
 	cx_buf_free(&taken);
 	*ours = rc == CX_OK && outcome == CX_VSEQ_LANDED;
+	if (*ours)
+		cx_manifest_cache_put(s, version, bytes);
 	if (rc != CX_OK)
 		return cx_err_prefix(err, "commit of version %llu to %s",
 							 (unsigned long long) version, s->uri);

@@ -190,6 +190,15 @@ void		cx_manifest_key(uint64_t version, char *key, size_t keysize);
 cx_code		cx_manifest_put(cx_objstore *s, uint64_t version,
 							const cx_buf *bytes, bool *ours, cx_err *err);
 
+/* The newest base version this handle read or wrote, kept on it as its
+ * bytes (cx_manifest_cache.c): cx_manifest_load of that version reads no
+ * object.  get copies them into out (false: not kept); put keeps bytes
+ * unless a newer version is kept already. */
+bool		cx_manifest_cache_get(cx_objstore *s, uint64_t version,
+								  cx_buf *out);
+void		cx_manifest_cache_put(cx_objstore *s, uint64_t version,
+								  const cx_buf *bytes);
+
 /* Overwrites the "_latest" hint with version.  Callers treat a failure as
  * harmless: a stale or missing hint only costs readers extra requests. */
 cx_code		cx_manifest_write_hint(cx_objstore *s, uint64_t version,

@@ -377,13 +377,17 @@ big_base(cx_objstore *s, cx_err *err)
 	return rc;
 }
 
-/* Merges new versions of 8 keys spread over the base (so that no key
- * statistics help); *read: bytes the
- * merge read, *merged: bytes of the generation it merged. */
+/* Merges new versions of 8 keys spread over the base from key `first`
+ * on (so that no key statistics help), the merge's calls through `during`
+ * unless NULL; *read: bytes the merge read, *merged: bytes of the
+ * generation it merged. */
 static cx_code
-merge_spread_keys(cx_objstore *s, uint64_t *read, uint64_t *merged,
-				  cx_err *err)
+merge_spread_keys(cx_objstore *s, int first, const cx_objstore_ops *during,
+				  uint64_t *read, uint64_t *merged, cx_err *err)
 {
+	const cx_objstore_ops *own = s->ops;
+	cx_code		rc;
+
 	mw_genrow	rows[8];
 	char		ids[8][16];
 	cx_merge_result res;
@@ -392,7 +396,7 @@ merge_spread_keys(cx_objstore *s, uint64_t *read, uint64_t *merged,
 
 	for (int i = 0; i < 8; i++)
 	{
-		snprintf(ids[i], 16, "k%06d", 1234 + i * 12345);
+		snprintf(ids[i], 16, "k%06d", first + i * 12345);
 		rows[i] = (mw_genrow) {ids[i], -i, 1000000 + i, false};
 	}
 	if (mw_fake_seal(s, "f", rows, 8, err) != CX_OK ||
@@ -401,8 +405,12 @@ merge_spread_keys(cx_objstore *s, uint64_t *read, uint64_t *merged,
 	*merged = sm->gens[sm->ngens - 1].fragment.size;
 	cx_shard_manifest_free(sm);
 	before = s->stats.bytes_read;
-	if (cx_merge_shard(s, "f", NULL, &res, err) != CX_OK)
-		return err->code;
+	if (during != NULL)
+		s->ops = during;
+	rc = cx_merge_shard(s, "f", NULL, &res, err);
+	s->ops = own;
+	if (rc != CX_OK)
+		return rc;
 	*read = s->stats.bytes_read - before;
 	if (res.rows_replaced != 8)
 		return cx_err_set(err, CX_ERR_INVALID, "replaced %llu rows, not 8",
@@ -421,16 +429,158 @@ CX_TEST(merge_into_an_indexed_base_reads_little)
 
 	REQUIRE(s != NULL);
 	REQUIRE_OK(big_base(s, &err), &err);
-	REQUIRE_OK(merge_spread_keys(s, &read_plain, &merged, &err), &err);
+	REQUIRE_OK(merge_spread_keys(s, 1234, NULL, &read_plain, &merged, &err), &err);
 	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &ires, &err), &err);
 	CHECK(ires.keys_indexed == BIG_BASE);
-	REQUIRE_OK(merge_spread_keys(s, &read_indexed, &merged, &err), &err);
-	/* Measured: 609 bytes merged; 173 KB read without the index (the key
-	 * columns of the whole base), 54 KB with it (manifests, the generation
-	 * twice, the segment's root and about one index and one data block of
-	 * 4 KiB per key). */
+	REQUIRE_OK(merge_spread_keys(s, 1234, NULL, &read_indexed, &merged, &err),
+			   &err);
+	/* Measured: 1,411 bytes merged; 172 KB read without the index (the key
+	 * columns of the whole base), 53 KB with it (the generation twice, the
+	 * segment's root and about one index and one data block of 4 KiB per
+	 * key, none cached yet: small_merge_reads_its_generation_and_a_block_
+	 * per_key measures a merge that comes back). */
 	CHECK(read_indexed * 3 < read_plain);
 	CHECK(read_indexed < merged * 100);
+	cx_obj_close(s);
+}
+
+/* GETs by the kind of object they read, counted by a hook around a
+ * handle's backend. */
+static const cx_objstore_ops *counted_real;
+static cx_objstore_ops counted_ops;
+static uint64_t gets_of[CX_OBJECT_COMPACTION_LEASE + 1];
+static uint64_t base_fragment_gets;	/* of fragments counted_base lists */
+static const cx_manifest *counted_base;
+
+static cx_code
+counted_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+			cx_buf *out, cx_err *err)
+{
+	cx_object_name name;
+	cx_object_kind kind = cx_object_parse(key, &name);
+
+	gets_of[kind]++;
+	if (kind == CX_OBJECT_FRAGMENT &&
+		cx_manifest_find_fragment(counted_base, key) >= 0)
+		base_fragment_gets++;
+	return counted_real->get(s, key, offset, len, out, err);
+}
+
+/* Merges 8 spread keys from `first` on as the maintenance worker does (its
+ * handle kept, then the index brought up to date), counting the merge's
+ * GETs by kind. */
+static cx_code
+counted_merge(cx_objstore *s, int first, uint64_t *read, uint64_t *merged,
+			  cx_err *err)
+{
+	cx_manifest *base;
+	cx_keyindex_result ires;
+	cx_code		rc;
+
+	if (cx_manifest_load_latest(s, &base, err) != CX_OK)
+		return err->code;
+	memset(gets_of, 0, sizeof(gets_of));
+	base_fragment_gets = 0;
+	counted_base = base;
+	counted_real = s->ops;
+	counted_ops = *s->ops;
+	counted_ops.get = counted_get;
+	rc = merge_spread_keys(s, first, &counted_ops, read, merged, err);
+	cx_manifest_free(base);
+	if (rc != CX_OK)
+		return rc;
+	return cx_keyindex_update(s, 0, NULL, &ires, err);
+}
+
+/*
+ * A small merge into a large indexed base, on a handle that merged before
+ * (the maintenance worker's): it reads its generation once, the shard
+ * manifest and, per merged key and index segment, at most one block beyond
+ * those a lookup keeps; never the base manifest (the handle holds the
+ * version it wrote), nor a base fragment (the index covers them all).
+ */
+CX_TEST(small_merge_reads_its_generation_and_a_block_per_key)
+{
+	cx_objstore *s = mw_open_store();
+	cx_keyindex_result ires;
+	uint64_t	read;
+	uint64_t	merged;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(big_base(s, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &ires, &err), &err);
+	REQUIRE_OK(counted_merge(s, 1234, &read, &merged, &err), &err);
+	REQUIRE_OK(counted_merge(s, 5678, &read, &merged, &err), &err);
+	fprintf(stderr, "    small merge: %llu bytes merged, %llu read; GETs: base manifest %llu, shard manifest %llu, index %llu, fragments %llu (of the base %llu)\n",
+			(unsigned long long) merged, (unsigned long long) read,
+			(unsigned long long) gets_of[CX_OBJECT_BASE_VERSION],
+			(unsigned long long) gets_of[CX_OBJECT_SHARD_VERSION],
+			(unsigned long long) gets_of[CX_OBJECT_INDEX_SEGMENT],
+			(unsigned long long) gets_of[CX_OBJECT_FRAGMENT],
+			(unsigned long long) base_fragment_gets);
+	CHECK(gets_of[CX_OBJECT_BASE_VERSION] == 0);
+	CHECK(gets_of[CX_OBJECT_SHARD_VERSION] == 1);
+	/* two segments (the base's, the first merge's): a data block each per
+	 * key, and the roots of the newer one */
+	CHECK(gets_of[CX_OBJECT_INDEX_SEGMENT] <= 2 * 8 + 2);
+	CHECK(base_fragment_gets == 0);
+	/* its generation once, though the merge reads it twice */
+	CHECK(gets_of[CX_OBJECT_FRAGMENT] == 1);
+	cx_obj_close(s);
+}
+
+/* A merge of segments takes the newest ones, and an older one only once
+ * the newer together reach half its entries: a large base's segment is not
+ * rewritten for every few small merges (it was, with all of them). */
+CX_TEST(key_index_merge_leaves_a_big_old_segment_alone)
+{
+	static const char *const keys[] = {"a5", "a999", "b3", "b15", "zz"};
+	size_t		lens[5];
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_options opt;
+	cx_keyindex_result res;
+	cx_keyindex ix;
+	cx_probe_result indexed;
+	cx_probe_result scanned;
+	char	   *big;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	for (int i = 0; i < 5; i++)
+		lens[i] = strlen(keys[i]);
+	cx_keyindex_options_default(&opt);
+	opt.max_segments = 2;
+	REQUIRE_OK(merge_range(s, "a", 0, 1000, 1000, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	REQUIRE(ix.n == 1);
+	big = cx_strdup(ix.segs[0].path);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	for (int i = 0; i < 2; i++)
+	{
+		REQUIRE_OK(merge_range(s, "b", i * 10, 10, 5000 + i * 100, &err), &err);
+		REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+	}
+	/* three segments, two allowed: the two small ones merged */
+	CHECK(res.segments_merged == 2);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	CHECK(ix.n == 2 && strcmp(ix.segs[0].path, big) == 0 &&
+		  ix.segs[0].entries == 1000 && ix.segs[1].entries == 20);
+	REQUIRE_OK(cx_base_probe(s, m, 0, (const uint8_t *const *) keys, lens, 5,
+							 &indexed, &err), &err);
+	REQUIRE_OK(probe_by_columns(s, m, 0, (const uint8_t *const *) keys, lens,
+								5, &scanned, &err), &err);
+	CHECK(indexed.nhits == 4 && same_hits(&indexed, &scanned));
+	cx_probe_result_free(&indexed);
+	cx_probe_result_free(&scanned);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
+	free(big);
 	cx_obj_close(s);
 }
 
@@ -541,9 +691,9 @@ CX_TEST(key_index_empty_string_key)
 }
 
 
-/* Lookups keep root and index blocks: a second probe of the same values
- * reads only data blocks. */
-CX_TEST(key_index_lookups_reuse_upper_blocks)
+/* Lookups keep the blocks they read: a second probe of the same values
+ * reads nothing; with a cache too small for them, the data blocks again. */
+CX_TEST(key_index_lookups_reuse_blocks_within_the_cache_bound)
 {
 	cx_objstore *s = mw_open_store();
 	cx_manifest *m = NULL;
@@ -552,6 +702,7 @@ CX_TEST(key_index_lookups_reuse_upper_blocks)
 	probe_values pv;
 	cx_probe_result first;
 	cx_probe_result again;
+	cx_probe_result small;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
@@ -567,10 +718,18 @@ CX_TEST(key_index_lookups_reuse_upper_blocks)
 			   &err);
 	CHECK(first.index_segments_read == 1 && again.index_segments_read == 1);
 	CHECK(same_hits(&first, &again) && first.nhits == 3);
-	/* measured: 668 bytes, then 389 (the three data blocks) */
-	CHECK(again.bytes_read > 0 && again.bytes_read < first.bytes_read);
+	/* measured: 668 bytes, then none */
+	CHECK(first.bytes_read > 0 && again.bytes_read == 0);
+	/* room for about one block: each probe evicts what the next needs */
+	cx_keyindex_cache_set_limit(300);
+	REQUIRE_OK(cx_base_probe(s, m, 0, pv.keys, pv.key_lens, 6, &small, &err),
+			   &err);
+	CHECK(same_hits(&first, &small) && small.bytes_read > 0);
+	CHECK(cx_keyindex_cache_stats().bytes <= 300);
+	cx_keyindex_cache_set_limit(CX_KEYINDEX_CACHE_DEFAULT);
 	cx_probe_result_free(&first);
 	cx_probe_result_free(&again);
+	cx_probe_result_free(&small);
 	cx_manifest_free(m);
 	cx_obj_close(s);
 }

@@ -51,16 +51,29 @@ typedef bool (*cx_list_fn) (void *arg, const char *key, uint64_t size);
 
 typedef struct cx_objstore cx_objstore;
 
+/* What readers keep about the store between uses of a handle, one slot
+ * per kind. */
+typedef enum cx_handle_cache_kind
+{
+	CX_CACHE_SHARD_MANIFESTS,	/* the newest shard manifests read
+								 * (memwal/cx_shard_cache.c) */
+	CX_CACHE_BASE_MANIFEST,		/* the newest base version read or written
+								 * (table/cx_manifest_cache.c) */
+	CX_HANDLE_CACHES
+} cx_handle_cache_kind;
+
+typedef struct cx_handle_cache
+{
+	void	   *p;				/* NULL: nothing kept */
+	void		(*free_fn) (void *p);	/* frees p when the handle closes */
+} cx_handle_cache;
+
 struct cx_objstore
 {
 	const struct cx_objstore_ops *ops;	/* objstore/cx_objstore.h */
 	char	   *uri;			/* as opened, for messages; holds no secret */
 	cx_objstats stats;
-	/* What readers keep about the store between uses of this handle (the
-	 * shard manifests last read, memwal/cx_shard_cache.c; NULL: nothing),
-	 * freed by cache_free when the handle is closed. */
-	void	   *cache;
-	void		(*cache_free) (void *cache);
+	cx_handle_cache caches[CX_HANDLE_CACHES];
 };
 
 /*

@@ -193,8 +193,11 @@ bool		cx_column_widens_to(const cx_column *from, const cx_column *to);
  * Building (cx_key_index_build.c).  cx_keyindex_update indexes column
  * `column` of the live fragments of the newest base version that no segment
  * of the column covers yet, one segment per max_entries entries, and when
- * the column then has more than max_segments segments merges them all into
- * one (a streaming k-way merge: one block per segment in memory).  It
+ * the column then has more than max_segments segments merges the newest of
+ * them into one (a streaming k-way merge: one block per segment in
+ * memory): enough to leave max_segments, and each older one that holds at
+ * most twice the entries of all newer together, so that a large old
+ * segment is not rewritten for every few small updates.  It
  * commits one base version with operation "index"; on a lost race it
  * rebases (the segments stay valid: fragments are immutable), and a version
  * a merge committed in between is fine (its new fragments are indexed by
