@@ -93,7 +93,7 @@ remember(shard_cache *c, int at, const cx_shard_manifest *m)
 bool
 cx_shard_cache_lists_generations(const cx_objstore *s, const char *shard_id)
 {
-	const shard_cache *c = s->cache;
+	const shard_cache *c = s->caches[CX_CACHE_SHARD_MANIFESTS].p;
 	int			at = c != NULL ? find(c, shard_id) : -1;
 
 	return at >= 0 && c->m[at]->ngens > 0;
@@ -145,7 +145,7 @@ is_carrier(const cx_shard_manifest *m, const char *shard_id, uint64_t version)
 const cx_shard_manifest *
 cx_shard_cache_carrier(cx_objstore *s, const char *shard_id, uint64_t version)
 {
-	const shard_cache *c = s->cache;
+	const shard_cache *c = s->caches[CX_CACHE_SHARD_MANIFESTS].p;
 	int			at = c != NULL ? find(c, shard_id) : -1;
 
 	if (at >= 0 && is_carrier(c->m[at], shard_id, version))
