@@ -12,12 +12,16 @@
  * before anything is appended, so a violation never leaves a transaction
  * half-written.  Then each group becomes ONE append holding the resolved rows
  * of its surviving requests (sealed if any of them asks for seal_on_insert):
- * 2 PUTs sealed, 1 unsealed.
+ * 2 PUTs sealed, 1 unsealed.  The groups' appends run concurrently on the
+ * seal pool's threads (at most ctxstore.writer_concurrent_seals at once, a
+ * URI's groups one after the other); only the engine's append runs there,
+ * everything PostgreSQL stays on this thread (docs/design/workers.md,
+ * "Concurrent seals").
  * Whatever is queued while this runs waits for the next round, which is what
  * makes the commit a group commit.  Control requests (flush, merge, cleanup)
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
- * worker has merged (cx_writer_background.c).  After each group's append, the
- * transactions it settled (every request of theirs has an outcome) are
+ * worker has merged (cx_writer_background.c).  As each group's append
+ * finishes, the transactions it settled (every request of theirs has an outcome) are
  * published under one lock acquisition and their requesters' latches set
  * once the lock is released: a transaction waits for the appends of the
  * stores it wrote, not for those of every other store in the round.  The
