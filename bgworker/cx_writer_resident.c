@@ -803,12 +803,18 @@ resident_closing(CxOpenStore *os)
 	os->state = NULL;
 }
 
+/*
+ * Busy stores are not closed to make room: one whose merge or waiters ride
+ * on it, and one with rows staged by the round in progress (its group still
+ * holds the resident and appends them; closing it would drop them).
+ */
 static bool
 resident_busy(const CxOpenStore *os)
 {
 	CxResident *r = os->state;
 
-	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters));
+	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters) ||
+						 (r->w != NULL && cx_sw_staged_rows(r->w) > 0));
 }
 
 void

@@ -433,8 +433,6 @@ finish_group(Round *r, RoundGroup *g)
 	cx_code		rc;
 
 	g->done = true;
-	if (g->store == NULL)
-		return;
 	rc = cx_resident_append_end(&g->append, &res, &fail);
 	if (rc == CX_OK && res.commit_ts != 0)
 		r->appends++;
@@ -477,8 +475,13 @@ start_group(Round *r, RoundGroup *g)
 
 	g->started = true;
 	seal = group_seals(g, &any);
-	if (g->store == NULL || !any ||
-		!cx_resident_append_begin(g->store, seal, &g->append))
+	if (g->store == NULL || !any)
+	{
+		/* Every request failed before the append: nothing to record. */
+		g->done = true;
+		return;
+	}
+	if (!cx_resident_append_begin(g->store, seal, &g->append))
 	{
 		finish_group(r, g);
 		return;
