@@ -1,6 +1,7 @@
 # A writer round seals its stores concurrently (docs/design/workers.md,
 # "Concurrent seals"): with every PUT held 300 ms by the fault proxy in
-# front of Azurite, two stores committed in one round have PUTs in flight at
+# front of Azurite (3 s for the store that holds the writer while the round
+# under test queues), two stores committed in one round have PUTs in flight at
 # the same time, and with ctxstore.writer_concurrent_seals = 1 they never do.
 # The proxy's trace gives each request's start and end: this is an ordering
 # assertion, not a timing one.
@@ -59,7 +60,11 @@ sub one_round_of_two_stores
 {
 	my ($tag) = @_;
 	proxy_clear('AZ');
-	proxy_fault('AZ', action => 'delay', ms => 300, for_ms => 120000, method => 'PUT');
+	# The held store's PUTs take long enough for both commits to queue.
+	proxy_fault('AZ', action => 'delay', ms => 3000, for_ms => 120000, method => 'PUT',
+		path => 'concurrent_seals/hold/');
+	proxy_fault('AZ', action => 'delay', ms => 300, for_ms => 120000, method => 'PUT',
+		path => 'concurrent_seals/s[ab]/');
 	my ($hold) = waiting_commit($node, "INSERT INTO hold VALUES ('$tag', 1);");
 	for (my $i = 0; proxy_stat('AZ', 'fired') < 1; $i++)
 	{
