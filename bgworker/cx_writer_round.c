@@ -464,8 +464,8 @@ finish_group(Round *r, RoundGroup *g)
 }
 
 /*
- * Begins the group's append: handed to the pool if the engine has work,
- * else (or without a pool) carried out here.
+ * Begins the group's append: handed to the pool if the engine has work and
+ * the round has other stores, else carried out here.
  */
 static void
 start_group(Round *r, RoundGroup *g)
@@ -488,7 +488,8 @@ start_group(Round *r, RoundGroup *g)
 	}
 	g->task.fn = cx_resident_append_run;
 	g->task.arg = &g->append;
-	if (seal_pool != NULL)
+	/* A round of one store has nothing to overlap: no thread switch. */
+	if (seal_pool != NULL && r->ngroups > 1)
 	{
 		cx_pool_submit(seal_pool, &g->task);
 		return;
