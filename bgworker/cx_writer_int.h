@@ -148,8 +148,31 @@ extern cx_code cx_resident_stage(CxResident *r, const cx_schema *schema,
 								 const uint8 *rows, Size len, uint64 nrows,
 								 CxFailure *fail);
 extern void cx_resident_unstage(CxResident *r);
-extern cx_code cx_resident_append_staged(CxResident *r, bool seal,
-										 CxWriteResult *res, CxFailure *fail);
+
+/*
+ * The append of a store's staged rows, in three steps so that several
+ * stores' appends can be in flight at once (cx_writer_round.c): begin and
+ * end run on the worker's own thread (they may log, raise, and touch the
+ * worker's state); run calls only the engine, on the store's own shard
+ * writer, and may run on a pool thread while the worker's thread handles
+ * other stores (docs/design/workers.md, "Concurrent seals").
+ */
+typedef struct CxAppend
+{
+	CxResident *r;
+	bool		seal;
+	bool		called;			/* begin found rows for the engine */
+	cx_code		rc;				/* run's outcome */
+	int64_t		commit_ts;
+	cx_err		err;
+} CxAppend;
+
+/* False if there is nothing for run to do (end then reports why). */
+extern bool cx_resident_append_begin(CxResident *r, bool seal, CxAppend *a);
+/* The engine's append (arg: the CxAppend); any thread. */
+extern void cx_resident_append_run(void *arg);
+extern cx_code cx_resident_append_end(CxAppend *a, CxWriteResult *res,
+									  CxFailure *fail);
 /* Seals the memtable (one shard-manifest commit if it is not empty). */
 extern cx_code cx_resident_seal(CxResident *r, uint64 *sealed_rows,
 								CxFailure *fail);

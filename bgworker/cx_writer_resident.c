@@ -608,36 +608,54 @@ cx_resident_unstage(CxResident *r)
 		cx_sw_unstage(r->w);
 }
 
-cx_code
-cx_resident_append_staged(CxResident *r, bool seal, CxWriteResult *res,
-						  CxFailure *fail)
+bool
+cx_resident_append_begin(CxResident *r, bool seal, CxAppend *a)
 {
-	cx_err		err;
-	cx_code		rc;
-
-	if (r->w == NULL)
-		return writer_gone(r, fail);
-	if (cx_sw_staged_rows(r->w) == 0)
-	{
-		/* Every row was dropped (ON CONFLICT DO NOTHING): nothing to write. */
-		cx_resident_result(r, res);
-		return CX_OK;
-	}
+	memset(a, 0, sizeof(*a));
+	a->r = r;
+	a->seal = seal;
+	/* Every row dropped (ON CONFLICT DO NOTHING): nothing to write. */
+	if (r->w == NULL || cx_sw_staged_rows(r->w) == 0)
+		return false;
 	r->claim_rows = 0;
 	if (!seal)
 		record_unsealed(r);
-	rc = cx_sw_append_staged(r->w, seal, &res->commit_ts, &err);
-	if (rc != CX_OK)
+	a->called = true;
+	return true;
+}
+
+void
+cx_resident_append_run(void *arg)
+{
+	CxAppend   *a = arg;
+
+	a->rc = cx_sw_append_staged(a->r->w, a->seal, &a->commit_ts, &a->err);
+}
+
+cx_code
+cx_resident_append_end(CxAppend *a, CxWriteResult *res, CxFailure *fail)
+{
+	CxResident *r = a->r;
+
+	if (!a->called && r->w == NULL)
+		return writer_gone(r, fail);
+	if (!a->called)
 	{
-		fail_from(fail, &err, hint_for(r, rc));
-		(void) after_call(r, rc, &err);
-		track_unsealed(r);
-		return rc;
+		cx_resident_result(r, res);
+		return CX_OK;
 	}
+	if (a->rc != CX_OK)
+	{
+		fail_from(fail, &a->err, hint_for(r, a->rc));
+		(void) after_call(r, a->rc, &a->err);
+		track_unsealed(r);
+		return a->rc;
+	}
+	res->commit_ts = a->commit_ts;
 	r->new_appends++;
 	warn_clock_ahead(r);
-	res->visible = seal;
-	if (seal)
+	res->visible = a->seal;
+	if (a->seal)
 		after_seal(r);
 	else
 		track_unsealed(r);
@@ -785,12 +803,18 @@ resident_closing(CxOpenStore *os)
 	os->state = NULL;
 }
 
+/*
+ * Busy stores are not closed to make room: one whose merge or waiters ride
+ * on it, and one with rows staged by the round in progress (its group still
+ * holds the resident and appends them; closing it would drop them).
+ */
 static bool
 resident_busy(const CxOpenStore *os)
 {
 	CxResident *r = os->state;
 
-	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters));
+	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters) ||
+						 (r->w != NULL && cx_sw_staged_rows(r->w) > 0));
 }
 
 void

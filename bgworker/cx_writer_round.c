@@ -12,12 +12,16 @@
  * before anything is appended, so a violation never leaves a transaction
  * half-written.  Then each group becomes ONE append holding the resolved rows
  * of its surviving requests (sealed if any of them asks for seal_on_insert):
- * 2 PUTs sealed, 1 unsealed.
+ * 2 PUTs sealed, 1 unsealed.  The groups' appends run concurrently on the
+ * seal pool's threads (at most ctxstore.writer_concurrent_seals at once, a
+ * URI's groups one after the other); only the engine's append runs there,
+ * everything PostgreSQL stays on this thread (docs/design/workers.md,
+ * "Concurrent seals").
  * Whatever is queued while this runs waits for the next round, which is what
  * makes the commit a group commit.  Control requests (flush, merge, cleanup)
  * run after the groups; a merge leaves its slot TAKEN until the maintenance
- * worker has merged (cx_writer_background.c).  After each group's append, the
- * transactions it settled (every request of theirs has an outcome) are
+ * worker has merged (cx_writer_background.c).  As each group's append
+ * finishes, the transactions it settled (every request of theirs has an outcome) are
  * published under one lock acquisition and their requesters' latches set
  * once the lock is released: a transaction waits for the appends of the
  * stores it wrote, not for those of every other store in the round.  The
@@ -33,10 +37,15 @@
  */
 #include "postgres.h"
 
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/pmsignal.h"
 #include "utils/memutils.h"
 
 #include "cx_writer_int.h"
+
+/* How often a wait for appends in flight looks at the postmaster. */
+#define SEAL_WAIT_SLICE_MS 100L
 
 /* A slot taken in this round. */
 typedef struct RoundSlot
@@ -84,8 +93,18 @@ typedef struct RoundGroup
 	uint64		acked;
 	uint64		acked_rows;
 	uint64		failed;
+	bool		started;		/* its append was begun */
+	bool		done;			/* its outcome is recorded */
 	bool		published;		/* outcome and counters published */
+	CxAppend	append;
+	cx_pool_task task;			/* runs append on a pool thread */
 } RoundGroup;
+
+/* The threads that run the stores' appends (NULL: they run in the worker's
+ * own thread, one after the other). */
+static cx_pool *seal_pool = NULL;
+/* A size the system refused threads for: not tried again until it changes. */
+static int	seal_pool_refused = 0;
 
 typedef struct Round
 {
@@ -97,6 +116,8 @@ typedef struct Round
 	int			ngroups;
 	uint64		appends;
 } Round;
+
+static void publish_settled(Round *r, bool all);
 
 static void
 slot_fail(RoundSlot *rs, int reqno, const CxFailure *fail)
@@ -403,29 +424,24 @@ group_seals(const RoundGroup *g, bool *any)
 	return seal;
 }
 
-/* One append for the group's staged rows; those requests share its outcome. */
+/* The group's requests share its append's outcome. */
 static void
-commit_group(Round *r, RoundGroup *g)
+finish_group(Round *r, RoundGroup *g)
 {
-	RoundItem  *first = g->items[0];
 	CxWriteResult res = {0};
 	CxFailure	fail;
-	bool		seal;
-	bool		any;
 	cx_code		rc;
 
-	seal = group_seals(g, &any);
-	if (g->store == NULL || !any)
-		return;
-	rc = cx_resident_append_staged(g->store, seal, &res, &fail);
+	g->done = true;
+	rc = cx_resident_append_end(&g->append, &res, &fail);
 	if (rc == CX_OK && res.commit_ts != 0)
 		r->appends++;
-	else
+	else if (rc != CX_OK)
 	{
 		elog(LOG, "ctxstore writer: commit to store \"%s\" failed: %s",
-			 first->view.uri, fail.msg);
-		cx_worker_note_error(&CxWriter->writer, "store %s: %s", first->view.uri,
-							 fail.msg);
+			 g->items[0]->view.uri, fail.msg);
+		cx_worker_note_error(&CxWriter->writer, "store %s: %s",
+							 g->items[0]->view.uri, fail.msg);
 	}
 	for (int i = 0; i < g->nitems; i++)
 	{
@@ -445,6 +461,128 @@ commit_group(Round *r, RoundGroup *g)
 			g->failed++;
 		}
 	}
+}
+
+/*
+ * Begins the group's append: handed to the pool if the engine has work and
+ * the round has other stores, else carried out here.
+ */
+static void
+start_group(Round *r, RoundGroup *g)
+{
+	bool		seal;
+	bool		any;
+
+	g->started = true;
+	seal = group_seals(g, &any);
+	if (g->store == NULL || !any)
+	{
+		/* Every request failed before the append: nothing to record. */
+		g->done = true;
+		return;
+	}
+	if (!cx_resident_append_begin(g->store, seal, &g->append))
+	{
+		finish_group(r, g);
+		return;
+	}
+	g->task.fn = cx_resident_append_run;
+	g->task.arg = &g->append;
+	/* A round of one store has nothing to overlap: no thread switch. */
+	if (seal_pool != NULL && r->ngroups > 1)
+	{
+		cx_pool_submit(seal_pool, &g->task);
+		return;
+	}
+	cx_resident_append_run(&g->append);
+	finish_group(r, g);
+}
+
+/* Whether a group of the same URI is in flight: one store's appends stay
+ * in order, and a shard writer serves one thread at a time. */
+static bool
+store_in_flight(const Round *r, const RoundGroup *g)
+{
+	for (int i = 0; i < r->ngroups; i++)
+	{
+		const RoundGroup *o = &r->groups[i];
+
+		if (o != g && o->started && !o->done &&
+			strcmp(o->items[0]->view.uri, g->items[0]->view.uri) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Starts every group whose store has no append in flight; false once every
+ * group has been started. */
+static bool
+start_ready_groups(Round *r)
+{
+	bool		waiting = false;
+
+	for (int i = 0; i < r->ngroups; i++)
+	{
+		RoundGroup *g = &r->groups[i];
+
+		if (g->started)
+			continue;
+		if (store_in_flight(r, g))
+			waiting = true;
+		else
+			start_group(r, g);
+	}
+	return waiting;
+}
+
+/*
+ * The next append to finish, waiting in slices of SEAL_WAIT_SLICE_MS.  The
+ * appends are bounded by their stores' request timeouts, so the wait is;
+ * a shutdown request lets them finish (a round is never cut short), the
+ * postmaster's death ends the worker with them in flight, as a crash would:
+ * nothing they wrote was acknowledged, and the next writer settles them.
+ */
+static RoundGroup *
+next_finished(void)
+{
+	cx_pool_task *t;
+
+	while ((t = cx_pool_wait(seal_pool, SEAL_WAIT_SLICE_MS)) == NULL)
+	{
+		if (!PostmasterIsAlive())
+			proc_exit(1);
+	}
+	return (RoundGroup *) ((char *) t - offsetof(RoundGroup, task));
+}
+
+/*
+ * Every group's append, each store's in its own pool thread, at most
+ * ctxstore.writer_concurrent_seals at once.  Each group's transactions are
+ * published as soon as its append (and every other append they wrote)
+ * finished; the last ones are published with the round.
+ */
+static void
+commit_groups(Round *r)
+{
+	bool		waiting = start_ready_groups(r);
+
+	while (seal_pool != NULL && cx_pool_outstanding(seal_pool) > 0)
+	{
+		finish_group(r, next_finished());
+		if (waiting)
+			waiting = start_ready_groups(r);
+		if (waiting || cx_pool_outstanding(seal_pool) > 0)
+			publish_settled(r, false);
+	}
+}
+
+/* After an ERROR: the appends still in flight finish and are recorded, so
+ * that nothing written is reported as failed. */
+static void
+settle_in_flight(Round *r)
+{
+	while (seal_pool != NULL && cx_pool_outstanding(seal_pool) > 0)
+		finish_group(r, next_finished());
 }
 
 /* Control requests, in submission order, after the round's appends. */
@@ -535,18 +673,18 @@ publish_group_locked(RoundGroup *g)
 }
 
 /*
- * Every request of the slot has an outcome, and no group still to be
- * published holds one of them (publishing a group reads its first item's
- * batch; a doomed transaction's requests are failed before any append).
+ * Every request of the slot has an outcome, and no group still to finish
+ * holds one of them (publishing a group reads its first item's batch; a
+ * doomed transaction's requests are failed before any append).
  */
 static bool
-slot_settled(const Round *r, const RoundSlot *rs, int ngroups_published)
+slot_settled(const Round *r, const RoundSlot *rs)
 {
 	for (int i = 0; i < r->nitems; i++)
 		if (r->items[i].slot == rs && !r->items[i].finished)
 			return false;
-	for (int g = ngroups_published; g < r->ngroups; g++)
-		for (int i = 0; i < r->groups[g].nitems; i++)
+	for (int g = 0; g < r->ngroups; g++)
+		for (int i = 0; !r->groups[g].done && i < r->groups[g].nitems; i++)
 			if (r->groups[g].items[i]->slot == rs)
 				return false;
 	return slot_succeeded(rs) || rs->nfailed > 0;
@@ -554,27 +692,28 @@ slot_settled(const Round *r, const RoundSlot *rs, int ngroups_published)
 
 /*
  * Publishes the outcome of the round's settled slots not published yet
- * (all of those not deferred if "all"), and the counters of its groups
- * through "ngroups", under one lock acquisition, then wakes the requesters
+ * (all of those not deferred if "all"), and the counters of its finished
+ * groups (all if "all"), under one lock acquisition, then wakes the requesters
  * in one pass after releasing it, so that none wakes only to wait for the
  * lock.  (A requester that gave up meanwhile gets a stray SetLatch, which
  * is harmless.)  A published slot's batch is never read again: its
  * requester may free it at once.
  */
 static void
-publish_settled(Round *r, int ngroups, bool all)
+publish_settled(Round *r, bool all)
 {
 	int		   *wake = palloc(sizeof(int) * Max(r->nslots, 1));
 	int			nwake = 0;
 
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < ngroups; i++)
-		publish_group_locked(&r->groups[i]);
+	for (int i = 0; i < r->ngroups; i++)
+		if (all || r->groups[i].done)
+			publish_group_locked(&r->groups[i]);
 	for (int i = 0; i < r->nslots; i++)
 	{
 		RoundSlot  *rs = &r->slots[i];
 
-		if (rs->deferred || rs->published || (!all && !slot_settled(r, rs, ngroups)))
+		if (rs->deferred || rs->published || (!all && !slot_settled(r, rs)))
 			continue;
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
 		rs->published = true;
@@ -611,14 +750,31 @@ run(Round *r)
 	group_items(r);
 	stage_groups(r);
 	fail_withdrawn(r);
-	for (int i = 0; i < r->ngroups; i++)
-	{
-		commit_group(r, &r->groups[i]);
-		/* The last group's transactions are published with the round. */
-		if (i + 1 < r->ngroups)
-			publish_settled(r, i + 1, false);
-	}
+	commit_groups(r);
 	run_controls(r);
+}
+
+/*
+ * Sizes the seal pool to ctxstore.writer_concurrent_seals (a reload may
+ * change it; between rounds the pool is idle).  If the system refuses the
+ * threads, the appends run in this thread, one store after the other.
+ */
+static void
+size_seal_pool(void)
+{
+	cx_err		err;
+
+	if ((seal_pool != NULL && cx_pool_threads(seal_pool) == cx_writer_concurrent_seals) ||
+		seal_pool_refused == cx_writer_concurrent_seals)
+		return;
+	cx_pool_destroy(seal_pool);
+	seal_pool = NULL;
+	seal_pool_refused = 0;
+	if (cx_pool_create(cx_writer_concurrent_seals, &seal_pool, &err) == CX_OK)
+		return;
+	seal_pool_refused = cx_writer_concurrent_seals;
+	ereport(WARNING,
+			errmsg("ctxstore writer: stores are sealed one at a time: %s", err.msg));
 }
 
 int
@@ -637,6 +793,7 @@ cx_writer_run_round(uint64 generation)
 	take_queued(r, generation);
 	if (r->nslots > 0)
 	{
+		size_seal_pool();
 		PG_TRY();
 		{
 			run(r);
@@ -650,10 +807,11 @@ cx_writer_run_round(uint64 generation)
 			FlushErrorState();
 			elog(LOG, "ctxstore writer: round failed: %s", edata->message);
 			cx_worker_note_error(&CxWriter->writer, "round failed: %s", edata->message);
+			settle_in_flight(r);
 			fail_unfinished(r, edata->message);
 		}
 		PG_END_TRY();
-		publish_settled(r, r->ngroups, true);
+		publish_settled(r, true);
 		release(r);
 	}
 	ntaken = r->nslots;

@@ -29,6 +29,7 @@ void		_PG_init(void);
 int			cx_max_transaction_kb = 1024 * 1024;
 int			cx_commit_timeout_ms = 300000;
 int			cx_writer_max_open_stores = 32;
+int			cx_writer_concurrent_seals = 8;
 int			cx_request_ring_kb = 8 * 1024;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
@@ -165,6 +166,12 @@ define_gucs(void)
 							32, 1, 65536,
 							process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ctxstore.writer_concurrent_seals",
+							"Most stores whose group commits the ctxstore writer worker has in flight at once.",
+							"Each store's appends stay in order; a round's stores are appended concurrently, this many at a time.",
+							&cx_writer_concurrent_seals,
+							8, 1, CX_POOL_MAX_THREADS,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
 							   "Failpoints to arm, for tests only (name=crash|error|delay:MS|eacces|...[@N], ...).",
 							   "Replaces the set armed from CTXSTORE_FAILPOINTS.",

@@ -55,6 +55,23 @@ my $log = slurp_file($node->logfile);
 my $claimed = () = $log =~ /ctxstore writer: claimed shard/g;
 is($claimed, $stores, 'the log shows one claim per store');
 
+# One transaction writing more stores than are kept open: a store staged in
+# the round is never closed to make room for the next (its rows would be
+# dropped while its group still appends), so the transaction is refused
+# whole, with the limit named, and none of its rows is written.
+my ($ok, $out, $err) = $node->psql('postgres', qq{
+BEGIN;
+INSERT INTO t1 VALUES ('wide', 1);
+INSERT INTO t2 VALUES ('wide', 2);
+INSERT INTO t3 VALUES ('wide', 3);
+COMMIT;
+});
+like($err, qr/all 2 stores this worker keeps open are busy/,
+	'a transaction writing 3 stores with room for 2 is refused, naming the limit');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM (SELECT id FROM t1 UNION ALL SELECT id FROM t2 UNION ALL SELECT id FROM t3) a WHERE id = 'wide'"),
+	'0', 'none of its rows was written');
+
 # After a restart the writer cannot know what its predecessor left in
 # flight: each store is claimed anew, once.
 $node->restart;

@@ -71,6 +71,12 @@
  *                            open() fails with the armed errno ("error":
  *                            EIO)
  *
+ * Errno failpoints elsewhere:
+ *
+ *   pool.thread_create       cx_pool_create: a thread is about to be
+ *                            started: it is refused with the armed errno
+ *                            ("error": EIO)
+ *
  * Thread-safety: arming and firing are safe from any thread.
  */
 #ifndef CX_FAILPOINT_H

@@ -91,4 +91,38 @@ size_t		cx_ring_len(const cx_ring *r, uint64_t off);
 size_t		cx_ring_max_len(const cx_ring *r);
 static inline uint64_t cx_ring_used(const cx_ring *r) { return r->head - r->tail; }
 
+/*
+ * Task pool: a few threads that run the caller's tasks, so that a caller can
+ * keep several slow, independent steps (one store's seal each) in flight and
+ * take each outcome as soon as it is there.  At most cx_pool_threads() tasks
+ * run at once; the others wait their turn in submission order.  A task's fn
+ * runs on a pool thread and must touch nothing the caller's thread uses
+ * meanwhile; the pool's threads take no signals.  Submit, wait and destroy
+ * are the caller's: call them from one thread.
+ */
+#define CX_POOL_MAX_THREADS 64
+
+typedef struct cx_pool_task
+{
+	void		(*fn) (void *arg);
+	void	   *arg;
+	struct cx_pool_task *next;	/* the pool's while the task is submitted */
+} cx_pool_task;
+
+typedef struct cx_pool cx_pool;
+
+/* nthreads 1..CX_POOL_MAX_THREADS (CX_ERR_INVALID otherwise); CX_ERR_LIMIT
+ * or CX_ERR_IO when the system refuses a thread (none is left running). */
+cx_code		cx_pool_create(int nthreads, cx_pool **out, cx_err *err);
+int			cx_pool_threads(const cx_pool *p);
+/* Queues t (the caller's until cx_pool_wait hands it back). */
+void		cx_pool_submit(cx_pool *p, cx_pool_task *t);
+/* Tasks submitted and not handed back yet. */
+int			cx_pool_outstanding(cx_pool *p);
+/* A finished task, in the order they finished; NULL when none finished
+ * within timeout_ms (at once when nothing is outstanding). */
+cx_pool_task *cx_pool_wait(cx_pool *p, long timeout_ms);
+/* Runs what is queued, joins the threads and frees p (NULL: nothing). */
+void		cx_pool_destroy(cx_pool *p);
+
 #endif							/* CTXSTORE_UTIL_H */
