@@ -126,6 +126,7 @@ typedef struct CxResident
 	bool		merge_running;	/* the maintenance worker has its job */
 	TimestampTz behind_warned_at;	/* last merges-behind warning */
 	dlist_head	waiters;		/* CxWaiter */
+	uint64		held_round;		/* last round that found it */
 	/* counters not yet published */
 	uint64		new_appends;
 	uint64		new_claims;
@@ -134,6 +135,10 @@ typedef struct CxResident
 } CxResident;
 
 extern void cx_resident_init(void);
+/* A writer round begins or ends: a store the round finds (cx_resident_get)
+ * stays open until the round ends, since one of its groups holds it. */
+extern void cx_resident_round_begin(void);
+extern void cx_resident_round_end(void);
 /* The resident store of req, its settings updated from req and its shard
  * writer claimed (a re-claim after fencing is logged). */
 extern cx_code cx_resident_get(const CxBatchView *req, CxResident **out,

@@ -444,6 +444,23 @@ take_settings(CxResident *r, const CxStoreSettings *s, const CxTableRef *owners)
 	memcpy(r->owners, owners, sizeof(r->owners));
 }
 
+/* The round in progress (its number), if any: what holds a store open. */
+static uint64 round_number;
+static bool round_running;
+
+void
+cx_resident_round_begin(void)
+{
+	round_number++;
+	round_running = true;
+}
+
+void
+cx_resident_round_end(void)
+{
+	round_running = false;
+}
+
 cx_code
 cx_resident_get(const CxBatchView *req, CxResident **out, CxFailure *fail)
 {
@@ -468,6 +485,7 @@ cx_resident_get(const CxBatchView *req, CxResident **out, CxFailure *fail)
 	take_settings(r, &settings, owners);
 	if (r->w == NULL && writer_open(r, fail) != CX_OK)
 		return fail->code;
+	r->held_round = round_number;
 	*out = r;
 	return CX_OK;
 }
@@ -805,8 +823,8 @@ resident_closing(CxOpenStore *os)
 
 /*
  * Busy stores are not closed to make room: one whose merge or waiters ride
- * on it, and one with rows staged by the round in progress (its group still
- * holds the resident and appends them; closing it would drop them).
+ * on it, and one the round in progress found (a group of it holds the
+ * resident and appends its staged rows; closing it would drop them).
  */
 static bool
 resident_busy(const CxOpenStore *os)
@@ -814,7 +832,7 @@ resident_busy(const CxOpenStore *os)
 	CxResident *r = os->state;
 
 	return r != NULL && (r->merge_running || !dlist_is_empty(&r->waiters) ||
-						 (r->w != NULL && cx_sw_staged_rows(r->w) > 0));
+						 (round_running && r->held_round == round_number));
 }
 
 void

@@ -3,10 +3,10 @@
  *
  * A round takes every QUEUED slot at once (QUEUED -> TAKEN), reads each
  * slot's batch (in the request ring, or a DSM segment it maps), and groups
- * the write requests by store identity (URI + options) and schema, in
- * submission order.  Every request of every group is
- * staged first: the store's resident shard writer resolves it against the
- * live rows (a unique or cardinality violation fails that request, and so
+ * the write requests by store, in submission order (by URI and options,
+ * then folding groups whose stores are one: RoundGroup).  Every request of
+ * every group is staged first: the store's resident shard writer resolves
+ * it against the live rows (a unique or cardinality violation fails that request, and so
  * its whole transaction, alone; later requests see earlier ones' rows).
  * A transaction that fails in one store is withdrawn from every other store
  * before anything is appended, so a violation never leaves a transaction
@@ -80,14 +80,16 @@ typedef struct RoundItem
 } RoundItem;
 
 /*
- * Write requests that share one store identity: one append.  Not split by
- * schema or size: the store's shard writer has one staging area, so a second
- * group of the store would wipe the first one's staged rows (a request whose
- * schema is not the store's fails alone when it is staged).
+ * Write requests that share one store: one append.  Not split by schema or
+ * size: the store's shard writer has one staging area, so a second group of
+ * the store would wipe the first one's staged rows (a request whose schema
+ * is not the store's fails alone when it is staged).  Requests are grouped
+ * by URI and options first, then groups that found the same store (two
+ * roles' user mappings) are folded into one (resolve_groups).
  */
 typedef struct RoundGroup
 {
-	CxResident *store;			/* NULL until found (or if it failed) */
+	CxResident *store;			/* NULL until found (or if that failed) */
 	RoundItem **items;
 	int			nitems;
 	uint64		acked;
@@ -285,6 +287,8 @@ is_write(const RoundItem *it)
 	return it->slot->hdr->kind == CX_BATCH_WRITE;
 }
 
+/* Whether b carries the URI and options of g's requests: the same store,
+ * and the same user mapping. */
 static bool
 same_group(const RoundGroup *g, const RoundItem *b)
 {
@@ -328,6 +332,67 @@ group_fail(RoundGroup *g, RoundItem *it, const CxFailure *fail)
 	g->failed++;
 }
 
+/* The group whose store is store among the first n, or NULL. */
+static RoundGroup *
+group_of_store(Round *r, int n, const CxResident *store)
+{
+	for (int i = 0; i < n; i++)
+		if (r->groups[i].store == store)
+			return &r->groups[i];
+	return NULL;
+}
+
+/* Item pointers in r->items' order, which is submission order. */
+static int
+item_order_cmp(const void *a, const void *b)
+{
+	const RoundItem *x = *(RoundItem *const *) a;
+	const RoundItem *y = *(RoundItem *const *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Moves g's requests into "into" (which has room for every item of the
+ * round), keeping submission order. */
+static void
+fold_group(RoundGroup *into, const RoundGroup *g)
+{
+	memcpy(into->items + into->nitems, g->items, sizeof(RoundItem *) * g->nitems);
+	into->nitems += g->nitems;
+	qsort(into->items, into->nitems, sizeof(RoundItem *), item_order_cmp);
+}
+
+/*
+ * Finds each group's store (admitting its user mapping's credentials and
+ * merging its settings), failing the group's requests if it cannot be
+ * found, and folds groups that found the same store into the first of
+ * them.  Before any staging, so a failed group's transactions are doomed
+ * before their other requests are staged; a store found stays open for the
+ * round (cx_resident_round_begin), so no later group's store closes it.
+ */
+static void
+resolve_groups(Round *r)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < r->ngroups; i++)
+	{
+		RoundGroup *g = &r->groups[i];
+		RoundGroup *into;
+		CxFailure	fail;
+
+		if (cx_resident_get(&g->items[0]->view, &g->store, &fail) != CX_OK)
+			for (int k = 0; k < g->nitems; k++)
+				group_fail(g, g->items[k], &fail);
+		into = g->store != NULL ? group_of_store(r, kept, g->store) : NULL;
+		if (into != NULL)
+			fold_group(into, g);
+		else
+			r->groups[kept++] = *g;
+	}
+	r->ngroups = kept;
+}
+
 /*
  * Stages the group's requests whose transactions are not doomed, from
  * scratch.  True if a request failed whose transaction has other requests:
@@ -339,18 +404,9 @@ stage_group(RoundGroup *g)
 	CxFailure	fail;
 	bool		withdraw = false;
 
-	if (g->store == NULL &&
-		cx_resident_get(&g->items[0]->view, &g->store, &fail) != CX_OK)
-	{
-		for (int i = 0; i < g->nitems; i++)
-		{
-			if (g->items[i]->finished)
-				continue;
-			group_fail(g, g->items[i], &fail);
-			withdraw |= g->items[i]->slot->hdr->nrequests > 1;
-		}
-		return withdraw;
-	}
+	/* Its requests failed when its store was not found. */
+	if (g->store == NULL)
+		return false;
 	cx_resident_unstage(g->store);
 	for (int i = 0; i < g->nitems; i++)
 	{
@@ -748,6 +804,7 @@ run(Round *r)
 {
 	map_batches(r);
 	group_items(r);
+	resolve_groups(r);
 	stage_groups(r);
 	fail_withdrawn(r);
 	commit_groups(r);
@@ -794,6 +851,7 @@ cx_writer_run_round(uint64 generation)
 	if (r->nslots > 0)
 	{
 		size_seal_pool();
+		cx_resident_round_begin();
 		PG_TRY();
 		{
 			run(r);
@@ -813,6 +871,7 @@ cx_writer_run_round(uint64 generation)
 		PG_END_TRY();
 		publish_settled(r, true);
 		release(r);
+		cx_resident_round_end();
 	}
 	ntaken = r->nslots;
 	MemoryContextSwitchTo(old);

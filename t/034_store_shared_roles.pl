@@ -3,7 +3,8 @@
 # The writer keeps one resident writer and one shard claim for the store
 # (claims stays 1) and every row lands once.  A role whose credentials cannot
 # write the store (a read-only SAS token, a wrong key) has its commits refused
-# although the store is open with another role's working credentials.
+# although the store is open with another role's working credentials.  Both
+# roles' commits queued in one writer round are both written.
 use strict;
 use warnings;
 
@@ -88,6 +89,30 @@ is($admitted_after, $admitted, 'a checked mapping is not checked again at once')
 is($admitted, 1, 'bob was checked once for 50 commits')
   or diag(join("\n", grep { /admits the credentials|reopening store|ctxstore writer/ }
 		split /\n/, $log_before));
+
+# Both roles' commits in one writer round: the writer is stopped until both
+# wait for it.  Their requests carry different options (one group each) but
+# resolve to the one open store, whose shard writer has one staging area:
+# both rows must be written, not only the last group's.
+{
+	my $writer = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+	kill 'STOP', $writer;
+	my %sessions = map {
+		$_ => (waiting_commit($node,
+			"SET ROLE $_; INSERT INTO shared VALUES ('$_-round', '$_', 0);"))[0]
+	} ('alice', 'bob');
+	kill 'CONT', $writer;
+	for my $who (sort keys %sessions)
+	{
+		$sessions{$who}->query('SELECT 1');
+		is($sessions{$who}->{stderr}, '', "$who: a commit in one round with another role's is acknowledged");
+		$sessions{$who}->quit;
+	}
+}
+is($node->safe_psql('postgres',
+	"SELECT string_agg(id, ',' ORDER BY id) FROM shared WHERE id LIKE '%-round'"),
+	'alice-round,bob-round', 'both roles\' rows of one round are written');
 
 $node->stop;
 done_testing();

@@ -55,10 +55,11 @@ my $log = slurp_file($node->logfile);
 my $claimed = () = $log =~ /ctxstore writer: claimed shard/g;
 is($claimed, $stores, 'the log shows one claim per store');
 
-# One transaction writing more stores than are kept open: a store staged in
-# the round is never closed to make room for the next (its rows would be
-# dropped while its group still appends), so the transaction is refused
-# whole, with the limit named, and none of its rows is written.
+# One transaction writing more stores than are kept open: a store found by
+# the round is never closed to make room for the next (its group would
+# append through a closed store, its staged rows dropped), so the
+# transaction is refused whole, with the limit named, and none of its rows
+# is written.
 my ($ok, $out, $err) = $node->psql('postgres', qq{
 BEGIN;
 INSERT INTO t1 VALUES ('wide', 1);
