@@ -114,5 +114,81 @@ is($node->safe_psql('postgres',
 	"SELECT string_agg(id, ',' ORDER BY id) FROM shared WHERE id LIKE '%-round'"),
 	'alice-round,bob-round', 'both roles\' rows of one round are written');
 
+# A store whose handle's own credentials were refused is marked for
+# reopening with the next request's options.  A round where the refused
+# role's commit comes first and finds the store, and another role's commit
+# comes next, must not close the store under the first group (which holds
+# it): the writer survives, each commit has an outcome, and the next
+# commit, in a later round, reopens the store.  erin's SAS token expires
+# soon after erin opens the new store; her transactions began before it did
+# (the backend may read the store with her token), their COMMITs come after.
+{
+	my $expires_in = 15;
+	my $expires_at = time + $expires_in;
+	my $short_sas = az_account_sas('rwdlac', $expires_in);
+	my $reopen_uri = store_uri('az', 'shared_roles_reopen');
+	$node->safe_psql('postgres', qq{
+CREATE FOREIGN TABLE reopened (id text NOT NULL, role text)
+  SERVER az OPTIONS (uri '$reopen_uri', merge_after_generations '0', cleanup_interval '0');
+CREATE ROLE erin LOGIN;
+GRANT SELECT, INSERT ON reopened TO alice, erin;
+CREATE USER MAPPING FOR erin SERVER az OPTIONS (account_name '$account', sas_token '$short_sas');
+});
+	# erin's commit is the store's first: its handle is opened with her token.
+	$node->safe_psql('postgres', "SET ROLE erin; INSERT INTO reopened VALUES ('erin-1', 'erin')");
+	my @erin = map {
+		my $bg = $node->background_psql('postgres', on_error_stop => 0);
+		$bg->query_safe('\set VERBOSITY verbose');
+		$bg->query_safe("SET ROLE erin; BEGIN; INSERT INTO reopened VALUES ('erin-$_', 'erin')");
+		$bg
+	} (2, 3);
+	ok(time < $expires_at, "erin's transactions began before her token expired");
+	sleep(1) while time <= $expires_at + 1;
+
+	my $sqlstate = sub { my ($err) = @_; ($err =~ /ERROR:  (\w{5}):/)[0] // "none: $err" };
+	$erin[0]->query('COMMIT');
+	is($sqlstate->($erin[0]->{stderr}), '28000',
+		"erin's commit after her token expired is refused (the store is marked for reopening)");
+	$erin[0]->quit;
+
+	my $writer = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+	my $log_offset = -s $node->logfile;
+	kill 'STOP', $writer;
+	# erin's COMMIT first, so her group (the handle's own options) finds
+	# the store first and holds it; alice's group comes second.
+	my $erin_pid = $erin[1]->query_safe('SELECT pg_backend_pid()');
+	$erin[1]->query_until(qr/started/, "\\echo started\nCOMMIT;\n");
+	$node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $erin_pid")
+	  or die "erin's COMMIT never waited for the writer";
+	my ($alice) = waiting_commit($node,
+		"\\set VERBOSITY verbose\nSET ROLE alice; INSERT INTO reopened VALUES ('alice-round', 'alice');");
+	kill 'CONT', $writer;
+
+	# Both ride on the handle opened with erin's expired token (alice's
+	# credentials are checked, then the store is used as it is open): both
+	# are refused by the object store.
+	for my $s ([ 'erin', $erin[1] ], [ 'alice', $alice ])
+	{
+		my ($who, $bg) = @$s;
+		$bg->query('SELECT 1');
+		is($sqlstate->($bg->{stderr}), '28000',
+			"$who: a commit of the round on the store marked for reopening is refused cleanly");
+		$bg->quit;
+	}
+	is($node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'"),
+		$writer, 'the writer survived the round');
+	unlike(substr(slurp_file($node->logfile), $log_offset), qr/terminated by signal/,
+		'no process was terminated by a signal');
+
+	# The next round finds the store not busy: reopened with alice's key.
+	is(psql_as($node, 'alice', "INSERT INTO reopened VALUES ('alice-next', 'alice')"), '',
+		"alice's next commit reopens the store and succeeds");
+	is($node->safe_psql('postgres', "SELECT string_agg(id, ',' ORDER BY id) FROM reopened"),
+		'alice-next,erin-1', 'the rows written are the ones acknowledged');
+}
+
 $node->stop;
 done_testing();

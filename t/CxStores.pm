@@ -72,11 +72,12 @@ sub az_create_container
 
 # An account SAS token for Azurite's Blob service with permissions $perms
 # (e.g. 'rwdlac', or 'rl' to read only), signed as "Create an account SAS"
-# (version 2020-12-06 and later) prescribes, valid for a day.
+# (version 2020-12-06 and later) prescribes, valid for $expires_in seconds
+# (a day if not given).
 sub az_account_sas
 {
-	my ($perms) = @_;
-	my $se = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime(time + 86400));
+	my ($perms, $expires_in) = @_;
+	my $se = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime(time + ($expires_in // 86400)));
 	my $to_sign = join("\n", emu('AZ_ACCOUNT'), $perms, 'b', 'sco', '', $se, '',
 		'https,http', '2021-08-06', '', '');
 	my $sig = encode_base64(hmac_sha256($to_sign, decode_base64(emu('AZ_KEY'))), '');
