@@ -22,7 +22,7 @@
  * at every switch (docs/design/workers.md, "Resident stores", gives the
  * argument).  If the handle's own credentials stop working (CX_ERR_AUTH:
  * rotated or revoked), the store is reopened with the next request's
- * (cx_stores_want_reopen).
+ * other options once it is not busy (cx_stores_want_reopen, must_reopen).
  *
  * The owning worker hangs its own state on each store (CxOpenStore.state)
  * and is told before a store is closed (CxStoreHooks.closing).
@@ -196,6 +196,13 @@ admit(CxOpenStore *os, const CxBatchView *req, cx_err *err)
 	return CX_OK;
 }
 
+/* Whether the owning worker still needs os open (CxStoreHooks.busy). */
+static bool
+store_busy(const CxOpenStore *os)
+{
+	return hooks.busy && hooks.busy(os);
+}
+
 /* A free entry, or the least recently used store that is not busy after
  * closing it; -1 if every store is busy. */
 static int
@@ -207,7 +214,7 @@ entry_for_new_store(void)
 	{
 		if (open_stores[i] == NULL)
 			return i;
-		if (hooks.busy && hooks.busy(open_stores[i]))
+		if (store_busy(open_stores[i]))
 			continue;
 		if (victim < 0 || open_stores[i]->last_used < open_stores[victim]->last_used)
 			victim = i;
@@ -261,13 +268,26 @@ find_entry(const CxBatchView *req)
 	return found;
 }
 
+/*
+ * Whether os, whose own credentials were refused, is reopened with req's
+ * other options now.  Not while it is busy: a group of the round in progress
+ * may hold it (closing it would free what that group appends through), so
+ * req is admitted like any other mapping's and the reopen waits for the
+ * first lookup that finds the store idle.
+ */
+static bool
+must_reopen(const CxOpenStore *os, const CxBatchView *req)
+{
+	return os->reopen && !same_options(os, req) && !store_busy(os);
+}
+
 cx_code
 cx_stores_get(const CxBatchView *req, CxOpenStore **out, cx_err *err)
 {
 	CxOpenStore *os;
 	int			slot = find_entry(req);
 
-	if (slot >= 0 && open_stores[slot]->reopen && !same_options(open_stores[slot], req))
+	if (slot >= 0 && must_reopen(open_stores[slot], req))
 	{
 		elog(LOG, "ctxstore: reopening store \"%s\" with the options of another user mapping: its own credentials were refused",
 			 req->uri);

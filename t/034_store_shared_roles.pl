@@ -4,7 +4,8 @@
 # (claims stays 1) and every row lands once.  A role whose credentials cannot
 # write the store (a read-only SAS token, a wrong key) has its commits refused
 # although the store is open with another role's working credentials.  Both
-# roles' commits queued in one writer round are both written.
+# roles' commits queued in one writer round are both written.  A store whose
+# own credentials expired is not reopened under the round that holds it.
 use strict;
 use warnings;
 
