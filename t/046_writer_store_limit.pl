@@ -60,14 +60,14 @@ is($claimed, $stores, 'the log shows one claim per store');
 # append through a closed store, its staged rows dropped), so the
 # transaction is refused whole, with the limit named, and none of its rows
 # is written.
-my ($ok, $out, $err) = $node->psql('postgres', qq{
+my (undef, undef, $wide_err) = $node->psql('postgres', qq{
 BEGIN;
 INSERT INTO t1 VALUES ('wide', 1);
 INSERT INTO t2 VALUES ('wide', 2);
 INSERT INTO t3 VALUES ('wide', 3);
 COMMIT;
 });
-like($err, qr/all 2 stores this worker keeps open are busy/,
+like($wide_err, qr/all 2 stores this worker keeps open are busy/,
 	'a transaction writing 3 stores with room for 2 is refused, naming the limit');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM (SELECT id FROM t1 UNION ALL SELECT id FROM t2 UNION ALL SELECT id FROM t3) a WHERE id = 'wide'"),
