@@ -65,10 +65,13 @@ sub insert
 }
 
 # Every regular file under the store, sorted.
+# Every file of the store but its dirty markers: a seal whose version put
+# fails leaves its marker, an empty and complete object that only makes
+# readers read the shard (docs/FORMAT.md, "Dirty markers").
 sub store_files
 {
 	my @files;
-	find({ wanted => sub { push @files, $File::Find::name if -f $_ }, no_chdir => 1 }, $dir);
+	find({ wanted => sub { push @files, $File::Find::name if -f $_ && $File::Find::name !~ m{/_dirty/} }, no_chdir => 1 }, $dir);
 	return join("\n", sort @files);
 }
 

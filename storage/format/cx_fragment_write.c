@@ -945,7 +945,7 @@ cx_fragw_finish(cx_fragw *w, cx_fragment_info *info, cx_err *err)
 	}
 	rc = cx_obj_upload_finish(w->up, err);
 	w->up = NULL;
-	if (rc != CX_OK && cx_put_may_have_landed(rc) &&
+	if (rc != CX_OK && cx_put_may_have_landed(rc, err) &&
 		landed_after_all(w, &footer))
 		rc = CX_OK;
 	cx_buf_free(&footer);

@@ -729,10 +729,25 @@ backoff_ms(int retry)
 	return (int64_t) (r % (uint32_t) ceiling);
 }
 
-/* The final error after the last attempt, which failed retryably. */
+/*
+ * Whether the attempt was refused: the store answered 429 or 503 (S3
+ * SlowDown / ServiceUnavailable, Azure ServerBusy), which it sends instead
+ * of carrying a request out.  A transport failure or another status (a 500
+ * may come after the write was applied) is no such proof.
+ */
+static bool
+refused(const cx_http_response *resp, const attempt *a)
+{
+	return a->curl_rc == CURLE_OK &&
+		(resp->status == 429 || resp->status == 503);
+}
+
+/* The final error after the last attempt, which failed retryably;
+ * all_refused if every attempt was refused. */
 static cx_code
 give_up(const cx_http_request *req, const cx_http_response *resp,
-		const attempt *a, int attempts, int64_t elapsed, cx_err *err)
+		const attempt *a, int attempts, int64_t elapsed, bool all_refused,
+		cx_err *err)
 {
 	char		url[CX_ERR_MSG_LEN];
 	char	   *code;
@@ -753,6 +768,7 @@ give_up(const cx_http_request *req, const cx_http_response *resp,
 					resp->status, code ? " (" : "", code ? code : "",
 					code ? ")" : "", attempts, attempts == 1 ? "" : "s",
 					(double) elapsed / 1000.0);
+	err->refused = all_refused;
 	free(code);
 	return rc;
 }
@@ -789,6 +805,7 @@ cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 	int64_t		start = now_ms();
 	size_t		out_start = req->body_out ? req->body_out->len : 0;
 	attempt		a;
+	bool		all_refused = true;
 
 	for (int n = 1;; n++)
 	{
@@ -800,12 +817,14 @@ cx_http_do(cx_http *h, const cx_http_request *req, cx_http_response *resp,
 			return a.code;
 		if (!should_retry(req, resp, &a))
 			return a.curl_rc == CURLE_OK ? CX_OK : transport_fail(req, &a, err);
+		all_refused &= refused(resp, &a);
 		delay = backoff_ms(n);
 		if (a.curl_rc == CURLE_OK && cx_http_retry_after_ms(&resp->headers) > delay)
 			delay = cx_http_retry_after_ms(&resp->headers);
 		if (n >= h->cfg.max_attempts ||
 			now_ms() + delay - start > h->cfg.max_retry_ms)
-			return give_up(req, resp, &a, n, now_ms() - start, err);
+			return give_up(req, resp, &a, n, now_ms() - start, all_refused,
+						   err);
 		cx_clock_sleep_us(delay * 1000);
 		h->stats->retries++;
 	}

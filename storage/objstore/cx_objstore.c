@@ -225,8 +225,10 @@ cx_obj_close(cx_objstore *s)
 }
 
 bool
-cx_put_may_have_landed(cx_code rc)
+cx_put_may_have_landed(cx_code rc, const cx_err *err)
 {
+	if (rc == CX_ERR_IO && err->refused)
+		return false;
 	return rc == CX_ERR_EXISTS || rc == CX_ERR_IO || rc == CX_ERR_TIMEOUT;
 }
 

@@ -166,12 +166,14 @@ cx_code		cx_obj_upload_finish(cx_upload *up, cx_err *err);
 void		cx_obj_upload_abort(cx_upload *up);
 
 /*
- * Whether a put (or upload) that failed with rc may have landed all the
- * same: an I/O error or timeout after the request was sent, or "exists"
- * from a transport retry that met the object its first attempt created.
- * Such an outcome is settled by reading the object back.
+ * Whether a put (or upload) that failed with rc (err its error) may have
+ * landed all the same: an I/O error or timeout after the request was sent,
+ * or "exists" from a transport retry that met the object its first attempt
+ * created.  Such an outcome is settled by reading the object back.  Not an
+ * I/O error the store refused at every attempt (err->refused: 429 or 503,
+ * which S3 and Azure answer instead of carrying a write out).
  */
-bool		cx_put_may_have_landed(cx_code rc);
+bool		cx_put_may_have_landed(cx_code rc, const cx_err *err);
 
 /* ---- what the backends use (cx_backend_support.c) ---- */
 

@@ -187,7 +187,7 @@ cx_vseq_put(cx_objstore *s, const cx_vseq *q, uint64_t n,
 			return CX_OK;
 		}
 		*outcome = CX_VSEQ_FAILED;
-		if (!cx_put_may_have_landed(rc))
+		if (!cx_put_may_have_landed(rc, &put_err))
 		{
 			*err = put_err;
 			return rc;

@@ -49,7 +49,7 @@ check_refused(const cx_buf *b, const char *name)
 static void
 splice_long(cx_buf *b, size_t at, size_t len, int64_t v)
 {
-	uint64_t	u = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+	uint64_t	u = v < 0 ? ~((uint64_t) v << 1) : (uint64_t) v << 1;	/* zigzag */
 	uint8_t		enc[10];
 	size_t		n = 0;
 	cx_buf		out;

@@ -25,6 +25,17 @@ CX_TEST(crc32c_known_vectors)
 	CHECK(cx_crc32c(cx_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
 }
 
+/* fuzz_fragment found it: an empty buffer grown by 0 computed NULL + 0. */
+CX_TEST(buf_grow_by_nothing_on_an_empty_buffer)
+{
+	cx_buf		b;
+
+	cx_buf_init(&b);
+	CHECK(cx_buf_grow(&b, 0) != NULL);
+	CHECK(b.len == 0 && cx_buf_ok(&b));
+	cx_buf_free(&b);
+}
+
 CX_TEST(buf_round_trip_and_sticky_reader)
 {
 	cx_buf		b;

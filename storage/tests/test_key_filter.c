@@ -73,7 +73,7 @@ CX_TEST(key_filter_never_misses_and_rarely_errs)
 	}
 	CHECK(missed == 0);
 	/* 12 bits and 8 probes per value: about 0.3% in theory */
-	printf("# false positives: %u of %u\n", false_positives, FILTER_VALUES);
+	printf("# false positives: %u of %u\n", false_positives, (unsigned) FILTER_VALUES);
 	CHECK(false_positives < FILTER_VALUES / 100);
 	cx_keyfilter_release(f);
 }

@@ -96,7 +96,9 @@ cx_buf_grow(cx_buf *b, size_t n)
 {
 	uint8_t    *p;
 
-	if (!cx_buf_reserve(b, n))
+	/* At least a byte, so that growing an empty buffer by 0 still yields
+	 * a pointer (NULL means out of memory) and never NULL + 0. */
+	if (!cx_buf_reserve(b, n > 0 ? n : 1))
 		return NULL;
 	p = b->data + b->len;
 	memset(p, 0, n);

@@ -12,6 +12,7 @@ cx_err_set(cx_err *err, cx_code code, const char *fmt,...)
 	va_list		ap;
 
 	err->code = code;
+	err->refused = false;
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);

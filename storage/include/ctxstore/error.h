@@ -10,6 +10,7 @@
 #define CTXSTORE_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 typedef enum cx_code
 {
@@ -52,6 +53,10 @@ typedef struct cx_err
 {
 	cx_code		code;
 	char		msg[CX_ERR_MSG_LEN];
+	bool		refused;		/* CX_ERR_IO from an object store that
+								 * answered every attempt 429 or 503: it
+								 * applied none of them (cx_http.c); false
+								 * after every cx_err_set */
 } cx_err;
 
 /* Record an error and return its code, so callers can write
