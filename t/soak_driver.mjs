@@ -299,19 +299,35 @@ async function sampler() {
 
 // ---- the quiet end ----
 
+// The final reads run with the soak's short request_timeout (2 s, so that
+// delay faults outlast it); on a loaded machine an emulator can still be
+// slower than that once faults stopped.  They are idempotent, so one that
+// fails with a store error (SQLSTATE class 58) is retried, boundedly.
+async function quietQuery(cluster, sql, attempts = 6) {
+	for (let n = 1; ; n++) {
+		try {
+			return await adminQuery(cluster, sql);
+		} catch (e) {
+			if (n >= attempts || !String(e.code || '').startsWith('58')) throw e;
+			console.error(`# final read retried (${n}/${attempts}) on ${cluster.name}: ${e.code}: ${e.message}`);
+			await sleep(2000);
+		}
+	}
+}
+
 async function finalReads() {
 	const final = { tables: {}, versions: {}, stats: {}, merges: [] };
 	for (const [kind, store] of Object.entries(config.stores)) {
 		for (const cluster of config.clusters) {
 			try {
-				await adminQuery(cluster, `SELECT ctxstore.merge_wal('${store.table}')`);
+				await quietQuery(cluster, `SELECT ctxstore.merge_wal('${store.table}')`);
 			} catch (e) {
 				final.merges.push({ cluster: cluster.name, store: kind, error: e.message });
 			}
 		}
 		final.tables[kind] = {};
 		for (const cluster of config.clusters) {
-			const rows = await adminQuery(cluster, `SELECT id, v FROM ${store.table}`);
+			const rows = await quietQuery(cluster, `SELECT id, v FROM ${store.table}`);
 			final.tables[kind][cluster.name] = rows.map((x) => [x.id, x.v]);
 		}
 		final.versions[kind] = await readVersions(config.clusters[0], store);
@@ -319,13 +335,13 @@ async function finalReads() {
 		// cluster's last restart), for the report.
 		final.stats[kind] = {};
 		for (const cluster of config.clusters)
-			final.stats[kind][cluster.name] = (await adminQuery(cluster, `SELECT ctxstore.stats('${store.table}') AS s`))[0].s;
+			final.stats[kind][cluster.name] = (await quietQuery(cluster, `SELECT ctxstore.stats('${store.table}') AS s`))[0].s;
 	}
 	return final;
 }
 
 const listVersions = async (cluster, store) =>
-	(await adminQuery(cluster, `SELECT version FROM ctxstore.versions('${store.table}')`)).map((x) => Number(x.version));
+	(await quietQuery(cluster, `SELECT version FROM ctxstore.versions('${store.table}')`)).map((x) => Number(x.version));
 
 // Reads each base version the store lists through a table pinned to it.
 async function readVersions(cluster, store) {
@@ -335,7 +351,7 @@ async function readVersions(cluster, store) {
 		try {
 			await adminQuery(cluster, `CREATE FOREIGN TABLE IF NOT EXISTS ${pin} (id text NOT NULL, v text)
 				SERVER ${store.server} OPTIONS (uri '${store.uri}', version '${version}')`);
-			const [r] = await adminQuery(cluster, `SELECT count(*) AS rows, count(DISTINCT id) AS distinct FROM ${pin}`);
+			const [r] = await quietQuery(cluster, `SELECT count(*) AS rows, count(DISTINCT id) AS distinct FROM ${pin}`);
 			out.push({ version, rows: Number(r.rows), distinct: Number(r.distinct) });
 		} catch (e) {
 			// Collected since it was listed: not retained any more.
