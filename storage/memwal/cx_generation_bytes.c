@@ -237,36 +237,89 @@ store_of_carried(cx_objstore *s, const char *shard_id,
 						  out, err);
 }
 
+/* The bytes a format 2 version carries: it is read whole (they end it). */
+static cx_code
+read_whole_carrier(cx_objstore *s, const char *shard_id, uint64_t version,
+				   uint8_t **bytes, uint64_t *len, cx_err *err)
+{
+	cx_shard_manifest *v;
+
+	if (cx_shard_manifest_load(s, shard_id, version, &v, err) != CX_OK)
+		return err->code;
+	*bytes = v->carried;
+	*len = v->carried_len;
+	v->carried = NULL;
+	cx_shard_manifest_free(v);
+	return CX_OK;
+}
+
+/* Reads the bytes of inline generation g from the version carrying it
+ * (*bytes malloc'd, NULL if it carries none): one ranged GET of its head
+ * (docs/FORMAT.md "Inline generations"). */
+static cx_code
+read_carried(cx_objstore *s, const char *shard_id, const cx_generation *g,
+			 uint8_t **bytes, uint64_t *len, cx_err *err)
+{
+	char		key[CX_KEY_MAX + 1];
+	char		name[2 * CX_KEY_MAX];
+	uint64_t	size = g->fragment.size;
+	bool		whole;
+	cx_buf		b;
+	cx_code		rc;
+
+	*bytes = NULL;
+	*len = 0;
+	cx_shard_manifest_key(shard_id, g->carrier, key, sizeof(key));
+	snprintf(name, sizeof(name), "%.900s/%s", s->uri, key);
+	cx_buf_init(&b);
+	rc = cx_obj_get_range(s, key, 0, (size_t) (CX_SHARD_CARRIED_AT + size),
+						  &b, err);
+	if (rc == CX_OK)
+		rc = cx_shard_carried_check(b.data, b.len, size, name, &whole, err);
+	if (rc == CX_OK && whole)
+		rc = read_whole_carrier(s, shard_id, g->carrier, bytes, len, err);
+	else if (rc == CX_OK)
+	{
+		/* The buffer becomes the copy: the bytes moved to its start. */
+		memmove(b.data, b.data + CX_SHARD_CARRIED_AT, (size_t) size);
+		*bytes = b.data;
+		*len = size;
+		cx_buf_init(&b);
+	}
+	cx_buf_free(&b);
+	return rc;
+}
+
 cx_code
 cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
 				   const cx_generation *g, cx_objstore **from, cx_err *err)
 {
-	const cx_shard_manifest *holder = m;
-	cx_shard_manifest *loaded = NULL;
-	uint64_t	len;
-	const uint8_t *bytes;
+	const uint8_t *bytes = NULL;
+	uint8_t    *read = NULL;
+	uint64_t	len = 0;
 	cx_code		rc;
 
 	*from = s;
 	if (g->carrier == 0)
 		return CX_OK;
-	if (holder->version != g->carrier)
-		holder = cx_shard_cache_carrier(s, m->shard_id, g->carrier);
-	if (holder == NULL)
+	if (m->version == g->carrier)
 	{
-		if (cx_shard_manifest_load(s, m->shard_id, g->carrier, &loaded,
-								   err) != CX_OK)
+		bytes = m->carried;
+		len = m->carried_len;
+	}
+	else
+		bytes = cx_shard_cache_carried(s, m->shard_id, g->carrier, &len);
+	if (bytes == NULL)
+	{
+		if (read_carried(s, m->shard_id, g, &read, &len, err) != CX_OK)
 			return cx_err_prefix(err, "reading the shard manifest version carrying generation %llu",
 								 (unsigned long long) g->gen);
-		holder = loaded;
-		if (cx_shard_cache_keep_carrier(s, loaded))
-			loaded = NULL;		/* the handle's now; holder stays valid */
+		bytes = read;
+		if (read != NULL &&
+			cx_shard_cache_keep_carried(s, m->shard_id, g->carrier, read, len))
+			read = NULL;		/* the handle's now; bytes stay valid */
 	}
-	bytes = holder->carried;
-	len = holder->carried_len;
-	/* The carrier lists the generation it carries as its newest. */
-	if (holder->ngens == 0 || holder->gens[holder->ngens - 1].gen != g->gen ||
-		len != g->fragment.size)
+	if (bytes == NULL || len != g->fragment.size)
 		rc = cx_err_set(err, CX_ERR_CORRUPT,
 						"shard %s version %llu does not carry generation %llu (%llu bytes) that version %llu says it does",
 						m->shard_id, (unsigned long long) g->carrier,
@@ -275,7 +328,7 @@ cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
 						(unsigned long long) m->version);
 	else
 		rc = store_of_carried(s, m->shard_id, g, bytes, from, err);
-	cx_shard_manifest_free(loaded);
+	free(read);
 	if (rc != CX_OK)
 		*from = s;
 	return rc;

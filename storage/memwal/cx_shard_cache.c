@@ -13,7 +13,8 @@
  * A kept version keeps the inline generation it carries (at most
  * inline_generation_max bytes, so at most 256 x 64 KiB by default), which
  * spares the handle's readers a GET of the newest generation; so do the
- * last 8 older versions read for theirs (cx_shard_cache_carrier).
+ * bytes of the last 8 older versions read for theirs
+ * (cx_shard_cache_carried).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +26,34 @@
 #define CACHED_SHARDS 256
 #define CACHED_CARRIERS 8
 
+/* The bytes a version of a shard carries, read for an inline generation. */
+typedef struct carried_copy
+{
+	char	   *shard_id;		/* NULL: an empty slot */
+	uint64_t	version;
+	uint8_t    *bytes;
+	uint64_t	len;
+} carried_copy;
+
 typedef struct shard_cache
 {
 	uint32_t	n;
 	uint32_t	victim;			/* the next entry replaced when full */
 	cx_shard_manifest *m[CACHED_SHARDS];
-	/* Older versions read for the inline generation they carry, the last
-	 * CACHED_CARRIERS (versions never change, so a kept one never goes
-	 * stale): a merge reads each generation three times. */
+	/* The bytes of older versions read for the inline generation they
+	 * carry, the last CACHED_CARRIERS (versions never change, so a kept
+	 * copy never goes stale): a merge reads each generation three times. */
 	uint32_t	next_carrier;
-	cx_shard_manifest *carriers[CACHED_CARRIERS];
+	carried_copy carriers[CACHED_CARRIERS];
 } shard_cache;
+
+static void
+carried_copy_clear(carried_copy *k)
+{
+	free(k->shard_id);
+	free(k->bytes);
+	memset(k, 0, sizeof(*k));
+}
 
 static void
 cache_free(void *p)
@@ -45,7 +63,7 @@ cache_free(void *p)
 	for (uint32_t i = 0; i < c->n; i++)
 		cx_shard_manifest_free(c->m[i]);
 	for (uint32_t i = 0; i < CACHED_CARRIERS; i++)
-		cx_shard_manifest_free(c->carriers[i]);
+		carried_copy_clear(&c->carriers[i]);
 	free(c);
 }
 
@@ -135,36 +153,51 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 	return CX_OK;
 }
 
-static bool
-is_carrier(const cx_shard_manifest *m, const char *shard_id, uint64_t version)
-{
-	return m != NULL && m->version == version && m->carried != NULL &&
-		strcmp(m->shard_id, shard_id) == 0;
-}
-
-const cx_shard_manifest *
-cx_shard_cache_carrier(cx_objstore *s, const char *shard_id, uint64_t version)
+const uint8_t *
+cx_shard_cache_carried(cx_objstore *s, const char *shard_id, uint64_t version,
+					   uint64_t *len)
 {
 	const shard_cache *c = s->caches[CX_CACHE_SHARD_MANIFESTS].p;
 	int			at = c != NULL ? find(c, shard_id) : -1;
 
-	if (at >= 0 && is_carrier(c->m[at], shard_id, version))
-		return c->m[at];
+	if (at >= 0 && c->m[at]->version == version && c->m[at]->carried != NULL)
+	{
+		*len = c->m[at]->carried_len;
+		return c->m[at]->carried;
+	}
 	for (uint32_t i = 0; c != NULL && i < CACHED_CARRIERS; i++)
-		if (is_carrier(c->carriers[i], shard_id, version))
-			return c->carriers[i];
+	{
+		const carried_copy *k = &c->carriers[i];
+
+		if (k->shard_id != NULL && k->version == version &&
+			strcmp(k->shard_id, shard_id) == 0)
+		{
+			*len = k->len;
+			return k->bytes;
+		}
+	}
 	return NULL;
 }
 
 bool
-cx_shard_cache_keep_carrier(cx_objstore *s, cx_shard_manifest *m)
+cx_shard_cache_keep_carried(cx_objstore *s, const char *shard_id,
+							uint64_t version, uint8_t *bytes, uint64_t len)
 {
 	shard_cache *c = cache_of(s);
+	char	   *id = cx_strdup(shard_id);
+	carried_copy *k;
 
-	if (c == NULL)
+	if (c == NULL || id == NULL)
+	{
+		free(id);
 		return false;
-	cx_shard_manifest_free(c->carriers[c->next_carrier]);
-	c->carriers[c->next_carrier] = m;
+	}
+	k = &c->carriers[c->next_carrier];
+	carried_copy_clear(k);
+	k->shard_id = id;
+	k->version = version;
+	k->bytes = bytes;
+	k->len = len;
 	c->next_carrier = (c->next_carrier + 1) % CACHED_CARRIERS;
 	return true;
 }

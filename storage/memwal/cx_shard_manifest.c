@@ -21,8 +21,8 @@
 
 #define COMMIT_ID_LEN 16
 
-/* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry (format 2: and
- * u64 carrier after max_ts). */
+/* u64 gen, i64 min_ts, i64 max_ts, then a fragment entry (formats 2 and
+ * 3: and u64 carrier after max_ts). */
 #define MIN_GEN_LEN (8 + 8 + 8 + CX_FRAGENTRY_MIN_LEN)
 
 /* The rule itself is the layout's: a shard id is one key segment. */
@@ -261,9 +261,20 @@ check_encodable(const cx_shard_manifest *m, cx_err *err)
 	return CX_OK;
 }
 
+/* Format 3's carried part, first in the body: u64 length, the bytes. */
+static void
+encode_carried(const cx_shard_manifest *m, cx_buf *out)
+{
+	cx_buf_put_u64(out, m->carried_len);
+	if (m->carried_len > 0)
+		cx_buf_put(out, m->carried, m->carried_len);
+}
+
 static void
 encode_body(const cx_shard_manifest *m, uint16_t format, cx_buf *out)
 {
+	if (format == 3)
+		encode_carried(m, out);
 	cx_buf_put_u64(out, m->version);
 	cx_buf_put_str16(out, m->shard_id);
 	cx_buf_put_u64(out, m->epoch);
@@ -278,15 +289,9 @@ encode_body(const cx_shard_manifest *m, uint16_t format, cx_buf *out)
 		cx_buf_put_u64(out, m->gens[i].gen);
 		cx_buf_put_i64(out, m->gens[i].min_ts);
 		cx_buf_put_i64(out, m->gens[i].max_ts);
-		if (format >= 2)
+		if (format != 1)
 			cx_buf_put_u64(out, m->gens[i].carrier);
 		cx_fragentry_encode(&m->gens[i].fragment, out);
-	}
-	if (format >= 2)
-	{
-		cx_buf_put_u64(out, m->carried_len);
-		if (m->carried_len > 0)
-			cx_buf_put(out, m->carried, m->carried_len);
 	}
 }
 
@@ -294,7 +299,7 @@ cx_code
 cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
 {
 	char		what[64 + CX_SHARD_ID_MAX];
-	uint16_t	format = lists_inline(m) ? 2 : 1;
+	uint16_t	format = lists_inline(m) ? CX_SHARD_FORMAT : 1;
 	size_t		start;
 
 	if (check_encodable(m, err) != CX_OK)
@@ -334,7 +339,7 @@ decode_gens(cx_rd *r, uint16_t format, cx_shard_manifest *m)
 		g->gen = cx_rd_u64(r);
 		g->min_ts = cx_rd_i64(r);
 		g->max_ts = cx_rd_i64(r);
-		if (format >= 2)
+		if (format != 1)
 			g->carrier = cx_rd_u64(r);
 		if (!cx_fragentry_decode(r, true, &g->fragment))
 			return false;
@@ -342,8 +347,8 @@ decode_gens(cx_rd *r, uint16_t format, cx_shard_manifest *m)
 	return true;
 }
 
-/* Format 2's carried bytes; false without memory.  A length beyond the
- * bytes left leaves r bad. */
+/* The carried bytes (first in format 3's body, last in format 2's); false
+ * without memory.  A length beyond the bytes left leaves r bad. */
 static bool
 decode_carried(cx_rd *r, cx_shard_manifest *m)
 {
@@ -365,27 +370,36 @@ decode_carried(cx_rd *r, cx_shard_manifest *m)
 	return true;
 }
 
+/* Everything but the carried bytes; false without memory. */
+static bool
+decode_listing(cx_rd *r, uint16_t format, cx_shard_manifest *m)
+{
+	const uint8_t *id;
+
+	m->version = cx_rd_u64(r);
+	m->shard_id = cx_rd_str16(r);
+	m->epoch = cx_rd_u64(r);
+	id = cx_rd_take(r, COMMIT_ID_LEN);
+	if (id != NULL)
+		memcpy(m->commit_id, id, COMMIT_ID_LEN);
+	m->committed_at_us = cx_rd_i64(r);
+	m->writer = cx_rd_str16(r);
+	m->replay_seq = cx_rd_u64(r);
+	m->next_gen = cx_rd_u64(r);
+	return decode_gens(r, format, m);
+}
+
 static cx_code
 decode_body(const uint8_t *body, size_t len, uint16_t format,
 			const char *name, cx_shard_manifest *m, cx_err *err)
 {
 	cx_rd		r;
-	const uint8_t *id;
 	cx_err		ignored;
 
 	cx_rd_init(&r, body, len);
-	m->version = cx_rd_u64(&r);
-	m->shard_id = cx_rd_str16(&r);
-	m->epoch = cx_rd_u64(&r);
-	id = cx_rd_take(&r, COMMIT_ID_LEN);
-	if (id != NULL)
-		memcpy(m->commit_id, id, COMMIT_ID_LEN);
-	m->committed_at_us = cx_rd_i64(&r);
-	m->writer = cx_rd_str16(&r);
-	m->replay_seq = cx_rd_u64(&r);
-	m->next_gen = cx_rd_u64(&r);
-	if (!decode_gens(&r, format, m) ||
-		(format >= 2 && !decode_carried(&r, m)))
+	if ((format == 3 && !decode_carried(&r, m)) ||
+		!decode_listing(&r, format, m) ||
+		(format == 2 && !decode_carried(&r, m)))
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "shard manifest %s: out of memory while decoding", name);
 	if (!cx_rd_ok(&r))
@@ -405,7 +419,7 @@ decode_body(const uint8_t *body, size_t len, uint16_t format,
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "shard manifest %s: generation list out of order",
 						  name);
-	if (!carried_consistent(m) || (format >= 2 && !lists_inline(m)))
+	if (!carried_consistent(m) || (format != 1 && !lists_inline(m)))
 		return cx_err_set(err, CX_ERR_CORRUPT,
 						  "shard manifest %s: inline generations inconsistent with the bytes it carries",
 						  name);
@@ -436,6 +450,47 @@ cx_shard_manifest_decode(const uint8_t *data, size_t len, const char *name,
 		return err->code;
 	}
 	*out = m;
+	return CX_OK;
+}
+
+/* The encoder puts the carried part first in the body. */
+_Static_assert(CX_SHARD_CARRIED_AT == CX_FRAME_HEADER_LEN + 8,
+			   "carried bytes follow the frame header and their length");
+
+cx_code
+cx_shard_carried_check(const uint8_t *head, size_t len, uint64_t size,
+					   const char *name, bool *whole, cx_err *err)
+{
+	uint16_t	format;
+	cx_rd		carried_len;
+
+	*whole = false;
+	if (len < CX_FRAME_HEADER_LEN || memcmp(head, CX_SHARD_MAGIC, 4) != 0)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: not a shard manifest (bad magic or too short)",
+						  name);
+	format = cx_load_u16(head + 4);
+	if (format > CX_SHARD_FORMAT)
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "shard manifest %s: format version %u is newer than this build reads (%u); upgrade ctxstore",
+						  name, format, CX_SHARD_FORMAT);
+	if (cx_load_u16(head + 6) != 0)
+		return cx_err_set(err, CX_ERR_UNSUPPORTED,
+						  "shard manifest %s: unknown flags 0x%04x (written by a newer ctxstore?)",
+						  name, cx_load_u16(head + 6));
+	if (format == 2)
+	{
+		*whole = true;
+		return CX_OK;
+	}
+	cx_rd_init(&carried_len, head + CX_FRAME_HEADER_LEN,
+			   len - CX_FRAME_HEADER_LEN);
+	if (format != 3 || len != CX_SHARD_CARRIED_AT + size ||
+		cx_load_u32(head + 8) < 8 + size ||
+		cx_rd_u64(&carried_len) != size)
+		return cx_err_set(err, CX_ERR_CORRUPT,
+						  "shard manifest %s: does not carry the %llu bytes of the generation it is said to (format %u, %zu bytes read)",
+						  name, (unsigned long long) size, format, len);
 	return CX_OK;
 }
 

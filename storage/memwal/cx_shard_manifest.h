@@ -38,9 +38,18 @@
 #include "table/cx_row_key.h"
 
 #define CX_SHARD_MAGIC "CXS1"
-/* Format 2 adds inline generations; a version without one is written as
- * format 1, which older readers read as before. */
-#define CX_SHARD_FORMAT 2
+/* Format 2 added inline generations, carrying a version's bytes at the end
+ * of its body; format 3 moves them to its start, so that a reader of an
+ * inline generation reads them alone.  Writers write format 3 when a
+ * version lists an inline generation, else format 1, which older readers
+ * read as before; format 2 is only read. */
+#define CX_SHARD_FORMAT 3
+
+/* In format 3 the bytes a version carries start here, after the frame
+ * header and their u64 length: a reader of size carried bytes GETs the
+ * range [0, CX_SHARD_CARRIED_AT + size) and checks it with
+ * cx_shard_carried_check(). */
+#define CX_SHARD_CARRIED_AT 20
 
 typedef struct cx_generation
 {
@@ -79,6 +88,22 @@ cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
 									 cx_shard_manifest **out, cx_err *err);
 void		cx_shard_manifest_key(const char *shard_id, uint64_t version,
 								  char *key, size_t keysize);
+
+/*
+ * Checks head, the first len bytes of a shard-manifest version's object
+ * (name in messages), read to get the size bytes it carries: the magic,
+ * the format, the flags, that len is CX_SHARD_CARRIED_AT + size (not cut
+ * short) and that the version says it carries exactly size bytes.  The
+ * frame's CRC covers the whole object and is not checked: the carried
+ * bytes are a Parquet file the reader checks as it checks a fragment
+ * object (footer CRC from the fragment entry, page CRCs).  *whole is set
+ * for a format 2 object, whose carried bytes end it: the caller loads it
+ * whole instead.  CX_ERR_CORRUPT otherwise, CX_ERR_UNSUPPORTED for a newer
+ * format or unknown flags.
+ */
+cx_code		cx_shard_carried_check(const uint8_t *head, size_t len,
+								   uint64_t size, const char *name,
+								   bool *whole, cx_err *err);
 
 /* Loads a version; CX_ERR_NOT_FOUND if absent. */
 cx_code		cx_shard_manifest_load(cx_objstore *s, const char *shard_id,
@@ -138,8 +163,9 @@ cx_code		cx_shard_hint_write(cx_objstore *s, const char *shard_id,
  * from: *from is s itself when g has its own object; for an inline one, a
  * read-only in-memory store holding g's bytes under g->fragment.path, taken
  * from m or the handle's cache when one of them holds the version carrying
- * them, else read from it (one GET, as many as opening an own object
- * costs; the handle then keeps it, so the next open costs none).  Release
+ * them, else read from it: one ranged GET of just those bytes (format 3;
+ * a format 2 version is read whole), as many GETs as opening an own object
+ * costs; the handle then keeps them, so the next open costs none.  Release
  * with cx_generation_done().
  */
 cx_code		cx_generation_open(cx_objstore *s, const cx_shard_manifest *m,
@@ -158,15 +184,18 @@ cx_code		cx_memstore_of(const char *uri, const char *key,
 /* The bytes uploaded to mem (malloc'd; the caller owns them), or NULL. */
 uint8_t    *cx_memstore_take(cx_objstore *mem, uint64_t *len);
 
-/* Version `version` of shard_id if the handle keeps it (cx_shard_cache.c:
- * as the shard's newest, or as one of the last carriers it was given) and
- * it carries bytes; NULL otherwise.  Borrowed: valid until the handle next
- * loads that shard or keeps another carrier. */
-const cx_shard_manifest *cx_shard_cache_carrier(cx_objstore *s,
-												const char *shard_id,
-												uint64_t version);
-/* Keeps m, a version read for the inline generation it carries (ownership
- * passes: true); false without memory, m still the caller's. */
-bool		cx_shard_cache_keep_carrier(cx_objstore *s, cx_shard_manifest *m);
+/* The bytes version `version` of shard_id carries (*len of them) if the
+ * handle keeps them (cx_shard_cache.c: as the shard's newest manifest, or
+ * as one of the last carried bytes it was given); NULL otherwise.
+ * Borrowed: valid until the handle next loads that shard or keeps other
+ * carried bytes. */
+const uint8_t *cx_shard_cache_carried(cx_objstore *s, const char *shard_id,
+									  uint64_t version, uint64_t *len);
+/* Keeps bytes (malloc'd, len), carried by version of shard_id and read for
+ * an inline generation (ownership passes: true); false without memory,
+ * bytes still the caller's. */
+bool		cx_shard_cache_keep_carried(cx_objstore *s, const char *shard_id,
+										uint64_t version, uint8_t *bytes,
+										uint64_t len);
 
 #endif							/* CX_SHARD_H */

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "table/cx_commit.h"
+#include "util/cx_crc32c.h"
+#include "util/cx_frame.h"
 #include "format/cx_row_codec.h"
 #include "cx_test.h"
 #include "mw_util.h"
@@ -25,6 +27,22 @@ mw_schema(void)
 			abort();
 	}
 	return schema;
+}
+
+void
+mw_to_format_2(cx_buf *b)
+{
+	size_t		carried = CX_SHARD_CARRIED_AT - CX_FRAME_HEADER_LEN +
+		(size_t) cx_load_u32(b->data + CX_FRAME_HEADER_LEN);
+	size_t		body = b->len - CX_FRAME_HEADER_LEN - CX_FRAME_TRAILER_LEN;
+	uint8_t    *moved = malloc(body);
+
+	memcpy(moved, b->data + CX_FRAME_HEADER_LEN + carried, body - carried);
+	memcpy(moved + body - carried, b->data + CX_FRAME_HEADER_LEN, carried);
+	memcpy(b->data + CX_FRAME_HEADER_LEN, moved, body);
+	free(moved);
+	cx_store_u16(b->data + 4, 2);
+	cx_store_u32(b->data + b->len - 4, cx_crc32c(0, b->data, b->len - 4));
 }
 
 cx_objstore *

@@ -16,6 +16,11 @@
 #include "scan/cx_table_scan.h"
 
 cx_schema  *mw_schema(void);	/* static; do not free */
+
+/* Rewrites b, an encoded format 3 shard manifest, as format 2 (what earlier
+ * releases wrote): the same with the carried part (u64 length, bytes) at
+ * the end of the body instead of its start. */
+void		mw_to_format_2(cx_buf *b);
 /* The test's store "<tmpdir>/store" (NULL if it cannot be opened). */
 cx_objstore *mw_open_store(void);
 

@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include "objstore/cx_objstore.h"
+
 #include "ctxstore/lifecycle.h"
 #include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
@@ -122,5 +124,143 @@ CX_TEST(inline_generations_are_read_by_scans_lookups_merges_and_compaction)
 	}
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(cold);
+	cx_obj_close(s);
+}
+
+/* --------------------------------------------------------------------------
+ * What a merge reads of the versions carrying its generations
+ * -------------------------------------------------------------------------- */
+
+static cx_objstore_ops counting_ops;
+static const cx_objstore_ops *real_ops;
+static uint64_t version_bytes;	/* read from shard-manifest versions */
+
+static cx_code
+counting_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
+			 cx_buf *out, cx_err *err)
+{
+	size_t		before = out->len;
+	cx_code		rc = real_ops->get(s, key, offset, len, out, err);
+
+	if (strncmp(key, "_shards/", 8) == 0 && strstr(key, "/_versions/") != NULL)
+		version_bytes += out->len - before;
+	return rc;
+}
+
+static uint64_t
+object_size(cx_objstore *s, const char *shard_id, uint64_t version)
+{
+	char		key[CX_KEY_MAX + 1];
+	uint64_t	size = 0;
+	cx_err		err;
+
+	cx_shard_manifest_key(shard_id, version, key, sizeof(key));
+	CHECK_CODE(cx_obj_head(s, key, &size, &err), CX_OK);
+	return size;
+}
+
+/* Eight sealed appends of ten rows, each an inline generation: versions 2
+ * to 9 of shard "a", each listing every generation before it too. */
+static cx_code
+eight_inline_seals(cx_objstore *s, cx_shardwriter **w, cx_err *err)
+{
+	cx_code		rc = mw_writer(s, "a", true, w, err);
+
+	for (int i = 0; i < 8 && rc == CX_OK; i++)
+		rc = mw_put(*w, "k", i * 10, 10, i, true, err);
+	return rc;
+}
+
+static void
+check_eighty_rows(cx_objstore *s)
+{
+	mw_rows		r;
+	int64_t		v;
+	cx_err		err;
+
+	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
+	CHECK(r.n == 80);
+	CHECK(mw_count(&r, "k0", &v) == 1 && v == 0);
+	CHECK(mw_count(&r, "k79", &v) == 1 && v == 7);
+	mw_rows_free(&r);
+}
+
+/* Of a version carrying a generation a merge reads the carried bytes and
+ * the 20 bytes before them, not the whole version, which lists every
+ * pending generation with its statistics: reading whole versions cost
+ * pending x merged bytes. */
+CX_TEST(merge_reads_only_the_carried_bytes_of_inline_generations)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *merger;
+	cx_shardwriter *w;
+	const cx_shard_manifest *m;
+	cx_merge_result merged;
+	uint64_t	carried = 0;
+	uint64_t	whole = 0;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(eight_inline_seals(s, &w, &err), &err);
+	m = cx_sw_manifest(w);
+	REQUIRE(m->version == 9 && m->ngens == 8);
+	/* The newest version is read whole (it is the shard's state); the
+	 * seven before it carry the other generations. */
+	for (uint32_t i = 0; i < 7; i++)
+	{
+		carried += CX_SHARD_CARRIED_AT + m->gens[i].fragment.size;
+		whole += object_size(s, "a", m->gens[i].carrier);
+	}
+	merger = mw_open_store();
+	REQUIRE(merger != NULL);
+	real_ops = merger->ops;
+	counting_ops = *merger->ops;
+	counting_ops.get = counting_get;
+	merger->ops = &counting_ops;
+	version_bytes = 0;
+	REQUIRE_OK(cx_merge_shard(merger, "a", NULL, &merged, &err), &err);
+	CHECK(merged.generations == 8);
+	CHECK(version_bytes == object_size(s, "a", 9) + carried);
+	CHECK(carried < whole);
+	merger->ops = real_ops;
+	cx_obj_close(merger);
+	check_eighty_rows(s);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/* A version earlier releases wrote (format 2: the carried bytes end it) is
+ * read whole, and its generation read like any other. */
+CX_TEST(inline_generation_carried_by_a_format_2_version_is_read)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *cold;
+	cx_shardwriter *w;
+	const cx_shard_manifest *m;
+	char		key[CX_KEY_MAX + 1];
+	cx_objstore *from;
+	cx_buf		b;
+	uint64_t	gets;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(eight_inline_seals(s, &w, &err), &err);
+	m = cx_sw_manifest(w);
+	cx_shard_manifest_key("a", 2, key, sizeof(key));
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_obj_get(s, key, &b, &err), &err);
+	mw_to_format_2(&b);
+	REQUIRE_OK(cx_obj_put(s, key, b.data, b.len, CX_PUT_OVERWRITE, &err), &err);
+	cold = mw_open_store();
+	REQUIRE(cold != NULL);
+	gets = cold->stats.gets;
+	REQUIRE_OK(cx_generation_open(cold, m, &m->gens[0], &from, &err), &err);
+	/* Its head, then the whole version. */
+	CHECK(from != cold && cold->stats.gets == gets + 2);
+	cx_generation_done(cold, from);
+	check_eighty_rows(cold);
+	cx_buf_free(&b);
+	cx_obj_close(cold);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }

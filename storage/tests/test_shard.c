@@ -9,6 +9,7 @@
 #include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
 #include "swtest.h"
+#include "mw_util.h"
 
 static void
 fill_fragment(cx_fragment_info *fi, const char *path, uint32_t ncolumns)
@@ -176,7 +177,7 @@ CX_TEST(shard_manifest_refuses_unreadable_contents)
 }
 
 /* sample() with generation 4 inline in version 2 and generation 5 carried
- * by the manifest itself (version 3): format 2. */
+ * by the manifest itself (version 3): format 3. */
 static cx_shard_manifest *
 inline_sample(void)
 {
@@ -191,7 +192,7 @@ inline_sample(void)
 	return m;
 }
 
-CX_TEST(shard_manifest_with_inline_generations_is_format_2)
+CX_TEST(shard_manifest_with_inline_generations_is_format_3)
 {
 	cx_shard_manifest *m = inline_sample();
 	cx_shard_manifest *d = NULL;
@@ -201,7 +202,10 @@ CX_TEST(shard_manifest_with_inline_generations_is_format_2)
 
 	cx_buf_init(&b);
 	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
-	CHECK(cx_load_u16(b.data + 4) == 2);
+	CHECK(cx_load_u16(b.data + 4) == 3);
+	/* The carried bytes come first, after their length. */
+	CHECK(cx_load_u32(b.data + 12) == 1000 && cx_load_u32(b.data + 16) == 0);
+	CHECK(memcmp(b.data + CX_SHARD_CARRIED_AT, m->carried, 1000) == 0);
 	REQUIRE_OK(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err), &err);
 	CHECK(same_manifest(m, d));
 	CHECK(d->gens[0].carrier == 2 && d->gens[1].carrier == 3);
@@ -214,6 +218,89 @@ CX_TEST(shard_manifest_with_inline_generations_is_format_2)
 	cx_shard_manifest_free(next);
 	cx_shard_manifest_free(d);
 	check_damage_refused(&b);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+CX_TEST(shard_manifest_format_2_still_reads)
+{
+	cx_shard_manifest *m = inline_sample();
+	cx_shard_manifest *d = NULL;
+	cx_buf		b;
+	bool		whole;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	mw_to_format_2(&b);
+	/* The length of the carried bytes and the CRC end a format 2 object. */
+	CHECK(cx_load_u32(b.data + b.len - 4 - 1000 - 8) == 1000);
+	REQUIRE_OK(cx_shard_manifest_decode(b.data, b.len, "x", &d, &err), &err);
+	CHECK(same_manifest(m, d));
+	CHECK(d->carried_len == 1000 && memcmp(d->carried, m->carried, 1000) == 0);
+	cx_shard_manifest_free(d);
+	check_damage_refused(&b);
+	/* Its head does not hold the carried bytes: it is read whole. */
+	REQUIRE_OK(cx_shard_carried_check(b.data, CX_SHARD_CARRIED_AT + 1000, 1000,
+									  "x", &whole, &err), &err);
+	CHECK(whole);
+	cx_shard_manifest_free(m);
+	cx_buf_free(&b);
+}
+
+/* Checks head (of an encoded manifest carrying size bytes) as a reader of
+ * them does. */
+static cx_code
+check_head(const cx_buf *head, uint64_t size, cx_err *err)
+{
+	bool		whole = true;
+	size_t		len = head->len < CX_SHARD_CARRIED_AT + size ?
+		head->len : CX_SHARD_CARRIED_AT + size;
+	cx_code		rc = cx_shard_carried_check(head->data, len, size, "x",
+											&whole, err);
+
+	CHECK(!whole);
+	CHECK(rc == CX_OK || strstr(err->msg, "shard manifest x") != NULL);
+	return rc;
+}
+
+/* The head of a format 3 version is all a reader of its carried bytes
+ * reads; everything in it that can be checked is. */
+CX_TEST(shard_carried_bytes_are_read_from_the_head_only_if_it_matches)
+{
+	cx_shard_manifest *m = inline_sample();
+	cx_buf		b;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	REQUIRE_OK(check_head(&b, 1000, &err), &err);
+	/* Another size than the listing's: the carrier holds other bytes. */
+	CHECK_CODE(check_head(&b, 999, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(check_head(&b, 1001, &err), CX_ERR_CORRUPT);
+	/* The range cut short (an object shorter than it). */
+	b.len = CX_SHARD_CARRIED_AT + 999;
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	b.len = 8;
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	b.len = CX_SHARD_CARRIED_AT + 1000;
+	/* A body too short to hold them. */
+	cx_store_u32(b.data + 8, 1000);
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	cx_buf_free(&b);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &b, &err), &err);
+	b.data[0] = 'X';
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	b.data[0] = 'C';
+	cx_store_u16(b.data + 4, 1);	/* format 1 carries nothing */
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	cx_store_u16(b.data + 4, 0);
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_CORRUPT);
+	cx_store_u16(b.data + 4, CX_SHARD_FORMAT + 1);
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_UNSUPPORTED);
+	cx_store_u16(b.data + 4, 3);
+	cx_store_u16(b.data + 6, 1);
+	CHECK_CODE(check_head(&b, 1000, &err), CX_ERR_UNSUPPORTED);
 	cx_shard_manifest_free(m);
 	cx_buf_free(&b);
 }
