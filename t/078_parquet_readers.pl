@@ -128,9 +128,9 @@ is(sql(q{SELECT count(*), length(max(t)) FROM every_type WHERE id IN ('big', 'nu
 
 # The Parquet bytes of the small generations travel inside the shard
 # manifest version that sealed them (docs/FORMAT.md, "Inline generations"):
-# a format 2 version ends its body with the carried bytes, preceded by
-# their u64 length, then the 4-byte CRC.  Written out as files, they are
-# read like every other fragment.
+# a format 3 version starts its body, after the 12-byte frame header, with
+# the u64 length of the carried bytes and the bytes (0: it carries none).
+# Written out as files, they are read like every other fragment.
 sub inline_generations
 {
 	my @files;
@@ -140,16 +140,15 @@ sub inline_generations
 		open my $fh, '<:raw', $version or die "$version: $!";
 		my $bytes = do { local $/; <$fh> };
 		close $fh;
-		next unless unpack('v', substr($bytes, 4, 2)) == 2;
-		my $end = length($bytes) - 4;
-		my ($len) = grep {
-			substr($bytes, $end - $_, 4) eq 'PAR1'
-			  && unpack('Q<', substr($bytes, $end - $_ - 8, 8)) == $_
-		} 12 .. $end - 20;
-		next unless defined $len;    # a version listing older ones only
+		next unless unpack('v', substr($bytes, 4, 2)) == 3;
+		my $len = unpack('Q<', substr($bytes, 12, 8));
+		next if $len == 0;    # a version listing older ones only
+		my $parquet = substr($bytes, 20, $len);
+		die "$version: the carried bytes are not a Parquet file"
+		  unless substr($parquet, 0, 4) eq 'PAR1' && substr($parquet, -4) eq 'PAR1';
 		(my $name = $version) =~ s{.*/(\d+)\.shard$}{$work/inline/$1.parquet};
 		open my $out, '>:raw', $name or die "$name: $!";
-		print $out substr($bytes, $end - $len, $len);
+		print $out $parquet;
 		close $out;
 		push @files, $name;
 	}

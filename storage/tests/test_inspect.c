@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "table/cx_commit.h"
+#include "util/cx_crc32c.h"
 #include "merge/cx_merge.h"
 #include "table/cx_key_index.h"
 #include "cx_test.h"
@@ -267,7 +268,8 @@ CX_TEST(inspect_cli_reads_a_memwal_store)
 	CHECK(run_inspect(args, &out) == 0);
 	CHECK(out && strstr(out, "epoch        1") && strstr(out, "generations  2") &&
 		  strstr(out, "gen 1  inline in version 2") &&
-		  strstr(out, "gen 2  inline in version 3"));
+		  strstr(out, "gen 2  inline in version 3") &&
+		  strstr(out, "carries      generation 2, "));
 	free(out);
 
 	snprintf(args, sizeof(args), "%s manifest", uri);
@@ -281,6 +283,33 @@ CX_TEST(inspect_cli_reads_a_memwal_store)
 	CHECK(run_inspect(args, &out) == 0);
 	CHECK(out && strstr(out, " 0 bad"));
 	free(out);
+
+	/* Damaged carried bytes under an intact version CRC (what a reader
+	 * of them alone meets) are named by verify, as a damaged fragment. */
+	{
+		char		key[CX_KEY_MAX + 1];
+		cx_buf		b;
+		cx_buf		saved;
+
+		cx_shard_manifest_key("s1", 3, key, sizeof(key));
+		cx_buf_init(&b);
+		cx_buf_init(&saved);
+		REQUIRE_OK(cx_obj_get(s, key, &b, &err), &err);
+		cx_buf_put(&saved, b.data, b.len);
+		b.data[CX_SHARD_CARRIED_AT + 40] ^= 0x01;
+		cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
+		REQUIRE_OK(cx_obj_put(s, key, b.data, b.len, CX_PUT_OVERWRITE, &err), &err);
+		snprintf(args, sizeof(args), "%s verify", uri);
+		CHECK(run_inspect(args, &out) == 3);
+		CHECK(out && strstr(out, "BAD  generation 2 (") &&
+			  strstr(out, "listed by shard s1 version 3: ") &&
+			  strstr(out, " 1 bad"));
+		free(out);
+		REQUIRE_OK(cx_obj_put(s, key, saved.data, saved.len, CX_PUT_OVERWRITE,
+							  &err), &err);
+		cx_buf_free(&b);
+		cx_buf_free(&saved);
+	}
 
 	/* A damaged WAL entry is named by verify. */
 	{

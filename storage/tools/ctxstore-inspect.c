@@ -759,6 +759,9 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 		print_utc_us(g->max_ts);
 		putchar('\n');
 	}
+	if (m->carried != NULL)
+		printf("carries      generation %" PRIu64 ", %" PRIu64 " bytes\n",
+			   m->gens[m->ngens - 1].gen, m->carried_len);
 	cx_shard_manifest_free(m);
 	return 0;
 }
@@ -766,7 +769,8 @@ cmd_shard(cx_objstore *s, const char *shard_id, const char *version, cx_err *err
 /*
  * verify: every object listed is checked (manifests decode, fragments'
  * footers and chunks and key index segments' blocks pass their checksums,
- * a segment's entries are in order), and every object a version lists (a
+ * so do the bytes a shard version carries, a segment's entries are in
+ * order), and every object a version lists (a
  * base version's fragments and index segments, a shard version's
  * generations) must be among them.  Every version present counts as retained: GC removes only
  * objects no retained version lists (docs/design/memwal.md, "What GC
@@ -950,38 +954,69 @@ verify_pages(cx_fragr *r, uint32_t g, cx_err *err)
 	return CX_OK;
 }
 
-/* Opens the fragment from its manifest entry when a version lists it, so
- * that its footer checksum is checked, then reads and decodes every row
- * group and checks every page. */
-static void
-verify_fragment(verify_ctx *ctx, const char *key)
+/* Opens fragment key of from, from its manifest entry fi when a version
+ * lists it (NULL: none does), so that its footer checksum is checked, then
+ * reads and decodes every row group and checks every page. */
+static cx_code
+check_fragment(cx_objstore *from, const char *key, const cx_fragment_info *fi,
+			   cx_err *err)
 {
-	cx_err		err;
 	cx_fragr   *r;
-	cx_fragment_info fi;
 	cx_code		rc;
 
-	rc = entry_of(ctx, key, &fi) != NULL ?
-		cx_fragr_open_entry(ctx->store, &fi, &r, &err) :
-		cx_fragr_open(ctx->store, key, 0, &r, &err);
+	rc = fi != NULL ?
+		cx_fragr_open_entry(from, fi, &r, err) :
+		cx_fragr_open(from, key, 0, &r, err);
 	if (rc != CX_OK)
-	{
-		verify_failed(ctx, &err);
-		return;
-	}
-	for (uint32_t g = 0; g < cx_fragr_num_groups(r); g++)
+		return rc;
+	for (uint32_t g = 0; rc == CX_OK && g < cx_fragr_num_groups(r); g++)
 	{
 		cx_rowgroup *rg;
 
-		if (verify_pages(r, g, &err) != CX_OK ||
-			cx_fragr_read_group(r, g, NULL, &rg, &err) != CX_OK)
-		{
-			verify_failed(ctx, &err);
-			break;
-		}
-		cx_rowgroup_free(rg);
+		rc = verify_pages(r, g, err);
+		if (rc == CX_OK)
+			rc = cx_fragr_read_group(r, g, NULL, &rg, err);
+		if (rc == CX_OK)
+			cx_rowgroup_free(rg);
 	}
 	cx_fragr_close(r);
+	return rc;
+}
+
+static void
+verify_fragment(verify_ctx *ctx, const char *key)
+{
+	cx_fragment_info fi;
+	cx_err		err;
+
+	if (check_fragment(ctx->store, key, entry_of(ctx, key, &fi), &err) != CX_OK)
+		verify_failed(ctx, &err);
+}
+
+/* The bytes a shard version carries are a fragment: checked as one,
+ * beyond the version's own CRC (readers of them check only theirs). */
+static void
+verify_carried(verify_ctx *ctx, const cx_shard_manifest *m)
+{
+	const cx_generation *g;
+	cx_objstore *from;
+	cx_err		err;
+	cx_code		rc;
+
+	if (m->carried == NULL)
+		return;
+	g = &m->gens[m->ngens - 1];
+	rc = cx_generation_open(ctx->store, m, g, &from, &err);
+	if (rc == CX_OK)
+	{
+		rc = check_fragment(from, g->fragment.path, &g->fragment, &err);
+		cx_generation_done(ctx->store, from);
+	}
+	if (rc != CX_OK)
+	{
+		cx_shard_generation_failed(m, g, &err);
+		verify_failed(ctx, &err);
+	}
 }
 
 static void
@@ -1023,6 +1058,7 @@ decode_small_object(verify_ctx *ctx, const cx_buf *b, const char *key,
 			if (cx_shard_manifest_decode(b->data, b->len, key, &sm, err) != CX_OK)
 				return err->code;
 			add_shard_refs(ctx, sm);
+			verify_carried(ctx, sm);
 			cx_shard_manifest_free(sm);
 			break;
 		case WAL_ENTRY:
