@@ -156,8 +156,8 @@ decode_ref(cx_rd *r, cx_keyseg_ref *ref)
 		(ref->entries == 0 || (ref->min != NULL && ref->max != NULL));
 }
 
-static const cx_manifest_ext *
-find_section(const cx_manifest *m)
+const cx_manifest_ext *
+cx_keyindex_section(const cx_manifest *m)
 {
 	for (uint32_t i = 0; i < m->nexts; i++)
 		if (m->exts[i].tag == CX_KEYINDEX_EXT_TAG)
@@ -168,7 +168,7 @@ find_section(const cx_manifest *m)
 cx_code
 cx_keyindex_load(const cx_manifest *m, cx_keyindex *out, cx_err *err)
 {
-	const cx_manifest_ext *e = find_section(m);
+	const cx_manifest_ext *e = cx_keyindex_section(m);
 	cx_rd		r;
 	uint32_t	n;
 
@@ -205,7 +205,7 @@ cx_keyindex_load(const cx_manifest *m, cx_keyindex *out, cx_err *err)
 cx_code
 cx_keyindex_store(cx_manifest *m, const cx_keyindex *ix, cx_err *err)
 {
-	cx_manifest_ext *e = (cx_manifest_ext *) find_section(m);
+	cx_manifest_ext *e = (cx_manifest_ext *) cx_keyindex_section(m);
 	cx_buf		b;
 
 	if (ix->n == 0)

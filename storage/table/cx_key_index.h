@@ -64,6 +64,8 @@ typedef struct cx_keyindex
 	cx_keyseg_ref *segs;
 } cx_keyindex;
 
+/* m's index section, or NULL when it has none. */
+const cx_manifest_ext *cx_keyindex_section(const cx_manifest *m);
 /* The segments m lists (none when it has no index section). */
 cx_code		cx_keyindex_load(const cx_manifest *m, cx_keyindex *out,
 							 cx_err *err);
