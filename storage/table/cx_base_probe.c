@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "format/cx_encoding.h"
+#include "table/cx_key_filter.h"
 #include "table/cx_key_index_int.h"
 #include "table/cx_probe_plan.h"
 #include "table/cx_row_key.h"
@@ -52,6 +53,8 @@ typedef struct probe
 	const size_t *lens;
 	uint32_t   *order;			/* value indices sorted bytewise: segment
 								 * order */
+	uint64_t   *hashes;			/* per value: its key filter hash, computed
+								 * once for every segment's filter */
 	int32_t    *owner;			/* per fragment: the segment answering for
 								 * it, or -1 */
 	const cx_probe_plan *plan;	/* m's segments and where their fragments
@@ -342,14 +345,28 @@ probe_segment(cx_objstore *s, probe *pr, const cx_keyseg_ref *ref,
 
 	if (!map_positions(pr, ref) || !segment_may_hold(pr, ref))
 		return CX_OK;
-	rc = cx_keyseg_lookup(s, ref, pr->values, pr->lens, pr->order, pr->set.n,
-						  match_entry, pr, err);
+	rc = cx_keyseg_lookup(s, ref, pr->values, pr->lens, pr->order,
+						  pr->hashes, pr->set.n, match_entry, pr, err);
 	if (rc == CX_OK)
 		pr->out->index_segments_read++;
 	else if (rc == CX_ERR_NOT_FOUND || rc == CX_ERR_CORRUPT)
 		disown(pr, before);
 	else
 		return rc;
+	return CX_OK;
+}
+
+/* hashes[] for the segments' filters, when the plan lists segments. */
+static cx_code
+hash_values(probe *pr, cx_err *err)
+{
+	if (pr->plan->ix.n == 0)
+		return CX_OK;
+	pr->hashes = malloc(((size_t) pr->set.n + 1) * sizeof(uint64_t));
+	if (pr->hashes == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	for (uint32_t i = 0; i < pr->set.n; i++)
+		pr->hashes[i] = cx_keyfilter_hash(pr->values[i], pr->lens[i]);
 	return CX_OK;
 }
 
@@ -368,7 +385,8 @@ probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 	for (uint32_t i = 0; i < pr->set.n; i++)
 		pr->order[i] = i;
 	qsort_r(pr->order, pr->set.n, sizeof(uint32_t), bytewise_cmp, pr);
-	if (cx_probe_plan_get(s, pr->m, &pr->plan, err) != CX_OK)
+	if (cx_probe_plan_get(s, pr->m, &pr->plan, err) != CX_OK ||
+		hash_values(pr, err) != CX_OK)
 		return err->code;
 	ix = &pr->plan->ix;
 	assign_owners(pr, column);
@@ -469,6 +487,7 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 		rc = probe_fragments(s, m, column, key_col, &pr, err);
 	free(pr.set.v);
 	free(pr.order);
+	free(pr.hashes);
 	free(pr.owner);
 	if (rc != CX_OK)
 	{

@@ -526,6 +526,7 @@ typedef struct lookup
 	const uint8_t *const *values;
 	const size_t *lens;
 	const uint32_t *order;
+	const uint64_t *hashes;		/* the values' filter hashes, or NULL */
 	const uint32_t *pos;		/* the caller's index of order[i] (NULL:
 								 * i), once the filter dropped values */
 	cx_keyentry_fn fn;
@@ -681,8 +682,10 @@ filter_values(lookup *lk, const cx_keyfilter *f, uint32_t n, uint32_t **order,
 	for (uint32_t i = 0; i < n; i++)
 	{
 		uint32_t	v = lk->order[i];
+		uint64_t	h = lk->hashes != NULL ? lk->hashes[v] :
+			cx_keyfilter_hash(lk->values[v], lk->lens[v]);
 
-		if (!cx_keyfilter_may_hold(f, lk->values[v], lk->lens[v]))
+		if (!cx_keyfilter_may_hold_hash(f, h))
 			continue;
 		(*order)[*kept] = v;
 		(*pos)[(*kept)++] = i;
@@ -728,10 +731,10 @@ run_lookup(lookup *lk, uint32_t n, cx_err *err)
 cx_code
 cx_keyseg_lookup(cx_objstore *s, const cx_keyseg_ref *ref,
 				 const uint8_t *const *values, const size_t *lens,
-				 const uint32_t *order, uint32_t n, cx_keyentry_fn fn,
-				 void *arg, cx_err *err)
+				 const uint32_t *order, const uint64_t *hashes, uint32_t n,
+				 cx_keyentry_fn fn, void *arg, cx_err *err)
 {
-	lookup		lk = {s, ref, {0}, values, lens, order, NULL, fn, arg};
+	lookup		lk = {s, ref, {0}, values, lens, order, hashes, NULL, fn, arg};
 
 	if (n == 0 || ref->entries == 0)
 		return CX_OK;
