@@ -359,6 +359,23 @@ typedef struct block
 	cx_rd		body;
 } block;
 
+/* The body of a cached block.  It passed cx_frame_check when it was read,
+ * so its checksum is not computed again (the root block of every segment,
+ * at every uniqueness check of the writer); only the kind is compared, and
+ * a block asked for as another kind goes to cx_frame_check, which names
+ * the damage. */
+static bool
+cached_body(const cx_buf *buf, const char *magic, const uint8_t **body,
+			uint32_t *body_len)
+{
+	if (memcmp(buf->data, magic, 4) != 0)
+		return false;
+	*body = buf->data + CX_FRAME_HEADER_LEN;
+	*body_len = (uint32_t) (buf->len - CX_FRAME_HEADER_LEN -
+							CX_FRAME_TRAILER_LEN);
+	return true;
+}
+
 /* Reads and checks one block; cached: through the block cache. */
 static cx_code
 read_block(cx_objstore *s, const cx_keyseg_ref *ref, uint64_t offset,
@@ -383,7 +400,8 @@ read_block(cx_objstore *s, const cx_keyseg_ref *ref, uint64_t offset,
 	if (!hit &&
 		cx_obj_get_range(s, ref->path, offset, len, &b->buf, err) != CX_OK)
 		return err->code;
-	if (cx_frame_check(b->buf.data, b->buf.len, magic, CX_KEYSEG_FORMAT,
+	if (!(hit && cached_body(&b->buf, magic, &body, &body_len)) &&
+		cx_frame_check(b->buf.data, b->buf.len, magic, CX_KEYSEG_FORMAT,
 					   "key index segment", ref->path, &body, &body_len,
 					   err) != CX_OK)
 		return err->code;
