@@ -73,7 +73,8 @@ look_up(cx_objstore *s, const cx_keyseg_ref *ref, const uint8_t *data,
 		order[1] = 2;
 		order[2] = 1;
 	}
-	(void) cx_keyseg_lookup(s, ref, values, lens, order, 3, count_entry, &n, &err);
+	(void) cx_keyseg_lookup(s, ref, values, lens, order, NULL, 3, count_entry,
+							&n, &err);
 }
 
 static void

@@ -7,6 +7,15 @@
  * never points at bytes that are not on disk, and the object is acknowledged
  * only once its directory entry is durable too.
  *
+ * So a put-if-absent costs two fsyncs, and neither can go (a sealed group
+ * commit whose generation travels inside its shard manifest is exactly one
+ * such put): the inode's before the name, because a file system that does
+ * not order data before the link (ext4 without a journal, or with
+ * data=writeback) could otherwise leave after a power loss a name on an
+ * empty or torn inode, which put-if-absent can never replace; the
+ * directory's after the name, because until then an acknowledged commit's
+ * name can vanish in a power loss.
+ *
  *   put-if-absent  the bytes go to an unnamed inode (O_TMPFILE in the target
  *                  directory), which linkat() names through /proc/self/fd
  *                  (AT_SYMLINK_FOLLOW: AT_EMPTY_PATH would need

@@ -14,7 +14,10 @@
  * segment instead (cx_key_index.h): one segment per fragment (the first the
  * manifest lists), its entries filtered by the fragment's deletion vector
  * as it is now.  A segment that cannot be read (missing, damaged) is no
- * error: its fragments fall back to column reads.
+ * error: its fragments fall back to column reads.  Which fragment each
+ * segment entry names comes from the base's probe plan (cx_probe_plan.h),
+ * kept on the handle, so that a writer probing the same base for every
+ * request does not sort the base's fragment paths each time.
  */
 #include "table/cx_base_probe.h"
 
@@ -22,7 +25,9 @@
 #include <string.h>
 
 #include "format/cx_encoding.h"
+#include "table/cx_key_filter.h"
 #include "table/cx_key_index_int.h"
+#include "table/cx_probe_plan.h"
 #include "table/cx_row_key.h"
 
 typedef struct probe_value
@@ -48,10 +53,13 @@ typedef struct probe
 	const size_t *lens;
 	uint32_t   *order;			/* value indices sorted bytewise: segment
 								 * order */
+	uint64_t   *hashes;			/* per value: its key filter hash, computed
+								 * once for every segment's filter */
 	int32_t    *owner;			/* per fragment: the segment answering for
 								 * it, or -1 */
-	uint32_t   *by_path;		/* m's fragments sorted by path */
-	int64_t    *where;			/* per position in the segment being read:
+	const cx_probe_plan *plan;	/* m's segments and where their fragments
+								 * are */
+	const int64_t *where;		/* per position in the segment being read:
 								 * the fragment of m, or -1 */
 	uint32_t	nwhere;
 	uint32_t	segment;		/* being read */
@@ -276,56 +284,12 @@ match_entry(void *arg, uint32_t i, const cx_keyentry *e, cx_err *err)
 	return add_hit(pr, pr->order[i], &kr, err);
 }
 
-static int
-path_cmp(const void *a, const void *b, void *arg)
-{
-	const cx_manifest *m = arg;
-
-	return strcmp(m->fragments[*(const uint32_t *) a].path,
-				  m->fragments[*(const uint32_t *) b].path);
-}
-
-/* Sorts m's fragments by path: segments name fragments by path, and a
- * version may list thousands. */
-static cx_code
-sort_paths(probe *pr, cx_err *err)
-{
-	pr->by_path = malloc((pr->m->nfragments + 1) * sizeof(uint32_t));
-	if (pr->by_path == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-	for (uint32_t f = 0; f < pr->m->nfragments; f++)
-		pr->by_path[f] = f;
-	qsort_r(pr->by_path, pr->m->nfragments, sizeof(uint32_t), path_cmp,
-			(void *) pr->m);
-	return CX_OK;
-}
-
-/* The fragment of m whose path is path, or -1. */
-static int64_t
-find_path(const probe *pr, const char *path)
-{
-	uint32_t	lo = 0;
-	uint32_t	hi = pr->m->nfragments;
-
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-		int			c = strcmp(pr->m->fragments[pr->by_path[mid]].path, path);
-
-		if (c == 0)
-			return pr->by_path[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 /* owner[f]: the first segment of the column that lists fragment f. */
 static void
-assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
+assign_owners(probe *pr, uint32_t column)
 {
+	const cx_keyindex *ix = &pr->plan->ix;
+
 	for (uint32_t f = 0; f < pr->m->nfragments; f++)
 		pr->owner[f] = -1;
 	for (uint32_t i = 0; i < ix->n; i++)
@@ -334,7 +298,7 @@ assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
 
 		for (uint32_t k = 0; ref->column == column && k < ref->nfragments; k++)
 		{
-			int64_t		f = find_path(pr, ref->fragments[k]);
+			int64_t		f = pr->plan->where[i][k];
 
 			if (f >= 0 && pr->owner[f] < 0)
 				pr->owner[f] = (int32_t) i;
@@ -342,26 +306,20 @@ assign_owners(probe *pr, const cx_keyindex *ix, uint32_t column)
 	}
 }
 
-/* where[]: the fragment of m at each position of the segment's list. */
-static cx_code
-map_positions(probe *pr, const cx_keyseg_ref *ref, bool *owns_any,
-			  cx_err *err)
+/* Takes up the plan's where[] of the segment being read; whether the
+ * segment answers for any fragment. */
+static bool
+map_positions(probe *pr, const cx_keyseg_ref *ref)
 {
-	int64_t    *grown = realloc(pr->where, (ref->nfragments + 1) * sizeof(int64_t));
+	bool		owns_any = false;
 
-	if (grown == NULL)
-		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-	pr->where = grown;
+	pr->where = pr->plan->where[pr->segment];
 	pr->nwhere = ref->nfragments;
-	*owns_any = false;
 	for (uint32_t k = 0; k < ref->nfragments; k++)
-	{
-		pr->where[k] = find_path(pr, ref->fragments[k]);
 		if (pr->where[k] >= 0 &&
 			pr->owner[pr->where[k]] == (int32_t) pr->segment)
-			*owns_any = true;
-	}
-	return CX_OK;
+			owns_any = true;
+	return owns_any;
 }
 
 /* After a segment could not be read: its hits are dropped and its
@@ -383,15 +341,12 @@ probe_segment(cx_objstore *s, probe *pr, const cx_keyseg_ref *ref,
 			  cx_err *err)
 {
 	uint32_t	before = pr->out->nhits;
-	bool		owns_any = false;
 	cx_code		rc;
 
-	if (map_positions(pr, ref, &owns_any, err) != CX_OK)
-		return err->code;
-	if (!owns_any || !segment_may_hold(pr, ref))
+	if (!map_positions(pr, ref) || !segment_may_hold(pr, ref))
 		return CX_OK;
-	rc = cx_keyseg_lookup(s, ref, pr->values, pr->lens, pr->order, pr->set.n,
-						  match_entry, pr, err);
+	rc = cx_keyseg_lookup(s, ref, pr->values, pr->lens, pr->order,
+						  pr->hashes, pr->set.n, match_entry, pr, err);
 	if (rc == CX_OK)
 		pr->out->index_segments_read++;
 	else if (rc == CX_ERR_NOT_FOUND || rc == CX_ERR_CORRUPT)
@@ -401,12 +356,26 @@ probe_segment(cx_objstore *s, probe *pr, const cx_keyseg_ref *ref,
 	return CX_OK;
 }
 
+/* hashes[] for the segments' filters, when the plan lists segments. */
+static cx_code
+hash_values(probe *pr, cx_err *err)
+{
+	if (pr->plan->ix.n == 0)
+		return CX_OK;
+	pr->hashes = malloc(((size_t) pr->set.n + 1) * sizeof(uint64_t));
+	if (pr->hashes == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	for (uint32_t i = 0; i < pr->set.n; i++)
+		pr->hashes[i] = cx_keyfilter_hash(pr->values[i], pr->lens[i]);
+	return CX_OK;
+}
+
 /* Answers from the key index what it covers; owner[] then says which
  * fragments are left for column reads. */
 static cx_code
 probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 {
-	cx_keyindex ix;
+	const cx_keyindex *ix;
 	cx_code		rc;
 
 	pr->owner = malloc((pr->m->nfragments + 1) * sizeof(int32_t));
@@ -416,29 +385,18 @@ probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 	for (uint32_t i = 0; i < pr->set.n; i++)
 		pr->order[i] = i;
 	qsort_r(pr->order, pr->set.n, sizeof(uint32_t), bytewise_cmp, pr);
-	rc = cx_keyindex_load(pr->m, &ix, err);
-	if (rc == CX_ERR_CORRUPT || rc == CX_ERR_UNSUPPORTED)
-	{
-		/* an index this build cannot read: answered by column reads */
-		assign_owners(pr, &ix, column);
-		return CX_OK;
-	}
-	if (rc != CX_OK)
-		return rc;
-	if (ix.n > 0 && sort_paths(pr, err) != CX_OK)
-	{
-		cx_keyindex_free(&ix);
+	if (cx_probe_plan_get(s, pr->m, &pr->plan, err) != CX_OK ||
+		hash_values(pr, err) != CX_OK)
 		return err->code;
-	}
-	assign_owners(pr, &ix, column);
+	ix = &pr->plan->ix;
+	assign_owners(pr, column);
 	rc = CX_OK;
-	for (uint32_t i = 0; rc == CX_OK && i < ix.n; i++)
+	for (uint32_t i = 0; rc == CX_OK && i < ix->n; i++)
 	{
 		pr->segment = i;
-		if (ix.segs[i].column == column)
-			rc = probe_segment(s, pr, &ix.segs[i], err);
+		if (ix->segs[i].column == column)
+			rc = probe_segment(s, pr, &ix->segs[i], err);
 	}
-	cx_keyindex_free(&ix);
 	return rc;
 }
 
@@ -529,9 +487,8 @@ cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 		rc = probe_fragments(s, m, column, key_col, &pr, err);
 	free(pr.set.v);
 	free(pr.order);
+	free(pr.hashes);
 	free(pr.owner);
-	free(pr.by_path);
-	free(pr.where);
 	if (rc != CX_OK)
 	{
 		cx_probe_result_free(out);

@@ -42,7 +42,7 @@ cx_code
 cx_keyfilter_build_add(cx_keyfilter_build *b, const uint8_t *v, uint32_t len,
 					   cx_err *err)
 {
-	uint64_t	h = cx_hash_bytes(v, len);
+	uint64_t	h = cx_keyfilter_hash(v, len);
 
 	/* equal values arrive together; their hashes then repeat */
 	if (b->n > 0 && b->hashes[b->n - 1] == h)
@@ -133,11 +133,21 @@ cx_keyfilter_decode(const uint8_t *body, uint32_t len, const char *what,
 	return CX_OK;
 }
 
+uint64_t
+cx_keyfilter_hash(const uint8_t *v, size_t len)
+{
+	return cx_hash_bytes(v, len);
+}
+
 bool
 cx_keyfilter_may_hold(const cx_keyfilter *f, const uint8_t *v, size_t len)
 {
-	uint64_t	h = cx_hash_bytes(v, len);
+	return cx_keyfilter_may_hold_hash(f, cx_keyfilter_hash(v, len));
+}
 
+bool
+cx_keyfilter_may_hold_hash(const cx_keyfilter *f, uint64_t h)
+{
 	for (uint32_t i = 0; i < f->probes; i++)
 	{
 		uint64_t	bit = probe_bit(h, i, f->nbits);
@@ -163,6 +173,8 @@ cx_keyfilter_may_hold(const cx_keyfilter *f, const uint8_t *v, size_t len)
 typedef struct table_slot
 {
 	char	   *name;			/* malloc'd; NULL: free */
+	uint64_t	name_hash;		/* compared before the name: every lookup
+								 * of a segment searches the table */
 	cx_keyfilter *filter;		/* NULL: not read yet */
 	uint64_t	bytes;			/* the filter's */
 	uint64_t	owed;			/* block bytes read without it */
@@ -202,10 +214,11 @@ slot_clear(table_slot *slot)
 }
 
 static table_slot *
-slot_find(const char *name)
+slot_find(const char *name, uint64_t name_hash)
 {
 	for (int i = 0; i < TABLE_SLOTS; i++)
-		if (table[i].name != NULL && strcmp(table[i].name, name) == 0)
+		if (table[i].name != NULL && table[i].name_hash == name_hash &&
+			strcmp(table[i].name, name) == 0)
 			return &table[i];
 	return NULL;
 }
@@ -235,7 +248,8 @@ slot_oldest(bool want_filter)
 static table_slot *
 slot_claim(const char *name)
 {
-	table_slot *slot = slot_find(name);
+	uint64_t	name_hash = cx_hash_bytes((const uint8_t *) name, strlen(name));
+	table_slot *slot = slot_find(name, name_hash);
 	char	   *copy;
 
 	if (slot == NULL && (copy = cx_strdup(name)) != NULL)
@@ -243,6 +257,7 @@ slot_claim(const char *name)
 		slot = slot_oldest(false);
 		slot_clear(slot);
 		slot->name = copy;
+		slot->name_hash = name_hash;
 	}
 	if (slot != NULL)
 		slot->used = ++table_tick;

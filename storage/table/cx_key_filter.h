@@ -54,6 +54,10 @@ cx_code		cx_keyfilter_decode(const uint8_t *body, uint32_t len,
 								cx_err *err);
 bool		cx_keyfilter_may_hold(const cx_keyfilter *f, const uint8_t *v,
 								  size_t len);
+/* The hash the filter keeps of a value, and the question asked with it: a
+ * lookup of a value in several segments hashes it once. */
+uint64_t	cx_keyfilter_hash(const uint8_t *v, size_t len);
+bool		cx_keyfilter_may_hold_hash(const cx_keyfilter *f, uint64_t h);
 
 /*
  * The filter kept for segment `name`, with a reference the caller drops

@@ -156,8 +156,8 @@ decode_ref(cx_rd *r, cx_keyseg_ref *ref)
 		(ref->entries == 0 || (ref->min != NULL && ref->max != NULL));
 }
 
-static const cx_manifest_ext *
-find_section(const cx_manifest *m)
+const cx_manifest_ext *
+cx_keyindex_section(const cx_manifest *m)
 {
 	for (uint32_t i = 0; i < m->nexts; i++)
 		if (m->exts[i].tag == CX_KEYINDEX_EXT_TAG)
@@ -168,7 +168,7 @@ find_section(const cx_manifest *m)
 cx_code
 cx_keyindex_load(const cx_manifest *m, cx_keyindex *out, cx_err *err)
 {
-	const cx_manifest_ext *e = find_section(m);
+	const cx_manifest_ext *e = cx_keyindex_section(m);
 	cx_rd		r;
 	uint32_t	n;
 
@@ -205,7 +205,7 @@ cx_keyindex_load(const cx_manifest *m, cx_keyindex *out, cx_err *err)
 cx_code
 cx_keyindex_store(cx_manifest *m, const cx_keyindex *ix, cx_err *err)
 {
-	cx_manifest_ext *e = (cx_manifest_ext *) find_section(m);
+	cx_manifest_ext *e = (cx_manifest_ext *) cx_keyindex_section(m);
 	cx_buf		b;
 
 	if (ix->n == 0)
@@ -359,6 +359,23 @@ typedef struct block
 	cx_rd		body;
 } block;
 
+/* The body of a cached block.  It passed cx_frame_check when it was read,
+ * so its checksum is not computed again (the root block of every segment,
+ * at every uniqueness check of the writer); only the kind is compared, and
+ * a block asked for as another kind goes to cx_frame_check, which names
+ * the damage. */
+static bool
+cached_body(const cx_buf *buf, const char *magic, const uint8_t **body,
+			uint32_t *body_len)
+{
+	if (memcmp(buf->data, magic, 4) != 0)
+		return false;
+	*body = buf->data + CX_FRAME_HEADER_LEN;
+	*body_len = (uint32_t) (buf->len - CX_FRAME_HEADER_LEN -
+							CX_FRAME_TRAILER_LEN);
+	return true;
+}
+
 /* Reads and checks one block; cached: through the block cache. */
 static cx_code
 read_block(cx_objstore *s, const cx_keyseg_ref *ref, uint64_t offset,
@@ -383,7 +400,8 @@ read_block(cx_objstore *s, const cx_keyseg_ref *ref, uint64_t offset,
 	if (!hit &&
 		cx_obj_get_range(s, ref->path, offset, len, &b->buf, err) != CX_OK)
 		return err->code;
-	if (cx_frame_check(b->buf.data, b->buf.len, magic, CX_KEYSEG_FORMAT,
+	if (!(hit && cached_body(&b->buf, magic, &body, &body_len)) &&
+		cx_frame_check(b->buf.data, b->buf.len, magic, CX_KEYSEG_FORMAT,
 					   "key index segment", ref->path, &body, &body_len,
 					   err) != CX_OK)
 		return err->code;
@@ -526,6 +544,7 @@ typedef struct lookup
 	const uint8_t *const *values;
 	const size_t *lens;
 	const uint32_t *order;
+	const uint64_t *hashes;		/* the values' filter hashes, or NULL */
 	const uint32_t *pos;		/* the caller's index of order[i] (NULL:
 								 * i), once the filter dropped values */
 	cx_keyentry_fn fn;
@@ -681,8 +700,10 @@ filter_values(lookup *lk, const cx_keyfilter *f, uint32_t n, uint32_t **order,
 	for (uint32_t i = 0; i < n; i++)
 	{
 		uint32_t	v = lk->order[i];
+		uint64_t	h = lk->hashes != NULL ? lk->hashes[v] :
+			cx_keyfilter_hash(lk->values[v], lk->lens[v]);
 
-		if (!cx_keyfilter_may_hold(f, lk->values[v], lk->lens[v]))
+		if (!cx_keyfilter_may_hold_hash(f, h))
 			continue;
 		(*order)[*kept] = v;
 		(*pos)[(*kept)++] = i;
@@ -728,10 +749,10 @@ run_lookup(lookup *lk, uint32_t n, cx_err *err)
 cx_code
 cx_keyseg_lookup(cx_objstore *s, const cx_keyseg_ref *ref,
 				 const uint8_t *const *values, const size_t *lens,
-				 const uint32_t *order, uint32_t n, cx_keyentry_fn fn,
-				 void *arg, cx_err *err)
+				 const uint32_t *order, const uint64_t *hashes, uint32_t n,
+				 cx_keyentry_fn fn, void *arg, cx_err *err)
 {
-	lookup		lk = {s, ref, {0}, values, lens, order, NULL, fn, arg};
+	lookup		lk = {s, ref, {0}, values, lens, order, hashes, NULL, fn, arg};
 
 	if (n == 0 || ref->entries == 0)
 		return CX_OK;

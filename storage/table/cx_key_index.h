@@ -64,6 +64,8 @@ typedef struct cx_keyindex
 	cx_keyseg_ref *segs;
 } cx_keyindex;
 
+/* m's index section, or NULL when it has none. */
+const cx_manifest_ext *cx_keyindex_section(const cx_manifest *m);
 /* The segments m lists (none when it has no index section). */
 cx_code		cx_keyindex_load(const cx_manifest *m, cx_keyindex *out,
 							 cx_err *err);
@@ -95,7 +97,10 @@ int			cx_keyentry_cmp(const cx_keyentry *a, const cx_keyentry *b);
 
 /*
  * Calls fn(arg, i, entry) for every entry of the segment whose value equals
- * values[order[i]], i < n, where order sorts the values bytewise.  Reads the
+ * values[order[i]], i < n, where order sorts the values bytewise.  hashes:
+ * cx_keyfilter_hash of each value (by the caller's index), so that a
+ * caller looking up the same values in several segments hashes them once;
+ * NULL: hashed here when the filter is asked.  Reads the
  * tail, then one block per level and per distinct block needed by a value
  * the segment's filter (once read, cx_key_filter.h) does not rule out.
  * CX_ERR_CORRUPT for a damaged segment, CX_ERR_NOT_FOUND for a missing one.
@@ -104,8 +109,9 @@ typedef cx_code (*cx_keyentry_fn) (void *arg, uint32_t value, const cx_keyentry 
 								   cx_err *err);
 cx_code		cx_keyseg_lookup(cx_objstore *s, const cx_keyseg_ref *ref,
 							 const uint8_t *const *values, const size_t *lens,
-							 const uint32_t *order, uint32_t n,
-							 cx_keyentry_fn fn, void *arg, cx_err *err);
+							 const uint32_t *order, const uint64_t *hashes,
+							 uint32_t n, cx_keyentry_fn fn, void *arg,
+							 cx_err *err);
 /* Calls fn for every entry, in order (value index 0): merges and verify. */
 cx_code		cx_keyseg_walk(cx_objstore *s, const cx_keyseg_ref *ref,
 						   cx_keyentry_fn fn, void *arg, cx_err *err);

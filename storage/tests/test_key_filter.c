@@ -215,8 +215,8 @@ look_up(cx_objstore *s, const cx_keyseg_ref *ref, uint32_t first,
 			values[i] = (const uint8_t *) v[i];
 			order[i] = i;
 		}
-		rc = cx_keyseg_lookup(s, ref, values, lens, order, n, count_hit, hits,
-							  err);
+		rc = cx_keyseg_lookup(s, ref, values, lens, order, NULL, n, count_hit,
+							  hits, err);
 	}
 	*gets = s->stats.gets - before;
 	free(v);

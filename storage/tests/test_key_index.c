@@ -240,6 +240,75 @@ CX_TEST(key_index_answers_probes_fresh_and_stale)
 	cx_obj_close(s);
 }
 
+/* The probe's plan of a base (its segments and where their fragments
+ * are) is kept on the handle per base: reused for the same base, worked out
+ * again for a base with other fragments or another index section. */
+static const void *
+kept_plan(const cx_objstore *s)
+{
+	return s->caches[CX_CACHE_PROBE_PLAN].p;
+}
+
+/* Probes key k of m on s with and without the index: the same hits, and
+ * the indexed probe read no fragment's column. */
+static bool
+indexed_probe_exact(cx_objstore *s, const cx_manifest *m, const char *k)
+{
+	const uint8_t *v = (const uint8_t *) k;
+	size_t		len = strlen(k);
+	cx_probe_result indexed;
+	cx_probe_result scanned;
+	cx_err		err;
+	bool		ok;
+
+	if (cx_base_probe(s, m, 0, &v, &len, 1, &indexed, &err) != CX_OK)
+		return false;
+	ok = probe_by_columns(s, m, 0, &v, &len, 1, &scanned, &err) == CX_OK &&
+		indexed.nhits == 1 && indexed.fragments_scanned == 0 &&
+		indexed.index_segments_read == 1 && scanned.fragments_scanned > 0 &&
+		same_hits(&indexed, &scanned);
+	cx_probe_result_free(&indexed);
+	cx_probe_result_free(&scanned);
+	return ok;
+}
+
+CX_TEST(probe_plan_is_kept_per_base_and_follows_merges)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_result res;
+	const uint8_t *v = (const uint8_t *) "a7";
+	size_t		len = 2;
+	cx_probe_result r;
+	const void *plan;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(merge_range(s, "a", 0, 50, 1000, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	/* the clone without an index between them is not answered by the
+	 * index: the kept plan is not its */
+	CHECK(indexed_probe_exact(s, m, "a7"));
+	CHECK(indexed_probe_exact(s, m, "a7"));
+	/* the same base again: the kept plan serves it */
+	REQUIRE_OK(cx_base_probe(s, m, 0, &v, &len, 1, &r, &err), &err);
+	cx_probe_result_free(&r);
+	plan = kept_plan(s);
+	REQUIRE_OK(cx_base_probe(s, m, 0, &v, &len, 1, &r, &err), &err);
+	CHECK(plan != NULL && kept_plan(s) == plan && r.nhits == 1);
+	cx_probe_result_free(&r);
+	cx_manifest_free(m);
+	/* a merge and its index: new fragments, a new segment */
+	REQUIRE_OK(merge_range(s, "b", 0, 10, 2000, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	CHECK(indexed_probe_exact(s, m, "b3") && indexed_probe_exact(s, m, "a7"));
+	CHECK(kept_plan(s) != NULL);
+	cx_manifest_free(m);
+	cx_obj_close(s);
+}
+
 /* After a compaction replaced every fragment the index covered, the
  * update indexes the outputs and drops the segments that cover nothing
  * listed any more (GC can then delete them). */

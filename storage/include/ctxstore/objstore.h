@@ -59,6 +59,8 @@ typedef enum cx_handle_cache_kind
 								 * (memwal/cx_shard_cache.c) */
 	CX_CACHE_BASE_MANIFEST,		/* the newest base version read or written
 								 * (table/cx_manifest_cache.c) */
+	CX_CACHE_PROBE_PLAN,		/* the last base probed, as its probes use
+								 * it (table/cx_probe_plan.c) */
 	CX_HANDLE_CACHES
 } cx_handle_cache_kind;
 
