@@ -480,6 +480,10 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	cx_pq_page_location loc;
 	size_t		nvalues;
 
+	/* A page that is its column's whole chunk has the chunk's statistics,
+	 * gathered as the rows were appended: no second pass over the values. */
+	bool		whole_chunk = r0 == 0 && r1 == b->nrows && b->track_stats;
+
 	cx_buf_reset(&p->rep);
 	cx_buf_reset(&p->def);
 	cx_buf_reset(&p->values);
@@ -487,12 +491,15 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	p->large_bytes = 0;
 	cx_buf_reset(&p->levels);
 	p->nbools = 0;
-	cx_statacc_init(&p->stats, leaf->type);
+	if (whole_chunk)
+		p->stats = b->stats;
+	else
+		cx_statacc_init(&p->stats, leaf->type);
 	for (uint32_t i = r0; i < r1; i++)
 		if (leaf->list)
 			page_add_list(p, leaf, b, i);
 		else
-			page_add(p, leaf, b, i, 0, 1, true);
+			page_add(p, leaf, b, i, 0, 1, !whole_chunk);
 	nvalues = leaf->max_def > 0 || leaf->max_rep > 0 ?
 		levels_count(p, leaf) : r1 - r0;
 	if (leaf->max_rep > 0)

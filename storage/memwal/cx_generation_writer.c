@@ -40,6 +40,7 @@ cx_genw_open(cx_objstore *s, const cx_schema *table,
 {
 	cx_genw    *g = calloc(1, sizeof(cx_genw));
 	char		key[CX_KEY_MAX + 1];
+	cx_fragw_options gen_opt = *opt;
 	cx_code		rc;
 
 	*out = NULL;
@@ -57,7 +58,10 @@ cx_genw_open(cx_objstore *s, const cx_schema *table,
 	if (rc == CX_OK)
 		rc = cx_fragment_new_key(key, sizeof(key), err);
 	if (rc == CX_OK)
-		rc = cx_fragw_open(s, key, g->written, opt, &g->fw, err);
+	{
+		gen_opt.compression_level = CX_GENERATION_COMPRESSION_LEVEL;
+		rc = cx_fragw_open(s, key, g->written, &gen_opt, &g->fw, err);
+	}
 	if (rc != CX_OK)
 	{
 		genw_free(g);

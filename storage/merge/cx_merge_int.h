@@ -81,6 +81,10 @@ void		cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
  * here go in commit order: that tie is the caller's. */
 int			cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *a,
 							  const uint8_t *b);
+/* An 8-byte summary of a row's first order column such that rows whose
+ * summaries differ sort as their summaries do (NULL is UINT64_MAX); equal
+ * summaries say nothing, and cx_sort_order_cmp decides. */
+uint64_t	cx_sort_order_prefix(const cx_sort_order *o, const cx_datum *values);
 
 /*
  * A read-only view of a store that holds the chosen generations' bytes

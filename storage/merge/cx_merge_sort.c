@@ -138,6 +138,7 @@ typedef struct run_item
 	size_t		keys;			/* offset in the arena */
 	size_t		row;
 	uint32_t	row_len;
+	uint64_t	prefix;			/* cx_sort_order_prefix of the row */
 	uint64_t	seq;			/* arrival: commit order */
 	cx_keyver  *v;				/* its key's map entry, or NULL */
 } run_item;
@@ -233,6 +234,60 @@ cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
 	}
 }
 
+/* The big-endian value of the first (up to) 8 bytes at p, zero-padded:
+ * byte-wise order of the values is never contradicted by the prefixes'. */
+static uint64_t
+bytes_prefix(const uint8_t *p, size_t len)
+{
+	uint64_t	prefix = 0;
+
+	for (size_t i = 0; i < sizeof(prefix); i++)
+		prefix = (prefix << 8) | (i < len ? p[i] : 0);
+	return prefix;
+}
+
+/* A signed integer moved into unsigned order. */
+static uint64_t
+int_prefix(int64_t v)
+{
+	return (uint64_t) v ^ ((uint64_t) 1 << 63);
+}
+
+uint64_t
+cx_sort_order_prefix(const cx_sort_order *o, const cx_datum *values)
+{
+	const cx_datum *d;
+
+	if (o->n == 0)
+		return 0;
+	d = &values[o->cols[0]];
+	if (d->isnull)
+		return UINT64_MAX;		/* NULLs last */
+	switch (o->types[0])
+	{
+		case CX_T_BOOL:
+			return d->v.b ? 1 : 0;
+		case CX_T_INT16:
+			return int_prefix(d->v.i16);
+		case CX_T_INT32:
+		case CX_T_DATE:
+			return int_prefix(d->v.i32);
+		case CX_T_INT64:
+		case CX_T_TIME:
+		case CX_T_TIMESTAMP:
+		case CX_T_TIMESTAMPTZ:
+			return int_prefix(d->v.i64);
+		case CX_T_UUID:
+			return bytes_prefix(d->v.uuid, sizeof(d->v.uuid));
+		case CX_T_STRING:
+		case CX_T_BINARY:
+			return bytes_prefix(d->v.bytes.ptr, d->v.bytes.len);
+		default:
+			/* Floats (NaN, -0) compare in full. */
+			return 0;
+	}
+}
+
 typedef enum reserved
 {
 	RESERVED, RUN_FULL, RESERVE_NOMEM
@@ -294,6 +349,7 @@ cx_sort_run_add(cx_sort_run *run, const cx_datum *values, cx_keyver *v,
 	it->keys = run->used;
 	it->row = run->used + keys_len;
 	it->row_len = (uint32_t) (run->scratch.len - keys_len);
+	it->prefix = cx_sort_order_prefix(&ms->order, values);
 	it->seq = run->seq++;
 	it->v = v;
 	memcpy(run->arena + run->used, run->scratch.data, run->scratch.len);
@@ -349,9 +405,13 @@ item_cmp(const void *a, const void *b, void *arg)
 	const cx_sort_run *run = arg;
 	const run_item *x = a;
 	const run_item *y = b;
-	int			c = cx_sort_order_cmp(&run->ms->order, run->arena + x->keys,
-									  run->arena + y->keys);
+	int			c;
 
+	/* Most rows differ within their prefixes: no decoding, no memcmp. */
+	if (x->prefix != y->prefix)
+		return x->prefix < y->prefix ? -1 : 1;
+	c = cx_sort_order_cmp(&run->ms->order, run->arena + x->keys,
+						  run->arena + y->keys);
 	if (c != 0)
 		return c;
 	return (x->seq > y->seq) - (x->seq < y->seq);

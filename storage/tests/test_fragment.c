@@ -7,7 +7,9 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "format/cx_encoding.h"
 #include "format/cx_fragment.h"
@@ -1010,6 +1012,126 @@ CX_TEST(fragment_truncated_at_every_length)
 				   NULL, &err) == CX_ERR_CORRUPT);
 	cx_buf_free(&bytes);
 	cx_fragment_info_free(&info);
+	cx_obj_close(s);
+}
+
+/* Row i of the page-statistics fragment: an int64 in no order, and a short
+ * string in no order, NULL every 13th row. */
+static void
+gen_page_stats(uint32_t i, cx_datum *v, row_scratch *sc)
+{
+	v[0].v.i64 = (int64_t) ((i * 7919u) % 10007u) - 5000;
+	if (i % 13 == 0)
+	{
+		v[1].isnull = true;
+		return;
+	}
+	snprintf(sc->str, sizeof(sc->str), "%05u-page-statistics",
+			 (i * 104729u) % 99991u);
+	set_bytes(&v[1], sc->str, strlen(sc->str));
+}
+
+/* The statistics of rows [r0, r0 + n) of column c, as a page header of
+ * leaf would carry them, equal got's. */
+static bool
+page_stats_match(const cx_pq_leaf *leaf, uint32_t c, uint32_t r0, uint32_t n,
+				 const cx_pq_stats *got)
+{
+	cx_statacc	acc;
+	cx_colstats st;
+	cx_pq_stats want;
+	uint8_t		minb[CX_STATS_MAX_BYTES];
+	uint8_t		maxb[CX_STATS_MAX_BYTES];
+	row_scratch sc = {0};
+
+	cx_statacc_init(&acc, leaf->type);
+	for (uint32_t i = r0; i < r0 + n; i++)
+	{
+		cx_datum	v[2] = {{0}};
+		uint8_t		fixed[16];
+		const uint8_t *p;
+		size_t		len;
+
+		gen_page_stats(i, v, &sc);
+		if (!cx_datum_key_bytes(leaf->type, &v[c], fixed, &p, &len))
+			cx_statacc_add_null(&acc);
+		else
+			cx_statacc_add(&acc, p, len);
+	}
+	cx_statacc_finish(&acc, &st);
+	if (!cx_pq_stats_from_engine(leaf, &st, minb, maxb, &want))
+		return false;
+	return got->null_count == want.null_count &&
+		got->has_min == want.has_min && got->has_max == want.has_max &&
+		got->min_value.len == want.min_value.len &&
+		got->max_value.len == want.max_value.len &&
+		memcmp(got->min_value.ptr, want.min_value.ptr, want.min_value.len) == 0 &&
+		memcmp(got->max_value.ptr, want.max_value.ptr, want.max_value.len) == 0;
+}
+
+/*
+ * Every data page carries the statistics of its own values, whether it is
+ * its column's whole chunk (the int64 column: the chunk's statistics are
+ * reused) or one of several pages of it (the string column).
+ */
+CX_TEST(fragment_page_statistics_are_the_pages_own)
+{
+	enum
+	{
+		NROWS = 4000
+	};
+	cx_objstore *s = open_store();
+	cx_schema  *schema = cx_schema_new();
+	cx_fragment_info info;
+	cx_fragw_options o;
+	cx_buf		bytes;
+	cx_fragr   *r;
+	cx_err		err;
+	uint32_t	pages[2] = {0, 0};
+
+	REQUIRE(s && schema);
+	cx_buf_init(&bytes);
+	REQUIRE_OK(cx_schema_add(schema, "n", CX_T_INT64, 0, NULL, &err), &err);
+	REQUIRE_OK(cx_schema_add(schema, "s", CX_T_STRING, 0, NULL, &err), &err);
+	cx_fragw_options_default(&o);
+	REQUIRE_OK(write_fragment(s, "data/pagestats.parquet", schema, &o, NROWS,
+							  gen_page_stats, &info, &err), &err);
+	REQUIRE_OK(cx_obj_get(s, "data/pagestats.parquet", &bytes, &err), &err);
+	REQUIRE_OK(cx_fragr_open(s, "data/pagestats.parquet", 0, &r, &err), &err);
+	REQUIRE(cx_fragr_num_groups(r) == 1);
+	for (uint32_t c = 0; c < 2; c++)
+	{
+		const cx_chunk_meta *m = cx_fragr_chunk(r, 0, c);
+		uint64_t	pos = m->offset;
+		uint32_t	row = 0;
+		cx_pq_leaf	leaf;
+
+		cx_pq_leaf_init(&schema->columns[c], &leaf);
+		while (pos < m->offset + m->stored_len)
+		{
+			cx_pq_page_header h;
+			size_t		used;
+
+			REQUIRE_OK(cx_pq_page_header_decode(bytes.data + pos,
+												bytes.len - pos, &h, &used,
+												"page", &err), &err);
+			CHECK(h.has_data_page && h.data_page.has_statistics);
+			CHECK(page_stats_match(&leaf, c, row,
+								   (uint32_t) h.data_page.num_values,
+								   &h.data_page.statistics));
+			row += (uint32_t) h.data_page.num_values;
+			pos += used + (size_t) h.compressed_page_size;
+			pages[c]++;
+			cx_pq_page_header_free(&h);
+		}
+		CHECK(row == NROWS);
+	}
+	CHECK(pages[0] == 1);
+	CHECK(pages[1] > 1);
+	cx_fragr_close(r);
+	cx_buf_free(&bytes);
+	cx_fragment_info_free(&info);
+	cx_schema_free(schema);
 	cx_obj_close(s);
 }
 

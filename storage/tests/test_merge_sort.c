@@ -15,10 +15,12 @@
 #include "format/cx_parquet_meta.h"
 #include "format/cx_parquet_schema.h"
 #include "merge/cx_merge.h"
+#include "merge/cx_merge_int.h"
 #include "cx_test.h"
 #include "mw_util.h"
 
 #define COL_ID 0
+#define NVALUES(a) ((int) (sizeof(a) / sizeof((a)[0])))
 #define COL_V 1
 
 /* One row of a base fragment, as far as the order goes. */
@@ -500,4 +502,109 @@ CX_TEST(merge_sort_a_row_larger_than_the_budget_is_held_alone)
 	free(big);
 	free(ids);
 	cx_obj_close(s);
+}
+
+/* Whether the prefixes of every pair of values[n] of type t agree with the
+ * full order wherever they differ: checked both ways round. */
+static bool
+prefixes_agree(cx_type t, const cx_datum *values, int n)
+{
+	cx_sort_order o = {.cols = {0}, .types = {t}, .n = 1};
+	bool		ok = true;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+		{
+			uint64_t	pi = cx_sort_order_prefix(&o, &values[i]);
+			uint64_t	pj = cx_sort_order_prefix(&o, &values[j]);
+			cx_buf		bi;
+			cx_buf		bj;
+			int			c;
+
+			cx_buf_init(&bi);
+			cx_buf_init(&bj);
+			cx_sort_order_encode(&o, &values[i], &bi);
+			cx_sort_order_encode(&o, &values[j], &bj);
+			c = cx_sort_order_cmp(&o, bi.data, bj.data);
+			if ((pi < pj && c >= 0) || (pi > pj && c <= 0))
+			{
+				fprintf(stderr, "type %d: values %d and %d: prefixes %llx %llx, order %d\n",
+						(int) t, i, j, (unsigned long long) pi,
+						(unsigned long long) pj, c);
+				ok = false;
+			}
+			cx_buf_free(&bi);
+			cx_buf_free(&bj);
+		}
+	return ok;
+}
+
+static cx_datum
+bytes_datum(const char *p, size_t len)
+{
+	cx_datum	d = {.isnull = false};
+
+	d.v.bytes.ptr = (const uint8_t *) p;
+	d.v.bytes.len = len;
+	return d;
+}
+
+/*
+ * The sort compares rows by an 8-byte prefix of their first order column
+ * before it decodes their order bytes: for every orderable type, a prefix
+ * that differs must never contradict cx_sort_order_cmp (values sharing
+ * their first 8 bytes, shorter values, zero and 0xff bytes, the integers'
+ * extremes, NULL), and the prefixes must tell most distinct values apart.
+ */
+CX_TEST(merge_sort_prefix_agrees_with_the_order)
+{
+	cx_datum	s[] = {
+		bytes_datum("", 0), bytes_datum("a", 1), bytes_datum("a\0", 2),
+		bytes_datum("a\0\1", 3), bytes_datum("abcdefgh", 8),
+		bytes_datum("abcdefgh\0", 9), bytes_datum("abcdefghi", 9),
+		bytes_datum("abcdefgj", 8), bytes_datum("abcdefg", 7),
+		bytes_datum("\377\377\377\377\377\377\377\377", 8),
+		bytes_datum("\377\377\377\377\377\377\377\377\377", 9),
+		{.isnull = true},
+	};
+	int64_t		ints[] = {INT64_MIN, INT64_MIN + 1, -65536, -1, 0, 1, 65536,
+	INT64_MAX - 1, INT64_MAX};
+	cx_datum	i64[NVALUES(ints) + 1];
+	cx_datum	i16[NVALUES(ints) + 1];
+	cx_datum	i32[NVALUES(ints) + 1];
+	cx_datum	b[] = {{.v.b = false}, {.v.b = true}, {.isnull = true}};
+	cx_datum	u[4] = {{.isnull = false}, {.isnull = false}, {.isnull = false},
+	{.isnull = true}};
+	cx_datum	f[] = {{.v.f64 = -1.5}, {.v.f64 = 0.0}, {.v.f64 = NAN},
+	{.v.f64 = INFINITY}, {.isnull = true}};
+	cx_sort_order text = {.cols = {0}, .types = {CX_T_STRING}, .n = 1};
+
+	for (int i = 0; i < NVALUES(ints); i++)
+	{
+		i64[i] = (cx_datum) {.v.i64 = ints[i]};
+		i16[i] = (cx_datum) {.v.i16 = (int16_t) (ints[i] >> 48)};
+		i32[i] = (cx_datum) {.v.i32 = (int32_t) (ints[i] >> 32)};
+	}
+	i64[NVALUES(ints)] = i16[NVALUES(ints)] = i32[NVALUES(ints)] =
+		(cx_datum) {.isnull = true};
+	memset(u[1].v.uuid, 0x7f, 16);
+	memset(u[2].v.uuid, 0x7f, 16);
+	u[2].v.uuid[15] = 0x80;
+	CHECK(prefixes_agree(CX_T_STRING, s, NVALUES(s)));
+	CHECK(prefixes_agree(CX_T_BINARY, s, NVALUES(s)));
+	CHECK(prefixes_agree(CX_T_INT64, i64, NVALUES(i64)));
+	CHECK(prefixes_agree(CX_T_TIMESTAMPTZ, i64, NVALUES(i64)));
+	CHECK(prefixes_agree(CX_T_INT32, i32, NVALUES(i32)));
+	CHECK(prefixes_agree(CX_T_DATE, i32, NVALUES(i32)));
+	CHECK(prefixes_agree(CX_T_INT16, i16, NVALUES(i16)));
+	CHECK(prefixes_agree(CX_T_BOOL, b, NVALUES(b)));
+	CHECK(prefixes_agree(CX_T_UUID, u, NVALUES(u)));
+	CHECK(prefixes_agree(CX_T_FLOAT64, f, NVALUES(f)));
+	/* values that differ within 8 bytes are told apart by the prefix */
+	CHECK(cx_sort_order_prefix(&text, &s[4]) <
+		  cx_sort_order_prefix(&text, &s[7]));
+	CHECK(cx_sort_order_prefix(&text, &s[8]) <
+		  cx_sort_order_prefix(&text, &s[4]));
+	CHECK(cx_sort_order_prefix(&text, &s[0]) <
+		  cx_sort_order_prefix(&text, &s[1]));
 }

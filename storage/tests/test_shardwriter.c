@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +18,8 @@
 #include "table/cx_commit.h"
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_writer.h"
+#include "memwal/cx_memwal_int.h"
+#include "format/cx_row_codec.h"
 #include "memwal/cx_memwal_int.h"
 #include "merge/cx_merge.h"
 #include "format/cx_row_codec.h"
@@ -1523,5 +1526,100 @@ CX_TEST(sw_append_refuses_malformed_rows_before_writing)
 	cx_buf_free(&rows);
 	cx_schema_free(schema);
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(s);
+}
+
+/* Appends row i of the compression-level rows (mw_schema's columns, then
+ * a generation's hidden commit time and tombstone) to g or, without g, to
+ * fw. */
+#define LEVEL_ROWS 2000
+static cx_code
+add_level_row(int i, cx_genw *g, cx_fragw *fw, cx_buf *rows, cx_err *err)
+{
+	cx_datum	d[5] = {{0}};
+	char		id[64];
+
+	snprintf(id, sizeof(id), "key-%07d-of-a-row-whose-text-repeats-%d",
+			 (i * 7919) % LEVEL_ROWS, i % 7);
+	d[0].v.bytes.ptr = (const uint8_t *) id;
+	d[0].v.bytes.len = strlen(id);
+	d[1].v.i64 = i % 97;
+	d[2].isnull = true;			/* tags */
+	d[3].v.i64 = 1000;
+	if (g == NULL)
+		return cx_fragw_append(fw, d, err);
+	cx_buf_reset(rows);
+	cx_row_encode(mw_schema(), CX_ROW_PUT, d, rows);
+	return cx_genw_add(g, rows->data, rows->len, 1, 1000, "test", err);
+}
+
+/* *size: the stored size of the compression-level rows written at zstd
+ * level `level` as a generation (cx_genw) or, when !generation, as a plain
+ * fragment of the generation's schema. */
+static cx_code
+stored_at_level(cx_objstore *s, int level, bool generation, uint64_t *size,
+				cx_err *err)
+{
+	cx_fragw_options o;
+	cx_buf		rows;
+	cx_schema  *written = NULL;
+	cx_fragw   *fw = NULL;
+	cx_genw    *g = NULL;
+	cx_generation gen;
+	char		key[CX_KEY_MAX + 1];
+	cx_code		rc;
+
+	cx_fragw_options_default(&o);
+	o.compression_level = level;
+	cx_buf_init(&rows);
+	if (generation)
+		rc = cx_genw_open(s, mw_schema(), &o, &g, err);
+	else if ((rc = cx_shard_generation_schema(mw_schema(), &written, err)) == CX_OK &&
+			 (rc = cx_fragment_new_key(key, sizeof(key), err)) == CX_OK)
+		rc = cx_fragw_open(s, key, written, &o, &fw, err);
+	for (int i = 0; rc == CX_OK && i < LEVEL_ROWS; i++)
+		rc = add_level_row(i, g, fw, &rows, err);
+	if (rc == CX_OK && generation)
+		rc = cx_genw_finish(g, 1, &gen, err);
+	else if (rc == CX_OK)
+		rc = cx_fragw_finish(fw, &gen.fragment, err);
+	else
+	{
+		cx_genw_abort(g);
+		cx_fragw_abort(fw);
+	}
+	if (rc == CX_OK)
+	{
+		*size = gen.fragment.size;
+		cx_fragment_info_free(&gen.fragment);
+	}
+	cx_schema_free(written);
+	cx_buf_free(&rows);
+	return rc;
+}
+
+/*
+ * A generation is written at CX_GENERATION_COMPRESSION_LEVEL whatever the
+ * store's compression_level (its rows are rewritten at the store's level
+ * when merged); a plain fragment of the same rows honours the level.
+ */
+CX_TEST(sw_generations_use_their_own_compression_level)
+{
+	cx_objstore *s = mw_open_store();
+	uint64_t	fast;
+	uint64_t	best;
+	uint64_t	gen19;
+	uint64_t	gen3;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(stored_at_level(s, CX_GENERATION_COMPRESSION_LEVEL, false,
+							   &fast, &err), &err);
+	REQUIRE_OK(stored_at_level(s, 19, false, &best, &err), &err);
+	REQUIRE_OK(stored_at_level(s, 19, true, &gen19, &err), &err);
+	REQUIRE_OK(stored_at_level(s, 3, true, &gen3, &err), &err);
+	CHECK(best < fast);			/* the rows tell the levels apart */
+	CHECK(gen19 == fast);
+	CHECK(gen3 == fast);
 	cx_obj_close(s);
 }
