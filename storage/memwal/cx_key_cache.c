@@ -2,13 +2,22 @@
  * cx_key_cache.c — the newest version of each key, with its upsert value
  * (cx_key_cache.h).
  *
- * Entries sit in a dense array in the order their keys first arrived; two
- * hash maps (util/cx_key_map.h) point into it: key -> entry, and upsert
- * value -> a chain of links to the entries that took that value.  A link
- * goes stale when its entry later takes another value or becomes a
- * tombstone; lookups check each entry's current value, so stale links cost
- * time, never correctness, and a trim drops them.  Nothing is ever removed
- * in place: a trim rebuilds the cache from the entries it keeps.
+ * Entries sit in a dense array in the order their keys first arrived, 24
+ * bytes each: where the entry's record is (with two flags), its commit
+ * time and generation.  A record, in `bytes`, is the key (its length as a
+ * LEB128 varint, then its bytes) and, for an entry that held an upsert
+ * value when the record was written, that value the same way; records are
+ * never changed, so an entry that takes another upsert value gets a new
+ * record.  Two index maps (util/cx_key_map.h, 8-byte slots) point into the
+ * arrays: key -> entry, and upsert value -> a group, whose chain of links
+ * names the entries that took that value (a table without an upsert key
+ * has neither groups nor links).  A link goes stale when its entry later
+ * takes another value or becomes a tombstone; lookups check each entry's
+ * current value, so stale links cost time, never correctness, and a trim
+ * drops them.  Nothing is ever removed in place: a trim rebuilds the cache
+ * from the entries it keeps.  So a key costs about 24 bytes of entry, 11-21
+ * of slots and its bytes plus one (a million keys of 8 bytes: about 60 MB
+ * with the arrays' doubling).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,35 +25,44 @@
 #include "util/cx_key_map.h"
 #include "memwal/cx_key_cache.h"
 
+/* An entry's rec: the record's offset << KC_FLAG_BITS | the flags. */
+#define KC_TOMBSTONE 1
+#define KC_HAS_UP 2
+#define KC_FLAG_BITS 2
+
 typedef struct kc_entry
 {
-	size_t		key_off;		/* into bytes */
-	size_t		key_len;
-	size_t		up_off;
-	size_t		up_len;
-	bool		has_up;
-	bool		tombstone;
+	uint64_t	rec;
 	int64_t		ts;
 	uint64_t	gen;
 } kc_entry;
 
+typedef struct kc_group
+{
+	uint64_t	value;			/* offset of the value (its length) in bytes */
+	uint32_t	head;			/* newest link + 1; 0: none */
+} kc_group;
+
 typedef struct kc_link
 {
-	uint64_t	entry;
-	uint64_t	next;			/* link index + 1; 0 ends the chain */
+	uint32_t	entry;
+	uint32_t	next;			/* link index + 1; 0 ends the chain */
 } kc_link;
 
 struct cx_keycache
 {
-	cx_keymap  *by_key;			/* key -> entry index (cx_keyver.row) */
-	cx_keymap  *by_upsert;		/* upsert value -> newest link + 1 (row) */
+	cx_idxmap	by_key;			/* key -> entry */
+	cx_idxmap	by_upsert;		/* upsert value -> group */
 	kc_entry   *entries;
 	uint64_t	n;
 	uint64_t	cap;
+	kc_group   *groups;
+	uint64_t	ngroups;
+	uint64_t	groups_cap;
 	kc_link    *links;
 	uint64_t	nlinks;
 	uint64_t	links_cap;
-	cx_buf		bytes;			/* keys and upsert values */
+	cx_buf		bytes;			/* records */
 	bool		truncated;
 	int64_t		trunc_ts;
 	uint64_t	trunc_gen;
@@ -53,15 +71,18 @@ struct cx_keycache
 static cx_code
 oom(cx_err *err)
 {
-	return cx_err_set(err, CX_ERR_NOMEM, "the writer's key cache: out of memory");
+	return cx_err_set(err, CX_ERR_NOMEM,
+					  "the writer's key cache: out of memory (or over %u keys)",
+					  (unsigned) CX_IDXMAP_MAX);
 }
 
 static void
 kc_release(cx_keycache *c)
 {
-	cx_keymap_free(c->by_key);
-	cx_keymap_free(c->by_upsert);
+	cx_idxmap_free(&c->by_key);
+	cx_idxmap_free(&c->by_upsert);
 	free(c->entries);
+	free(c->groups);
 	free(c->links);
 	cx_buf_free(&c->bytes);
 	memset(c, 0, sizeof(*c));
@@ -73,9 +94,7 @@ kc_init(cx_keycache *c)
 {
 	memset(c, 0, sizeof(*c));
 	cx_buf_init(&c->bytes);
-	c->by_key = cx_keymap_new();
-	c->by_upsert = cx_keymap_new();
-	return c->by_key != NULL && c->by_upsert != NULL;
+	return cx_idxmap_init(&c->by_key) && cx_idxmap_init(&c->by_upsert);
 }
 
 cx_keycache *
@@ -116,27 +135,114 @@ cx_kc_clear(cx_keycache *c, cx_err *err)
 	return CX_OK;
 }
 
+/* --------------------------------------------------------------------------
+ * Records
+ * -------------------------------------------------------------------------- */
+
+/* The most bytes a length takes as a LEB128 varint. */
+#define LEN_MAX_BYTES 10
+
+static void
+put_len(cx_buf *b, uint64_t v)
+{
+	uint8_t		out[LEN_MAX_BYTES];
+	size_t		n = 0;
+
+	do
+	{
+		out[n++] = (uint8_t) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v != 0);
+	cx_buf_put(b, out, n);
+}
+
+/* The bytes of the length-prefixed string at p (written by put_len, so
+ * well formed); returns what follows it. */
+static const uint8_t *
+get_bytes(const uint8_t *p, const uint8_t **bytes, size_t *len)
+{
+	uint64_t	v = 0;
+
+	for (int shift = 0;; shift += 7)
+	{
+		v |= (uint64_t) (*p & 0x7f) << shift;
+		if ((*p++ & 0x80) == 0)
+			break;
+	}
+	*bytes = p;
+	*len = v;
+	return p + v;
+}
+
+static uint64_t
+rec_offset(const kc_entry *e)
+{
+	return e->rec >> KC_FLAG_BITS;
+}
+
+static void
+entry_key(const void *arg, uint32_t i, const uint8_t **key, size_t *len)
+{
+	const cx_keycache *c = arg;
+
+	(void) get_bytes(c->bytes.data + rec_offset(&c->entries[i]), key, len);
+}
+
+static void
+group_value(const void *arg, uint32_t i, const uint8_t **value, size_t *len)
+{
+	const cx_keycache *c = arg;
+
+	(void) get_bytes(c->bytes.data + c->groups[i].value, value, len);
+}
+
 static void
 entry_row(const cx_keycache *c, const kc_entry *e, cx_kc_row *out)
 {
-	out->key = c->bytes.data + e->key_off;
-	out->key_len = e->key_len;
-	out->upsert = e->has_up ? c->bytes.data + e->up_off : NULL;
-	out->upsert_len = e->has_up ? e->up_len : 0;
+	const uint8_t *up = get_bytes(c->bytes.data + rec_offset(e), &out->key,
+								  &out->key_len);
+
+	out->upsert = NULL;
+	out->upsert_len = 0;
+	if (e->rec & KC_HAS_UP)
+		(void) get_bytes(up, &out->upsert, &out->upsert_len);
 	out->ts = e->ts;
 	out->gen = e->gen;
-	out->tombstone = e->tombstone;
+	out->tombstone = (e->rec & KC_TOMBSTONE) != 0;
 }
 
-/* Copies p into bytes; its offset into *off. */
+/* Room in bytes for row's record, so that writing it cannot fail. */
 static bool
-store_bytes(cx_keycache *c, const uint8_t *p, size_t len, size_t *off)
+record_room(cx_keycache *c, const cx_kc_row *row)
 {
-	*off = c->bytes.len;
-	cx_buf_put(&c->bytes, p, len);
-	return cx_buf_ok(&c->bytes);
+	return row->key_len < SIZE_MAX / 4 && row->upsert_len < SIZE_MAX / 4 &&
+		cx_buf_reserve(&c->bytes, 2 * LEN_MAX_BYTES + row->key_len +
+					   row->upsert_len);
 }
 
+/* Appends row's record; returns its offset, and the offset of its upsert
+ * value in *value. */
+static uint64_t
+put_record(cx_keycache *c, const cx_kc_row *row, uint64_t *value)
+{
+	uint64_t	off = c->bytes.len;
+
+	put_len(&c->bytes, row->key_len);
+	cx_buf_put(&c->bytes, row->key, row->key_len);
+	*value = c->bytes.len;
+	if (row->upsert != NULL)
+	{
+		put_len(&c->bytes, row->upsert_len);
+		cx_buf_put(&c->bytes, row->upsert, row->upsert_len);
+	}
+	return off;
+}
+
+/* --------------------------------------------------------------------------
+ * Entries and upsert groups
+ * -------------------------------------------------------------------------- */
+
+/* Room for need elements of size in *array (indexes stay 32-bit). */
 static bool
 grow(void **array, uint64_t *cap, uint64_t need, size_t size)
 {
@@ -145,6 +251,8 @@ grow(void **array, uint64_t *cap, uint64_t need, size_t size)
 
 	if (need <= *cap)
 		return true;
+	if (need > CX_IDXMAP_MAX)
+		return false;
 	p = realloc(*array, ncap * size);
 	if (p == NULL)
 		return false;
@@ -153,67 +261,71 @@ grow(void **array, uint64_t *cap, uint64_t need, size_t size)
 	return true;
 }
 
-/* Links entry to the chain of its upsert value. */
+/* Links entry to the group of its upsert value up, which the record at
+ * offset value holds. */
 static cx_code
-link_upsert(cx_keycache *c, uint64_t entry, const uint8_t *up, size_t len,
-			cx_err *err)
+link_upsert(cx_keycache *c, uint32_t entry, const uint8_t *up, size_t len,
+			uint64_t value, cx_err *err)
 {
-	cx_keyver  *head;
-	bool		found;
+	uint32_t	fresh = (uint32_t) c->ngroups;
+	uint32_t	g;
 
-	if (!grow((void **) &c->links, &c->links_cap, c->nlinks + 1, sizeof(kc_link)))
+	if (!grow((void **) &c->links, &c->links_cap, c->nlinks + 1, sizeof(kc_link)) ||
+		!grow((void **) &c->groups, &c->groups_cap, c->ngroups + 1, sizeof(kc_group)) ||
+		!cx_idxmap_add(&c->by_upsert, up, len, fresh, &g, group_value, c))
 		return oom(err);
-	if (cx_keymap_upsert(c->by_upsert, up, len, &head, &found, err) != CX_OK)
-		return err->code;
+	if (g == fresh)
+	{
+		c->groups[g].value = value;
+		c->groups[g].head = 0;
+		c->ngroups++;
+	}
 	c->links[c->nlinks].entry = entry;
-	c->links[c->nlinks].next = head->row;
-	head->row = ++c->nlinks;
+	c->links[c->nlinks].next = c->groups[g].head;
+	c->groups[g].head = (uint32_t) ++c->nlinks;
 	return CX_OK;
 }
 
 static bool
 same_upsert(const cx_keycache *c, const kc_entry *e, const cx_kc_row *row)
 {
-	if (!e->has_up || row->upsert == NULL)
-		return e->has_up == (row->upsert != NULL);
-	return e->up_len == row->upsert_len &&
-		memcmp(c->bytes.data + e->up_off, row->upsert, e->up_len) == 0;
+	cx_kc_row	held;
+
+	entry_row(c, e, &held);
+	if (held.upsert == NULL || row->upsert == NULL)
+		return held.upsert == row->upsert;
+	return held.upsert_len == row->upsert_len &&
+		memcmp(held.upsert, row->upsert, held.upsert_len) == 0;
 }
 
 cx_code
 cx_kc_put(cx_keycache *c, const cx_kc_row *row, cx_err *err)
 {
-	cx_keyver  *v;
-	bool		found;
+	uint32_t	fresh = (uint32_t) c->n;
+	uint32_t	i;
 	kc_entry   *e;
-	bool		new_up;
+	bool		new_record;
+	uint64_t	value = 0;
 
-	if (!grow((void **) &c->entries, &c->cap, c->n + 1, sizeof(kc_entry)))
+	/* Every allocation first: a failure leaves the cache as it was. */
+	if (!grow((void **) &c->entries, &c->cap, c->n + 1, sizeof(kc_entry)) ||
+		!record_room(c, row) ||
+		!cx_idxmap_add(&c->by_key, row->key, row->key_len, fresh, &i,
+					   entry_key, c))
 		return oom(err);
-	if (cx_keymap_upsert(c->by_key, row->key, row->key_len, &v, &found,
-						 err) != CX_OK)
-		return err->code;
-	if (!found)
-	{
-		v->row = c->n;
-		e = &c->entries[c->n++];
-		memset(e, 0, sizeof(*e));
-		e->key_len = row->key_len;
-		if (!store_bytes(c, row->key, row->key_len, &e->key_off))
-			return oom(err);
-	}
-	e = &c->entries[v->row];
-	new_up = row->upsert != NULL && (!found || !same_upsert(c, e, row));
-	if (new_up && !store_bytes(c, row->upsert, row->upsert_len, &e->up_off))
-		return oom(err);
-	e->has_up = row->upsert != NULL;
-	e->up_len = row->upsert_len;
-	e->tombstone = row->tombstone;
+	e = &c->entries[i];
+	new_record = i == fresh || (row->upsert != NULL && !same_upsert(c, e, row));
+	if (i == fresh)
+		c->n++;
+	if (new_record)
+		e->rec = put_record(c, row, &value) << KC_FLAG_BITS;
+	e->rec = (e->rec >> KC_FLAG_BITS << KC_FLAG_BITS) |
+		(row->upsert != NULL ? KC_HAS_UP : 0) |
+		(row->tombstone ? KC_TOMBSTONE : 0);
 	e->ts = row->ts;
 	e->gen = row->gen;
-	if (new_up)
-		return link_upsert(c, (uint64_t) (e - c->entries), row->upsert,
-						   row->upsert_len, err);
+	if (new_record && row->upsert != NULL)
+		return link_upsert(c, i, row->upsert, row->upsert_len, value, err);
 	return CX_OK;
 }
 
@@ -232,11 +344,11 @@ bool
 cx_kc_get(const cx_keycache *c, const uint8_t *key, size_t len,
 		  cx_kc_row *out)
 {
-	cx_keyver  *v = cx_keymap_get(c->by_key, key, len);
+	uint32_t	i = cx_idxmap_get(&c->by_key, key, len, entry_key, c);
 
-	if (v == NULL)
+	if (i == CX_IDXMAP_NONE)
 		return false;
-	entry_row(c, &c->entries[v->row], out);
+	entry_row(c, &c->entries[i], out);
 	return true;
 }
 
@@ -250,9 +362,9 @@ cx_kc_truncated(const cx_keycache *c, int64_t *ts)
 /* Whether a chain link before `link` already named entry (an entry whose
  * value went V -> W -> V is linked twice). */
 static bool
-linked_before(const cx_keycache *c, uint64_t head, uint64_t link)
+linked_before(const cx_keycache *c, uint32_t head, uint32_t link)
 {
-	for (uint64_t l = head; l != 0 && l - 1 != link; l = c->links[l - 1].next)
+	for (uint32_t l = head; l != 0 && l - 1 != link; l = c->links[l - 1].next)
 		if (c->links[l - 1].entry == c->links[link].entry)
 			return true;
 	return false;
@@ -262,18 +374,17 @@ cx_code
 cx_kc_each_upsert(const cx_keycache *c, const uint8_t *up, size_t len,
 				  cx_kc_row_fn fn, void *arg, cx_err *err)
 {
-	cx_keyver  *head = cx_keymap_get(c->by_upsert, up, len);
+	uint32_t	g = cx_idxmap_get(&c->by_upsert, up, len, group_value, c);
+	uint32_t	head = g == CX_IDXMAP_NONE ? 0 : c->groups[g].head;
 
-	for (uint64_t l = head == NULL ? 0 : head->row; l != 0;
-		 l = c->links[l - 1].next)
+	for (uint32_t l = head; l != 0; l = c->links[l - 1].next)
 	{
-		const kc_entry *e = &c->entries[c->links[l - 1].entry];
 		cx_kc_row	row;
 
-		entry_row(c, e, &row);
-		if (e->tombstone || !e->has_up || e->up_len != len ||
+		entry_row(c, &c->entries[c->links[l - 1].entry], &row);
+		if (row.tombstone || row.upsert == NULL || row.upsert_len != len ||
 			memcmp(row.upsert, up, len) != 0 ||
-			linked_before(c, head->row, l - 1))
+			linked_before(c, head, l - 1))
 			continue;
 		if (fn(arg, &row, err) != CX_OK)
 			return err->code;
@@ -354,9 +465,9 @@ cx_kc_keys(const cx_keycache *c)
 uint64_t
 cx_kc_memory(const cx_keycache *c)
 {
-	return cx_keymap_memory(c->by_key) + cx_keymap_memory(c->by_upsert) +
-		c->cap * sizeof(kc_entry) + c->links_cap * sizeof(kc_link) +
-		c->bytes.cap;
+	return cx_idxmap_memory(&c->by_key) + cx_idxmap_memory(&c->by_upsert) +
+		c->cap * sizeof(kc_entry) + c->groups_cap * sizeof(kc_group) +
+		c->links_cap * sizeof(kc_link) + c->bytes.cap;
 }
 
 /* --------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 /*
  * cx_key_map.c — open addressing with linear probing over a power-of-two slot
- * array kept at most 3/4 full, so probe runs stay short.  Keys are copied
- * into an arena of large blocks, so the map makes a handful of allocations
- * however many keys it holds, and freeing it is cheap.
+ * array kept at most 3/4 full, so probe runs stay short.
  *
- * A slot is small (a key's hash and the index of its entry): probing, which
- * is random access into the slot array, touches 16 bytes per slot instead of
- * a whole entry, so a map of a few hundred thousand keys probes a few MB
- * rather than tens.  Entries (key and value) sit in a dense array in
- * insertion order, which is the order scans and merges visit them again.
+ * The index map (cx_idxmap) holds only slots: 32 bits of a key's hash and
+ * its index + 1 in 8 bytes, so probing, which is random access into the
+ * slot array, touches 8 bytes per slot and a map of a million keys is 16
+ * MB of slots; the keys stay in the caller's array, read only to confirm a
+ * slot whose hash bits match.  The key map (cx_keymap) is an index map
+ * over a dense array of entries (key and value) in insertion order, which
+ * is the order scans and merges visit them again; its keys are copied into
+ * an arena of large blocks, so it makes a handful of allocations however
+ * many keys it holds, and freeing it is cheap.
  */
 #include "util/cx_key_map.h"
 
@@ -20,11 +22,162 @@
 #define INITIAL_SLOTS 64
 #define ARENA_BLOCK (64 * 1024)
 
-typedef struct slot
+/* --------------------------------------------------------------------------
+ * The index map
+ * -------------------------------------------------------------------------- */
+
+/*
+ * 32 bits of the key's hash (cx_hash_bytes).  Keys are not attacker chosen
+ * in a way that matters here: a bad distribution costs time, never
+ * correctness, and the probe loop is bounded by the slot count.
+ */
+static uint32_t
+hash_bytes(const uint8_t *p, size_t len)
 {
-	uint64_t	hash;			/* 0 = empty; stored hashes are never 0 */
-	uint64_t	entry;			/* index in entries */
-} slot;
+	return (uint32_t) cx_hash_bytes(p, len);
+}
+
+/* A slot: 0 = empty, else the hash in the high half and index + 1. */
+static inline uint32_t
+slot_hash(uint64_t s)
+{
+	return (uint32_t) (s >> 32);
+}
+
+static inline uint32_t
+slot_index(uint64_t s)
+{
+	return (uint32_t) s - 1;
+}
+
+bool
+cx_idxmap_init(cx_idxmap *m)
+{
+	m->slots = calloc(INITIAL_SLOTS, sizeof(uint64_t));
+	m->nslots = m->slots == NULL ? 0 : INITIAL_SLOTS;
+	m->count = 0;
+	return m->slots != NULL;
+}
+
+void
+cx_idxmap_free(cx_idxmap *m)
+{
+	free(m->slots);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static uint64_t *
+probe(const cx_idxmap *m, uint32_t hash, const uint8_t *key, size_t len,
+	  cx_idxmap_key_fn key_of, const void *arg)
+{
+	uint64_t	mask = m->nslots - 1;
+	uint64_t	i = hash & mask;
+
+	/* The table is never full, so an empty slot ends the run. */
+	for (uint64_t n = 0; n < m->nslots; n++, i = (i + 1) & mask)
+	{
+		uint64_t	s = m->slots[i];
+		const uint8_t *k;
+		size_t		klen;
+
+		if (s == 0)
+			return &m->slots[i];
+		if (slot_hash(s) != hash)
+			continue;
+		key_of(arg, slot_index(s), &k, &klen);
+		if (klen == len && (len == 0 || memcmp(k, key, len) == 0))
+			return &m->slots[i];
+	}
+	return NULL;
+}
+
+/* Rehashes the map into n slots (a power of two holding every key). */
+static bool
+resize(cx_idxmap *m, uint64_t n)
+{
+	uint64_t   *fresh = calloc(n, sizeof(uint64_t));
+
+	if (fresh == NULL)
+		return false;
+	/* Rehashing moves distinct keys: each goes to the first empty slot of
+	 * its run. */
+	for (uint64_t i = 0; i < m->nslots; i++)
+	{
+		uint64_t	j = slot_hash(m->slots[i]) & (n - 1);
+
+		if (m->slots[i] == 0)
+			continue;
+		while (fresh[j] != 0)
+			j = (j + 1) & (n - 1);
+		fresh[j] = m->slots[i];
+	}
+	free(m->slots);
+	m->slots = fresh;
+	m->nslots = n;
+	return true;
+}
+
+/* Largest reservation honoured: 2^28 slots; a larger hint is ignored. */
+#define RESERVE_MAX_SLOTS ((uint64_t) 1 << 28)
+
+bool
+cx_idxmap_reserve(cx_idxmap *m, uint64_t n)
+{
+	uint64_t	want = m->nslots;
+
+	if (n >= RESERVE_MAX_SLOTS / 2)
+		return false;
+	/* The load limit of cx_idxmap_add: (count + 1) * 4 <= slots * 3. */
+	while ((n + 1) * 4 > want * 3)
+		want *= 2;
+	return want == m->nslots || resize(m, want);
+}
+
+uint32_t
+cx_idxmap_get(const cx_idxmap *m, const uint8_t *key, size_t len,
+			  cx_idxmap_key_fn key_of, const void *arg)
+{
+	uint64_t	s = *probe(m, hash_bytes(key, len), key, len, key_of, arg);
+
+	return s != 0 ? slot_index(s) : CX_IDXMAP_NONE;
+}
+
+bool
+cx_idxmap_add(cx_idxmap *m, const uint8_t *key, size_t len, uint32_t fresh,
+			  uint32_t *idx, cx_idxmap_key_fn key_of, const void *arg)
+{
+	uint32_t	hash = hash_bytes(key, len);
+	uint64_t   *s;
+
+	if (m->count >= CX_IDXMAP_MAX ||
+		((m->count + 1) * 4 > m->nslots * 3 && !resize(m, m->nslots * 2)))
+		return false;
+	s = probe(m, hash, key, len, key_of, arg);
+	if (*s == 0)
+	{
+		*s = (uint64_t) hash << 32 | ((uint64_t) fresh + 1);
+		m->count++;
+	}
+	*idx = slot_index(*s);
+	return true;
+}
+
+void
+cx_idxmap_prefetch(const cx_idxmap *m, const uint8_t *key, size_t len)
+{
+	__builtin_prefetch(&m->slots[hash_bytes(key, len) & (m->nslots - 1)]);
+}
+
+uint64_t
+cx_idxmap_memory(const cx_idxmap *m)
+{
+	return m->nslots * sizeof(uint64_t);
+}
+
+/* --------------------------------------------------------------------------
+ * The key map
+ * -------------------------------------------------------------------------- */
 
 typedef struct entry
 {
@@ -44,26 +197,20 @@ typedef struct arena_block
 
 struct cx_keymap
 {
-	slot	   *slots;
-	uint64_t	nslots;			/* power of two */
-	uint64_t	count;			/* entries in use */
+	cx_idxmap	index;			/* key -> entry */
 	entry	   *entries;
 	uint64_t	entries_cap;
 	arena_block *arena;
 	uint64_t	arena_bytes;
 };
 
-/*
- * The key's hash (cx_hash_bytes), never 0.  Keys are not attacker chosen
- * in a way that matters here: a bad distribution costs time, never
- * correctness, and the probe loop is bounded by the slot count.
- */
-static uint64_t
-hash_bytes(const uint8_t *p, size_t len)
+static void
+entry_key(const void *arg, uint32_t i, const uint8_t **key, size_t *len)
 {
-	uint64_t	h = cx_hash_bytes(p, len);
+	const entry *e = &((const cx_keymap *) arg)->entries[i];
 
-	return h != 0 ? h : 1;
+	*key = e->key;
+	*len = e->len;
 }
 
 cx_keymap *
@@ -71,15 +218,11 @@ cx_keymap_new(void)
 {
 	cx_keymap  *m = calloc(1, sizeof(cx_keymap));
 
-	if (m == NULL)
-		return NULL;
-	m->slots = calloc(INITIAL_SLOTS, sizeof(slot));
-	if (m->slots == NULL)
+	if (m != NULL && !cx_idxmap_init(&m->index))
 	{
 		free(m);
 		return NULL;
 	}
-	m->nslots = INITIAL_SLOTS;
 	return m;
 }
 
@@ -95,62 +238,12 @@ cx_keymap_free(cx_keymap *m)
 		free(m->arena);
 		m->arena = next;
 	}
-	free(m->slots);
+	cx_idxmap_free(&m->index);
 	free(m->entries);
 	free(m);
 }
 
-/* The slot holding key, or the empty slot where it would go. */
-static slot *
-probe(const cx_keymap *m, uint64_t hash, const uint8_t *key, size_t len)
-{
-	uint64_t	mask = m->nslots - 1;
-	uint64_t	i = hash & mask;
-
-	/* The table is never full, so an empty slot ends the run. */
-	for (uint64_t n = 0; n < m->nslots; n++, i = (i + 1) & mask)
-	{
-		const slot *s = &m->slots[i];
-		const entry *e;
-
-		if (s->hash == 0)
-			return (slot *) s;
-		if (s->hash != hash)
-			continue;
-		e = &m->entries[s->entry];
-		if (e->len == len && (len == 0 || memcmp(e->key, key, len) == 0))
-			return (slot *) s;
-	}
-	return NULL;
-}
-
-/* Rehashes the map into n slots (a power of two holding every key). */
-static bool
-resize(cx_keymap *m, uint64_t n)
-{
-	slot	   *fresh = calloc(n, sizeof(slot));
-
-	if (fresh == NULL)
-		return false;
-	/* Rehashing moves distinct keys: each goes to the first empty slot of
-	 * its run. */
-	for (uint64_t i = 0; i < m->nslots; i++)
-	{
-		uint64_t	j = m->slots[i].hash & (n - 1);
-
-		if (m->slots[i].hash == 0)
-			continue;
-		while (fresh[j].hash != 0)
-			j = (j + 1) & (n - 1);
-		fresh[j] = m->slots[i];
-	}
-	free(m->slots);
-	m->slots = fresh;
-	m->nslots = n;
-	return true;
-}
-
-/* Room for one more entry. */
+/* Room for n entries. */
 static bool
 entries_room(cx_keymap *m, uint64_t n)
 {
@@ -170,49 +263,42 @@ entries_room(cx_keymap *m, uint64_t n)
 	return true;
 }
 
-/* Largest reservation honoured: 2^28 slots; a larger hint is ignored. */
-#define RESERVE_MAX_SLOTS ((uint64_t) 1 << 28)
-
 bool
 cx_keymap_reserve(cx_keymap *m, uint64_t n)
 {
-	uint64_t	want = m->nslots;
-
-	if (n >= RESERVE_MAX_SLOTS / 2)
-		return false;
-	/* The load limit of cx_keymap_upsert: (count + 1) * 4 <= slots * 3. */
-	while ((n + 1) * 4 > want * 3)
-		want *= 2;
-	if (want != m->nslots && !resize(m, want))
-		return false;
-	return entries_room(m, n);
+	return cx_idxmap_reserve(&m->index, n) && entries_room(m, n);
 }
 
-/* A stable copy of key in the arena (a key longer than a block gets a block
- * of its own). */
+/* Room for len more key bytes in the arena (a key longer than a block gets
+ * a block of its own). */
+static bool
+arena_room(cx_keymap *m, size_t len)
+{
+	arena_block *b = m->arena;
+	size_t		size = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+
+	if (b != NULL && b->size - b->used >= len)
+		return true;
+	b = malloc(sizeof(arena_block) + size);
+	if (b == NULL)
+		return false;
+	b->next = m->arena;
+	b->used = 0;
+	b->size = size;
+	m->arena = b;
+	m->arena_bytes += sizeof(arena_block) + size;
+	return true;
+}
+
+/* A stable copy of key in the room arena_room made. */
 static const uint8_t *
 arena_copy(cx_keymap *m, const uint8_t *key, size_t len)
 {
-	arena_block *b = m->arena;
-	uint8_t    *p;
+	uint8_t    *p = m->arena->data + m->arena->used;
 
-	if (b == NULL || b->size - b->used < len)
-	{
-		size_t		size = len > ARENA_BLOCK ? len : ARENA_BLOCK;
-
-		b = malloc(sizeof(arena_block) + size);
-		if (b == NULL)
-			return NULL;
-		b->next = m->arena;
-		b->used = 0;
-		b->size = size;
-		m->arena = b;
-		m->arena_bytes += sizeof(arena_block) + size;
-	}
-	p = b->data + b->used;
 	if (len > 0)
 		memcpy(p, key, len);
-	b->used += len;
+	m->arena->used += len;
 	return p;
 }
 
@@ -220,54 +306,47 @@ cx_code
 cx_keymap_upsert(cx_keymap *m, const uint8_t *key, size_t len, cx_keyver **val,
 				 bool *found, cx_err *err)
 {
-	uint64_t	hash = hash_bytes(key, len);
-	slot	   *s;
-	entry	   *e;
-	const uint8_t *copy;
+	uint32_t	fresh = (uint32_t) m->index.count;
+	uint32_t	i;
 
-	if (((m->count + 1) * 4 > m->nslots * 3 && !resize(m, m->nslots * 2)) ||
-		!entries_room(m, m->count + 1))
+	/* Every allocation before the index changes, so that a failure leaves
+	 * the map as it was. */
+	if (!entries_room(m, m->index.count + 1) || !arena_room(m, len) ||
+		!cx_idxmap_add(&m->index, key, len, fresh, &i, entry_key, m))
 		return cx_err_set(err, CX_ERR_NOMEM,
 						  "key map of %llu keys: out of memory",
-						  (unsigned long long) m->count);
-	s = probe(m, hash, key, len);
-	*found = s->hash != 0;
+						  (unsigned long long) m->index.count);
+	*found = i != fresh;
 	if (!*found)
 	{
-		copy = arena_copy(m, key, len);
-		if (copy == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM,
-							  "key map of %llu keys: out of memory",
-							  (unsigned long long) m->count);
-		s->hash = hash;
-		s->entry = m->count;
-		e = &m->entries[m->count++];
-		e->key = copy;
+		entry	   *e = &m->entries[fresh];
+
+		e->key = arena_copy(m, key, len);
 		e->len = len;
 		memset(&e->val, 0, sizeof(e->val));
 	}
-	*val = &m->entries[s->entry].val;
+	*val = &m->entries[i].val;
 	return CX_OK;
 }
 
 void
 cx_keymap_prefetch(const cx_keymap *m, const uint8_t *key, size_t len)
 {
-	__builtin_prefetch(&m->slots[hash_bytes(key, len) & (m->nslots - 1)]);
+	cx_idxmap_prefetch(&m->index, key, len);
 }
 
 cx_keyver *
 cx_keymap_get(const cx_keymap *m, const uint8_t *key, size_t len)
 {
-	slot	   *s = probe(m, hash_bytes(key, len), key, len);
+	uint32_t	i = cx_idxmap_get(&m->index, key, len, entry_key, m);
 
-	return s->hash != 0 ? &m->entries[s->entry].val : NULL;
+	return i != CX_IDXMAP_NONE ? &m->entries[i].val : NULL;
 }
 
 uint64_t
 cx_keymap_count(const cx_keymap *m)
 {
-	return m->count;
+	return m->index.count;
 }
 
 void
@@ -281,6 +360,6 @@ cx_keymap_key(const cx_keymap *m, uint64_t i, const uint8_t **key,
 uint64_t
 cx_keymap_memory(const cx_keymap *m)
 {
-	return sizeof(cx_keymap) + m->nslots * sizeof(slot) +
+	return sizeof(cx_keymap) + cx_idxmap_memory(&m->index) +
 		m->entries_cap * sizeof(entry) + m->arena_bytes;
 }

@@ -37,6 +37,45 @@ typedef struct cx_keyver
 	uint32_t	out_row;
 } cx_keyver;
 
+/*
+ * An index map: key bytes -> a 32-bit index into an array the caller owns,
+ * which also holds the keys (key_of gives index i's bytes, with the arg the
+ * caller passes to each call).  A slot is 8 bytes, 32 bits of the key's hash
+ * and the index + 1, so a map costs 11-21 bytes a key beside the caller's
+ * array.  At most CX_IDXMAP_MAX keys.
+ */
+typedef void (*cx_idxmap_key_fn) (const void *arg, uint32_t idx,
+								  const uint8_t **key, size_t *len);
+
+typedef struct cx_idxmap
+{
+	uint64_t   *slots;
+	uint64_t	nslots;			/* power of two */
+	uint64_t	count;
+} cx_idxmap;
+
+#define CX_IDXMAP_MAX ((uint32_t) 1 << 31)
+#define CX_IDXMAP_NONE UINT32_MAX
+
+bool		cx_idxmap_init(cx_idxmap *m);	/* false on OOM */
+void		cx_idxmap_free(cx_idxmap *m);
+/* Sizes the slots for about n keys (a hint: false when not possible). */
+bool		cx_idxmap_reserve(cx_idxmap *m, uint64_t n);
+/* The index of key, or CX_IDXMAP_NONE. */
+uint32_t	cx_idxmap_get(const cx_idxmap *m, const uint8_t *key, size_t len,
+						  cx_idxmap_key_fn key_of, const void *arg);
+/*
+ * The index of key into *idx; when absent, key is added as fresh (which
+ * key_of need not know yet) and *idx = fresh.  False when out of memory or
+ * full (the map unchanged).
+ */
+bool		cx_idxmap_add(cx_idxmap *m, const uint8_t *key, size_t len,
+						  uint32_t fresh, uint32_t *idx,
+						  cx_idxmap_key_fn key_of, const void *arg);
+void		cx_idxmap_prefetch(const cx_idxmap *m, const uint8_t *key,
+							   size_t len);
+uint64_t	cx_idxmap_memory(const cx_idxmap *m);
+
 typedef struct cx_keymap cx_keymap;
 
 cx_keymap  *cx_keymap_new(void);	/* NULL on OOM */
