@@ -9,8 +9,11 @@
 # ratios to one store, and the shard claims per store: "claimed shard" lines
 # in the server log / STORES (ctxstore.stats keeps counters for 128 stores
 # only).  Every store is written once before the timed runs, which makes
-# the one claim each needs.
-#   CTXSTORE_PGBIN=... DURATION=15 STORES=1000 bash bench/stores.sh
+# the one claim each needs.  SEALS (e.g. "4 16") adds a round-robin run
+# with every store kept open for each value of
+# ctxstore.writer_concurrent_seals (default 8): how much the seals of a
+# round gain from overlapping.
+#   CTXSTORE_PGBIN=... DURATION=15 STORES=1000 SEALS="16" bash bench/stores.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 duration=${DURATION:-15}
@@ -63,10 +66,19 @@ psql_b -c "ALTER SYSTEM SET ctxstore.writer_max_open_stores = $((stores + 1))"
 as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -l "$bench_dir/server.log" -w restart >/dev/null
 warm_up
 all_open=$(run "'s' || (nextval('rr') % $stores)")
+declare -A with_seals
+for n in ${SEALS:-}; do
+  psql_b -c "ALTER SYSTEM SET ctxstore.writer_concurrent_seals = $n" -c "SELECT pg_reload_conf()" >/dev/null
+  with_seals[$n]=$(run "'s' || (nextval('rr') % $stores)")
+done
 
 echo "stores, $duration s per run, 16 sessions, $(nproc) cores (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-52s %10s %8s\n' run tps ratio
 printf '%-52s %10s %8s\n' "one store" "$one" 1
 printf '%-52s %10s %8s\n' "$stores stores round-robin, 32 kept open" "$many" "$(ratio "$many" "$one")"
 printf '%-52s %10s %8s\n' "$stores stores round-robin, all kept open" "$all_open" "$(ratio "$all_open" "$one")"
+for n in ${SEALS:-}; do
+  printf '%-52s %10s %8s\n' "$stores stores round-robin, all open, $n concurrent seals" \
+    "${with_seals[$n]}" "$(ratio "${with_seals[$n]}" "$one")"
+done
 printf '%-52s %10s\n' "claims per store, 32 kept open (target 1)" "$(ratio "$claims" $((stores + 1)))"

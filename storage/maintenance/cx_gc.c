@@ -7,8 +7,10 @@
  * generations; what the retained Iceberg metadata references
  * (cx_gc_iceberg.c, which also expires snapshots).  Every fragment, index
  * segment, manifest and Iceberg file outside it that is older than the
- * grace period is garbage.  Keys under those prefixes that are no key of the layout are
- * counted as unknown and left alone.
+ * grace period is garbage, and so is a dirty marker numbered at or below a
+ * shard version that lists no generation (it guards nothing: below).  Keys
+ * under those prefixes that are no key of the layout are counted as unknown
+ * and left alone.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -92,6 +94,8 @@ typedef struct version_walk
 	cx_manifest *base;			/* the base version loaded */
 	cx_shard_manifest *shard;	/* the shard version loaded */
 	uint64_t	replay_seq;		/* of the shard's newest version */
+	uint64_t	empty_at;		/* the newest version loaded that lists no
+								 * generation (0: none) */
 	uint64_t	carriers_from;	/* the oldest version carrying the bytes of
 								 * an inline generation a retained one lists
 								 * (UINT64_MAX: none) */
@@ -196,6 +200,8 @@ shard_load(version_walk *w, uint64_t version, int64_t *committed_at_us,
 	if (!w->seen_newest)
 		w->replay_seq = w->shard->replay_seq;
 	w->seen_newest = true;
+	if (w->empty_at == 0 && w->shard->ngens == 0)
+		w->empty_at = version;
 	return CX_OK;
 }
 
@@ -269,6 +275,7 @@ reference_shards(cx_gc_run *run, cx_err *err)
 		w.shard_id = base->shards[i].shard_id;
 		w.seen_newest = false;
 		w.replay_seq = 0;
+		w.empty_at = 0;
 		w.carriers_from = UINT64_MAX;
 		cx_layout_shard_versions(w.shard_id, prefix, &q);
 		rc = list_versions(run->store, &q, &v, err);
@@ -280,7 +287,7 @@ reference_shards(cx_gc_run *run, cx_err *err)
 			rc = cx_gc_shard_add(run, w.shard_id,
 								 w.carriers_from < w.oldest_retained ?
 								 w.carriers_from : w.oldest_retained,
-								 w.replay_seq, err);
+								 w.replay_seq, w.empty_at, err);
 		free(v.v);
 	}
 	if (base != NULL)
@@ -296,7 +303,7 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	 * half way leaves orphan files, never a version missing its files. */
 	static const char *const prefixes[] = {
 		CX_VERSIONS_PREFIX, CX_SHARDS_PREFIX, CX_ICEBERG_DIR "/",
-		CX_INDEX_SEGMENT_PREFIX, CX_FRAGMENT_PREFIX
+		CX_INDEX_SEGMENT_PREFIX, CX_FRAGMENT_PREFIX, CX_DIRTY_PREFIX
 	};
 	cx_gc_run	run = {0};
 	cx_code		rc;

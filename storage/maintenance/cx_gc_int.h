@@ -38,12 +38,14 @@ typedef struct cx_gc_refs
 } cx_gc_refs;
 
 /* What the sweep keeps of a shard: its versions from the oldest retained
- * on and its WAL entries from the replay point on. */
+ * on, its WAL entries from the replay point on, and its dirty markers
+ * numbered above the newest version seen listing no generation. */
 typedef struct cx_gc_shard
 {
 	char	   *shard_id;
 	uint64_t	floor;			/* oldest retained version */
 	uint64_t	replay_seq;
+	uint64_t	empty_at;		/* 0: no version seen listing none */
 } cx_gc_shard;
 
 typedef struct cx_gc_run
@@ -82,10 +84,11 @@ typedef struct cx_gc_run
 
 cx_code		cx_gc_refs_add(cx_gc_refs *refs, const char *key, cx_err *err);
 void		cx_gc_refs_sort(cx_gc_refs *refs);
-/* Records a shard walked: its oldest retained version and the replay
- * point of its newest. */
+/* Records a shard walked: its oldest retained version, the replay point
+ * of its newest and the newest version seen listing no generation. */
 cx_code		cx_gc_shard_add(cx_gc_run *run, const char *shard_id,
-							uint64_t floor, uint64_t replay_seq, cx_err *err);
+							uint64_t floor, uint64_t replay_seq,
+							uint64_t empty_at, cx_err *err);
 
 /* Loads the newest Iceberg metadata and pins its current snapshot's base
  * version; to be called before the retained versions are walked. */

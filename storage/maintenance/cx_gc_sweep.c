@@ -49,7 +49,7 @@ cx_gc_refs_sort(cx_gc_refs *refs)
 
 cx_code
 cx_gc_shard_add(cx_gc_run *run, const char *shard_id, uint64_t floor,
-				uint64_t replay_seq, cx_err *err)
+				uint64_t replay_seq, uint64_t empty_at, cx_err *err)
 {
 	cx_gc_shard *a = realloc(run->shards, (run->nshards + 1) * sizeof(*a));
 
@@ -61,6 +61,7 @@ cx_gc_shard_add(cx_gc_run *run, const char *shard_id, uint64_t floor,
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
 	a[run->nshards].floor = floor;
 	a[run->nshards].replay_seq = replay_seq;
+	a[run->nshards].empty_at = empty_at;
 	run->nshards++;
 	return CX_OK;
 }
@@ -89,6 +90,14 @@ is_referenced(const cx_gc_refs *refs, const char *key)
  * newer than the newest listed (committed while GC ran, or a commit of
  * unknown outcome that landed since) is above that floor too.  A WAL entry
  * is garbage once below the replay point of its shard's newest version.
+ * A dirty marker numbered V is garbage once a version E >= V of its shard
+ * lists no generation (invariant 21): every generation listed up to E was
+ * merged and drained, and a generation listed after E is in a version
+ * numbered above E whose writer put a marker of that number first, so no
+ * marker <= E is what makes a reader read the shard.  It is the writer's
+ * own rule for a drain; GC applies it to the markers a writer that
+ * vanished, or a delete that failed, left behind.  A marker numbered above
+ * every version (a seal whose put failed, or one in flight) is kept.
  * Hints, the compaction lease, and everything of a shard the base does
  * not register, are kept.  Keys under iceberg/ are cx_gc_iceberg.c's to
  * judge.
@@ -115,11 +124,14 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 		case CX_OBJECT_WAL_ENTRY:
 			shard = find_shard(run, name.shard_id);
 			return shard != NULL && name.number < shard->replay_seq;
+		case CX_OBJECT_DIRTY_MARKER:
+			shard = find_shard(run, name.shard_id);
+			return shard != NULL && shard->empty_at > 0 &&
+				name.number <= shard->empty_at;
 		case CX_OBJECT_SHARD_HINT:
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
 		case CX_OBJECT_COMPACTION_LEASE:
-		case CX_OBJECT_DIRTY_MARKER:
 			return false;
 		case CX_OBJECT_NONE:
 			break;

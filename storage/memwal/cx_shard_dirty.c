@@ -11,7 +11,8 @@
  * version V that lists none has landed.  A version that adds generations
  * after V is numbered above V, so the deletion never removes the marker of
  * a generation committed since; a marker left behind (a crash, a failed
- * delete) only makes readers read that shard.  So, for a shard the base
+ * delete) only makes readers read that shard, until GC deletes it by the
+ * same rule (maintenance/cx_gc_sweep.c).  So, for a shard the base
  * flags dirty_marked, "no marker listed" proves that its newest manifest,
  * as of the listing, lists no generation.
  */
