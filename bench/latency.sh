@@ -48,12 +48,15 @@ for i in $(seq 0 $((stores - 1))); do
 done
 
 # The writer's seals and its PUTs, HEADs and GETs so far, over every store
-# (ctxstore.stats).
+# (ctxstore.stats), the transactions it acknowledged and its group-commit
+# rounds (ctxstore.workers).
 writer_counts() {
   psql_b -tAc "SELECT concat_ws(' ', sum((s #>> '{writer,seals}')::bigint),
                  sum((s #>> '{writer,requests,puts}')::bigint),
                  sum((s #>> '{writer,requests,heads}')::bigint),
-                 sum((s #>> '{writer,requests,gets}')::bigint))
+                 sum((s #>> '{writer,requests,gets}')::bigint),
+                 sum((s ->> 'acked_transactions')::bigint),
+                 (SELECT rounds FROM ctxstore.workers WHERE kind = 'writer'))
                FROM generate_series(0, $stores - 1) i, ctxstore.stats('ctx_' || i) s"
 }
 
@@ -93,8 +96,8 @@ writer_trips_of() {
   '
 }
 
-run() {  # $1 = sessions; prints "tps seals writer_puts,heads,gets requests by_method concurrency round_trips
-         # ms_per_trip", timeline lines on fd 3
+run() {  # $1 = sessions; prints "tps seals writer_puts,heads,gets transactions/round requests by_method
+         # concurrency round_trips ms_per_trip", timeline lines on fd 3
   local w0 w1 out stats rt
   curl -fsS -X DELETE "$ctl/faults" >/dev/null
   curl -fsS -X POST "$ctl/faults" -d "{\"action\": \"delay\", \"ms\": $delay_ms, \"for_ms\": $(( (duration + 30) * 1000 ))}" >/dev/null
@@ -107,7 +110,8 @@ run() {  # $1 = sessions; prints "tps seals writer_puts,heads,gets requests by_m
   curl -fsS -X DELETE "$ctl/faults" >/dev/null
   echo "$rt" | sed -n 's/^timeline //p' >&3
   echo "$out $(awk -v a="$w0" -v b="$w1" 'BEGIN { n = split(a, x, " "); split(b, y, " ");
-      printf "%d %d,%d,%d", y[1] - x[1], y[2] - x[2], y[3] - x[3], y[4] - x[4] }') $(echo "$stats" | node -e 'const s = JSON.parse(require("fs").readFileSync(0)); console.log(s.requests, Object.entries(s.by_method).map(([k, v]) => k + "=" + v).join(","))') $(echo "$rt" | head -1)"
+      printf "%d %d,%d,%d %.1f", y[1] - x[1], y[2] - x[2], y[3] - x[3], y[4] - x[4],
+             (y[6] > x[6] ? (y[5] - x[5]) / (y[6] - x[6]) : 0) }') $(echo "$stats" | node -e 'const s = JSON.parse(require("fs").readFileSync(0)); console.log(s.requests, Object.entries(s.by_method).map(([k, v]) => k + "=" + v).join(","))') $(echo "$rt" | head -1)"
 }
 
 per_seal() {  # $1 = "M=n,..." counts, $2 = seals: "M=n/seals,..."
@@ -119,11 +123,12 @@ trips_bound() {  # $1 = sessions, $2 = round trips per seal, $3 = ms per trip: t
 }
 
 report() {  # $1 = sessions, $2 = run's output
-  local tps seals wr req by conc rt ms bound measured wp wh wg
-  read -r tps seals wr req by conc rt ms <<<"$2"
+  local tps seals wr per_round req by conc rt ms bound measured wp wh wg
+  read -r tps seals wr per_round req by conc rt ms <<<"$2"
   bound=$(trips_bound "$1" "$rt" "$delay_ms")
   measured=$(trips_bound "$1" "$rt" "$ms")
-  printf '%-10s %9s %7s %13s %-26s %11s %7s %9s %7s %11s %7s\n' "$1" "$tps" "$seals" "$(ratio "$req" "$seals")" \
+  printf '%-10s %9s %7s %10s %13s %-26s %11s %7s %9s %7s %11s %7s\n' "$1" "$tps" "$seals" "$per_round" \
+    "$(ratio "$req" "$seals")" \
     "$(per_seal "$by" "$seals")" \
     "$rt" "$ms" "$bound" "$(ratio "$tps" "$bound")" "$measured" "$(ratio "$tps" "$measured")"
   IFS=, read -r wp wh wg <<<"$wr"
@@ -134,7 +139,8 @@ many=$(run "$clients" 3>"$script.timeline")
 one=$(run 1 3>"$script.timeline1")
 
 echo "object-store latency, Azurite + ${delay_ms} ms per request, $stores store(s), $duration s per run, $(nproc) cores (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-10s %9s %7s %13s %-26s %11s %7s %9s %7s %11s %7s\n' sessions tps seals requests/seal "per seal by method" \
+printf '%-10s %9s %7s %10s %13s %-26s %11s %7s %9s %7s %11s %7s\n' sessions tps seals xacts/round requests/seal \
+  "per seal by method" \
   "round trips" ms/trip bound share "bound@trip" share
 report "$clients" "$many"
 report 1 "$one"

@@ -204,8 +204,16 @@ extern void cx_waiter_finish(CxWaiter *w, const CxFailure *fail);
 /* Fails every waiter of r (store closing, writer fenced). */
 extern void cx_waiters_fail(CxResident *r, const CxFailure *fail);
 
-/* The round (cx_writer_round.c): returns how many slots it took. */
-extern int	cx_writer_run_round(uint64 generation);
+/* What a round did, for the gather before the next (cx_writer_worker.c). */
+typedef struct CxRoundSummary
+{
+	int			taken;			/* slots it took */
+	int			nsettled;		/* commits whose outcome it published */
+	int		   *settled;		/* their slot numbers (room for every slot) */
+} CxRoundSummary;
+
+/* The round (cx_writer_round.c); fills summary. */
+extern void cx_writer_run_round(uint64 generation, CxRoundSummary *summary);
 
 /* Control requests and background work (cx_writer_background.c). */
 typedef enum CxControlOutcome

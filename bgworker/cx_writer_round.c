@@ -117,6 +117,7 @@ typedef struct Round
 	RoundGroup *groups;
 	int			ngroups;
 	uint64		appends;
+	CxRoundSummary *summary;	/* the commits settled, for the gather */
 } Round;
 
 static void publish_settled(Round *r, bool all);
@@ -773,6 +774,8 @@ publish_settled(Round *r, bool all)
 			continue;
 		Assert(slot_succeeded(rs) || rs->nfailed > 0);
 		rs->published = true;
+		if (rs->slotno % CX_LANES == CX_LANE_COMMIT)
+			r->summary->settled[r->summary->nsettled++] = rs->slotno;
 		wake[nwake++] = cx_slot_finish_locked(rs->slotno, rs->nfailed,
 											  rs->failed_request, &rs->failure);
 	}
@@ -834,19 +837,20 @@ size_seal_pool(void)
 			errmsg("ctxstore writer: stores are sealed one at a time: %s", err.msg));
 }
 
-int
-cx_writer_run_round(uint64 generation)
+void
+cx_writer_run_round(uint64 generation, CxRoundSummary *summary)
 {
 	static MemoryContext round_cxt = NULL;
 	Round	   *r;
 	MemoryContext old;
-	int			ntaken;
 
 	if (round_cxt == NULL)
 		round_cxt = AllocSetContextCreate(TopMemoryContext, "ctxstore writer round",
 										  ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(round_cxt);
 	r = palloc0(sizeof(Round));
+	r->summary = summary;
+	summary->nsettled = 0;
 	take_queued(r, generation);
 	if (r->nslots > 0)
 	{
@@ -873,8 +877,7 @@ cx_writer_run_round(uint64 generation)
 		release(r);
 		cx_resident_round_end();
 	}
-	ntaken = r->nslots;
+	summary->taken = r->nslots;
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(round_cxt);
-	return ntaken;
 }

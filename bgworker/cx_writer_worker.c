@@ -6,7 +6,8 @@
  * whose request was taken by an earlier incarnation can tell its outcome is
  * unknown; requests still QUEUED are simply processed by the new worker.
  * The loop alternates group-commit rounds with single background steps
- * (cx_writer_background.c) and sleeps on its latch until a request arrives,
+ * (cx_writer_background.c) or a bounded gather of the sessions a round
+ * acknowledged, and sleeps on its latch until a request arrives,
  * a flush or cleanup falls due, or the maintenance worker reports.
  * SIGTERM ends the loop after the round in flight (a round is never cut
  * short: that could leave a commit half-reported); the worker then seals
@@ -23,6 +24,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -32,41 +34,59 @@ PGDLLEXPORT void cx_writer_main(Datum main_arg);
 
 /* How long the worker sleeps when idle; wake-ups come from latches. */
 #define IDLE_WAIT_MS 10000L
-/* Group commit: after a round of at least GATHER_MIN_ROUND requests, wait
- * up to GATHER_MAX_MS for half as many to be queued before the next. */
-#define GATHER_MIN_ROUND 4
-#define GATHER_MAX_MS 1
+/*
+ * The longest gather, whatever the last round took: a round far slower
+ * than an object store's round trip sealed a large batch or retried, which
+ * says nothing about how soon its sessions commit again.
+ */
+#define GATHER_MAX_US (50 * 1000L)
 
-static int
-queued_requests(void)
+/* Whether every session the last round settled has committed again. */
+static bool
+all_resubmitted(const CxRoundSummary *last)
 {
-	int			n = 0;
+	bool		all = true;
 
 	LWLockAcquire(CxWriter->lock, LW_SHARED);
-	for (int i = 0; i < CxWriter->nslots; i++)
-		n += CxWriter->slots[i].state == CX_SLOT_QUEUED;
+	for (int i = 0; i < last->nsettled && all; i++)
+		all = CxWriter->slots[last->settled[i]].state == CX_SLOT_QUEUED;
 	LWLockRelease(CxWriter->lock);
-	return n;
+	return all;
 }
 
 /*
- * A round just acknowledged `last` sessions at once, and they are about to
- * commit again: the first of them to arrive would otherwise make a round of
- * its own and leave the rest for the next, halving the groups.  Waiting
- * briefly (bounded, on the latch every arrival sets) lets them gather.
- * Only after a round that shows concurrency; a lone session never waits.
+ * The last round settled several commits at once, and their sessions are
+ * about to commit again.  Taking whatever is queued at once would seal the
+ * few that were quick (or the group that queued behind the last round)
+ * while the rest queue behind that seal: the sessions split into groups
+ * that take turns, each commit waiting for another group's seal as well as
+ * its own.  So, as PostgreSQL's commit_delay does for WAL flushes, wait on
+ * the latch (every commit sets it) until they have all committed again or
+ * ctxstore.writer_commit_delay percent of the last round's time has passed
+ * (a cloud store's round trip of tens of milliseconds allows a few; a
+ * local store's millisecond fsync a fraction of one), whichever comes
+ * first.  The bound is rounded up to whole milliseconds, as WaitLatch
+ * counts them, so a local store waits up to one.  A lone session never
+ * waits.
  */
 static void
-gather(int last)
+gather(const CxRoundSummary *last, int64 round_us)
 {
-	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   GATHER_MAX_MS);
+	int64		bound_us;
+	TimestampTz until;
 
-	while (queued_requests() < last / 2 && GetCurrentTimestamp() < until &&
-		   !ShutdownRequestPending)
+	if (cx_writer_commit_delay == 0 || last->nsettled < 2)
+		return;
+	bound_us = Min(round_us * cx_writer_commit_delay / 100, GATHER_MAX_US);
+	until = GetCurrentTimestamp() + Max((bound_us + 999) / 1000, 1) * 1000;
+	while (!ShutdownRequestPending && !all_resubmitted(last))
 	{
+		int64		left_us = until - GetCurrentTimestamp();
+
+		if (left_us <= 0)
+			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 GATHER_MAX_MS, PG_WAIT_EXTENSION);
+						 (long) ((left_us + 999) / 1000), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
@@ -134,6 +154,7 @@ void
 cx_writer_main(Datum main_arg)
 {
 	uint64		generation;
+	CxRoundSummary round = {0};
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -144,6 +165,8 @@ cx_writer_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	before_shmem_exit(writer_exit, (Datum) 0);
+	round.settled = MemoryContextAlloc(TopMemoryContext,
+									   sizeof(int) * CxWriter->nslots);
 	cx_resident_init();
 	generation = claim_writer_role();
 	cx_merge_job_adopt();
@@ -154,16 +177,19 @@ cx_writer_main(Datum main_arg)
 	for (;;)
 	{
 		bool		worked;
-		int			taken;
+		TimestampTz round_start;
+		int64		round_us;
 
 		if (!cx_worker_loop_continues())
 			break;
-		taken = cx_writer_run_round(generation);
-		worked = taken > 0;
+		round_start = GetCurrentTimestamp();
+		cx_writer_run_round(generation, &round);
+		round_us = GetCurrentTimestamp() - round_start;
+		worked = round.taken > 0;
 		if (cx_writer_background_step())
 			worked = true;
-		else if (taken >= GATHER_MIN_ROUND)
-			gather(taken);
+		else
+			gather(&round, round_us);
 		/* Work found: look again at once, without sleeping. */
 		if (worked)
 			continue;

@@ -30,6 +30,7 @@ int			cx_max_transaction_kb = 1024 * 1024;
 int			cx_commit_timeout_ms = 300000;
 int			cx_writer_max_open_stores = 32;
 int			cx_writer_concurrent_seals = 8;
+int			cx_writer_commit_delay = 20;
 int			cx_request_ring_kb = 8 * 1024;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
@@ -171,6 +172,12 @@ define_gucs(void)
 							"Each store's appends stay in order; a round's stores are appended concurrently, this many at a time.",
 							&cx_writer_concurrent_seals,
 							8, 1, CX_POOL_MAX_THREADS,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ctxstore.writer_commit_delay",
+							"Longest wait of the ctxstore writer worker for the sessions of its last group commit to commit again, in percent of that commit's time.",
+							"After a round that settled several transactions, the next round waits until their sessions have committed again or this share of the round's time has passed, so that they share one group commit. 0 disables it.",
+							&cx_writer_commit_delay,
+							20, 0, 100,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
 							   "Failpoints to arm, for tests only (name=crash|error|delay:MS|eacces|...[@N], ...).",

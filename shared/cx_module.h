@@ -26,6 +26,9 @@ extern int	cx_commit_timeout_ms;
 extern int	cx_writer_max_open_stores;
 /* ctxstore.writer_concurrent_seals: stores' appends in flight at once. */
 extern int	cx_writer_concurrent_seals;
+/* ctxstore.writer_commit_delay: the longest gather before a round, in
+ * percent of the previous round's time (0: none). */
+extern int	cx_writer_commit_delay;
 /* ctxstore.request_ring_size, in kB: the shared ring commits' rows are
  * handed to the writer in (fixed at server start). */
 extern int	cx_request_ring_kb;

@@ -1,0 +1,90 @@
+# The writer's gather before a round (ctxstore.writer_commit_delay): over a
+# slow store, the sessions a group commit acknowledged share the next one
+# instead of splitting into groups that take turns.  Every seal is slowed
+# to 200 ms (a failpoint delay), so a session re-submits long before the
+# next seal would end; the test counts transactions per round
+# (ctxstore.stats' acknowledged transactions over ctxstore.workers' rounds),
+# never a time.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use CxMemwal;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $uri = store_uri('writer_commit_delay');
+my ($clients, $per_client) = (6, 12);
+
+my $node = memwal_node('commit_delay', qq{
+ctxstore.failpoints = 'seal.after_commit=delay:200'
+ctxstore.writer_commit_delay = 100
+});
+
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+sql(qq{
+CREATE FOREIGN TABLE events (id text NOT NULL, client int)
+	SERVER lake OPTIONS (uri '$uri', key 'id', merge_after_generations '0');
+CREATE SEQUENCE event_ids;
+INSERT INTO events VALUES ('first', 0);
+});
+
+sub counts
+{
+	return split /\|/, sql(q{
+SELECT (SELECT rounds FROM ctxstore.workers WHERE kind = 'writer'),
+       (SELECT (s ->> 'acked_transactions')::bigint FROM ctxstore.stats('events') s)});
+}
+
+# Transactions per round while $clients sessions commit $per_client
+# single-row transactions each.
+sub per_round
+{
+	my ($name) = @_;
+	my $total = $clients * $per_client;
+	my ($rounds0, $acked0) = counts();
+
+	$node->pgbench(
+		"--no-vacuum --client=$clients --jobs=$clients --transactions=$per_client",
+		0,
+		[qr{processed: $total/$total}],
+		[qr{^$}],
+		"$name: $clients sessions commit $per_client transactions each",
+		{
+			"025_insert_$name" => q{
+INSERT INTO events VALUES (nextval('event_ids')::text, :client_id);
+}
+		});
+	my ($rounds1, $acked1) = counts();
+	is($acked1 - $acked0, $total, "$name: every transaction acknowledged");
+	my $ratio = ($acked1 - $acked0) / (($rounds1 - $rounds0) || 1);
+	diag(sprintf('%s: %d transactions in %d rounds (%.2f per round)',
+			$name, $acked1 - $acked0, $rounds1 - $rounds0, $ratio));
+	return $ratio;
+}
+
+# At 100% the bound is GATHER_MAX_US (50 ms), a quarter of a seal: the
+# sessions, woken together, are all queued again well before it passes.
+my $gathered = per_round('gather');
+cmp_ok($gathered, '>=', 0.75 * $clients,
+	'with the gather, a round carries (nearly) every session');
+
+# Without it, the first session to commit again makes a round of its own
+# and the others queue behind its seal: two groups that take turns.  (A
+# restart, not a reload: the writer then runs with the setting from its
+# first round.)
+$node->append_conf('postgresql.conf', 'ctxstore.writer_commit_delay = 0');
+$node->restart;
+my $split = per_round('no gather');
+cmp_ok($split, '<', $gathered,
+	'without it, the sessions split into smaller groups');
+
+is(sql('SELECT count(*), count(DISTINCT id) FROM events'),
+	join('|', (1 + 2 * $clients * $per_client) x 2),
+	'every committed row is stored exactly once');
+
+$node->stop;
+done_testing();
