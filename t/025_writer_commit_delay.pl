@@ -16,10 +16,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $uri = store_uri('writer_commit_delay');
-my ($clients, $per_client) = (6, 12);
+my ($clients, $per_client) = (6, 20);
 
+# From the environment every process of the cluster arms it at its first
+# failpoint, restarts included (the GUC would need a reload in each).
+$ENV{CTXSTORE_FAILPOINTS} = 'seal.after_commit=delay:200';
 my $node = memwal_node('commit_delay', qq{
-ctxstore.failpoints = 'seal.after_commit=delay:200'
 ctxstore.writer_commit_delay = 100
 });
 
@@ -67,9 +69,11 @@ INSERT INTO events VALUES (nextval('event_ids')::text, :client_id);
 }
 
 # At 100% the bound is GATHER_MAX_US (50 ms), a quarter of a seal: the
-# sessions, woken together, are all queued again well before it passes.
+# sessions, woken together, are nearly always queued again before it
+# passes.  (The first rounds split as the sessions start one by one, and
+# on a loaded machine a session is sometimes late: hence 70%.)
 my $gathered = per_round('gather');
-cmp_ok($gathered, '>=', 0.75 * $clients,
+cmp_ok($gathered, '>=', 0.7 * $clients,
 	'with the gather, a round carries (nearly) every session');
 
 # Without it, the first session to commit again makes a round of its own
