@@ -51,8 +51,8 @@ check_rows(cx_objstore *s)
 }
 
 /* The version that carries a generation costs no GET to whoever holds
- * it; any other reader pays one, as for a generation's own object, once
- * per handle. */
+ * it; any other reader pays one, of the carried bytes only, as for a
+ * generation's own object, once per handle. */
 CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
 {
 	cx_objstore *s = mw_open_store();
@@ -60,6 +60,7 @@ CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
 	const cx_shard_manifest *m;
 	cx_objstore *from;
 	uint64_t	gets;
+	uint64_t	bytes;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
@@ -73,8 +74,12 @@ CX_TEST(inline_generation_costs_one_get_unless_the_reader_holds_its_carrier)
 	REQUIRE_OK(cx_generation_open(s, m, &m->gens[2], &from, &err), &err);
 	CHECK(from != s && s->stats.gets == gets);
 	cx_generation_done(s, from);
+	bytes = s->stats.bytes_read;
 	REQUIRE_OK(cx_generation_open(s, m, &m->gens[0], &from, &err), &err);
+	/* Of version 2, the head holding generation 1's bytes only. */
 	CHECK(from != s && s->stats.gets == gets + 1);
+	CHECK(s->stats.bytes_read ==
+		  bytes + CX_SHARD_CARRIED_AT + m->gens[0].fragment.size);
 	cx_generation_done(s, from);
 	/* The handle keeps the carrier it read: a merge's second and third
 	 * reads of the generation cost nothing. */
