@@ -26,6 +26,8 @@ extern int	cx_commit_timeout_ms;
 extern int	cx_writer_max_open_stores;
 /* ctxstore.writer_concurrent_seals: stores' appends in flight at once. */
 extern int	cx_writer_concurrent_seals;
+/* ctxstore.maintenance_nice: the maintenance worker's CPU priority. */
+extern int	cx_maintenance_nice;
 /* ctxstore.request_ring_size, in kB: the shared ring commits' rows are
  * handed to the writer in (fixed at server start). */
 extern int	cx_request_ring_kb;
