@@ -5,7 +5,8 @@
 #      merging off: scan time (best of REPEAT) and fragments read;
 #   2. object writes (PUTs) per committed transaction, from ctxstore.stats();
 #   3. p99 commit latency of single-row INSERTs while a merge of MERGE_ROWS
-#      rows runs on the same store, vs the same load with no merge running.
+#      rows runs on the same store, vs the same load on a twin store of the
+#      same rows with no merge running.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 commits=${COMMITS:-10000}
@@ -19,7 +20,9 @@ no_timers="flush_interval '1h', cleanup_interval '0'"
 create_context_tables merge_on
 create_context_tables merge_off "merge_after_generations '0', pending_generations_max '100000', $no_timers"
 create_context_tables batch
-create_context_tables latency "merge_after_generations '0', pending_generations_max '100000', $no_timers"
+for t in latency latency_idle; do
+  create_context_tables $t "merge_after_generations '0', pending_generations_max '100000', $no_timers"
+done
 
 insert_one() {  # $1 = table
   cat <<SQL
@@ -76,18 +79,23 @@ p99() {  # p99 and max latency (ms) of a pgbench per-transaction log in dir $1
   cat "$1"/pgbench_log.* | awk '{print $3 / 1000}' | sort -n |
     awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; printf "%.1f %.1f %d", v[i], v[NR], NR }'
 }
-latency_run() {  # $1 = log dir; 4 sessions of single-row INSERTs for 5 s
+latency_run() {  # $1 = log dir, $2 = table; 4 sessions of single-row INSERTs for 5 s
   mkdir -p "$1"; chmod 777 "$1"
-  (cd "$1" && pgbench_script "$(insert_one ctx_latency)" -c 4 -j 2 -T 5 -l >/dev/null)
+  (cd "$1" && pgbench_script "$(insert_one "$2")" -c 4 -j 2 -T 5 -l >/dev/null)
 }
-psql_b -c "INSERT INTO ctx_latency SELECT * FROM ctx_batch" \
-       -c "INSERT INTO ctx_latency (id, session_id, content) SELECT 'bulk-' || g, 's', repeat('x', 100) FROM generate_series(1, $merge_rows) g"
+# Idle and during the merge on twin stores of the same rows: each commit adds
+# a generation that every later seal's shard manifest lists (merging is off),
+# so both runs must start from the same pending generations.
+for t in latency latency_idle; do
+  psql_b -c "INSERT INTO ctx_$t SELECT * FROM ctx_batch" \
+         -c "INSERT INTO ctx_$t (id, session_id, content) SELECT 'bulk-' || g, 's', repeat('x', 100) FROM generate_series(1, $merge_rows) g"
+done
 logs=$(mktemp -d)
-latency_run "$logs/idle"
+latency_run "$logs/idle" ctx_latency_idle
 (psql_b -c '\timing on' -c "SELECT ctxstore.merge_wal('ctx_latency')" |
    sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' > "$logs/merge_ms") &
 merge_pid=$!
-latency_run "$logs/merge"
+latency_run "$logs/merge" ctx_latency
 wait "$merge_pid"
 echo "commit latency, 4 sessions of single-row INSERTs, 5 s; merge_wal of $((merge_rows + commits))+ pending rows took $(cat "$logs/merge_ms") ms"
 printf '%-22s %8s %8s %8s\n' when p99_ms max_ms txns

@@ -32,8 +32,18 @@
  * changed) and reports the job failed; a merge that committed is then
  * drained by the next drain or claim, one that did not left orphan
  * fragments for GC.
+ *
+ * With ctxstore.maintenance_nice above 0 it runs at a lower CPU priority:
+ * a merge takes a core for seconds, and commits then need not wait for a
+ * CPU behind it, at the price of slower merges on a saturated machine
+ * (docs/design/workers.md, "The maintenance worker").
  */
 #include "postgres.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -564,6 +574,63 @@ finish_job(MaintJob *job)
 		cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
 }
 
+/* Attempts at the autogroup's nice value, which the kernel takes from one
+ * unprivileged process per 100 ms (EAGAIN meanwhile), and the pause
+ * between them. */
+#define AUTOGROUP_TRIES 10
+#define AUTOGROUP_RETRY_US 110000L
+
+/* Sets the nice value of this process's autogroup; 0 or an errno (ENOENT:
+ * the kernel has no autogroups). */
+static int
+set_autogroup_nice(int nice)
+{
+	char		line[16];
+	int			len = snprintf(line, sizeof(line), "%d\n", nice);
+	int			fd;
+	int			rc = 0;
+
+	for (int i = 0; i < AUTOGROUP_TRIES; i++)
+	{
+		if (i > 0)
+			pg_usleep(AUTOGROUP_RETRY_US);
+		if ((fd = open("/proc/self/autogroup", O_WRONLY)) < 0)
+			return errno;
+		rc = write(fd, line, len) == len ? 0 : errno;
+		close(fd);
+		if (rc != EAGAIN)
+			break;
+	}
+	return rc;
+}
+
+/*
+ * Lowers this worker's CPU priority to ctxstore.maintenance_nice, before it
+ * starts any thread (threads inherit it).  PostgreSQL starts every child in
+ * a session of its own, and where the kernel groups sessions for
+ * scheduling (autogroup), a nice value only ranks the threads of one
+ * session: so the session's own nice value is set too, which is what ranks
+ * this worker against the writer and the backends.  Lowering a priority
+ * needs no privilege; a failure only costs commit latency during merges,
+ * so it is logged and the worker goes on.
+ */
+static void
+lower_cpu_priority(void)
+{
+	int			rc;
+
+	if (cx_maintenance_nice == 0)
+		return;
+	if (setpriority(PRIO_PROCESS, 0, cx_maintenance_nice) != 0)
+		ereport(LOG,
+				errmsg("ctxstore maintenance: could not lower its CPU priority: %m"));
+	rc = set_autogroup_nice(cx_maintenance_nice);
+	if (rc != 0 && rc != ENOENT)
+		ereport(LOG,
+				errmsg("ctxstore maintenance: could not lower the CPU priority of its session's scheduling group: %s",
+					   strerror(rc)));
+}
+
 /* Exit callback: the writer, if it waits on a job of ours, notices. */
 static void
 maint_exit(int code, Datum arg)
@@ -584,6 +651,8 @@ cx_maint_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
+	/* Before it shows in pg_stat_activity, so that it is seen only so. */
+	lower_cpu_priority();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	before_shmem_exit(maint_exit, (Datum) 0);

@@ -31,6 +31,7 @@ int			cx_commit_timeout_ms = 300000;
 int			cx_writer_max_open_stores = 32;
 int			cx_writer_concurrent_seals = 8;
 int			cx_writer_commit_delay = 20;
+int			cx_maintenance_nice = 0;
 int			cx_request_ring_kb = 8 * 1024;
 static char *shard_id_guc = NULL;
 static char *failpoints_guc = NULL;
@@ -179,6 +180,15 @@ define_gucs(void)
 							&cx_writer_commit_delay,
 							20, 0, 100,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	/* Applied once, when the maintenance worker starts (same context rule
+	 * as ctxstore.shard_id). */
+	DefineCustomIntVariable("ctxstore.maintenance_nice",
+							"Nice value the ctxstore maintenance worker runs its merges, compactions and GC at.",
+							"Above 0 the worker yields the CPU to commits while it merges, and its merges take longer on a busy machine; 0 runs it at the server's priority.",
+							&cx_maintenance_nice,
+							0, 0, 19,
+							process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ctxstore.failpoints",
 							   "Failpoints to arm, for tests only (name=crash|error|delay:MS|eacces|...[@N], ...).",
 							   "Replaces the set armed from CTXSTORE_FAILPOINTS.",

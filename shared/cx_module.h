@@ -29,6 +29,8 @@ extern int	cx_writer_concurrent_seals;
 /* ctxstore.writer_commit_delay: the longest gather before a round, in
  * percent of the previous round's time (0: none). */
 extern int	cx_writer_commit_delay;
+/* ctxstore.maintenance_nice: the maintenance worker's CPU priority. */
+extern int	cx_maintenance_nice;
 /* ctxstore.request_ring_size, in kB: the shared ring commits' rows are
  * handed to the writer in (fixed at server start). */
 extern int	cx_request_ring_kb;
