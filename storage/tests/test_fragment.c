@@ -19,6 +19,7 @@
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
 #include "cx_test.h"
+#include "mw_util.h"
 
 /* ---------------------------------------------------------------------
  * Helpers
@@ -729,18 +730,6 @@ CX_TEST(colstats_truncated_max_and_merge_rules)
 	CHECK(bound_is(merged.has_min, merged.min, merged.min_len, "a", 1));
 }
 
-/* Whether two finished statistics are the same. */
-static bool
-colstats_equal(const cx_colstats *a, const cx_colstats *b)
-{
-	return a->null_count == b->null_count && a->value_count == b->value_count &&
-		a->has_min == b->has_min && a->has_max == b->has_max &&
-		(!a->has_min || (a->min_len == b->min_len &&
-						 memcmp(a->min, b->min, a->min_len) == 0)) &&
-		(!a->has_max || (a->max_len == b->max_len &&
-						 memcmp(a->max, b->max, a->max_len) == 0));
-}
-
 /* Value i of the accumulator-merge sequences: strings around the 64-byte
  * limit that share long prefixes (NULL every 11th), or doubles with a NaN. */
 static void
@@ -830,9 +819,9 @@ CX_TEST(statacc_merge_is_one_pass_over_all_values)
 				}
 				cx_statacc_finish(&whole, &a);
 				cx_statacc_finish(&merged, &b);
-				if (!colstats_equal(&a, &b))
+				if (!mw_colstats_equal(&a, &b))
 				{
-					CHECK(colstats_equal(&a, &b));
+					CHECK(mw_colstats_equal(&a, &b));
 					return;
 				}
 			}
