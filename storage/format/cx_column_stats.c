@@ -195,6 +195,42 @@ cx_statacc_add(cx_statacc *acc, const uint8_t *val, size_t len)
 	add_max(acc, val, len);
 }
 
+/*
+ * Both minimums are prefixes of true minimums, and the smaller prefix is
+ * the prefix of the smaller.  A maximum that differs from the other
+ * decides as its value would (a truncated prefix that the other exceeds
+ * differs from it within the prefix); equal ones are the same value or
+ * share a truncated prefix, which stays truncated.
+ */
+void
+cx_statacc_merge(cx_statacc *acc, const cx_statacc *from)
+{
+	cx_colstats *st = &acc->st;
+	const cx_colstats *f = &from->st;
+
+	st->null_count += f->null_count;
+	st->value_count += f->value_count;
+	acc->saw_nan |= from->saw_nan;
+	if (f->has_min &&
+		(!st->has_min ||
+		 cx_stats_cmp(acc->type, f->min, f->min_len, st->min, st->min_len) < 0))
+	{
+		set_bound(st->min, &st->min_len, f->min, f->min_len);
+		st->has_min = true;
+	}
+	if (!f->has_max)
+		return;
+	if (!st->has_max ||
+		cx_stats_cmp(acc->type, f->max, f->max_len, st->max, st->max_len) > 0)
+	{
+		set_bound(st->max, &st->max_len, f->max, f->max_len);
+		st->has_max = true;
+		acc->max_truncated = from->max_truncated;
+	}
+	else if (cx_stats_cmp(acc->type, f->max, f->max_len, st->max, st->max_len) == 0)
+		acc->max_truncated |= from->max_truncated;
+}
+
 void
 cx_statacc_finish(const cx_statacc *acc, cx_colstats *out)
 {

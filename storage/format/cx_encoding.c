@@ -133,7 +133,7 @@ cx_colvec_get(const cx_colvec *v, uint32_t i, cx_datum *out)
  * --------------------------------------------------------------------- */
 
 static cx_colbuild *
-build_new(uint8_t type, uint8_t elem_type, bool track_stats)
+build_new(uint8_t type, uint8_t elem_type)
 {
 	cx_colbuild *b = calloc(1, sizeof(cx_colbuild));
 
@@ -142,14 +142,13 @@ build_new(uint8_t type, uint8_t elem_type, bool track_stats)
 	b->type = type;
 	b->elem_type = elem_type;
 	b->width = (uint8_t) cx_type_width(type);
-	b->track_stats = track_stats;
 	cx_buf_init(&b->nulls);
 	cx_buf_init(&b->values);
 	cx_buf_init(&b->offsets);
 	cx_buf_init(&b->bytes);
 	if (is_list(type))
 	{
-		b->elems = build_new(elem_type, 0, false);
+		b->elems = build_new(elem_type, 0);
 		if (b->elems == NULL)
 		{
 			free(b);
@@ -163,7 +162,7 @@ build_new(uint8_t type, uint8_t elem_type, bool track_stats)
 cx_colbuild *
 cx_colbuild_new(const cx_column *col)
 {
-	return build_new(col->type, col->elem_type, true);
+	return build_new(col->type, col->elem_type);
 }
 
 void
@@ -190,7 +189,6 @@ cx_colbuild_reset(cx_colbuild *b)
 	cx_buf_reset(&b->bytes);
 	if (b->width == 0)
 		cx_buf_put_u32(&b->offsets, 0);
-	cx_statacc_init(&b->stats, b->type);
 	if (b->elems != NULL)
 		cx_colbuild_reset(b->elems);
 }
@@ -249,23 +247,17 @@ append_value(cx_colbuild *b, const cx_datum *d)
 	{
 		cx_fixed_encode(b->type, d, fixed);
 		cx_buf_put(&b->values, fixed, b->width);
-		if (b->track_stats)
-			cx_statacc_add(&b->stats, fixed, b->width);
 	}
 	else if (is_list(b->type))
 	{
 		for (uint32_t k = 0; k < d->v.list.n; k++)
 			cx_colbuild_append(b->elems, &d->v.list.items[k]);
 		append_offset(b, b->elems->nrows);
-		if (b->track_stats)
-			cx_statacc_add(&b->stats, NULL, 0);
 	}
 	else
 	{
 		cx_buf_put(&b->bytes, d->v.bytes.ptr, d->v.bytes.len);
 		append_offset(b, b->bytes.len);
-		if (b->track_stats)
-			cx_statacc_add(&b->stats, d->v.bytes.ptr, d->v.bytes.len);
 	}
 }
 
@@ -280,8 +272,6 @@ append_null(cx_colbuild *b)
 		cx_buf_grow(&b->values, b->width);
 	else
 		append_offset(b, is_list(b->type) ? b->elems->nrows : b->bytes.len);
-	if (b->track_stats)
-		cx_statacc_add_null(&b->stats);
 }
 
 static bool

@@ -38,6 +38,9 @@ void		cx_statacc_add_null(cx_statacc *acc);
  * of a variable-width value). */
 void		cx_statacc_add(cx_statacc *acc, const uint8_t *val, size_t len);
 void		cx_statacc_finish(const cx_statacc *acc, cx_colstats *out);
+/* Adds what from (of the same type) accumulated to acc: acc then finishes
+ * as if it had seen from's values too. */
+void		cx_statacc_merge(cx_statacc *acc, const cx_statacc *from);
 
 /* Orders two on-disk values of a type with statistics (NaN excluded). */
 int			cx_stats_cmp(cx_type type, const uint8_t *a, size_t alen,
@@ -66,8 +69,6 @@ typedef struct cx_colbuild
 	cx_buf		offsets;		/* u32 LE offsets, nrows + 1 of them */
 	cx_buf		bytes;			/* variable-width data */
 	struct cx_colbuild *elems;	/* list elements */
-	bool		track_stats;
-	cx_statacc	stats;
 } cx_colbuild;
 
 /* NULL on allocation failure. */

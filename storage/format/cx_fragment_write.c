@@ -336,8 +336,10 @@ page_add_list(page_build *p, const cx_pq_leaf *leaf, const cx_colbuild *b,
 	{
 		cx_buf_put_u8(&p->rep, 0);
 		cx_buf_put_u8(&p->def, 0);
+		cx_statacc_add_null(&p->stats);
 		return;
 	}
+	cx_statacc_add(&p->stats, NULL, 0);
 	cx_colbuild_items(b, i, &start, &end);
 	if (start == end)
 	{
@@ -469,20 +471,17 @@ seal_page(cx_fragw *w, const cx_pq_leaf *leaf, uint32_t nvalues, bool stats)
 	return cx_buf_ok(&p->header);
 }
 
-/* Builds, compresses and uploads rows [r0, r1) of column c as one page. */
+/* Builds, compresses and uploads rows [r0, r1) of column c as one page,
+ * and adds the page's statistics to its chunk's. */
 static cx_code
 write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
-		   cx_err *err)
+		   cx_statacc *chunk, cx_err *err)
 {
 	const cx_pq_leaf *leaf = &w->leaves[c];
 	const cx_colbuild *b = w->cols[c];
 	page_build *p = &w->page;
 	cx_pq_page_location loc;
 	size_t		nvalues;
-
-	/* A page that is its column's whole chunk has the chunk's statistics,
-	 * gathered as the rows were appended: no second pass over the values. */
-	bool		whole_chunk = r0 == 0 && r1 == b->nrows && b->track_stats;
 
 	cx_buf_reset(&p->rep);
 	cx_buf_reset(&p->def);
@@ -491,15 +490,14 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	p->large_bytes = 0;
 	cx_buf_reset(&p->levels);
 	p->nbools = 0;
-	if (whole_chunk)
-		p->stats = b->stats;
-	else
-		cx_statacc_init(&p->stats, leaf->type);
+	/* Of the column's type: a list's counts its rows (its page header has
+	 * no statistics; its chunk's has the counts). */
+	cx_statacc_init(&p->stats, b->type);
 	for (uint32_t i = r0; i < r1; i++)
 		if (leaf->list)
 			page_add_list(p, leaf, b, i);
 		else
-			page_add(p, leaf, b, i, 0, 1, !whole_chunk);
+			page_add(p, leaf, b, i, 0, 1, true);
 	nvalues = leaf->max_def > 0 || leaf->max_rep > 0 ?
 		levels_count(p, leaf) : r1 - r0;
 	if (leaf->max_rep > 0)
@@ -510,6 +508,7 @@ write_page(cx_fragw *w, uint32_t c, uint32_t r0, uint32_t r1, chunk_rec *rec,
 	if (!cx_buf_ok(&p->rep) || !cx_buf_ok(&p->def) || !cx_buf_ok(&p->values) ||
 		!seal_page(w, leaf, (uint32_t) nvalues, !leaf->list))
 		return nomem(w, err);
+	cx_statacc_merge(chunk, &p->stats);
 	loc.offset = (int64_t) w->offset;
 	loc.compressed_page_size = (int32_t) (p->header.len + p->packed.len);
 	loc.first_row_index = r0;
@@ -530,7 +529,9 @@ write_chunk(cx_fragw *w, uint32_t c, chunk_rec *rec, cx_err *err)
 {
 	const cx_colbuild *b = w->cols[c];
 	uint32_t	r0 = 0;
+	cx_statacc	chunk;
 
+	cx_statacc_init(&chunk, b->type);
 	rec->offset = w->offset;
 	while (r0 < b->nrows)
 	{
@@ -539,11 +540,11 @@ write_chunk(cx_fragw *w, uint32_t c, chunk_rec *rec, cx_err *err)
 
 		while (r1 < b->nrows && (r1 == r0 || size < PAGE_TARGET))
 			size += row_bytes(b, r1++);
-		if (write_page(w, c, r0, r1, rec, err) != CX_OK)
+		if (write_page(w, c, r0, r1, rec, &chunk, err) != CX_OK)
 			return err->code;
 		r0 = r1;
 	}
-	cx_statacc_finish(&b->stats, &rec->st);
+	cx_statacc_finish(&chunk, &rec->st);
 	cx_colstats_merge(&w->stats[c], &rec->st, b->type);
 	return CX_OK;
 }

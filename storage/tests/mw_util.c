@@ -569,3 +569,14 @@ mw_is_deleted(const cx_manifest *m, uint32_t fragment, uint64_t row)
 			return true;
 	return false;
 }
+
+bool
+mw_colstats_equal(const cx_colstats *a, const cx_colstats *b)
+{
+	return a->null_count == b->null_count && a->value_count == b->value_count &&
+		a->has_min == b->has_min && a->has_max == b->has_max &&
+		(!a->has_min || (a->min_len == b->min_len &&
+						 memcmp(a->min, b->min, a->min_len) == 0)) &&
+		(!a->has_max || (a->max_len == b->max_len &&
+						 memcmp(a->max, b->max, a->max_len) == 0));
+}

@@ -122,5 +122,7 @@ void		mw_rows_free(mw_rows *rows);
 /* Occurrences of id; *v receives the value of the last one. */
 int			mw_count(const mw_rows *rows, const char *id, int64_t *v);
 bool		mw_rows_equal(const mw_rows *a, const mw_rows *b);
+/* Whether two finished statistics are the same (bounds byte for byte). */
+bool		mw_colstats_equal(const cx_colstats *a, const cx_colstats *b);
 
 #endif							/* MW_UTIL_H */

@@ -19,6 +19,7 @@
 #include "objstore/cx_objstore.h"
 #include "format/cx_schema.h"
 #include "cx_test.h"
+#include "mw_util.h"
 
 /* ---------------------------------------------------------------------
  * Helpers
@@ -729,6 +730,103 @@ CX_TEST(colstats_truncated_max_and_merge_rules)
 	CHECK(bound_is(merged.has_min, merged.min, merged.min_len, "a", 1));
 }
 
+/* Value i of the accumulator-merge sequences: strings around the 64-byte
+ * limit that share long prefixes (NULL every 11th), or doubles with a NaN. */
+static void
+merge_value(cx_type t, uint32_t i, uint8_t *buf, size_t *len, bool *isnull)
+{
+	uint32_t	h = (i * 2654435761u) >> 16;
+
+	*isnull = h % 11 == 0;
+	if (t == CX_T_FLOAT64)
+	{
+		cx_datum	d = {.v.f64 = h % 17 == 3 ? NAN : (double) (h % 1000) - 500};
+
+		cx_fixed_encode(t, &d, buf);
+		*len = 8;
+		return;
+	}
+	*len = 60 + h % 10;			/* 60..69 bytes */
+	memset(buf, 'p', *len);
+	buf[h % 3 == 0 ? 63 : 30] = (uint8_t) ('a' + h % 26);
+}
+
+static void
+merge_add(cx_statacc *acc, cx_type t, uint32_t i)
+{
+	uint8_t		buf[80];
+	size_t		len;
+	bool		isnull;
+
+	merge_value(t, i, buf, &len, &isnull);
+	if (isnull)
+		cx_statacc_add_null(acc);
+	else
+		cx_statacc_add(acc, buf, len);
+}
+
+/*
+ * A chunk's statistics are its pages' accumulators merged: for any cut of
+ * a sequence into pages, the merge finishes exactly as one accumulator fed
+ * every value (prefix minimums, maximums truncated or beaten by a shorter
+ * larger value, NaN, NULLs).
+ */
+CX_TEST(statacc_merge_is_one_pass_over_all_values)
+{
+	cx_type		types[] = {CX_T_STRING, CX_T_FLOAT64};
+	uint8_t		longer[CX_STATS_MAX_BYTES + 1];
+
+	/* One page's max is exactly the 64-byte prefix of the other's: the
+	 * max is unknown, whichever page comes first. */
+	memset(longer, 'q', sizeof(longer));
+	for (int first = 0; first < 2; first++)
+	{
+		cx_statacc	pages[2];
+		cx_colstats st;
+
+		cx_statacc_init(&pages[0], CX_T_STRING);
+		cx_statacc_init(&pages[1], CX_T_STRING);
+		cx_statacc_add(&pages[0], longer, CX_STATS_MAX_BYTES);
+		cx_statacc_add(&pages[1], longer, sizeof(longer));
+		cx_statacc_merge(&pages[first], &pages[1 - first]);
+		cx_statacc_finish(&pages[first], &st);
+		CHECK(!st.has_max && st.has_min && st.value_count == 2);
+	}
+
+	for (int ti = 0; ti < 2; ti++)
+		for (uint32_t start = 0; start < 300; start += 7)
+			for (uint32_t page = 1; page <= 40; page += 13)
+			{
+				cx_type		t = types[ti];
+				cx_statacc	whole;
+				cx_statacc	merged;
+				cx_colstats a;
+				cx_colstats b;
+
+				cx_statacc_init(&whole, t);
+				cx_statacc_init(&merged, t);
+				for (uint32_t p0 = start; p0 < start + 120; p0 += page)
+				{
+					cx_statacc	one;
+
+					cx_statacc_init(&one, t);
+					for (uint32_t i = p0; i < p0 + page && i < start + 120; i++)
+					{
+						merge_add(&whole, t, i);
+						merge_add(&one, t, i);
+					}
+					cx_statacc_merge(&merged, &one);
+				}
+				cx_statacc_finish(&whole, &a);
+				cx_statacc_finish(&merged, &b);
+				if (!mw_colstats_equal(&a, &b))
+				{
+					CHECK(mw_colstats_equal(&a, &b));
+					return;
+				}
+			}
+}
+
 CX_TEST(colstats_encode_decode)
 {
 	cx_colstats st = {.null_count = 5, .value_count = 7, .has_min = true,
@@ -1071,8 +1169,8 @@ page_stats_match(const cx_pq_leaf *leaf, uint32_t c, uint32_t r0, uint32_t n,
 
 /*
  * Every data page carries the statistics of its own values, whether it is
- * its column's whole chunk (the int64 column: the chunk's statistics are
- * reused) or one of several pages of it (the string column).
+ * its column's whole chunk (the int64 column) or one of several pages of it
+ * (the string column); the chunk's are its pages' merged.
  */
 CX_TEST(fragment_page_statistics_are_the_pages_own)
 {

@@ -125,17 +125,6 @@ fail:
 }
 
 static bool
-stats_equal(const cx_colstats *a, const cx_colstats *b)
-{
-	return a->null_count == b->null_count && a->value_count == b->value_count &&
-		a->has_min == b->has_min && a->has_max == b->has_max &&
-		(!a->has_min || (a->min_len == b->min_len &&
-						 memcmp(a->min, b->min, a->min_len) == 0)) &&
-		(!a->has_max || (a->max_len == b->max_len &&
-						 memcmp(a->max, b->max, a->max_len) == 0));
-}
-
-static bool
 fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
 {
 	if (strcmp(a->path, b->path) != 0 || a->size != b->size ||
@@ -144,7 +133,7 @@ fragments_equal(const cx_fragment_info *a, const cx_fragment_info *b)
 		a->ncolumns != b->ncolumns)
 		return false;
 	for (uint32_t c = 0; c < a->ncolumns; c++)
-		if (!stats_equal(&a->stats[c], &b->stats[c]))
+		if (!mw_colstats_equal(&a->stats[c], &b->stats[c]))
 			return false;
 	return true;
 }
