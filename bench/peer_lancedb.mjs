@@ -68,9 +68,13 @@ async function startTogether(go, w) {
 async function append(table, n, writers, w, go) {
 	let failed = 0;
 	const lat = [];
+	// LANCE_APPEND_S: stop appending once that many seconds have passed
+	// (from 8 writers LanceDB's conflict retries may not finish N).
+	const budget_ms = Number(process.env.LANCE_APPEND_S || 0) * 1000;
 	await startTogether(go, w);
-	out('start', Date.now());
-	for (let i = w + 1; i <= n; i += writers) {
+	const t0 = Date.now();
+	out('start', t0);
+	for (let i = w + 1; i <= n && !(budget_ms > 0 && Date.now() - t0 > budget_ms); i += writers) {
 		const started = performance.now();
 		for (;;) {
 			try {
