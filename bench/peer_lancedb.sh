@@ -23,8 +23,10 @@
 # Every Node process is bounded by LANCE_TIMEOUT s (default 1800): from 8
 # writers at N = 10,000, LanceDB's conflict retries can starve writers.
 # LANCE_APPEND_S (default 0: none) stops LanceDB's writers appending after
-# that many seconds: the rows then say how many of the N appends LanceDB
-# made, its rates are over those, and its scans read those rows.
+# that many seconds (a writer stuck in one add runs on until LANCE_TIMEOUT
+# kills it): the rows then say how many of the N appends LanceDB made, its
+# rates are over those (until the last writer ended or was killed), and
+# its scans read those rows.
 #
 #   N="1000 10000" WRITERS="1 8" REPEAT=5 bash bench/peer_lancedb.sh
 set -euo pipefail
@@ -74,13 +76,14 @@ lance_append() {  # $1 = table, $2 = N, $3 = writers; prints appends/s p50 p99 f
     sleep 0.1
   done
   touch "$out/go"
+  # A writer killed at LANCE_TIMEOUT (stuck in one add) ends then.
   for pid in "${pids[@]}"; do
-    wait "$pid" || { echo "a LanceDB writer failed or ran past LANCE_TIMEOUT=$lance_timeout s" >&2; exit 1; }
+    wait "$pid" || echo "a LanceDB writer failed or ran past LANCE_TIMEOUT=$lance_timeout s" >&2
   done
   cat "$out"/[0-9]* | value_of lat >"$out/lat"
   echo "$(append_stats "$out/lat" "$(wc -l <"$out/lat")" \
     "$(cat "$out"/[0-9]* | value_of start | sort -n | head -1 | awk '{ printf "%.3f\n", $1 / 1000 }')" \
-    "$(cat "$out"/[0-9]* | value_of end | sort -n | tail -1 | awk '{ printf "%.3f\n", $1 / 1000 }')") \
+    "$(date +%s.%N)") \
     $(cat "$out"/[0-9]* | value_of failed | awk '{ s += $1 } END { print s }') $(wc -l <"$out/lat")"
 }
 
