@@ -61,7 +61,11 @@ import path from 'path';
 
 const RECEIPT = 'r:';
 // A worker's RSS is judged only when the second minute and the last one
-// are three minutes apart; the growth allowed between them.
+// are three minutes apart; the growth allowed between them: about the free
+// heap a worker's malloc may keep between trims (KEEP_FREE_BYTES, 8 MiB,
+// bgworker/cx_workers_register.c), the caches using under 1 MB in a soak,
+// and a maintenance job's working set, which follows the store (2 MB after
+// 300 s) (docs/RELIABILITY.md, "Chaos soak", "What the drift is").
 export const JUDGE_RSS_AFTER = 300;
 export const RSS_GROWTH_BOUND_KB = 8 * 1024;
 const WORKERS = ['writer', 'maintenance'];

@@ -416,10 +416,37 @@ put_entries(cx_keycache *dst, const cx_keycache *src, uint64_t min_gen,
 	return CX_OK;
 }
 
-cx_code
-cx_kc_apply(cx_keycache *dst, const cx_keycache *src, int64_t ts,
-			uint64_t gen, cx_err *err)
+/* Moves src's contents into the empty dst (src takes dst's empty ones),
+ * stamped as cx_kc_apply stamps them: one large transaction's keys are
+ * then never held twice. */
+static void
+move_into_empty(cx_keycache *dst, cx_keycache *src, int64_t ts, uint64_t gen)
 {
+	cx_keycache empty = *dst;
+
+	*dst = *src;
+	*src = empty;
+	if (dst->truncated)
+	{
+		dst->trunc_ts = ts;
+		dst->trunc_gen = gen;
+	}
+	for (uint64_t i = 0; ts != 0 && i < dst->n; i++)
+	{
+		dst->entries[i].ts = ts;
+		dst->entries[i].gen = gen;
+	}
+}
+
+cx_code
+cx_kc_apply(cx_keycache *dst, cx_keycache *src, int64_t ts, uint64_t gen,
+			cx_err *err)
+{
+	if (dst->n == 0 && !dst->truncated)
+	{
+		move_into_empty(dst, src, ts, gen);
+		return CX_OK;
+	}
 	if (src->truncated && cx_kc_truncate(dst, ts, gen, err) != CX_OK)
 		return err->code;
 	return put_entries(dst, src, 0, ts, gen, err);

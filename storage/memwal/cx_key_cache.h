@@ -66,8 +66,9 @@ cx_code		cx_kc_each_upsert(const cx_keycache *c, const uint8_t *up,
 							  cx_err *err);
 
 /* Puts src's truncation and then its rows into dst, as committed at ts in
- * generation gen. */
-cx_code		cx_kc_apply(cx_keycache *dst, const cx_keycache *src, int64_t ts,
+ * generation gen (ts 0: as they are).  Into an empty dst they move, leaving
+ * src empty; callers discard src after. */
+cx_code		cx_kc_apply(cx_keycache *dst, cx_keycache *src, int64_t ts,
 						uint64_t gen, cx_err *err);
 /* Forgets the rows (and the truncation) of generations <= through.  On
  * failure the cache is as it was. */

@@ -113,8 +113,16 @@ CX_TEST(key_cache_keeps_the_newest_version_and_its_upsert_value)
 	cx_kc_free(c);
 }
 
-CX_TEST(key_cache_apply_stamps_and_carries_the_truncation)
+/*
+ * A request's rows go to the empty staged cache, then to the unmerged
+ * rows' cache, which holds a key already.  Into an empty cache the rows
+ * move, so that a large transaction's keys are not held twice, and the
+ * source is left empty; into one that holds keys they are copied.  Both
+ * ways stamp them and carry the truncation.
+ */
+CX_TEST(key_cache_apply_moves_into_an_empty_cache_else_copies)
 {
+	cx_keycache *request = cx_kc_new();
 	cx_keycache *staged = cx_kc_new();
 	cx_keycache *keys = cx_kc_new();
 	cx_kc_row	row;
@@ -122,16 +130,38 @@ CX_TEST(key_cache_apply_stamps_and_carries_the_truncation)
 	int64_t		ts;
 	cx_err		err;
 
-	REQUIRE(staged != NULL && keys != NULL);
+	REQUIRE(request != NULL && staged != NULL && keys != NULL);
+	REQUIRE_OK(cx_kc_truncate(request, 0, 0, &err), &err);
+	REQUIRE_OK(put(request, "new", "w", false, 0, &err), &err);
+	REQUIRE_OK(put(request, "gone", NULL, true, 0, &err), &err);
+	REQUIRE_OK(cx_kc_apply(staged, request, 0, 0, &err), &err);
+	CHECK(cx_kc_keys(request) == 0 && cx_kc_memory(request) < 4096 &&
+		  !cx_kc_truncated(request, &ts));
+	CHECK(cx_kc_keys(staged) == 2 && cx_kc_truncated(staged, &ts) && ts == 0);
+	CHECK(holders(staged, "w").n == 1);
+	REQUIRE_OK(put(request, "again", "w", false, 0, &err), &err);
+	CHECK(cx_kc_keys(request) == 1 && holders(request, "w").n == 1);
+
 	REQUIRE_OK(put(keys, "old", "v", false, 1, &err), &err);
-	REQUIRE_OK(cx_kc_truncate(staged, 0, 0, &err), &err);
-	REQUIRE_OK(put(staged, "new", "w", false, 0, &err), &err);
 	REQUIRE_OK(cx_kc_apply(keys, staged, 70, 7, &err), &err);
+	CHECK(cx_kc_keys(staged) == 2);	/* copied, not moved */
 	CHECK(cx_kc_truncated(keys, &ts) && ts == 70);
 	CHECK(!get(keys, "old", &row, up, sizeof(up)));
 	CHECK(get(keys, "new", &row, up, sizeof(up)) && strcmp(up, "w") == 0 &&
 		  row.ts == 70 && row.gen == 7);
+	CHECK(get(keys, "gone", &row, up, sizeof(up)) && row.tombstone &&
+		  row.gen == 7);
 	CHECK(holders(keys, "w").n == 1 && holders(keys, "v").n == 0);
+
+	/* A move stamps too. */
+	cx_kc_free(keys);
+	keys = cx_kc_new();
+	REQUIRE(keys != NULL);
+	REQUIRE_OK(cx_kc_apply(keys, staged, 80, 8, &err), &err);
+	CHECK(cx_kc_keys(staged) == 0 && cx_kc_truncated(keys, &ts) && ts == 80);
+	CHECK(get(keys, "new", &row, up, sizeof(up)) && row.ts == 80 &&
+		  row.gen == 8);
+	cx_kc_free(request);
 	cx_kc_free(staged);
 	cx_kc_free(keys);
 }
