@@ -153,7 +153,7 @@ gc_options(const CxRelInfo *ri, const CxStoreSettings *settings,
 	opt->pinned = cxfdw_pinned_versions(ri->uri, &opt->npinned);
 }
 
-/* Drops one pin of version from opt (one is there: ri pins it). */
+/* Drops one pin of version from opt, if any. */
 static void
 drop_pin(cx_gc_options *opt, uint64 version)
 {
@@ -177,34 +177,40 @@ cxfdw_version_in(const uint64 *retained, size_t n, uint64 version)
 	return false;
 }
 
-/* cx_gc_retained_versions with opt, in palloc'd memory. */
-static uint64 *
-retained_versions(cx_objstore *store, const cx_gc_options *opt, size_t *n)
+/* The base versions ctxstore.gc() with ri's options would retain now,
+ * one pin of unpinned (0: none) left out, into *out (palloc'd). */
+static cx_code
+retained_versions(const CxRelInfo *ri, cx_objstore *store, uint64 unpinned,
+				  uint64 **out, size_t *n, cx_err *err)
 {
+	CxStoreSettings settings;
+	cx_gc_options opt;
+	int64		now = cx_unix_us_from_timestamptz(GetCurrentTimestamp());
 	uint64_t   *v;
-	uint64	   *out;
-	cx_err		err;
+	cx_code		rc;
 
-	if (cx_gc_retained_versions(store, opt, cx_unix_us_from_timestamptz(GetCurrentTimestamp()), &v, n,
-								&err) != CX_OK)
-		cx_pg_error(&err, "could not tell the retained versions of store %s",
-					store->uri);
-	out = palloc(sizeof(uint64) * Max(*n, 1));
+	cxfdw_table_settings(ri, &settings);
+	gc_options(ri, &settings, &opt);
+	drop_pin(&opt, unpinned);
+	if ((rc = cx_gc_retained_versions(store, &opt, now, &v, n, err)) != CX_OK)
+		return rc;
+	*out = palloc(sizeof(uint64) * Max(*n, 1));
 	if (*n > 0)
-		memcpy(out, v, sizeof(uint64) * *n);
+		memcpy(*out, v, sizeof(uint64) * *n);
 	free(v);
-	return out;
+	return CX_OK;
 }
 
 uint64 *
 cxfdw_retained_versions(const CxRelInfo *ri, cx_objstore *store, size_t *n)
 {
-	CxStoreSettings settings;
-	cx_gc_options opt;
+	uint64	   *retained;
+	cx_err		err;
 
-	cxfdw_table_settings(ri, &settings);
-	gc_options(ri, &settings, &opt);
-	return retained_versions(store, &opt, n);
+	if (retained_versions(ri, store, 0, &retained, n, &err) != CX_OK)
+		cx_pg_error(&err, "could not tell the retained versions of store %s",
+					ri->uri);
+	return retained;
 }
 
 /*
@@ -215,23 +221,21 @@ cxfdw_retained_versions(const CxRelInfo *ri, cx_objstore *store, size_t *n)
  * version is judged by count, interval, Iceberg and the other tables' pins,
  * with ri's lifecycle options.  Returns when that is not the case (the
  * caller raises err as it is): a retained version missing an object is a
- * damaged store, one above the newest was never committed.
+ * damaged store, one above the newest was never committed, and when the
+ * retention walk fails too, err is the error to report.
  */
 void
 cxfdw_raise_if_collected(const CxRelInfo *ri, cx_objstore *store,
 						 const cx_err *err)
 {
-	CxStoreSettings settings;
-	cx_gc_options opt;
 	uint64	   *retained;
 	size_t		n;
+	cx_err		walk_err;
 
-	if (ri->version == 0 || err->code != CX_ERR_NOT_FOUND)
+	if (ri->version == 0 || err->code != CX_ERR_NOT_FOUND ||
+		retained_versions(ri, store, ri->version, &retained, &n,
+						  &walk_err) != CX_OK)
 		return;
-	cxfdw_table_settings(ri, &settings);
-	gc_options(ri, &settings, &opt);
-	drop_pin(&opt, ri->version);
-	retained = retained_versions(store, &opt, &n);
 	/* Above the newest (retained[0]) is a version never committed. */
 	if (n == 0 || ri->version > retained[0] ||
 		cxfdw_version_in(retained, n, ri->version))
