@@ -42,10 +42,12 @@ RETURNS jsonb
 AS 'MODULE_PATHNAME', 'ctxstore_stats'
 LANGUAGE C STRICT VOLATILE;
 
--- Every version of the store behind a foreign table, oldest first.
+-- Every version of the store behind a foreign table, oldest first, and
+-- whether ctxstore.gc(t) would retain it now (false: GC may already have
+-- deleted objects only it names, and it may not read).
 CREATE FUNCTION ctxstore.versions(t regclass,
   OUT version bigint, OUT committed_at timestamptz,
-  OUT operation text, OUT rows bigint)
+  OUT operation text, OUT rows bigint, OUT retained boolean)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_versions'
 LANGUAGE C STRICT VOLATILE ROWS 100;

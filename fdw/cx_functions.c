@@ -353,12 +353,13 @@ collect_version(void *arg, uint64_t version)
 }
 
 static void
-emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version)
+emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version,
+			 bool retained)
 {
 	cx_manifest *m;
 	cx_err		err;
-	Datum		values[4];
-	bool		nulls[4] = {0};
+	Datum		values[5];
+	bool		nulls[5] = {0};
 
 	if (cx_manifest_load(store, version, &m, &err) != CX_OK)
 		cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
@@ -367,6 +368,7 @@ emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version)
 	values[1] = TimestampTzGetDatum(cx_timestamptz_from_unix_us(m->committed_at_us));
 	values[2] = CStringGetTextDatum(m->operation ? m->operation : "");
 	values[3] = Int64GetDatum((int64) cx_manifest_rows(m));
+	values[4] = BoolGetDatum(retained);
 	cx_manifest_free(m);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
@@ -374,7 +376,8 @@ emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version)
 PG_FUNCTION_INFO_V1(ctxstore_versions);
 
 /* ctxstore.versions(regclass) returns setof (version, committed_at,
- * operation, rows): one manifest read per version. */
+ * operation, rows, retained): one manifest read per version, and the
+ * retention walk of ctxstore.gc() on the table (what GC keeps now). */
 Datum
 ctxstore_versions(PG_FUNCTION_ARGS)
 {
@@ -383,6 +386,8 @@ ctxstore_versions(PG_FUNCTION_ARGS)
 	CxRelInfo  *ri = cxfdw_rel_info(rel, GetUserId());
 	cx_objstore *store = cxfdw_store_handle(cxfdw_store_open(ri, CX_ACCESS_READ));
 	cx_buf		versions;
+	uint64	   *retained;
+	size_t		nretained;
 	cx_err		err;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -393,8 +398,14 @@ ctxstore_versions(PG_FUNCTION_ARGS)
 			cx_pg_error(&err, "could not list the versions of store %s", ri->uri);
 		if (!cx_buf_ok(&versions))
 			ereport(ERROR, errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory"));
+		retained = cxfdw_retained_versions(ri, store, &nretained);
 		for (size_t off = 0; off < versions.len; off += sizeof(uint64))
-			emit_version(rsinfo, store, cx_load_u64(versions.data + off));
+		{
+			uint64		version = cx_load_u64(versions.data + off);
+
+			emit_version(rsinfo, store, version,
+						 cxfdw_version_in(retained, nretained, version));
+		}
 	}
 	PG_FINALLY();
 	{

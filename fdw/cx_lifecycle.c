@@ -6,6 +6,9 @@
  *                       fewer, larger ones (every small one: force)
  *   gc(t, dry_run)      delete the objects no retained version references
  *
+ * and what GC retains, as ctxstore.gc() would decide it now, for
+ * ctxstore.versions and for the error a read of a collected version raises.
+ *
  * Both work on the store themselves, with the caller's user mapping, without
  * the workers (and so from pg_cron); the maintenance worker also runs them
  * when the table sets compact_interval or gc_interval.  The engine never
@@ -23,12 +26,14 @@
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "ctxstore_fdw.h"
 #include "ctxstore/lifecycle.h"
 #include "cx_functions.h"
 #include "cx_options.h"
 #include "cx_pgerror.h"
+#include "cx_time.h"
 #include "cx_writer_protocol.h"
 
 /* Progress callback: a pending cancel, statement_timeout or termination
@@ -138,6 +143,111 @@ ctxstore_compact(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(jsonb_from(&buf));
 }
 
+/* The options ctxstore.gc() runs with on ri's store: settings' lifecycle
+ * options and the pins of this database's tables on the store. */
+static void
+gc_options(const CxRelInfo *ri, const CxStoreSettings *settings,
+		   cx_gc_options *opt)
+{
+	cx_gc_options_from(settings, opt);
+	opt->pinned = cxfdw_pinned_versions(ri->uri, &opt->npinned);
+}
+
+/* Drops one pin of version from opt, if any. */
+static void
+drop_pin(cx_gc_options *opt, uint64 version)
+{
+	uint64	   *pins = (uint64 *) opt->pinned;
+
+	for (uint32 i = 0; i < opt->npinned; i++)
+		if (pins[i] == version)
+		{
+			pins[i] = pins[--opt->npinned];
+			return;
+		}
+}
+
+/* Whether version is among the n of retained. */
+bool
+cxfdw_version_in(const uint64 *retained, size_t n, uint64 version)
+{
+	for (size_t i = 0; i < n; i++)
+		if (retained[i] == version)
+			return true;
+	return false;
+}
+
+/* The base versions ctxstore.gc() with ri's options would retain now,
+ * one pin of unpinned (0: none) left out, into *out (palloc'd). */
+static cx_code
+retained_versions(const CxRelInfo *ri, cx_objstore *store, uint64 unpinned,
+				  uint64 **out, size_t *n, cx_err *err)
+{
+	CxStoreSettings settings;
+	cx_gc_options opt;
+	int64		now = cx_unix_us_from_timestamptz(GetCurrentTimestamp());
+	uint64_t   *v;
+	cx_code		rc;
+
+	cxfdw_table_settings(ri, &settings);
+	gc_options(ri, &settings, &opt);
+	drop_pin(&opt, unpinned);
+	if ((rc = cx_gc_retained_versions(store, &opt, now, &v, n, err)) != CX_OK)
+		return rc;
+	*out = palloc(sizeof(uint64) * Max(*n, 1));
+	if (*n > 0)
+		memcpy(*out, v, sizeof(uint64) * *n);
+	free(v);
+	return CX_OK;
+}
+
+uint64 *
+cxfdw_retained_versions(const CxRelInfo *ri, cx_objstore *store, size_t *n)
+{
+	uint64	   *retained;
+	cx_err		err;
+
+	if (retained_versions(ri, store, 0, &retained, n, &err) != CX_OK)
+		cx_pg_error(&err, "could not tell the retained versions of store %s",
+					ri->uri);
+	return retained;
+}
+
+/*
+ * A table pinned to a version GC no longer retains may miss objects GC
+ * collected: a read that finds one missing (err) says so instead of
+ * reporting a damaged store.  The table's own pin does not count: made
+ * after GC collected the version, it cannot bring the objects back, so the
+ * version is judged by count, interval, Iceberg and the other tables' pins,
+ * with ri's lifecycle options.  Returns when that is not the case (the
+ * caller raises err as it is): a retained version missing an object is a
+ * damaged store, one above the newest was never committed, and when the
+ * retention walk fails too, err is the error to report.
+ */
+void
+cxfdw_raise_if_collected(const CxRelInfo *ri, cx_objstore *store,
+						 const cx_err *err)
+{
+	uint64	   *retained;
+	size_t		n;
+	cx_err		walk_err;
+
+	if (ri->version == 0 || err->code != CX_ERR_NOT_FOUND ||
+		retained_versions(ri, store, ri->version, &retained, &n,
+						  &walk_err) != CX_OK)
+		return;
+	/* Above the newest (retained[0]) is a version never committed. */
+	if (n == 0 || ri->version > retained[0] ||
+		cxfdw_version_in(retained, n, ri->version))
+		return;
+	ereport(ERROR,
+			errcode(cx_pg_errcode(err->code)),
+			errmsg("version " UINT64_FORMAT " of store %s is no longer retained",
+				   ri->version, ri->uri),
+			errdetail("%s", err->msg),
+			errhint("GC keeps the newest retain_versions versions, those newer than retain_interval and pinned ones; pin a version with the option version before it ages out."));
+}
+
 PG_FUNCTION_INFO_V1(ctxstore_gc);
 
 /* ctxstore.gc(regclass, dry_run boolean) returns jsonb: what GC listed,
@@ -157,9 +267,8 @@ ctxstore_gc(PG_FUNCTION_ARGS)
 	cx_code		rc;
 	cx_err		err;
 
-	cx_gc_options_from(&settings, &opt);
+	gc_options(ri, &settings, &opt);
 	opt.dry_run = PG_GETARG_BOOL(1);
-	opt.pinned = cxfdw_pinned_versions(ri->uri, &opt.npinned);
 	rc = cx_gc(cxfdw_store_handle(st), &opt, &interruptible, &res, &err);
 	cx_stats_note_gc(ri->uri, rc, &res, opt.dry_run, &err);
 	if (rc != CX_OK)

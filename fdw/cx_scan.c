@@ -168,6 +168,7 @@ snap_open(const CxRelInfo *ri, CxStore *st)
 						 &err) != CX_OK)
 	{
 		pfree(c);
+		cxfdw_raise_if_collected(ri, cxfdw_store_handle(st), &err);
 		if (ri->version != 0)
 			cx_pg_error(&err, "could not read version " UINT64_FORMAT " of store %s",
 						ri->version, ri->uri);
@@ -200,6 +201,15 @@ snap_get(const CxRelInfo *ri)
 	if (c != NULL)
 		snap_uncache(c);
 	return snap_open(ri, st);
+}
+
+/* Raises err, met reading snapshot c of ri. */
+static void
+scan_error(const CxRelInfo *ri, const CxSnap *c, const cx_err *err)
+{
+	cxfdw_raise_if_collected(ri, cxfdw_store_handle(c->store), err);
+	cx_pg_error(err, "could not read store %s of foreign table \"%s\"",
+				ri->uri, ri->relname);
 }
 
 /* ---- planning ---- */
@@ -553,8 +563,7 @@ begin_store_scan(CxScanState *s)
 	rc = cx_tablescan_begin_spec(s->snap->snap, &spec, &s->scan, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CX_OK)
-		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-					s->ri->uri, s->ri->relname);
+		scan_error(s->ri, s->snap, &err);
 	s->scan_done = false;
 }
 
@@ -585,8 +594,7 @@ cxfdw_key_committed(const CxRelInfo *ri, const CxTypeInfo *key_type,
 		rc = cx_tablescan_next(scan, &g, &rows, &n, &err);
 	cx_tablescan_end(scan);
 	if (rc != CX_OK)
-		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-					ri->uri, ri->relname);
+		scan_error(ri, snap, &err);
 	return n > 0;
 }
 
@@ -770,8 +778,7 @@ next_store_row(CxScanState *s)
 			return false;
 		if (cx_tablescan_next(s->scan, &s->group, &s->rows, &s->nrows,
 							  &err) != CX_OK)
-			cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-						s->ri->uri, s->ri->relname);
+			scan_error(s->ri, s->snap, &err);
 		s->pos = 0;
 		s->scan_done = s->group == NULL;
 	}

@@ -120,6 +120,49 @@ FROM ctxstore.stats('lc_gc') s;
 SELECT count(*), sum(n) FROM lc_gc;
 SELECT count(*), sum(n) FROM lc_gc_pinned;
 
+-- A version between retained ones keeps its manifest, but GC deletes the
+-- fragments only it names: ctxstore.versions(t) says which versions GC
+-- retains, and reading a collected one says it is no longer retained (the
+-- reading table's own pin, made too late, does not count; it judges with
+-- its own lifecycle options, so it carries the store's).  Versions:
+-- pinned (fragment A), between (A and B), compacted (C), newest.
+CREATE FOREIGN TABLE lc_ret (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_ret', merge_after_generations '0',
+           cleanup_interval '0', compact_min_fragments '2',
+           retain_versions '1', retain_interval '0', gc_grace '0');
+INSERT INTO lc_ret SELECT 'k' || g, g FROM generate_series(1, 10) g;
+SELECT ctxstore.merge_wal('lc_ret') > 0 AS merged;
+SELECT max(version) AS ret_pinned FROM ctxstore.versions('lc_ret') \gset
+CREATE FOREIGN TABLE lc_ret_pinned (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_ret', version :'ret_pinned');
+INSERT INTO lc_ret SELECT 'k' || g, g FROM generate_series(11, 20) g;
+SELECT ctxstore.merge_wal('lc_ret') > 0 AS merged;
+SELECT max(version) AS ret_between FROM ctxstore.versions('lc_ret') \gset
+SELECT ctxstore.compact('lc_ret')->'compacted' AS compacted;
+SELECT (ctxstore.gc('lc_ret')->>'objects_deleted')::int > 0 AS collected;
+SELECT version - :ret_pinned AS since_pinned, operation, retained
+FROM ctxstore.versions('lc_ret') WHERE version >= :ret_pinned ORDER BY version;
+SELECT count(*), sum(n) FROM lc_ret_pinned;
+CREATE FOREIGN TABLE lc_ret_between (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_ret', version :'ret_between',
+           retain_versions '1', retain_interval '0');
+DO $$
+DECLARE
+  state text;
+  msg text;
+  detail text;
+  hint text;
+BEGIN
+  PERFORM count(*) FROM lc_ret_between;
+  RAISE NOTICE 'read';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+    detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+  RAISE NOTICE '%, no longer retained: %, detail names a fragment: %, hint: %',
+    state, msg LIKE 'version % of store file://%/lc_ret is no longer retained',
+    detail LIKE '%data/%', hint;
+END $$;
+
 -- Compaction rewrites the small fragments into one, rows, deletions and
 -- updates read the same, and key lookups go through the reindexed outputs.
 CREATE FOREIGN TABLE lc_cmp (id text, n int) SERVER lc_srv

@@ -4,8 +4,10 @@
 # the union of what each database last told (docs/design/maintenance.md,
 # "Pinned versions").  A pin in a database that never sent one is protected
 # only by the retention window: here, with retain_versions 1 and
-# retain_interval 0, it is collected.  More pins than a request carries stop
-# the worker's GC of the store.
+# retain_interval 0, it is collected, and reading it says it is no longer
+# retained; a retained version missing an object keeps the damaged-store
+# error.  More pins than a request carries stop the worker's GC of the
+# store.
 use strict;
 use warnings;
 
@@ -77,8 +79,21 @@ is(sql('postgres', 'SELECT count(*), sum(n) FROM events'), '30|465',
 is(sql('told', 'SELECT count(*), sum(n) FROM pinned'), '20|210',
 	'a pin of another database that told the writer survives');
 my ($rc, $out, $err) = $node->psql('silent', 'SELECT count(*) FROM pinned');
-like($err, qr/could not read version $first/,
+like($err, qr/ERROR:  version $first of store \S+ is no longer retained/,
 	'a pin of a database that never told it is collected (retention window only)');
+like($err, qr/HINT:  GC keeps the newest retain_versions versions/,
+	'and the read says so, with the retention hint');
+
+# A retained version missing an object is damage, not collection: the
+# read keeps the error that says the store lacks it (every fragment is
+# deleted by hand; nothing reads the store after).
+(my $dir = $uri) =~ s{^file://}{};
+my @fragments = glob("$dir/data/*.parquet");
+unlink(@fragments) == @fragments or die "unlink @fragments: $!";
+($rc, $out, $err) = $node->psql('told', 'SELECT count(*) FROM pinned');
+unlike($err, qr/no longer retained/, 'a retained version missing an object is not called collected');
+like($err, qr/HINT:  If the detail names an object a version lists, the store lacks it/,
+	'it keeps the damaged-store hint');
 
 # More pins than a request carries (CX_PINS_MAX, 32): the worker does not
 # collect the store at all rather than drop one.  (gc_grace stays 1h: the

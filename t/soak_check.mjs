@@ -43,9 +43,12 @@
 //                (acknowledged with rows 1, or unknown with its receipt)
 //                must not be strictly followed by an acknowledged effective
 //                insert, upsert or update
-//   version      every base version the store lists (ctxstore.versions)
-//                reads, without a key twice; one gone by the time it was
-//                read (collected) is not retained and does not count
+//   version      every base version the store lists as retained
+//                (ctxstore.versions, column retained, at the moment of
+//                reading it) reads, and no version reads a key twice; one
+//                not retained may fail, but only with the error of a
+//                collected version ("is no longer retained"), since GC may
+//                have deleted objects only it names
 //   rss_growth   in a soak of at least JUDGE_RSS_AFTER seconds, the peak
 //                private memory (RssAnon) of a cluster's writer or
 //                maintenance worker in the last minute exceeds its peak in
@@ -163,11 +166,13 @@ function checkKey(store, key, value, keyOps, receipts, report) {
 	}
 }
 
+const NOT_RETAINED = /is no longer retained/;
+
 function checkVersions(store, versions, report) {
 	for (const v of versions) {
-		if (v.gone) continue;
-		if (v.error) report('version', `${store}: base version ${v.version} does not read: ${v.error}`);
-		else if (v.distinct !== v.rows)
+		if (v.error && (v.retained || !NOT_RETAINED.test(v.error)))
+			report('version', `${store}: ${v.retained ? 'retained' : 'collected'} base version ${v.version} does not read: ${v.error}`);
+		else if (!v.error && v.distinct !== v.rows)
 			report('version', `${store}: base version ${v.version} reads ${v.rows} rows but ${v.distinct} keys`);
 	}
 }
@@ -262,7 +267,8 @@ const cases = [
 			op('a7', 'k7', 'insert', 0, 10, 'ack'), op('b7', 'k7', 'delete', 20, null, 'unknown')],
 		rows: [['k1', 'a1'], receipt('a1'), receipt('b1'), receipt('a2'), receipt('b2'),
 			['k3', 'a3'], receipt('a3'), receipt('a6'), receipt('a7'), receipt('b7')],
-		versions: [{ version: 1, rows: 3, distinct: 3 }, { version: 2, gone: true }],
+		versions: [{ version: 1, retained: true, rows: 3, distinct: 3 },
+			{ version: 2, retained: false, error: '58P01: version 2 of store s is no longer retained' }],
 		want: [],
 	},
 	{
@@ -316,10 +322,12 @@ const cases = [
 		rows: [receipt('a1')], want: ['lost_value'],
 	},
 	{
-		name: 'version: a listed version does not read, another reads a key twice',
+		name: 'version: a retained version does not read, another reads a key twice, a collected one fails otherwise',
 		logs: [], rows: [],
-		versions: [{ version: 1, error: '58P01 missing object' }, { version: 2, rows: 3, distinct: 2 }],
-		want: ['version', 'version'],
+		versions: [{ version: 1, retained: true, error: '58P01: version 1 of store s is no longer retained' },
+			{ version: 2, retained: false, rows: 3, distinct: 2 },
+			{ version: 3, retained: false, error: '58P01: could not read store s' }],
+		want: ['version', 'version', 'version'],
 	},
 	{
 		name: 'rss_growth: a writer that grows in a long run, not in a short one, not a backend',

@@ -308,7 +308,7 @@ async function quietQuery(cluster, sql, attempts = 6) {
 		try {
 			return await adminQuery(cluster, sql);
 		} catch (e) {
-			if (n >= attempts || !String(e.code || '').startsWith('58')) throw e;
+			if (n >= attempts || !String(e.code || '').startsWith('58') || NOT_RETAINED.test(e.message)) throw e;
 			console.error(`# final read retried (${n}/${attempts}) on ${cluster.name}: ${e.code}: ${e.message}`);
 			await sleep(2000);
 		}
@@ -340,24 +340,43 @@ async function finalReads() {
 	return final;
 }
 
+// The store's base versions and whether GC retains each now.
 const listVersions = async (cluster, store) =>
-	(await quietQuery(cluster, `SELECT version FROM ctxstore.versions('${store.table}')`)).map((x) => Number(x.version));
+	(await quietQuery(cluster, `SELECT version, retained FROM ctxstore.versions('${store.table}')`))
+		.map((x) => ({ version: Number(x.version), retained: x.retained }));
 
-// Reads each base version the store lists through a table pinned to it.
+// A version GC no longer retains has this error, which no retry mends.
+const NOT_RETAINED = /is no longer retained/;
+
+const retainedNow = async (cluster, store, version) =>
+	(await listVersions(cluster, store)).some((x) => x.version === version && x.retained);
+
+// Reads each base version the store lists through a table pinned to it,
+// with the store's retention options (the read judges by them whether a
+// missing object was collected) and dropped after the read (so that its pin
+// does not make the next listing call the version retained).  retained:
+// GC retained it when it was read (listed so just before, and still after
+// a failure: one collected or aged out meanwhile is not).
 async function readVersions(cluster, store) {
+	const options = (await quietQuery(cluster, `SELECT option_name, option_value FROM pg_options_to_table(
+		(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = '${store.table}'::regclass))
+		WHERE option_name IN ('retain_versions', 'retain_interval')`))
+		.map((o) => `, ${o.option_name} '${o.option_value}'`).join('');
 	const out = [];
-	for (const version of await listVersions(cluster, store)) {
+	for (const { version } of await listVersions(cluster, store)) {
 		const pin = `${store.table}_v${version}`;
+		const listed = await retainedNow(cluster, store, version);
+		let read;
 		try {
-			await adminQuery(cluster, `CREATE FOREIGN TABLE IF NOT EXISTS ${pin} (id text NOT NULL, v text)
-				SERVER ${store.server} OPTIONS (uri '${store.uri}', version '${version}')`);
+			await adminQuery(cluster, `CREATE FOREIGN TABLE ${pin} (id text NOT NULL, v text)
+				SERVER ${store.server} OPTIONS (uri '${store.uri}', version '${version}'${options})`);
 			const [r] = await quietQuery(cluster, `SELECT count(*) AS rows, count(DISTINCT id) AS distinct FROM ${pin}`);
-			out.push({ version, rows: Number(r.rows), distinct: Number(r.distinct) });
+			read = { rows: Number(r.rows), distinct: Number(r.distinct) };
 		} catch (e) {
-			// Collected since it was listed: not retained any more.
-			const gone = !(await listVersions(cluster, store)).includes(version);
-			out.push({ version, error: `${e.code}: ${e.message}`, gone });
+			read = { error: `${e.code}: ${e.message}` };
 		}
+		await adminQuery(cluster, `DROP FOREIGN TABLE IF EXISTS ${pin}`);
+		out.push({ version, retained: listed && (!read.error || await retainedNow(cluster, store, version)), ...read });
 	}
 	return out;
 }

@@ -236,10 +236,23 @@ shard_release(version_walk *w)
 	w->shard = NULL;
 }
 
+/* What the public retention computation adds for a retained version:
+ * nothing, it only collects them. */
 static cx_code
-reference_base(cx_gc_run *run, cx_err *err)
+reference_nothing(version_walk *w, cx_err *err)
 {
-	version_walk w = {.load = base_load, .reference = base_reference,
+	(void) w;
+	(void) err;
+	return CX_OK;
+}
+
+/* Walks the base versions, collecting the retained ones into run->retained
+ * and adding what each references with reference. */
+static cx_code
+walk_base(cx_gc_run *run,
+		  cx_code (*reference) (version_walk *w, cx_err *err), cx_err *err)
+{
+	version_walk w = {.load = base_load, .reference = reference,
 		.release = base_release, .store = run->store, .refs = &run->refs,
 	.kept = &run->retained};
 	cx_gc_versions v = {0};
@@ -253,6 +266,25 @@ reference_base(cx_gc_run *run, cx_err *err)
 		run->base_floor = w.oldest_retained;
 	}
 	free(v.v);
+	return rc;
+}
+
+cx_code
+cx_gc_retained_versions(cx_objstore *s, const cx_gc_options *o,
+						int64_t now_us, uint64_t **versions, size_t *n,
+						cx_err *err)
+{
+	cx_gc_result res = {0};
+	cx_gc_run	run = {.store = s,.opts = o,.res = &res,.now = now_us};
+	cx_code		rc = cx_gc_iceberg_load(&run, err);
+
+	if (rc == CX_OK)
+		rc = walk_base(&run, reference_nothing, err);
+	*versions = rc == CX_OK ? run.retained.v : NULL;
+	*n = rc == CX_OK ? run.retained.n : 0;
+	if (rc == CX_OK)
+		run.retained.v = NULL;
+	cx_gc_run_free(&run);
 	return rc;
 }
 
@@ -316,7 +348,7 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	run.now = cx_clock_now_us();
 	rc = cx_gc_iceberg_load(&run, err);
 	if (rc == CX_OK)
-		rc = reference_base(&run, err);
+		rc = walk_base(&run, base_reference, err);
 	/* An empty store has nothing to collect. */
 	if (rc == CX_OK && run.newest > 0)
 		rc = reference_shards(&run, err);

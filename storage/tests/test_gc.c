@@ -21,6 +21,7 @@
 #include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "table/cx_key_index.h"
+#include "util/cx_clock.h"
 #include "util/cx_failpoint.h"
 #include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
@@ -204,6 +205,52 @@ CX_TEST(gc_keeps_what_iceberg_snapshots_list)
 	CHECK(exists(s, replaced));
 	CHECK(rows_at(s, 5) == 30);
 	CHECK(exists(s, CX_ICEBERG_VERSION_HINT_KEY));
+	cx_obj_close(s);
+}
+
+/*
+ * Versions 1 to 5, Iceberg published from 5, then 6 to 8; version 2 is
+ * pinned.  With retain_versions 2, GC retains 8, 7, the Iceberg snapshot's
+ * 5 and the pinned 2: not 6, 4, 3 and 1, although 6, 4 and 3 sit between
+ * retained ones and keep their manifests.  GC retains exactly those.
+ */
+CX_TEST(gc_retained_versions_skip_those_between_pinned_ones)
+{
+	static const uint64_t expected[] = {8, 7, 5, 2};
+	cx_objstore *s = mw_open_store();
+	cx_iceberg_result pub;
+	uint64_t	pin = 2;
+	uint64_t	v;
+	char		key[CX_KEY_MAX + 1];
+	uint64_t   *retained;
+	size_t		n;
+	cx_gc_options o = gc_opts(2, 0, 0);
+	cx_gc_result res;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_iceberg_publish(s, &pub, &err), &err);
+	REQUIRE(pub.published && pub.base_version == 5);
+	cx_iceberg_result_free(&pub);
+	for (int i = 0; i < 3; i++)
+		REQUIRE_OK(cx_commit(s, "compact", drop_first_fragment, NULL, NULL,
+							 &v, &err), &err);
+	REQUIRE(v == 8);
+	o.pinned = &pin;
+	o.npinned = 1;
+	REQUIRE_OK(cx_gc_retained_versions(s, &o, cx_clock_now_us(), &retained,
+									   &n, &err), &err);
+	CHECK(n == 4);
+	for (size_t k = 0; k < n && k < 4; k++)
+		CHECK(retained[k] == expected[k]);
+	free(retained);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 4);
+	CHECK(rows_at(s, 5) == 30 && rows_at(s, 2) == 0);
+	/* no gap in the versions: 6 stays listed, though not retained */
+	cx_manifest_key(6, key, sizeof(key));
+	CHECK(exists(s, key));
 	cx_obj_close(s);
 }
 

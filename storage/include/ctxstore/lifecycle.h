@@ -130,4 +130,15 @@ cx_code		cx_gc(cx_objstore *s, const cx_gc_options *o,
 				  const cx_job_progress *progress, cx_gc_result *res,
 				  cx_err *err);
 
+/*
+ * The base versions cx_gc with options o (retain_versions, retain_interval,
+ * pinned) retains at now_us (Unix us): it keeps those and everything they
+ * name, while another version may already miss objects only it names.  The
+ * current Iceberg snapshot's base version counts as pinned.  *versions
+ * (malloc'd, newest first, free() it; NULL when *n is 0) receives them.
+ */
+cx_code		cx_gc_retained_versions(cx_objstore *s, const cx_gc_options *o,
+									int64_t now_us, uint64_t **versions,
+									size_t *n, cx_err *err);
+
 #endif							/* CTXSTORE_LIFECYCLE_H */
