@@ -100,6 +100,17 @@ sample_row(CxSample *sm, const cx_tablescan *scan, uint32 row)
 	MemoryContextReset(sm->row_cxt);
 }
 
+/* Raises err, met reading ri's store: as a scan does, a version GC no
+ * longer retains says so. */
+static void
+read_error(const CxRelInfo *ri, const cx_err *err)
+{
+	cxfdw_raise_if_collected(ri, cxfdw_store_handle(cxfdw_store_open(ri, CX_ACCESS_READ)),
+							 err);
+	cx_pg_error(err, "could not read store %s of foreign table \"%s\"",
+				ri->uri, ri->relname);
+}
+
 /* The committed snapshot ri reads (malloc'd: the caller closes it). */
 static cx_snapshot *
 open_snapshot(const CxRelInfo *ri)
@@ -109,8 +120,7 @@ open_snapshot(const CxRelInfo *ri)
 
 	if (cx_snapshot_open(cxfdw_store_handle(cxfdw_store_open(ri, CX_ACCESS_READ)),
 						 ri->version, &snap, &err) != CX_OK)
-		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-					ri->uri, ri->relname);
+		read_error(ri, &err);
 	return snap;
 }
 
@@ -127,8 +137,7 @@ sample_snapshot(CxSample *sm, cx_snapshot *snap)
 		return;					/* an empty store */
 	cxfdw_bind(sm->ri, base->schema, &sm->bind);
 	if (cx_tablescan_begin(snap, sampled_columns(sm), &opened, &err) != CX_OK)
-		cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-					sm->ri->uri, sm->ri->relname);
+		read_error(sm->ri, &err);
 	scan = opened;
 	PG_TRY();
 	{
@@ -140,8 +149,7 @@ sample_snapshot(CxSample *sm, cx_snapshot *snap)
 
 			vacuum_delay_point();
 			if (cx_tablescan_next(scan, &g, &rows, &n, &err) != CX_OK)
-				cx_pg_error(&err, "could not read store %s of foreign table \"%s\"",
-							sm->ri->uri, sm->ri->relname);
+				read_error(sm->ri, &err);
 			if (g == NULL)
 				break;
 			for (uint32_t i = 0; i < n; i++)
