@@ -264,16 +264,16 @@ extern uint64 *cxfdw_pinned_versions(const char *uri, uint32 *n);
  * worker's GC (more than CX_PINS_MAX: pins_overflow). */
 extern void cxfdw_settings_tell_pins(const char *uri, CxStoreSettings *s);
 /* The base versions ctxstore.gc() on ri's store would retain now (ri's
- * lifecycle options, this database's pins), palloc'd, newest first, *n of
- * them (cx_lifecycle.c). */
+ * lifecycle options, this database's pins), less those the store records
+ * a GC collected, palloc'd, newest first, *n of them (cx_lifecycle.c). */
 extern uint64 *cxfdw_retained_versions(const CxRelInfo *ri,
 									   cx_objstore *store, size_t *n);
 extern bool cxfdw_version_in(const uint64 *retained, size_t n,
 							 uint64 version);
 
 /* Raises the error of a read of ri that met err when ri is pinned to a
- * version GC no longer retains and err is an object missing; else returns
- * (cx_lifecycle.c). */
+ * version the store records a GC collected and err is an object missing;
+ * else returns (cx_lifecycle.c). */
 extern void cxfdw_raise_if_collected(const CxRelInfo *ri,
 									 cx_objstore *store, const cx_err *err);
 

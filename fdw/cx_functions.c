@@ -376,8 +376,9 @@ emit_version(ReturnSetInfo *rsinfo, cx_objstore *store, uint64 version,
 PG_FUNCTION_INFO_V1(ctxstore_versions);
 
 /* ctxstore.versions(regclass) returns setof (version, committed_at,
- * operation, rows, retained): one manifest read per version, and the
- * retention walk of ctxstore.gc() on the table (what GC keeps now). */
+ * operation, rows, retained): one manifest read per version, the
+ * retention walk of ctxstore.gc() on the table (what GC keeps now) and the
+ * store's GC record (what a GC collected stays collected). */
 Datum
 ctxstore_versions(PG_FUNCTION_ARGS)
 {

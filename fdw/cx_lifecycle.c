@@ -6,8 +6,9 @@
  *                       fewer, larger ones (every small one: force)
  *   gc(t, dry_run)      delete the objects no retained version references
  *
- * and what GC retains, as ctxstore.gc() would decide it now, for
- * ctxstore.versions and for the error a read of a collected version raises.
+ * and what GC retains, as ctxstore.gc() would decide it now less what the
+ * store records GC collected, for ctxstore.versions, and from that record
+ * the error a read of a collected version raises.
  *
  * Both work on the store themselves, with the caller's user mapping, without
  * the workers (and so from pg_cron); the maintenance worker also runs them
@@ -153,20 +154,6 @@ gc_options(const CxRelInfo *ri, const CxStoreSettings *settings,
 	opt->pinned = cxfdw_pinned_versions(ri->uri, &opt->npinned);
 }
 
-/* Drops one pin of version from opt, if any. */
-static void
-drop_pin(cx_gc_options *opt, uint64 version)
-{
-	uint64	   *pins = (uint64 *) opt->pinned;
-
-	for (uint32 i = 0; i < opt->npinned; i++)
-		if (pins[i] == version)
-		{
-			pins[i] = pins[--opt->npinned];
-			return;
-		}
-}
-
 /* Whether version is among the n of retained. */
 bool
 cxfdw_version_in(const uint64 *retained, size_t n, uint64 version)
@@ -177,11 +164,28 @@ cxfdw_version_in(const uint64 *retained, size_t n, uint64 version)
 	return false;
 }
 
-/* The base versions ctxstore.gc() with ri's options would retain now,
- * one pin of unpinned (0: none) left out, into *out (palloc'd). */
+/* Keeps of v[0 .. *n) those the store records no GC collected. */
 static cx_code
-retained_versions(const CxRelInfo *ri, cx_objstore *store, uint64 unpinned,
-				  uint64 **out, size_t *n, cx_err *err)
+drop_collected(cx_objstore *store, uint64_t *v, size_t *n, cx_err *err)
+{
+	bool	   *collected = palloc(sizeof(bool) * Max(*n, 1));
+	size_t		kept = 0;
+	cx_code		rc = cx_gc_collected_versions(store, v, *n, collected, err);
+
+	for (size_t i = 0; rc == CX_OK && i < *n; i++)
+		if (!collected[i])
+			v[kept++] = v[i];
+	if (rc == CX_OK)
+		*n = kept;
+	pfree(collected);
+	return rc;
+}
+
+/* The base versions ctxstore.gc() with ri's options would retain now, less
+ * those a GC already collected, into *out (palloc'd). */
+static cx_code
+retained_versions(const CxRelInfo *ri, cx_objstore *store, uint64 **out,
+				  size_t *n, cx_err *err)
 {
 	CxStoreSettings settings;
 	cx_gc_options opt;
@@ -191,14 +195,13 @@ retained_versions(const CxRelInfo *ri, cx_objstore *store, uint64 unpinned,
 
 	cxfdw_table_settings(ri, &settings);
 	gc_options(ri, &settings, &opt);
-	drop_pin(&opt, unpinned);
 	if ((rc = cx_gc_retained_versions(store, &opt, now, &v, n, err)) != CX_OK)
 		return rc;
 	*out = palloc(sizeof(uint64) * Max(*n, 1));
 	if (*n > 0)
 		memcpy(*out, v, sizeof(uint64) * *n);
 	free(v);
-	return CX_OK;
+	return drop_collected(store, *out, n, err);
 }
 
 uint64 *
@@ -207,38 +210,34 @@ cxfdw_retained_versions(const CxRelInfo *ri, cx_objstore *store, size_t *n)
 	uint64	   *retained;
 	cx_err		err;
 
-	if (retained_versions(ri, store, 0, &retained, n, &err) != CX_OK)
+	if (retained_versions(ri, store, &retained, n, &err) != CX_OK)
 		cx_pg_error(&err, "could not tell the retained versions of store %s",
 					ri->uri);
 	return retained;
 }
 
 /*
- * A table pinned to a version GC no longer retains may miss objects GC
- * collected: a read that finds one missing (err) says so instead of
- * reporting a damaged store.  The table's own pin does not count: made
- * after GC collected the version, it cannot bring the objects back, so the
- * version is judged by count, interval, Iceberg and the other tables' pins,
- * with ri's lifecycle options.  Returns when that is not the case (the
- * caller raises err as it is): a retained version missing an object is a
- * damaged store, one above the newest was never committed, and when the
- * retention walk fails too, err is the error to report.
+ * A table pinned to a version GC collected may miss objects GC deleted: a
+ * read that finds one missing (err) says so instead of reporting a damaged
+ * store.  Whether GC collected it is what the store records of every GC
+ * run, whichever table's options and pins it ran with (a pin made after,
+ * such as the table's own, cannot bring the objects back).  Returns when
+ * that is not the case (the caller raises err as it is): a version no GC
+ * collected missing an object is a damaged store, one above the newest any
+ * GC listed was never committed or is too new to be collected, a store
+ * without a record (no GC of this version ran on it) proves nothing, and
+ * when reading the record fails too, err is the error to report.
  */
 void
 cxfdw_raise_if_collected(const CxRelInfo *ri, cx_objstore *store,
 						 const cx_err *err)
 {
-	uint64	   *retained;
-	size_t		n;
-	cx_err		walk_err;
+	bool		collected;
+	cx_err		record_err;
 
 	if (ri->version == 0 || err->code != CX_ERR_NOT_FOUND ||
-		retained_versions(ri, store, ri->version, &retained, &n,
-						  &walk_err) != CX_OK)
-		return;
-	/* Above the newest (retained[0]) is a version never committed. */
-	if (n == 0 || ri->version > retained[0] ||
-		cxfdw_version_in(retained, n, ri->version))
+		cx_gc_collected(store, ri->version, &collected, &record_err) != CX_OK ||
+		!collected)
 		return;
 	ereport(ERROR,
 			errcode(cx_pg_errcode(err->code)),

@@ -122,10 +122,8 @@ SELECT count(*), sum(n) FROM lc_gc_pinned;
 
 -- A version between retained ones keeps its manifest, but GC deletes the
 -- fragments only it names: ctxstore.versions(t) says which versions GC
--- retains, and reading a collected one says it is no longer retained (the
--- reading table's own pin, made too late, does not count; it judges with
--- its own lifecycle options, so it carries the store's).  Versions:
--- pinned (fragment A), between (A and B), compacted (C), newest.
+-- retains, and reading a collected one says it is no longer retained.
+-- Versions: pinned (fragment A), between (A and B), compacted (C), newest.
 CREATE FOREIGN TABLE lc_ret (id text, n int) SERVER lc_srv
   OPTIONS (uri 'file://@store_root@/lc_ret', merge_after_generations '0',
            cleanup_interval '0', compact_min_fragments '2',
@@ -143,9 +141,19 @@ SELECT (ctxstore.gc('lc_ret')->>'objects_deleted')::int > 0 AS collected;
 SELECT version - :ret_pinned AS since_pinned, operation, retained
 FROM ctxstore.versions('lc_ret') WHERE version >= :ret_pinned ORDER BY version;
 SELECT count(*), sum(n) FROM lc_ret_pinned;
+-- What GC collected is what the store records, not what the options of a
+-- table asking now would retain: another table of the store, which would
+-- retain 20 versions, pinned to the collected one after GC ran, reads it
+-- as no longer retained, and versions() of either table calls it not
+-- retained although a table pins it now.
 CREATE FOREIGN TABLE lc_ret_between (id text, n int) SERVER lc_srv
   OPTIONS (uri 'file://@store_root@/lc_ret', version :'ret_between',
-           retain_versions '1', retain_interval '0');
+           retain_versions '20');
+SELECT version - :ret_pinned AS since_pinned, b.retained AS retained_here,
+       r.retained AS retained_by_20
+FROM ctxstore.versions('lc_ret') b JOIN ctxstore.versions('lc_ret_between') r
+  USING (version)
+WHERE version >= :ret_pinned ORDER BY version;
 -- A scan and ANALYZE both say so.
 DO $$
 DECLARE

@@ -28,6 +28,7 @@ take fuzz_fragment -path '*/data/*.parquet'
 take fuzz_manifest -path '*/_versions/*.manifest'
 take fuzz_shard_manifest -name '*.shard'
 take fuzz_wal -name '*.wal'
+take fuzz_gc_record -name '*.retention'
 take fuzz_key_index -name '*.cxk'
 take fuzz_iceberg -path '*/iceberg/*' \( -name '*.json' -o -name '*.avro' \)
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "maintenance/cx_gc_int.h"
+#include "maintenance/cx_gc_record.h"
 #include "maintenance/cx_iceberg_int.h"
 #include "memwal/cx_shard_manifest.h"
 #include "objstore/cx_layout.h"
@@ -288,6 +289,51 @@ cx_gc_retained_versions(cx_objstore *s, const cx_gc_options *o,
 	return rc;
 }
 
+static int
+version_cmp(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Records the run's retention decision in the store before anything is
+ * deleted, merged with the newest record so that no version an earlier run
+ * collected counts as retained again (its objects may be gone): what the
+ * read path asks to tell collection from damage (cx_gc_collected).  A dry
+ * run records nothing.
+ */
+static cx_code
+record_retention(cx_gc_run *run, cx_err *err)
+{
+	cx_gc_record mine = {0};
+	cx_gc_record latest;
+	cx_code		rc;
+
+	if (run->opts->dry_run)
+		return CX_OK;
+	if ((rc = cx_gc_record_load_latest(run->store, &latest, err)) != CX_OK)
+		return rc;
+	mine.number = latest.number;
+	mine.newest = run->newest;
+	mine.n = run->retained.n;
+	if ((mine.retained = malloc(mine.n * sizeof(uint64_t))) == NULL)
+		rc = cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	else
+	{
+		memcpy(mine.retained, run->retained.v, mine.n * sizeof(uint64_t));
+		qsort(mine.retained, mine.n, sizeof(uint64_t), version_cmp);
+		rc = cx_gc_record_merge(&mine, &latest, err);
+	}
+	if (rc == CX_OK)
+		rc = cx_gc_record_put(run->store, &mine, err);
+	cx_gc_record_free(&mine);
+	cx_gc_record_free(&latest);
+	return rc;
+}
+
 /* Every shard the newest base version registers. */
 static cx_code
 reference_shards(cx_gc_run *run, cx_err *err)
@@ -350,6 +396,8 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	if (rc == CX_OK)
 		rc = walk_base(&run, base_reference, err);
 	/* An empty store has nothing to collect. */
+	if (rc == CX_OK && run.newest > 0)
+		rc = record_retention(&run, err);
 	if (rc == CX_OK && run.newest > 0)
 		rc = reference_shards(&run, err);
 	if (rc == CX_OK && run.newest > 0)

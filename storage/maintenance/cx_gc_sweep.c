@@ -98,9 +98,10 @@ is_referenced(const cx_gc_refs *refs, const char *key)
  * own rule for a drain; GC applies it to the markers a writer that
  * vanished, or a delete that failed, left behind.  A marker numbered above
  * every version (a seal whose put failed, or one in flight) is kept.
- * Hints, the compaction lease, and everything of a shard the base does
- * not register, are kept.  Keys under iceberg/ are cx_gc_iceberg.c's to
- * judge.
+ * Hints, the compaction lease, retention records (the run that puts one
+ * deletes those it replaces; "_gc/" is not swept) and everything of a
+ * shard the base does not register, are kept.  Keys under iceberg/ are
+ * cx_gc_iceberg.c's to judge.
  */
 static bool
 is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
@@ -132,6 +133,7 @@ is_collectable(const cx_gc_run *run, const char *key, bool *unknown)
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_ACCESS_CHECK:
 		case CX_OBJECT_COMPACTION_LEASE:
+		case CX_OBJECT_GC_RECORD:
 			return false;
 		case CX_OBJECT_NONE:
 			break;

@@ -16,8 +16,10 @@
 #define WAL_SUFFIX ".wal"
 #define BASE_VERSION_SUFFIX ".manifest"
 #define DIRTY_MARKER_SUFFIX ".dirty"
+#define GC_RECORD_SUFFIX ".retention"
 
 const cx_vseq cx_layout_base_versions = {CX_VERSIONS_PREFIX, BASE_VERSION_SUFFIX, false};
+const cx_vseq cx_layout_gc_records = {CX_GC_RECORD_PREFIX, GC_RECORD_SUFFIX, false};
 const cx_vseq cx_layout_iceberg_versions = {CX_ICEBERG_METADATA_PREFIX "v", ".metadata.json", true};
 
 static const char hex_digits[] = "0123456789abcdef";
@@ -320,6 +322,8 @@ parse_key(const char *key, cx_object_name *name)
 		return CX_OBJECT_COMPACTION_LEASE;
 	if (cx_vseq_parse(&cx_layout_base_versions, key, &name->number))
 		return CX_OBJECT_BASE_VERSION;
+	if (cx_vseq_parse(&cx_layout_gc_records, key, &name->number))
+		return CX_OBJECT_GC_RECORD;
 	if (strncmp(key, CX_SHARDS_PREFIX, strlen(CX_SHARDS_PREFIX)) == 0)
 		return parse_shard_object(key, name);
 	if (strncmp(key, CX_DIRTY_PREFIX, strlen(CX_DIRTY_PREFIX)) == 0)

@@ -34,6 +34,10 @@
 #define CX_FRAGMENT_KEY_SIZE \
 	(sizeof(CX_FRAGMENT_PREFIX) - 1 + 2 * CX_FRAGMENT_ID_LEN + sizeof(CX_FRAGMENT_SUFFIX))
 
+/* The retention records of garbage collection, a sequence
+ * "_gc/<20 digits>.retention" (maintenance/cx_gc_record.c). */
+#define CX_GC_RECORD_PREFIX "_gc/"
+
 /* The lease that lets one compaction at a time run on a store
  * (maintenance/cx_compact_lease.c). */
 #define CX_COMPACTION_LEASE_KEY "_compaction/lease"
@@ -71,6 +75,8 @@ extern const cx_vseq cx_layout_base_versions;
 void		cx_layout_shard_versions(const char *shard_id, char *prefix,
 									 cx_vseq *q);
 void		cx_layout_wal(const char *shard_id, char *prefix, cx_vseq *q);
+/* "_gc/<20 digits>.retention": what garbage collection decided to retain. */
+extern const cx_vseq cx_layout_gc_records;
 
 /* "_dirty/<shard_id>.<20 digits>.dirty": shard_id's dirty markers, numbered
  * by the shard-manifest version each one precedes; all in one directory so

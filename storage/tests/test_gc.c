@@ -2,7 +2,10 @@
  * test_gc.c — garbage collection (ctxstore/lifecycle.h, cx_gc*.c): what
  * retained versions reference survives and stays readable, replaced
  * fragments and orphans go only after the grace period, unknown keys are
- * reported and kept, a dry run deletes nothing, deletes come in batches.
+ * reported and kept, a dry run deletes nothing, deletes come in batches;
+ * the retention record a run puts before it deletes (cx_gc_record.h,
+ * cx_gc_collected): cumulative, not written by a dry run, kept whole by
+ * racing runs, its decoder strict.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -17,12 +20,15 @@
 
 #include "ctxstore/iceberg.h"
 #include "ctxstore/lifecycle.h"
+#include "maintenance/cx_gc_record.h"
 #include "merge/cx_merge.h"
 #include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "table/cx_key_index.h"
 #include "util/cx_clock.h"
+#include "util/cx_crc32c.h"
 #include "util/cx_failpoint.h"
+#include "util/cx_frame.h"
 #include "memwal/cx_shard_manifest.h"
 #include "cx_test.h"
 #include "cx_test_emu.h"
@@ -759,4 +765,307 @@ CX_TEST(gc_deletes_dirty_markers_no_generation_needs)
 	REQUIRE_OK(cx_sw_close(a, false, &err), &err);
 	REQUIRE_OK(cx_sw_close(b, false, &err), &err);
 	cx_obj_close(s);
+}
+
+/* ---- retention records ---- */
+
+/* Retains the newest and the npins of pins; deletes at once. */
+static cx_gc_options
+pinned_opts(const uint64_t *pins, uint32_t npins)
+{
+	cx_gc_options o = gc_opts(1, 0, 0);
+
+	o.pinned = pins;
+	o.npinned = npins;
+	return o;
+}
+
+/* "1,2,4": the versions 1 .. upto the store records as collected. */
+static void
+collected_list(cx_objstore *s, uint64_t upto, char *out, size_t size)
+{
+	uint64_t	versions[16];
+	bool		collected[16];
+	size_t		len = 0;
+	cx_err		err;
+
+	out[0] = '\0';
+	for (uint64_t v = 1; v <= upto; v++)
+		versions[v - 1] = v;
+	if (cx_gc_collected_versions(s, versions, upto, collected, &err) != CX_OK)
+	{
+		snprintf(out, size, "error: %.40s", err.msg);
+		return;
+	}
+	for (uint64_t v = 1; v <= upto; v++)
+		if (collected[v - 1] && len < size)
+			len += snprintf(out + len, size - len, "%s%llu", len ? "," : "",
+							(unsigned long long) v);
+}
+
+/* How many retention records the store holds. */
+static int
+records_present(cx_objstore *s)
+{
+	cx_test_listed listed = {0};
+	cx_err		err;
+
+	if (cx_obj_list(s, CX_GC_RECORD_PREFIX, cx_test_collect, &listed, &err) != CX_OK)
+		return -1;
+	return listed.n;
+}
+
+static cx_code
+run_gc(cx_objstore *s, const cx_gc_options *o, cx_err *err)
+{
+	cx_gc_result res;
+
+	return cx_gc(s, o, NULL, &res, err);
+}
+
+/*
+ * A store no GC of this kind ran on has no record: nothing counts as
+ * collected.  A run that pins 3 records 1, 2 and 4 as collected (4 keeps
+ * its manifest, between retained ones, but may miss fragments), and
+ * neither 3 and 5 nor a version above the newest it listed.
+ */
+CX_TEST(gc_record_says_what_a_run_collected)
+{
+	cx_objstore *s = mw_open_store();
+	uint64_t	pin = 3;
+	cx_gc_options o = pinned_opts(&pin, 1);
+	char		got[64];
+	bool		one;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "") == 0);
+	CHECK(records_present(s) == 0);
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,4") == 0);
+	REQUIRE_OK(cx_gc_collected(s, 4, &one, &err), &err);
+	CHECK(one);
+	REQUIRE_OK(cx_gc_collected(s, 5, &one, &err), &err);
+	CHECK(!one);
+	CHECK(records_present(s) == 1);
+	cx_obj_close(s);
+}
+
+/*
+ * A later run that retains more (here every version present, 4 pinned
+ * now) still records 4 as collected: its fragments may be gone.  One that
+ * retains less adds to what is collected.  Each run replaces the record,
+ * so one stays.
+ */
+CX_TEST(gc_record_is_cumulative)
+{
+	cx_objstore *s = mw_open_store();
+	uint64_t	pins[2] = {3, 4};
+	cx_gc_options o = pinned_opts(pins, 1);
+	char		got[64];
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	o = pinned_opts(pins, 2);
+	o.retain_versions = 10;
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,4") == 0);
+	CHECK(records_present(s) == 1);
+	o = gc_opts(1, 0, 0);
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,3,4") == 0);
+	CHECK(records_present(s) == 1);
+	cx_obj_close(s);
+}
+
+/* A dry run neither writes a record nor changes one. */
+CX_TEST(gc_dry_run_records_nothing)
+{
+	cx_objstore *s = mw_open_store();
+	uint64_t	pin = 3;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_record r;
+	char		got[64];
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	o.dry_run = true;
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	CHECK(records_present(s) == 0);
+	o = pinned_opts(&pin, 1);
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	o = gc_opts(1, 0, 0);
+	o.dry_run = true;
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,4") == 0);
+	REQUIRE_OK(cx_gc_record_load_latest(s, &r, &err), &err);
+	CHECK(r.number == 1);
+	cx_gc_record_free(&r);
+	cx_obj_close(s);
+}
+
+/*
+ * Two runs on two handles (two clusters), the second one's record landing
+ * between the first's read of the newest record and its put: the first
+ * finds its number taken, merges the winner's decision and lands at the
+ * next, so the record holds both (the first collected 3, the second 4).
+ */
+static const cx_objstore_ops *racing_real;
+static cx_objstore_ops racing_ops;
+static cx_objstore *racing_other;
+static cx_code racing_rc;
+
+static cx_code
+racing_put(cx_objstore *s, const char *key, const void *data, size_t len,
+		   cx_put_mode mode, cx_err *err)
+{
+	cx_object_name name;
+
+	if (racing_other != NULL &&
+		cx_object_parse(key, &name) == CX_OBJECT_GC_RECORD)
+	{
+		uint64_t	pin = 3;
+		cx_gc_options o = pinned_opts(&pin, 1);
+		cx_objstore *other = racing_other;
+		cx_err		other_err;
+
+		racing_other = NULL;
+		racing_rc = run_gc(other, &o, &other_err);
+	}
+	return racing_real->put(s, key, data, len, mode, err);
+}
+
+static cx_code
+put_after_the_other_run(cx_objstore *s, const cx_gc_options *o, cx_err *err)
+{
+	racing_real = s->ops;
+	racing_ops = *s->ops;
+	racing_ops.put = racing_put;
+	s->ops = &racing_ops;
+	return run_gc(s, o, err);
+}
+
+CX_TEST(gc_record_of_racing_runs_keeps_both_decisions)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *other = mw_open_store();
+	uint64_t	pin = 4;
+	cx_gc_options o = pinned_opts(&pin, 1);
+	cx_gc_record r;
+	char		got[64];
+	cx_err		err;
+
+	REQUIRE(s != NULL && other != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	racing_other = other;
+	racing_rc = CX_ERR_INVALID;
+	REQUIRE_OK(put_after_the_other_run(s, &o, &err), &err);
+	CHECK(racing_rc == CX_OK);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,3,4") == 0);
+	REQUIRE_OK(cx_gc_record_load_latest(s, &r, &err), &err);
+	CHECK(r.number == 2 && r.newest == 5 && r.n == 1);
+	cx_gc_record_free(&r);
+	CHECK(records_present(s) == 1);
+	s->ops = racing_real;
+	cx_obj_close(other);
+	cx_obj_close(s);
+}
+
+/* A record's frame around body (the checksum right), for the decoder. */
+static void
+framed(const uint64_t *fields, size_t nfields, uint32_t count, cx_buf *out)
+{
+	size_t		start = cx_frame_begin(out, "CXG1", 1);
+	cx_err		err;
+
+	cx_buf_put_u64(out, fields[0]);
+	cx_buf_put_u64(out, fields[1]);
+	cx_buf_put_u32(out, count);
+	for (size_t i = 2; i < nfields; i++)
+		cx_buf_put_u64(out, fields[i]);
+	(void) cx_frame_end(out, start, "test record", &err);
+}
+
+static cx_code
+decode_fields(const uint64_t *fields, size_t nfields, uint32_t count,
+			  cx_err *err)
+{
+	cx_buf		b;
+	cx_gc_record r;
+	cx_code		rc;
+
+	cx_buf_init(&b);
+	framed(fields, nfields, count, &b);
+	rc = cx_gc_record_decode(b.data, b.len, "t", &r, err);
+	cx_gc_record_free(&r);
+	cx_buf_free(&b);
+	return rc;
+}
+
+/*
+ * The decoder takes untrusted bytes: every truncation and flipped bit is
+ * corrupt (the checksum), and with a right checksum so is each body the
+ * encoder never writes, each with its reason; a newer format is
+ * unsupported.  What it accepts re-encodes to the same bytes.
+ */
+CX_TEST(gc_record_decoder_refuses_malformed_records)
+{
+	static const uint64_t ok[] = {7, 9, 3, 9};
+	static const uint64_t zero_number[] = {0, 9, 9};
+	static const uint64_t not_ascending[] = {7, 9, 3, 3, 9};
+	static const uint64_t above[] = {7, 9, 3, 10};
+	static const uint64_t newest_missing[] = {7, 9, 3, 8};
+	cx_gc_record good = {7, 9, (uint64_t[]) {3, 9}, 2};
+	cx_gc_record r;
+	cx_buf		b;
+	cx_buf		again;
+	cx_err		err;
+
+	cx_buf_init(&b);
+	cx_buf_init(&again);
+	REQUIRE_OK(cx_gc_record_encode(&good, &b, &err), &err);
+	REQUIRE_OK(cx_gc_record_decode(b.data, b.len, "t", &r, &err), &err);
+	CHECK(r.number == 7 && r.newest == 9 && r.n == 2 && r.retained[0] == 3);
+	REQUIRE_OK(cx_gc_record_encode(&r, &again, &err), &err);
+	CHECK(again.len == b.len && memcmp(again.data, b.data, b.len) == 0);
+	cx_gc_record_free(&r);
+	for (size_t len = 0; len < b.len; len++)
+		CHECK_CODE(cx_gc_record_decode(b.data, len, "t", &r, &err), CX_ERR_CORRUPT);
+	for (size_t bit = 0; bit < b.len * 8; bit++)
+	{
+		b.data[bit / 8] ^= (uint8_t) (1 << (bit % 8));
+		CHECK(cx_gc_record_decode(b.data, b.len, "t", &r, &err) != CX_OK);
+		b.data[bit / 8] ^= (uint8_t) (1 << (bit % 8));
+	}
+
+	REQUIRE_OK(decode_fields(ok, 4, 2, &err), &err);
+	CHECK_CODE(decode_fields(zero_number, 3, 1, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "is 0") != NULL);
+	CHECK_CODE(decode_fields(ok, 2, 0, &err), CX_ERR_CORRUPT);
+	CHECK_CODE(decode_fields(ok, 4, 3, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "does not match the count") != NULL);
+	CHECK_CODE(decode_fields(not_ascending, 5, 3, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "not ascending") != NULL);
+	CHECK_CODE(decode_fields(above, 4, 2, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "above the newest") != NULL);
+	CHECK_CODE(decode_fields(newest_missing, 4, 2, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "newest version is not retained") != NULL);
+
+	cx_buf_reset(&b);
+	REQUIRE_OK(cx_gc_record_encode(&good, &b, &err), &err);
+	cx_store_u16(b.data + 4, 2);
+	cx_store_u32(b.data + b.len - 4, cx_crc32c(0, b.data, b.len - 4));
+	CHECK_CODE(cx_gc_record_decode(b.data, b.len, "t", &r, &err), CX_ERR_UNSUPPORTED);
+	cx_buf_free(&b);
+	cx_buf_free(&again);
 }

@@ -55,6 +55,9 @@ CX_TEST(layout_base_keys_parse_back)
 	CHECK(parses_as(CX_ACCESS_CHECK_KEY, "_access_check", &want));
 	want = numbered(CX_OBJECT_COMPACTION_LEASE, "", 0);
 	CHECK(parses_as(CX_COMPACTION_LEASE_KEY, "_compaction/lease", &want));
+	want = numbered(CX_OBJECT_GC_RECORD, "", 3);
+	cx_vseq_key(&cx_layout_gc_records, 3, key);
+	CHECK(parses_as(key, "_gc/00000000000000000003.retention", &want));
 }
 
 CX_TEST(layout_fragment_keys_parse_back)
@@ -154,6 +157,9 @@ CX_TEST(layout_parses_nothing_else)
 		"data/0f203142536475869708a9bacbdcedfe.parquet.old",
 		"data/x/0f203142536475869708a9bacbdcedfe.parquet",
 		"data/all.parquet",
+		"_gc/00000000000000000000.retention",
+		"_gc/3.retention",
+		"_gc/00000000000000000003.manifest",
 		"_shards/s1",
 		"_shards/s1/",
 		"_shards//_latest",

@@ -53,6 +53,7 @@
 #include "memwal/cx_shard_manifest.h"
 #include "scan/cx_table_scan.h"
 #include "memwal/cx_wal.h"
+#include "maintenance/cx_gc_record.h"
 
 /* PostgreSQL's epoch (2000-01-01) in days and seconds after the Unix epoch. */
 #define PG_EPOCH_DAYS 10957
@@ -1033,7 +1034,8 @@ typedef enum small_object
 {
 	BASE_MANIFEST,
 	SHARD_MANIFEST,
-	WAL_ENTRY
+	WAL_ENTRY,
+	GC_RECORD
 } small_object;
 
 /* Decodes a small object, which checks its frame checksum and structure,
@@ -1045,6 +1047,7 @@ decode_small_object(verify_ctx *ctx, const cx_buf *b, const char *key,
 	cx_manifest *m;
 	cx_shard_manifest *sm;
 	cx_wal_entry e;
+	cx_gc_record r;
 
 	switch (kind)
 	{
@@ -1065,6 +1068,11 @@ decode_small_object(verify_ctx *ctx, const cx_buf *b, const char *key,
 			if (cx_wal_decode(b->data, b->len, key, &e, err) != CX_OK)
 				return err->code;
 			cx_wal_entry_clear(&e);
+			break;
+		case GC_RECORD:
+			if (cx_gc_record_decode(b->data, b->len, key, &r, err) != CX_OK)
+				return err->code;
+			cx_gc_record_free(&r);
 			break;
 	}
 	return CX_OK;
@@ -1106,6 +1114,9 @@ verify_object(verify_ctx *ctx, const char *key)
 			break;
 		case CX_OBJECT_WAL_ENTRY:
 			verify_small_object(ctx, key, WAL_ENTRY);
+			break;
+		case CX_OBJECT_GC_RECORD:
+			verify_small_object(ctx, key, GC_RECORD);
 			break;
 		case CX_OBJECT_BASE_HINT:
 		case CX_OBJECT_SHARD_HINT:

@@ -29,14 +29,15 @@ typedef enum cx_object_kind
 	CX_OBJECT_ACCESS_CHECK,		/* CX_ACCESS_CHECK_KEY */
 	CX_OBJECT_INDEX_SEGMENT,	/* index/<32 lowercase hex>.cxk */
 	CX_OBJECT_COMPACTION_LEASE,	/* _compaction/lease */
-	CX_OBJECT_DIRTY_MARKER		/* _dirty/<id>.<20 digits>.dirty */
+	CX_OBJECT_DIRTY_MARKER,		/* _dirty/<id>.<20 digits>.dirty */
+	CX_OBJECT_GC_RECORD			/* _gc/<20 digits>.retention */
 } cx_object_kind;
 
 /* A key taken apart; fields the kind does not have are zero. */
 typedef struct cx_object_name
 {
 	cx_object_kind kind;
-	uint64_t	number;			/* version or WAL seq, >= 1 */
+	uint64_t	number;			/* version, WAL seq or record, >= 1 */
 	char		shard_id[CX_SHARD_ID_MAX + 1];
 	uint8_t		fragment_id[CX_FRAGMENT_ID_LEN];	/* or index segment id */
 } cx_object_name;

@@ -141,4 +141,20 @@ cx_code		cx_gc_retained_versions(cx_objstore *s, const cx_gc_options *o,
 									int64_t now_us, uint64_t **versions,
 									size_t *n, cx_err *err);
 
+/*
+ * Whether garbage collection collected each of base versions[0 .. n) of
+ * the store, into collected[0 .. n): by the retention record GC puts in
+ * the store before it deletes anything, some run left the version
+ * unretained, so objects only it names may be gone, whatever pins and
+ * options say now.  false for a version no run decided on: one newer than
+ * the newest any run listed, and every version of a store without a record
+ * (no GC of this ctxstore ran on it yet).  One listing and one GET; on an
+ * error collected is all false.
+ */
+cx_code		cx_gc_collected_versions(cx_objstore *s, const uint64_t *versions,
+									 size_t n, bool *collected, cx_err *err);
+/* The same for one version. */
+cx_code		cx_gc_collected(cx_objstore *s, uint64_t version, bool *collected,
+							cx_err *err);
+
 #endif							/* CTXSTORE_LIFECYCLE_H */
