@@ -10,7 +10,9 @@
  * grace period is garbage, and so is a dirty marker numbered at or below a
  * shard version that lists no generation (it guards nothing: below).  Keys
  * under those prefixes that are no key of the layout are counted as unknown
- * and left alone.
+ * and left alone.  Before anything is deleted the run records which base
+ * versions it retained (cx_gc_record.h), so that reads can tell what GC
+ * collected from what is damaged, whatever options they run with.
  */
 #include <inttypes.h>
 #include <stdlib.h>
