@@ -41,6 +41,8 @@ cx_gc_options_default(cx_gc_options *o)
 static bool
 is_pinned(const cx_gc_run *run, uint64_t version)
 {
+	if (run->retain_every_base)
+		return true;
 	for (uint32_t i = 0; i < run->opts->npinned; i++)
 		if (run->opts->pinned[i] == version)
 			return true;
@@ -336,6 +338,25 @@ record_retention(cx_gc_run *run, cx_err *err)
 	return rc;
 }
 
+/*
+ * No room for the retention record (a full disk): the run collects no base
+ * version, so that there is nothing to record, by walking the base again
+ * with every version pinned, and still frees what no base version names
+ * (drained generations, older shard versions, WAL, orphans), which is what
+ * lets writes resume.
+ */
+static cx_code
+retain_every_base(cx_gc_run *run, cx_err *err)
+{
+	for (size_t i = 0; i < run->refs.n; i++)
+		free(run->refs.keys[i]);
+	run->refs.n = 0;
+	run->retained.n = 0;
+	run->res->versions_retained = 0;
+	run->retain_every_base = true;
+	return walk_base(run, base_reference, err);
+}
+
 /* Every shard the newest base version registers. */
 static cx_code
 reference_shards(cx_gc_run *run, cx_err *err)
@@ -400,6 +421,8 @@ cx_gc(cx_objstore *s, const cx_gc_options *o, const cx_job_progress *progress,
 	/* An empty store has nothing to collect. */
 	if (rc == CX_OK && run.newest > 0)
 		rc = record_retention(&run, err);
+	if (rc == CX_ERR_NOSPACE)
+		rc = retain_every_base(&run, err);
 	if (rc == CX_OK && run.newest > 0)
 		rc = reference_shards(&run, err);
 	if (rc == CX_OK && run.newest > 0)

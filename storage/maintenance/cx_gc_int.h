@@ -63,6 +63,9 @@ typedef struct cx_gc_run
 	cx_gc_refs	refs;
 	/* The base versions retained (newest first). */
 	cx_gc_versions retained;
+	/* Every base version counts as pinned: the run could not record its
+	 * retention, so it collects none. */
+	bool		retain_every_base;
 	/* The newest Iceberg metadata (NULL: never published), its number,
 	 * the base version its current snapshot was published from (retained
 	 * like a pinned one; 0: none) and the oldest metadata number kept. */

@@ -1069,3 +1069,33 @@ CX_TEST(gc_record_decoder_refuses_malformed_records)
 	cx_buf_free(&b);
 	cx_buf_free(&again);
 }
+
+/*
+ * On a full disk the record cannot be put: the run then collects no base
+ * version (every one stays whole and nothing new is called collected) but
+ * still frees the drained generations and older shard versions, so that
+ * writes can resume; the next run with room records and collects.
+ */
+CX_TEST(gc_without_room_for_its_record_collects_no_base_version)
+{
+	cx_objstore *s = mw_open_store();
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	char		got[64];
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	REQUIRE_OK(cx_failpoint_set("local.open_upload=enospc", &err), &err);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
+	CHECK(res.versions_retained == 5 && res.objects_deleted > 0);
+	CHECK(records_present(s) == 0);
+	for (uint64_t v = 1; v <= 5; v++)
+		CHECK(rows_at(s, v) == (v < 3 ? 0 : (uint32_t) (v - 2) * 10));
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	CHECK(res.versions_retained == 1);
+	collected_list(s, 6, got, sizeof(got));
+	CHECK(strcmp(got, "1,2,3,4") == 0);
+	cx_obj_close(s);
+}

@@ -126,6 +126,13 @@ typedef struct cx_gc_result
 									 * the layout: reported, never deleted */
 } cx_gc_result;
 
+/*
+ * Collects the store's garbage (docs/design/maintenance.md "Garbage
+ * collection").  Before deleting anything it records in the store which
+ * base versions it retains (not in a dry run; what cx_gc_collected reads);
+ * when that put fails for want of space it retains every base version
+ * instead and frees only what none names.
+ */
 cx_code		cx_gc(cx_objstore *s, const cx_gc_options *o,
 				  const cx_job_progress *progress, cx_gc_result *res,
 				  cx_err *err);
