@@ -225,7 +225,7 @@ cxfdw_retained_versions(const CxRelInfo *ri, cx_objstore *store, size_t *n)
  * that is not the case (the caller raises err as it is): a version no GC
  * collected missing an object is a damaged store, one above the newest any
  * GC listed was never committed or is too new to be collected, a store
- * without a record (no GC of this version ran on it) proves nothing, and
+ * without a record (no GC of this ctxstore ran on it) proves nothing, and
  * when reading the record fails too, err is the error to report.
  */
 void

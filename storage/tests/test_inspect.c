@@ -2,12 +2,14 @@
  * test_inspect.c — the ctxstore-inspect CLI against stores built here:
  * every command on directly committed fragments, on merged fragments (with the hidden
  * columns and deletion vectors) and on unmerged generations, and verify on
- * intact, damaged and incomplete stores and where there is no store, and
- * repair.  The Makefile passes the binary's path in CX_INSPECT.
+ * intact, damaged and incomplete stores (GC's retention record included)
+ * and where there is no store, and repair.  The Makefile passes the binary's path in CX_INSPECT.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "ctxstore/lifecycle.h"
+#include "objstore/cx_layout.h"
 #include "table/cx_commit.h"
 #include "util/cx_crc32c.h"
 #include "merge/cx_merge.h"
@@ -685,4 +687,34 @@ CX_TEST(inspect_cli_repairs_missing_and_damaged_fragments)
 	CHECK(inspect_cmd(cx_test_uri("/repair-empty"), "repair", &out) == 0);
 	CHECK(out && strstr(out, "empty store: nothing to repair"));
 	free(out);
+}
+
+/* The retention record GC puts is checked by verify like every metadata
+ * object: intact it passes, a flipped byte is named. */
+CX_TEST(inspect_cli_verifies_the_gc_retention_record)
+{
+	const char *uri = cx_test_uri("/gc_record");
+	char		first[128];
+	char		key[CX_KEY_MAX + 1];
+	cx_objstore *s;
+	cx_gc_options o;
+	cx_gc_result res;
+	cx_buf		b;
+	char	   *out;
+	cx_err		err;
+
+	REQUIRE(getenv("CX_INSPECT") != NULL);
+	REQUIRE_OK(cx_objstore_open(uri, NULL, 0, &s, &err), &err);
+	REQUIRE_OK(build_store(s, first, &err), &err);
+	cx_gc_options_default(&o);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &res, &err), &err);
+	cx_vseq_key(&cx_layout_gc_records, 1, key);
+	cx_buf_init(&b);
+	REQUIRE_OK(cx_obj_get(s, key, &b, &err), &err);
+	CHECK(inspect_cmd(uri, "verify", &out) == 0);
+	CHECK(out && strstr(out, " 0 bad"));
+	free(out);
+	CHECK(run_damaged(s, uri, key, &b, b.len / 2, "checksum mismatch"));
+	cx_buf_free(&b);
+	cx_obj_close(s);
 }
