@@ -913,14 +913,54 @@ CX_TEST(gc_dry_run_records_nothing)
 	cx_obj_close(s);
 }
 
+/* A handle's backend with an operation replaced by a test's hook, which
+ * calls the real one through hooked_real. */
+static const cx_objstore_ops *hooked_real;
+static cx_objstore_ops hooked_ops;
+
+static void
+hook_store(cx_objstore *s)
+{
+	hooked_real = s->ops;
+	hooked_ops = *s->ops;
+	s->ops = &hooked_ops;
+}
+
+/* How many records the store held when GC first deleted (-1: no delete). */
+static int	records_at_first_delete;
+
+static cx_code
+noting_delete(cx_objstore *s, const char *key, cx_err *err)
+{
+	if (records_at_first_delete < 0)
+		records_at_first_delete = records_present(s);
+	return hooked_real->del(s, key, err);
+}
+
+/* The record is in the store before GC deletes anything. */
+CX_TEST(gc_puts_its_record_before_the_first_delete)
+{
+	cx_objstore *s = mw_open_store();
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	hook_store(s);
+	hooked_ops.del = noting_delete;
+	records_at_first_delete = -1;
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	s->ops = hooked_real;
+	CHECK(records_at_first_delete == 1);
+	cx_obj_close(s);
+}
+
 /*
  * Two runs on two handles (two clusters), the second one's record landing
  * between the first's read of the newest record and its put: the first
  * finds its number taken, merges the winner's decision and lands at the
  * next, so the record holds both (the first collected 3, the second 4).
  */
-static const cx_objstore_ops *racing_real;
-static cx_objstore_ops racing_ops;
 static cx_objstore *racing_other;
 static cx_code racing_rc;
 
@@ -941,17 +981,7 @@ racing_put(cx_objstore *s, const char *key, const void *data, size_t len,
 		racing_other = NULL;
 		racing_rc = run_gc(other, &o, &other_err);
 	}
-	return racing_real->put(s, key, data, len, mode, err);
-}
-
-static cx_code
-put_after_the_other_run(cx_objstore *s, const cx_gc_options *o, cx_err *err)
-{
-	racing_real = s->ops;
-	racing_ops = *s->ops;
-	racing_ops.put = racing_put;
-	s->ops = &racing_ops;
-	return run_gc(s, o, err);
+	return hooked_real->put(s, key, data, len, mode, err);
 }
 
 CX_TEST(gc_record_of_racing_runs_keeps_both_decisions)
@@ -966,9 +996,12 @@ CX_TEST(gc_record_of_racing_runs_keeps_both_decisions)
 
 	REQUIRE(s != NULL && other != NULL);
 	REQUIRE_OK(three_merges(s, &err), &err);
+	hook_store(s);
+	hooked_ops.put = racing_put;
 	racing_other = other;
 	racing_rc = CX_ERR_INVALID;
-	REQUIRE_OK(put_after_the_other_run(s, &o, &err), &err);
+	REQUIRE_OK(run_gc(s, &o, &err), &err);
+	s->ops = hooked_real;
 	CHECK(racing_rc == CX_OK);
 	collected_list(s, 6, got, sizeof(got));
 	CHECK(strcmp(got, "1,2,3,4") == 0);
@@ -976,7 +1009,6 @@ CX_TEST(gc_record_of_racing_runs_keeps_both_decisions)
 	CHECK(r.number == 2 && r.newest == 5 && r.n == 1);
 	cx_gc_record_free(&r);
 	CHECK(records_present(s) == 1);
-	s->ops = racing_real;
 	cx_obj_close(other);
 	cx_obj_close(s);
 }
