@@ -913,6 +913,31 @@ CX_TEST(gc_dry_run_records_nothing)
 	cx_obj_close(s);
 }
 
+/* A damaged record stops GC before it deletes anything (it cannot know
+ * what earlier runs collected), naming the record; reads of the record say
+ * so too. */
+CX_TEST(gc_with_a_damaged_record_deletes_nothing)
+{
+	cx_objstore *s = mw_open_store();
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result res;
+	char		key[CX_KEY_MAX + 1];
+	bool		collected;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(three_merges(s, &err), &err);
+	cx_vseq_key(&cx_layout_gc_records, 1, key);
+	REQUIRE_OK(cx_obj_put(s, key, "CXG1 damaged", 12, CX_PUT_OVERWRITE, &err), &err);
+	CHECK_CODE(cx_gc(s, &o, NULL, &res, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, key) != NULL);
+	CHECK(res.objects_deleted == 0);
+	CHECK(rows_at(s, 3) == 10);
+	CHECK_CODE(cx_gc_collected(s, 3, &collected, &err), CX_ERR_CORRUPT);
+	CHECK(!collected);
+	cx_obj_close(s);
+}
+
 /* A handle's backend with an operation replaced by a test's hook, which
  * calls the real one through hooked_real. */
 static const cx_objstore_ops *hooked_real;
