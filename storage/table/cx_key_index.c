@@ -349,7 +349,7 @@ cx_keyindex_cache_stats(void)
 size_t
 cx_keyindex_cache_bytes(void)
 {
-	return cx_keyindex_cache_stats().bytes;
+	return cx_keyindex_cache_stats().bytes + cx_keyfilter_kept_bytes();
 }
 
 /* Appends n bytes of p to name[*at ..] as far as size leaves room. */
