@@ -74,7 +74,7 @@ extern int	cx_stores_max(void);
 extern CxOpenStore *cx_stores_at(int i);
 extern void cx_stores_close_all(void);
 /* The bytes the engine's caches hold in this process: the open stores'
- * handle caches and the key-index block cache. */
+ * handle caches and the key index's blocks and filters. */
 extern uint64 cx_stores_cache_bytes(void);
 
 /* ---- rows a crash left unsealed (cx_unsealed.c) ---- */
@@ -200,8 +200,8 @@ extern void cx_resident_result(const CxResident *r, CxWriteResult *res);
 extern void cx_resident_publish_locked(CxResident *r);
 extern void cx_resident_publish(CxResident *r);
 extern CxResident *cx_resident_find(const char *uri);
-/* The bytes the caches of the writer's stores hold: their handles' and
- * their shard writers' key caches, and the key-index block cache. */
+/* The bytes the writer's caches hold: cx_stores_cache_bytes() and what
+ * each store's shard writer keeps (cx_sw_cache_bytes). */
 extern uint64 cx_resident_cache_bytes(void);
 /* Seals and closes every store (worker exit). */
 extern void cx_resident_shutdown(void);
