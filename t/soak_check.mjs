@@ -83,7 +83,7 @@ const RECEIPT = 'r:';
 // The live heap growth beyond the caches allowed: 1 MiB.  A worker
 // publishes between rounds and jobs, so neither a job's working set nor
 // malloc's free heap nor the caches are in it.  In 330 s soaks without kills
-// it grew from the second minute's peak to the last's by 19-46 kB in the
+// it grew from the second minute's peak to the last's by 19-37 kB in the
 // maintenance workers and 132-378 kB in the writers (where a merge
 // backlog's pending generations show, about 0.8 KB each); 1 MiB, 2.7 times
 // the largest and 8 times tighter than the RSS bound, catches a leak of a
