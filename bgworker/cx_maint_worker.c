@@ -669,6 +669,7 @@ cx_maint_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
+		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes());
 		if (take_job(generation, &job))
 		{
 			run_job(&job);

@@ -65,6 +65,17 @@ cx_stores_at(int i)
 	return open_stores[i];
 }
 
+uint64
+cx_stores_cache_bytes(void)
+{
+	uint64		bytes = cx_keyindex_cache_bytes();
+
+	for (int i = 0; i < max_open; i++)
+		if (open_stores[i] != NULL)
+			bytes += cx_obj_cache_bytes(open_stores[i]->handle);
+	return bytes;
+}
+
 CxOpenStore *
 cx_stores_find(const char *uri)
 {

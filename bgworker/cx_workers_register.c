@@ -1,7 +1,8 @@
 /*
  * cx_workers_register.c — registers the writer and maintenance workers (while
  * shared_preload_libraries is processed; cx_module.c calls it), and the steps
- * at the top of both workers' main loops and before they sleep.
+ * at the top of both workers' main loops (the memory they publish for the
+ * ctxstore.workers view among them) and before they sleep.
  */
 #include "postgres.h"
 
@@ -29,6 +30,18 @@ cx_worker_loop_continues(void)
 		ProcessConfigFile(PGC_SIGHUP);
 	}
 	return true;
+}
+
+void
+cx_worker_publish_memory(CxWorkerInfo *w, uint64 cache_bytes)
+{
+	/* mallinfo2 walks malloc's arenas: cheap once per round, not per row */
+	struct mallinfo2 mi = mallinfo2();
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	w->heap_bytes = (uint64) mi.uordblks + (uint64) mi.hblkhd;
+	w->cache_bytes = cache_bytes;
+	LWLockRelease(CxWriter->lock);
 }
 
 /*

@@ -73,6 +73,9 @@ extern CxOpenStore *cx_stores_find(const char *uri);
 extern int	cx_stores_max(void);
 extern CxOpenStore *cx_stores_at(int i);
 extern void cx_stores_close_all(void);
+/* The bytes the engine's caches hold in this process: the open stores'
+ * handle caches and the key index's blocks and filters. */
+extern uint64 cx_stores_cache_bytes(void);
 
 /* ---- rows a crash left unsealed (cx_unsealed.c) ---- */
 
@@ -88,6 +91,9 @@ extern void cx_unsealed_recover(void);
 /* The top of a worker's main loop: resets the latch, serves interrupts and
  * a configuration reload; false once a shutdown was requested. */
 extern bool cx_worker_loop_continues(void);
+/* At the top of a worker's loop: publishes its live heap bytes and, of
+ * them, cache_bytes held by caches, into w for the view. */
+extern void cx_worker_publish_memory(CxWorkerInfo *w, uint64 cache_bytes);
 /* Before a worker sleeps: malloc's free memory beyond a few MiB goes back to
  * the OS, so that one large transaction or merge does not leave it large. */
 extern void cx_worker_release_free_memory(void);
@@ -194,6 +200,9 @@ extern void cx_resident_result(const CxResident *r, CxWriteResult *res);
 extern void cx_resident_publish_locked(CxResident *r);
 extern void cx_resident_publish(CxResident *r);
 extern CxResident *cx_resident_find(const char *uri);
+/* The bytes the writer's caches hold: cx_stores_cache_bytes() and what
+ * each store's shard writer keeps (cx_sw_cache_bytes). */
+extern uint64 cx_resident_cache_bytes(void);
 /* Seals and closes every store (worker exit). */
 extern void cx_resident_shutdown(void);
 /* The store wants its generations merged through until_gen (the background

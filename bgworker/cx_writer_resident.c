@@ -746,6 +746,22 @@ cx_resident_find(const char *uri)
 	return os != NULL ? os->state : NULL;
 }
 
+uint64
+cx_resident_cache_bytes(void)
+{
+	uint64		bytes = cx_stores_cache_bytes();
+
+	for (int i = 0; i < cx_stores_max(); i++)
+	{
+		CxOpenStore *os = cx_stores_at(i);
+		CxResident *r = os != NULL ? os->state : NULL;
+
+		if (r != NULL && r->w != NULL)
+			bytes += cx_sw_cache_bytes(r->w);
+	}
+	return bytes;
+}
+
 /* The shard writer's counters (since it was opened) as deltas, and the
  * shard as it sees it now. */
 static void

@@ -182,6 +182,7 @@ cx_writer_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
+		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes());
 		round_start = GetCurrentTimestamp();
 		cx_writer_run_round(generation, &round);
 		round_us = GetCurrentTimestamp() - round_start;

@@ -2,8 +2,8 @@
  * cx_workers_view.c — ctxstore.worker_info(), the set-returning function
  * behind the ctxstore.workers view: one row per worker (writer,
  * maintenance) with its pid, the stores it holds open, its queue depth, its
- * rounds and commits, its last error and the lifecycle job it runs (phase,
- * progress).
+ * rounds and commits, its last error, the lifecycle job it runs (phase,
+ * progress) and its memory (live heap bytes, and those its caches hold).
  *
  * Options are never shown.  Store URIs and error messages (which name
  * stores) are shown to members of pg_read_all_stats only, as
@@ -25,7 +25,7 @@
 #include "cx_module.h"
 #include "cx_writer_shmem.h"
 
-#define NCOLS 15
+#define NCOLS 17
 
 typedef enum WorkerKind
 {
@@ -102,6 +102,10 @@ worker_row(ReturnSetInfo *rsinfo, WorkerKind kind, bool see_details)
 	nulls[13] = kind != KIND_WRITER;
 	values[14] = Int64GetDatum((int64) CxWriter->dsm_batches);
 	nulls[14] = kind != KIND_WRITER;
+	values[15] = Int64GetDatum((int64) w->heap_bytes);
+	nulls[15] = pid == 0 || w->heap_bytes == 0;
+	values[16] = Int64GetDatum((int64) w->cache_bytes);
+	nulls[16] = nulls[15];
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -109,7 +113,8 @@ PG_FUNCTION_INFO_V1(ctxstore_worker_info);
 
 /* ctxstore.worker_info() returns setof (pid, kind, shard_id, stores,
  * store_uris, queue_depth, rounds, commits, last_error, last_error_at,
- * phase, progress_done, progress_total, ring_batches, dsm_batches). */
+ * phase, progress_done, progress_total, ring_batches, dsm_batches,
+ * heap_bytes, cache_bytes). */
 Datum
 ctxstore_worker_info(PG_FUNCTION_ARGS)
 {

@@ -213,6 +213,8 @@ cx_worker_start_locked(CxWorkerInfo *w)
 	Assert(LWLockHeldByMeInMode(CxWriter->lock, LW_EXCLUSIVE));
 	w->last_error[0] = '\0';
 	w->last_error_at = 0;
+	w->heap_bytes = 0;
+	w->cache_bytes = 0;
 	pg_atomic_write_u32(&w->procno, MyProc->pgprocno);
 	pg_atomic_write_u32(&w->pid, (uint32) MyProcPid);
 	return generation;

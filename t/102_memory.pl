@@ -7,7 +7,11 @@
 #   - scans and merges of a store of N and of 4N rows (streamed: memory
 #     independent of the store's size);
 #   - a mixed run of rounds of inserts, updates, merges, scans and
-#     compactions (the workers' RSS does not grow over it).
+#     compactions (the workers' RSS does not grow over it);
+#   - the memory the workers publish in ctxstore.workers: live heap bytes
+#     and, of them, the bytes their caches hold (the writer's heap returns
+#     to its idle value after each large transaction, but for the key cache
+#     of the unmerged rows, which cache_bytes accounts for).
 # Every assertion is a bound that follows from the design (a value is copied
 # a fixed number of times; a transaction buffers at most the GUC; scans and
 # merges hold one fragment's worth, not the store; a worker gives back what
@@ -56,6 +60,17 @@ sub find_workers
 }
 find_workers();
 
+# Both workers publish their memory once they run: a live heap, and caches
+# that are part of it.
+for my $kind (qw(writer maintenance))
+{
+	my $published = qq{SELECT heap_bytes IS NOT NULL FROM ctxstore.workers WHERE kind = '$kind'};
+	wait_until(sub { query($published) eq 't' }) or die "the $kind publishes no memory\n";
+	is(query(qq{SELECT heap_bytes > 0 AND cache_bytes >= 0 AND cache_bytes <= heap_bytes
+	              FROM ctxstore.workers WHERE kind = '$kind'}), 't',
+		"the $kind publishes a live heap, and caches within it");
+}
+
 # Runs $sql in a fresh backend; returns its peak RSS in kB (the last
 # statement reads it).
 sub backend_peak
@@ -100,6 +115,21 @@ sub table
 my $mb = 1024;    # kB
 my $base = record('backend, idle', backend_peak('SELECT 1'));
 
+# The writer's published memory in kB: (heap, cache), as it stands after
+# every commit made before the call.  The writer publishes at the top of its
+# loop, so once a commit of this call's own returns, it has published since
+# every earlier commit's round.
+table('ping', '');
+my $pings = 0;
+
+sub writer_memory
+{
+	$pings++;
+	query("INSERT INTO ping VALUES ('p$pings', 'p')");
+	return map { $_ / 1024 }
+	  split /\|/, query(q{SELECT heap_bytes, cache_bytes FROM ctxstore.workers WHERE kind = 'writer'});
+}
+
 # A 50 MB value: built (string_agg), held as a datum, encoded into the
 # transaction's buffer, sent to the writer.  A fixed number of copies.
 table('big', '');
@@ -110,19 +140,22 @@ my %idle = fresh_workers_peak('SELECT 1');
 record("$_, idle", $idle{$_}) for sort keys %idle;
 # The writer's resident memory once it is idle again after $sql ran in a
 # fresh backend (it trims malloc's free memory before it sleeps), and the
-# same before: [before, after] in kB.
+# same before: the backend's peak, RSS before and after, and the published
+# memory (writer_memory) before and after, in kB.
 sub writer_rss_around
 {
 	my ($sql, $slack) = @_;
+	my @memory_before = writer_memory();
 	my $before = status_kb($worker{writer}, 'VmRSS');
 	my $peak = backend_peak($sql);
 	wait_until(sub { status_kb($worker{writer}, 'VmRSS') < $before + $slack }, 10);
-	return ($peak, $before, status_kb($worker{writer}, 'VmRSS'));
+	my $after = status_kb($worker{writer}, 'VmRSS');
+	return ($peak, $before, $after, \@memory_before, [ writer_memory() ]);
 }
 
-my ($big_in, $big_rss_before, $big_rss_after);
+my ($big_in, $big_rss_before, $big_rss_after, $big_mem_before, $big_mem_after);
 my %big_in = fresh_workers_peak(sub {
-	($big_in, $big_rss_before, $big_rss_after) =
+	($big_in, $big_rss_before, $big_rss_after, $big_mem_before, $big_mem_after) =
 	  writer_rss_around("INSERT INTO big VALUES ('v', $value)", 10 * $mb);
 	record('backend, INSERT of a 50 MB value', $big_in);
 });
@@ -135,6 +168,10 @@ record('writer RSS before the 50 MB INSERT', $big_rss_before);
 record('writer RSS once idle after it', $big_rss_after);
 cmp_ok($big_rss_after - $big_rss_before, '<', 10 * $mb,
 	'... and gives them back: its RSS returns within 10 MB of before');
+record('writer heap before the 50 MB INSERT', $big_mem_before->[0]);
+record('writer heap after it', $big_mem_after->[0]);
+cmp_ok($big_mem_after->[0] - $big_mem_before->[0], '<', 1 * $mb,
+	'... and its published heap returns within 1 MB of before');
 my $big_out = record('backend, SELECT of the 50 MB value',
 	backend_peak(q{SELECT length(body) FROM big}));
 cmp_ok($big_out - $base, '<', 4 * 50 * $mb, 'reading it back holds fewer than 4 copies');
@@ -148,9 +185,9 @@ is(query(q{SELECT length(body) FROM big}), 50 * 32768 * 32, 'the value reads bac
 # encoding; a limit below it refuses the transaction at the limit.
 table('many', '');
 my $rows = q{SELECT 'k' || g, 'v' FROM generate_series(1, 1000000) g};
-my ($many, $many_rss_before, $many_rss_after);
+my ($many, $many_rss_before, $many_rss_after, $many_mem_before, $many_mem_after);
 my %many = fresh_workers_peak(sub {
-	($many, $many_rss_before, $many_rss_after) =
+	($many, $many_rss_before, $many_rss_after, $many_mem_before, $many_mem_after) =
 	  writer_rss_around("INSERT INTO many $rows", 10 * $mb);
 	record('backend, 1,000,000-row INSERT', $many);
 });
@@ -168,6 +205,17 @@ record('writer RSS before the 1,000,000-row INSERT', $many_rss_before);
 record('writer RSS once idle after it', $many_rss_after);
 cmp_ok($many_rss_after - $many_rss_before, '<', 100 * 1_000_000 / 1024,
 	'... where the key cache of the unmerged rows keeps under 100 bytes a row');
+# The published memory says the same: what stays is the key cache.
+my ($heap_before, $cache_before) = @$many_mem_before;
+my ($heap_after, $cache_after) = @$many_mem_after;
+record('writer heap before the 1,000,000-row INSERT', $heap_before);
+record('writer caches before it', $cache_before);
+record('writer heap once idle after it', $heap_after);
+record('writer caches once idle after it', $cache_after);
+cmp_ok($cache_after - $cache_before, '>', 20 * 1_000_000 / 1024,
+	'... its caches hold over 20 bytes a row more: the unmerged rows\' keys');
+cmp_ok(($heap_after - $cache_after) - ($heap_before - $cache_before), '<', 1 * $mb,
+	'... and the rest of its heap returns within 1 MB of before');
 is(query('SELECT count(*) FROM many'), '1000000', 'the 1,000,000 rows are there');
 my ($rc, $out, $err) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSET ctxstore.max_transaction_bytes = '4MB';\nINSERT INTO many $rows");

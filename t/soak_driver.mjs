@@ -15,7 +15,8 @@
 // (t/soak_check.mjs documents the records and outcomes); a fault thread
 // arms fault-proxy rules; a killer kills -9 the writer, the maintenance
 // worker or a whole cluster; a sampler records the RSS of the workers and
-// backends in <dir>/rss.jsonl.  Then faults and kills stop, both clusters
+// backends, and the live heap and cache bytes the workers publish in
+// ctxstore.workers, in <dir>/rss.jsonl.  Then faults and kills stop, both clusters
 // run, every store is merged, and the final reads go to <dir>/final.json,
 // the counts to <dir>/summary.json.
 import fs from 'fs';
@@ -280,17 +281,23 @@ function memoryOf(pid) {
 	}
 }
 
+// A worker's heap_bytes and cache_bytes as ctxstore.workers shows them
+// (bigint arrives as text); none before it first published, or for a
+// backend.
+const published = (heap, cache) =>
+	heap === null ? {} : { heap_bytes: Number(heap), cache_bytes: Number(cache) };
+
 async function sampler() {
 	while (running) {
 		for (const cluster of config.clusters) {
 			let rows = [];
 			try {
 				rows = await adminQuery(cluster,
-					"SELECT pid, backend_type FROM pg_stat_activity WHERE backend_type IN ('ctxstore writer', 'ctxstore maintenance', 'client backend') AND pid <> pg_backend_pid()");
+					"SELECT a.pid, a.backend_type, w.heap_bytes, w.cache_bytes FROM pg_stat_activity a LEFT JOIN ctxstore.workers w ON w.pid = a.pid WHERE a.backend_type IN ('ctxstore writer', 'ctxstore maintenance', 'client backend') AND a.pid <> pg_backend_pid()");
 			} catch { continue; }
-			for (const { pid, backend_type } of rows) {
+			for (const { pid, backend_type, heap_bytes, cache_bytes } of rows) {
 				const m = memoryOf(pid);
-				if (m) fs.appendFileSync(rssLog, JSON.stringify({ t: elapsed(), cluster: cluster.name, pid, type: backend_type.replace('ctxstore ', ''), ...m }) + '\n');
+				if (m) fs.appendFileSync(rssLog, JSON.stringify({ t: elapsed(), cluster: cluster.name, pid, type: backend_type.replace('ctxstore ', ''), ...m, ...published(heap_bytes, cache_bytes) }) + '\n');
 			}
 		}
 		await sleep(3000);

@@ -336,6 +336,13 @@ cx_fragment_info_free(cx_fragment_info *fi)
 	memset(fi, 0, sizeof(*fi));
 }
 
+size_t
+cx_fragment_info_memory(const cx_fragment_info *fi)
+{
+	return cx_str_memory(fi->path) + cx_str_memory(fi->origin_shard) +
+		(fi->stats != NULL ? sizeof(cx_colstats) * fi->ncolumns : 0);
+}
+
 cx_code
 cx_fragment_info_copy(cx_fragment_info *dst, const cx_fragment_info *src,
 					  cx_err *err)

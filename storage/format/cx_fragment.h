@@ -68,6 +68,8 @@ typedef struct cx_fragment_info
 } cx_fragment_info;
 
 void		cx_fragment_info_free(cx_fragment_info *fi);	/* frees members */
+/* The bytes fi's members hold (not fi itself). */
+size_t		cx_fragment_info_memory(const cx_fragment_info *fi);
 cx_code		cx_fragment_info_copy(cx_fragment_info *dst,
 								  const cx_fragment_info *src, cx_err *err);
 

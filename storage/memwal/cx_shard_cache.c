@@ -67,6 +67,19 @@ cache_free(void *p)
 	free(c);
 }
 
+static size_t
+cache_bytes(const void *p)
+{
+	const shard_cache *c = p;
+	size_t		bytes = sizeof(*c);
+
+	for (uint32_t i = 0; i < c->n; i++)
+		bytes += cx_shard_manifest_memory(c->m[i]);
+	for (uint32_t i = 0; i < CACHED_CARRIERS; i++)
+		bytes += cx_str_memory(c->carriers[i].shard_id) + c->carriers[i].len;
+	return bytes;
+}
+
 /* The handle's cache, created on first use (NULL without memory: then
  * nothing is cached). */
 static shard_cache *
@@ -75,7 +88,10 @@ cache_of(cx_objstore *s)
 	cx_handle_cache *slot = &s->caches[CX_CACHE_SHARD_MANIFESTS];
 
 	if (slot->p == NULL && (slot->p = calloc(1, sizeof(shard_cache))) != NULL)
+	{
 		slot->free_fn = cache_free;
+		slot->bytes_fn = cache_bytes;
+	}
 	return slot->p;
 }
 

@@ -121,6 +121,18 @@ cx_shard_manifest_free(cx_shard_manifest *m)
 	free(m);
 }
 
+size_t
+cx_shard_manifest_memory(const cx_shard_manifest *m)
+{
+	size_t		bytes = sizeof(*m) + cx_str_memory(m->shard_id) +
+		cx_str_memory(m->writer) + m->ngens * sizeof(cx_generation) +
+		m->carried_len;
+
+	for (uint32_t i = 0; i < m->ngens; i++)
+		bytes += cx_fragment_info_memory(&m->gens[i].fragment);
+	return bytes;
+}
+
 cx_shard_manifest *
 cx_shard_manifest_clone(const cx_shard_manifest *m)
 {

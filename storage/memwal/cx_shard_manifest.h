@@ -78,6 +78,8 @@ cx_code		cx_shard_generation_failed(const cx_shard_manifest *m,
 cx_shard_manifest *cx_shard_manifest_new(const char *shard_id);
 void		cx_shard_manifest_free(cx_shard_manifest *m);
 cx_shard_manifest *cx_shard_manifest_clone(const cx_shard_manifest *m);
+/* The bytes m holds, m itself included. */
+size_t		cx_shard_manifest_memory(const cx_shard_manifest *m);
 /* The same without the bytes m carries: what the next version starts
  * from (an inline generation's bytes stay in the version that sealed it). */
 cx_shard_manifest *cx_shard_manifest_successor(const cx_shard_manifest *m);

@@ -753,6 +753,14 @@ cx_sw_memtable_bytes(const cx_shardwriter *w)
 }
 
 uint64_t
+cx_sw_cache_bytes(const cx_shardwriter *w)
+{
+	return (w->keys != NULL ? cx_kc_memory(w->keys) : 0) +
+		(w->staged != NULL ? cx_kc_memory(w->staged) : 0) +
+		(w->base != NULL ? cx_manifest_memory(w->base) : 0);
+}
+
+uint64_t
 cx_sw_epoch(const cx_shardwriter *w)
 {
 	return w->m->epoch;

@@ -224,6 +224,17 @@ cx_obj_close(cx_objstore *s)
 	s->ops->close(s);
 }
 
+size_t
+cx_obj_cache_bytes(const cx_objstore *s)
+{
+	size_t		bytes = 0;
+
+	for (int i = 0; i < CX_HANDLE_CACHES; i++)
+		if (s->caches[i].p != NULL)
+			bytes += s->caches[i].bytes_fn(s->caches[i].p);
+	return bytes;
+}
+
 bool
 cx_put_may_have_landed(cx_code rc, const cx_err *err)
 {

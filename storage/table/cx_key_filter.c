@@ -317,3 +317,14 @@ cx_keyfilter_keep(const char *name, cx_keyfilter *f)
 	}
 	pthread_mutex_unlock(&table_lock);
 }
+
+uint64_t
+cx_keyfilter_kept_bytes(void)
+{
+	uint64_t	bytes;
+
+	pthread_mutex_lock(&table_lock);
+	bytes = table_filter_bytes;
+	pthread_mutex_unlock(&table_lock);
+	return bytes;
+}

@@ -71,5 +71,7 @@ cx_keyfilter *cx_keyfilter_get(const char *name, uint64_t filter_len,
 /* Keeps f for name (best effort; the table takes its own reference). */
 void		cx_keyfilter_keep(const char *name, cx_keyfilter *f);
 void		cx_keyfilter_release(cx_keyfilter *f);
+/* The bytes of the filters the table keeps now. */
+uint64_t	cx_keyfilter_kept_bytes(void);
 
 #endif							/* CX_KEY_FILTER_H */

@@ -33,6 +33,28 @@ cx_keyseg_ref_free(cx_keyseg_ref *ref)
 	memset(ref, 0, sizeof(*ref));
 }
 
+static size_t
+keyseg_ref_memory(const cx_keyseg_ref *ref)
+{
+	size_t		bytes = sizeof(*ref) + cx_str_memory(ref->path) +
+		(ref->min != NULL ? ref->min_len : 0) +
+		(ref->max != NULL ? ref->max_len : 0);
+
+	for (uint32_t i = 0; ref->fragments != NULL && i < ref->nfragments; i++)
+		bytes += sizeof(char *) + cx_str_memory(ref->fragments[i]);
+	return bytes;
+}
+
+size_t
+cx_keyindex_memory(const cx_keyindex *ix)
+{
+	size_t		bytes = 0;
+
+	for (uint32_t i = 0; i < ix->n; i++)
+		bytes += keyseg_ref_memory(&ix->segs[i]);
+	return bytes;
+}
+
 void
 cx_keyindex_free(cx_keyindex *ix)
 {
@@ -322,6 +344,12 @@ cx_keyindex_cache_stats(void)
 	cx_lru_stats none = {0};
 
 	return c != NULL ? cx_lru_stats_of(c) : none;
+}
+
+size_t
+cx_keyindex_cache_bytes(void)
+{
+	return cx_keyindex_cache_stats().bytes + cx_keyfilter_kept_bytes();
 }
 
 /* Appends n bytes of p to name[*at ..] as far as size leaves room. */

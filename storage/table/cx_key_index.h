@@ -77,6 +77,8 @@ cx_code		cx_keyindex_add(cx_keyindex *ix, const cx_keyseg_ref *ref,
 							cx_err *err);
 void		cx_keyindex_free(cx_keyindex *ix);
 void		cx_keyseg_ref_free(cx_keyseg_ref *ref);
+/* The bytes ix's segment list holds (not ix itself). */
+size_t		cx_keyindex_memory(const cx_keyindex *ix);
 
 /* One entry of a segment.  key is the row's key (NULL when the segment
  * indexes the key column: the value is the key). */

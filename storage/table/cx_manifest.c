@@ -83,6 +83,25 @@ cx_manifest_free(cx_manifest *m)
 	free(m);
 }
 
+size_t
+cx_manifest_memory(const cx_manifest *m)
+{
+	size_t		bytes = sizeof(*m) + cx_str_memory(m->operation) +
+		cx_str_memory(m->key_column) +
+		m->nfragments * sizeof(cx_fragment_info) +
+		(m->dvs != NULL ? m->nfragments * sizeof(cx_deletion_vector) : 0) +
+		m->nshards * sizeof(cx_shard_mark) + m->nexts * sizeof(cx_manifest_ext);
+
+	for (uint32_t i = 0; i < m->nfragments; i++)
+		bytes += cx_fragment_info_memory(&m->fragments[i]) +
+			(m->dvs != NULL ? m->dvs[i].n * sizeof(uint32_t) : 0);
+	for (uint32_t i = 0; i < m->nshards; i++)
+		bytes += cx_str_memory(m->shards[i].shard_id);
+	for (uint32_t i = 0; i < m->nexts; i++)
+		bytes += m->exts[i].len;
+	return bytes;
+}
+
 /* Copies src's fragments and deletion vectors into c, which has none yet.
  * False on OOM (c then holds the ones copied so far, for cx_manifest_free). */
 static bool

@@ -74,6 +74,9 @@ typedef struct cx_deletion_vector
 cx_manifest *cx_manifest_new(void);
 /* Deep copy (NULL on OOM). */
 cx_manifest *cx_manifest_clone(const cx_manifest *m);
+/* The bytes m holds, m itself included (its schemas, a few hundred bytes
+ * that do not grow with the store, left out). */
+size_t		cx_manifest_memory(const cx_manifest *m);
 /* Appends a copy of fi, with an empty deletion vector. */
 cx_code		cx_manifest_add_fragment(cx_manifest *m, const cx_fragment_info *fi,
 									 cx_err *err);

@@ -30,6 +30,14 @@ cache_free(void *p)
 	free(c);
 }
 
+static size_t
+cache_bytes(const void *p)
+{
+	const base_cache *c = p;
+
+	return sizeof(*c) + c->bytes.cap;
+}
+
 /* The handle's cache, created on first use (NULL without memory: then
  * nothing is kept). */
 static base_cache *
@@ -41,6 +49,7 @@ cache_of(cx_objstore *s)
 	{
 		cx_buf_init(&((base_cache *) slot->p)->bytes);
 		slot->free_fn = cache_free;
+		slot->bytes_fn = cache_bytes;
 	}
 	return slot->p;
 }

@@ -33,6 +33,21 @@ plan_free(void *p)
 	free(plan);
 }
 
+static size_t
+plan_bytes(const void *p)
+{
+	const cx_probe_plan *plan = p;
+	size_t		bytes = sizeof(*plan) + cx_keyindex_memory(&plan->ix) +
+		plan->section.cap;
+
+	for (uint32_t i = 0; plan->where != NULL && i < plan->ix.n; i++)
+		bytes += sizeof(int64_t *) +
+			(plan->ix.segs[i].nfragments + 1) * sizeof(int64_t);
+	for (uint32_t f = 0; plan->paths != NULL && f < plan->nfragments; f++)
+		bytes += sizeof(char *) + cx_str_memory(plan->paths[f]);
+	return bytes;
+}
+
 static bool
 plan_matches(const cx_probe_plan *plan, const cx_manifest *m)
 {
@@ -166,6 +181,7 @@ cx_probe_plan_get(cx_objstore *s, const cx_manifest *m,
 	plan_free(slot->p);
 	slot->p = plan;
 	slot->free_fn = plan_free;
+	slot->bytes_fn = plan_bytes;
 	*out = plan;
 	return CX_OK;
 }

@@ -263,11 +263,13 @@ CX_TEST(key_filter_is_read_once_lookups_have_earned_it)
 	uint32_t	hits;
 	uint64_t	gets;
 	uint64_t	before;
+	uint64_t	kept;
 	int			lookups = 0;
 	cx_err		err;
 
 	REQUIRE(s != NULL);
 	REQUIRE_OK(write_segment(s, 20000, &ref, &err), &err);
+	kept = cx_keyfilter_kept_bytes();
 	do
 	{
 		before = s->stats.bytes_read;
@@ -277,6 +279,8 @@ CX_TEST(key_filter_is_read_once_lookups_have_earned_it)
 	} while (s->stats.bytes_read - before < 20000 * 12 / 8 && lookups < 20);
 	/* 4 KiB owed per one-value lookup: the eighth reaches 30 KB */
 	CHECK(lookups == 8);
+	/* the kept filter is counted: 20,000 values at 12 bits */
+	CHECK(cx_keyfilter_kept_bytes() >= kept + 20000 * 12 / 8);
 	REQUIRE_OK(look_up(s, &ref, 12345, 1, 1, "x", &hits, &gets, &err), &err);
 	CHECK(hits == 0 && gets == 0);
 	cx_keyseg_ref_free(&ref);

@@ -309,6 +309,43 @@ CX_TEST(probe_plan_is_kept_per_base_and_follows_merges)
 	cx_obj_close(s);
 }
 
+/* What a probe keeps is counted: the handle's caches (the base version's
+ * bytes, then its probe plan, which holds every fragment path) and the
+ * process's block cache (the blocks the lookup read). */
+CX_TEST(probe_caches_count_what_they_keep)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *reader = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_result res;
+	const uint8_t *v = (const uint8_t *) "a7";
+	size_t		len = 2;
+	size_t		with_base;
+	size_t		blocks;
+	size_t		paths = 0;
+	cx_probe_result r;
+	cx_err		err;
+
+	REQUIRE(s != NULL && reader != NULL);
+	REQUIRE_OK(merge_range(s, "a", 0, 50, 1000, &err), &err);
+	REQUIRE_OK(cx_keyindex_update(s, 0, NULL, &res, &err), &err);
+	CHECK(cx_obj_cache_bytes(reader) == 0);
+	REQUIRE_OK(cx_manifest_load_latest(reader, &m, &err), &err);
+	with_base = cx_obj_cache_bytes(reader);
+	CHECK(with_base > 0);
+	for (uint32_t f = 0; f < m->nfragments; f++)
+		paths += strlen(m->fragments[f].path);
+	blocks = cx_keyindex_cache_bytes();
+	REQUIRE_OK(cx_base_probe(reader, m, 0, &v, &len, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && r.index_segments_read == 1);
+	CHECK(cx_obj_cache_bytes(reader) > with_base + paths);
+	CHECK(cx_keyindex_cache_bytes() > blocks);
+	cx_probe_result_free(&r);
+	cx_manifest_free(m);
+	cx_obj_close(reader);
+	cx_obj_close(s);
+}
+
 /* After a compaction replaced every fragment the index covered, the
  * update indexes the outputs and drops the segments that cover nothing
  * listed any more (GC can then delete them). */

@@ -312,6 +312,22 @@ CX_TEST(manifest_round_trip_is_exact)
 	cx_buf_free(&b2);
 }
 
+/* A manifest's memory counts what each fragment holds. */
+CX_TEST(manifest_memory_follows_its_fragments)
+{
+	cx_manifest *one = rich_manifest(1, 1);
+	cx_manifest *many = rich_manifest(1, 11);
+	size_t		per_fragment;
+
+	REQUIRE(one != NULL && many != NULL);
+	per_fragment = sizeof(cx_fragment_info) + strlen(one->fragments[0].path) +
+		one->fragments[0].ncolumns * sizeof(cx_colstats);
+	CHECK(cx_manifest_memory(one) > sizeof(cx_manifest) + per_fragment);
+	CHECK(cx_manifest_memory(many) >= cx_manifest_memory(one) + 10 * per_fragment);
+	cx_manifest_free(one);
+	cx_manifest_free(many);
+}
+
 CX_TEST(manifest_round_trip_minimal)
 {
 	cx_manifest *m = cx_manifest_new();

@@ -84,3 +84,32 @@ CX_TEST(sw_large_sealed_append_leaves_no_buffer_behind)
 	cx_schema_free(sc);
 	cx_obj_close(s);
 }
+
+/* The writer's key caches grow with the unmerged keys, and a reader's
+ * shard-manifest cache counts the version it keeps. */
+CX_TEST(sw_and_shard_caches_count_what_they_keep)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *reader = mw_open_store();
+	cx_shardwriter *w;
+	cx_shard_manifest *m;
+	uint64_t	before;
+	cx_err		err;
+
+	REQUIRE(s != NULL && reader != NULL);
+	REQUIRE_OK(mw_writer(s, "s1", true, &w, &err), &err);
+	before = cx_sw_cache_bytes(w);
+	/* keys "k0" .. "k999": at least 2 bytes each */
+	REQUIRE_OK(mw_put(w, "k", 0, 1000, 1, true, &err), &err);
+	CHECK(cx_sw_cache_bytes(w) >= before + 2 * 1000);
+	CHECK(cx_obj_cache_bytes(reader) == 0);
+	REQUIRE_OK(cx_shard_manifest_load_latest_cached(reader, "s1", &m, &err),
+			   &err);
+	REQUIRE(m != NULL);
+	CHECK(cx_obj_cache_bytes(reader) >= cx_shard_manifest_memory(m));
+	CHECK(cx_shard_manifest_memory(m) > sizeof(*m) + m->ngens * sizeof(cx_generation));
+	cx_shard_manifest_free(m);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(reader);
+	cx_obj_close(s);
+}

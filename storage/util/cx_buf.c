@@ -329,6 +329,12 @@ cx_strdup(const char *s)
 	return cx_memdup(s, strlen(s) + 1);
 }
 
+size_t
+cx_str_memory(const char *s)
+{
+	return s != NULL ? strlen(s) + 1 : 0;
+}
+
 void *
 cx_memdup(const void *p, size_t n)
 {

@@ -67,5 +67,8 @@ char	   *cx_rd_str16(cx_rd *r);
 /* malloc'd copy of a string / of bytes; NULL on failure. */
 char	   *cx_strdup(const char *s);
 void	   *cx_memdup(const void *p, size_t n);
+/* The bytes a malloc'd string holds, its NUL included (0 for NULL): what
+ * the memory accounting of cached objects adds up. */
+size_t		cx_str_memory(const char *s);
 
 #endif							/* CX_BUF_H */

@@ -188,6 +188,11 @@ uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
  * caller's flush policy bounds them: seal when they grow too large). */
 uint64_t	cx_sw_memtable_rows(const cx_shardwriter *w);
 uint64_t	cx_sw_memtable_bytes(const cx_shardwriter *w);
+/* The bytes of what it keeps to resolve requests against: its key caches
+ * (the unmerged rows' keys, and those of the requests staged), bounded by
+ * the unmerged window, and its copy of the newest base version it knows,
+ * which follows the store's fragments. */
+uint64_t	cx_sw_cache_bytes(const cx_shardwriter *w);
 uint64_t	cx_sw_epoch(const cx_shardwriter *w);
 /* The newest generation listed (0: none). */
 uint64_t	cx_sw_newest_gen(const cx_shardwriter *w);

@@ -68,6 +68,7 @@ typedef struct cx_handle_cache
 {
 	void	   *p;				/* NULL: nothing kept */
 	void		(*free_fn) (void *p);	/* frees p when the handle closes */
+	size_t		(*bytes_fn) (const void *p);	/* the bytes p holds */
 } cx_handle_cache;
 
 struct cx_objstore
@@ -114,6 +115,9 @@ cx_code		cx_obj_put(cx_objstore *s, const char *key, const void *data,
 cx_code		cx_obj_list(cx_objstore *s, const char *prefix, cx_list_fn fn,
 						void *arg, cx_err *err);
 void		cx_obj_close(cx_objstore *s);
+/* The bytes the handle's caches hold (each cache counts its own: the bytes
+ * it asked malloc for, without malloc's per-chunk overhead). */
+size_t		cx_obj_cache_bytes(const cx_objstore *s);
 
 /* HTTP transport settings of the cloud backends (objstore/cx_http.h). */
 typedef struct cx_http_config

@@ -233,4 +233,9 @@ cx_code		cx_keyindex_update_table(cx_objstore *s, const char *also_column,
 									 const cx_keyindex_options *opt,
 									 cx_keyindex_result *res, cx_err *err);
 
+/* The bytes the process's key-index caches hold, which lookups fill: the
+ * segment blocks (bounded by CX_KEYINDEX_CACHE_DEFAULT, bookkeeping
+ * included) and the segments' kept filters. */
+size_t		cx_keyindex_cache_bytes(void);
+
 #endif							/* CTXSTORE_TABLE_H */
