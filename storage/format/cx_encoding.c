@@ -295,19 +295,6 @@ cx_colbuild_append(cx_colbuild *b, const cx_datum *d)
 	return build_ok(b);
 }
 
-uint64_t
-cx_colbuild_raw_size(const cx_colbuild *b)
-{
-	uint64_t	n = 0;
-
-	if (b->null_count > 0)
-		n += b->nulls.len;
-	n += b->values.len + b->offsets.len + b->bytes.len;
-	if (b->elems != NULL)
-		n += cx_colbuild_raw_size(b->elems);
-	return n;
-}
-
 static uint32_t
 offset_at(const cx_colbuild *b, uint32_t i)
 {

@@ -86,8 +86,18 @@ cx_code		cx_colbuild_measure(const cx_colbuild *b, const cx_datum *d,
 								uint64_t *size, cx_err *err);
 /* Appends a measured value.  false on allocation failure. */
 bool		cx_colbuild_append(cx_colbuild *b, const cx_datum *d);
-/* Bytes the builder holds (an estimate of the raw chunk size). */
-uint64_t	cx_colbuild_raw_size(const cx_colbuild *b);
+/* Bytes the builder holds (an estimate of the raw chunk size).  Inline: the
+ * fragment writer asks it of every column for every row it appends. */
+static inline uint64_t
+cx_colbuild_raw_size(const cx_colbuild *b)
+{
+	uint64_t	n = b->null_count > 0 ? b->nulls.len : 0;
+
+	n += b->values.len + b->offsets.len + b->bytes.len;
+	if (b->elems != NULL)
+		n += cx_colbuild_raw_size(b->elems);
+	return n;
+}
 /* Whether row i is non-NULL, and if so its value's engine bytes (fixed
  * width little-endian, or a var-width value's bytes; not for lists). */
 bool		cx_colbuild_value(const cx_colbuild *b, uint32_t i,

@@ -509,7 +509,11 @@ cx_pq_put_plain(const cx_pq_leaf *leaf, const uint8_t *val, size_t len,
 	else if (cx_pq_put_plain_length(leaf, len, out))
 		cx_buf_put(out, val, len);
 	else
-		cx_buf_put(out, fixed, cx_pq_stat_bound(leaf, val, len, fixed));
+	{
+		size_t		n = cx_pq_stat_bound(leaf, val, len, fixed);
+
+		cx_buf_put(out, fixed, n);
+	}
 }
 
 bool

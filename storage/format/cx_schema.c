@@ -16,12 +16,7 @@
  * has_ext, field_id, precision, scale. */
 #define MIN_ENCODED_COLUMN 12
 
-static const struct
-{
-	const char *name;
-	int			width;
-	bool		has_stats;
-}			type_info[CX_T_MAX + 1] =
+const cx_type_info cx_type_infos[CX_T_MAX + 1] =
 {
 	[CX_T_BOOL] = {"bool", 1, true},
 	[CX_T_INT16] = {"int16", 2, true},
@@ -49,28 +44,10 @@ static const struct
 	[CX_T_LIST] = {"list", 0, false},
 };
 
-bool
-cx_type_is_valid(int t)
-{
-	return t >= CX_T_BOOL && t <= CX_T_MAX;
-}
-
-int
-cx_type_width(cx_type t)
-{
-	return cx_type_is_valid(t) ? type_info[t].width : 0;
-}
-
 const char *
 cx_type_name(cx_type t)
 {
-	return cx_type_is_valid(t) ? type_info[t].name : "invalid";
-}
-
-bool
-cx_type_has_stats(cx_type t)
-{
-	return cx_type_is_valid(t) && type_info[t].has_stats;
+	return cx_type_is_valid(t) ? cx_type_infos[t].name : "invalid";
 }
 
 /* Checks one column's type triple; returns a reason or NULL if valid. */

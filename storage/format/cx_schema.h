@@ -15,11 +15,37 @@
 
 #define CX_T_MAX CX_T_LIST
 
+/* What the engine knows of each type (cx_schema.c).  The lookups below are
+ * inline: the row codec, the column builders and the statistics ask them
+ * once per value. */
+typedef struct cx_type_info
+{
+	const char *name;
+	int			width;
+	bool		has_stats;
+} cx_type_info;
+
+extern const cx_type_info cx_type_infos[CX_T_MAX + 1];
+
+static inline bool
+cx_type_is_valid(int t)
+{
+	return t >= CX_T_BOOL && t <= CX_T_MAX;
+}
+
 /* Width in bytes of a fixed-width type; 0 for variable-width and lists. */
-int			cx_type_width(cx_type t);
-bool		cx_type_is_valid(int t);
+static inline int
+cx_type_width(cx_type t)
+{
+	return cx_type_is_valid(t) ? cx_type_infos[t].width : 0;
+}
+
 /* Whether min/max statistics are kept for the type. */
-bool		cx_type_has_stats(cx_type t);
+static inline bool
+cx_type_has_stats(cx_type t)
+{
+	return cx_type_is_valid(t) && cx_type_infos[t].has_stats;
+}
 
 /* The largest user field id of s (0 if none). */
 int32_t		cx_schema_max_user_field_id(const cx_schema *s);

@@ -125,7 +125,8 @@ cx_code		cx_keyseg_walk(cx_objstore *s, const cx_keyseg_ref *ref,
 cx_code		cx_keyseg_check(cx_objstore *s, const char *path,
 							uint64_t *entries, cx_err *err);
 
-/* Reading a segment's entries in order, one data block in memory. */
+/* Reading a segment's entries in order: the data blocks up to 1 MiB of them
+ * a GET (CURSOR_READAHEAD), so at most that much in memory. */
 typedef struct cx_keyseg_cursor cx_keyseg_cursor;
 
 cx_code		cx_keyseg_cursor_open(cx_objstore *s, const cx_keyseg_ref *ref,

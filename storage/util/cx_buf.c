@@ -50,7 +50,7 @@ cx_buf_swap(cx_buf *a, cx_buf *b)
 }
 
 bool
-cx_buf_reserve(cx_buf *b, size_t extra)
+cx_buf_reserve_slow(cx_buf *b, size_t extra)
 {
 	size_t		need;
 	size_t		cap;
@@ -107,108 +107,6 @@ cx_buf_grow(cx_buf *b, size_t n)
 }
 
 void
-cx_buf_put(cx_buf *b, const void *p, size_t n)
-{
-	if (n == 0 || !cx_buf_reserve(b, n))
-		return;
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-}
-
-void
-cx_store_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t) v;
-	p[1] = (uint8_t) (v >> 8);
-}
-
-void
-cx_store_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-void
-cx_store_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-uint16_t
-cx_load_u16(const uint8_t *p)
-{
-	return (uint16_t) (p[0] | (p[1] << 8));
-}
-
-uint32_t
-cx_load_u32(const uint8_t *p)
-{
-	uint32_t	v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-uint64_t
-cx_load_u64(const uint8_t *p)
-{
-	uint64_t	v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-void
-cx_buf_put_u8(cx_buf *b, uint8_t v)
-{
-	cx_buf_put(b, &v, 1);
-}
-
-void
-cx_buf_put_u16(cx_buf *b, uint16_t v)
-{
-	uint8_t		t[2];
-
-	cx_store_u16(t, v);
-	cx_buf_put(b, t, 2);
-}
-
-void
-cx_buf_put_u32(cx_buf *b, uint32_t v)
-{
-	uint8_t		t[4];
-
-	cx_store_u32(t, v);
-	cx_buf_put(b, t, 4);
-}
-
-void
-cx_buf_put_u64(cx_buf *b, uint64_t v)
-{
-	uint8_t		t[8];
-
-	cx_store_u64(t, v);
-	cx_buf_put(b, t, 8);
-}
-
-void
-cx_buf_put_i64(cx_buf *b, int64_t v)
-{
-	cx_buf_put_u64(b, (uint64_t) v);
-}
-
-void
-cx_buf_put_bytes32(cx_buf *b, const void *p, uint32_t n)
-{
-	cx_buf_put_u32(b, n);
-	cx_buf_put(b, p, n);
-}
-
-void
 cx_buf_put_str16(cx_buf *b, const char *s)
 {
 	size_t		n = strlen(s);
@@ -229,71 +127,6 @@ cx_rd_init(cx_rd *r, const void *p, size_t len)
 	r->len = len;
 	r->pos = 0;
 	r->bad = false;
-}
-
-const uint8_t *
-cx_rd_take(cx_rd *r, size_t n)
-{
-	const uint8_t *p;
-
-	if (r->bad || n > r->len - r->pos)
-	{
-		r->bad = true;
-		return NULL;
-	}
-	p = r->p + r->pos;
-	r->pos += n;
-	return p;
-}
-
-uint8_t
-cx_rd_u8(cx_rd *r)
-{
-	const uint8_t *p = cx_rd_take(r, 1);
-
-	return p ? p[0] : 0;
-}
-
-uint16_t
-cx_rd_u16(cx_rd *r)
-{
-	const uint8_t *p = cx_rd_take(r, 2);
-
-	return p ? cx_load_u16(p) : 0;
-}
-
-uint32_t
-cx_rd_u32(cx_rd *r)
-{
-	const uint8_t *p = cx_rd_take(r, 4);
-
-	return p ? cx_load_u32(p) : 0;
-}
-
-uint64_t
-cx_rd_u64(cx_rd *r)
-{
-	const uint8_t *p = cx_rd_take(r, 8);
-
-	return p ? cx_load_u64(p) : 0;
-}
-
-int64_t
-cx_rd_i64(cx_rd *r)
-{
-	return (int64_t) cx_rd_u64(r);
-}
-
-const uint8_t *
-cx_rd_bytes32(cx_rd *r, uint32_t *n)
-{
-	*n = cx_rd_u32(r);
-	if (r->bad)
-	{
-		*n = 0;
-		return NULL;
-	}
-	return cx_rd_take(r, *n);
 }
 
 char *

@@ -1,13 +1,17 @@
 /*
- * cx_crc32c.c — table-driven CRC-32C, slicing by 8 bytes.
+ * cx_crc32c.c — CRC-32C: the SSE4.2 crc32 instruction where the CPU has it,
+ * else table-driven, slicing by 8 bytes.
  *
- * Portable C rather than SSE4.2 intrinsics: the storage library must build
- * anywhere PostgreSQL does, and checksumming is far from the bottleneck next
- * to zstd and object-store round trips.
+ * Every object read or written is checksummed (metadata frames, key index
+ * blocks, fragment footers), and the table loop was 2-4% of the writer's and
+ * the maintenance worker's CPU; the instruction does 8 bytes a cycle or so.
+ * It is picked at run time (x86-64 built by GCC or Clang only), so the
+ * library still builds and runs anywhere PostgreSQL does.
  */
 #include "util/cx_crc32c.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #define CRC32C_POLY_REFLECTED 0x82F63B78u
 
@@ -32,7 +36,7 @@ crc_build_tables(void)
 }
 
 uint32_t
-cx_crc32c(uint32_t crc, const void *data, size_t len)
+cx_crc32c_portable(uint32_t crc, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
@@ -54,3 +58,53 @@ cx_crc32c(uint32_t crc, const void *data, size_t len)
 		crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
 	return ~crc;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+__attribute__((target("sse4.2")))
+static uint32_t
+crc32c_sse42(uint32_t crc, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint64_t	c = ~crc;
+
+	for (; len >= 8; p += 8, len -= 8)
+	{
+		uint64_t	w;
+
+		memcpy(&w, p, 8);		/* x86 is little-endian, as the CRC wants */
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	crc = (uint32_t) c;
+	while (len--)
+		crc = __builtin_ia32_crc32qi(crc, *p++);
+	return ~crc;
+}
+
+static uint32_t (*crc_impl) (uint32_t, const void *, size_t);
+static pthread_once_t impl_once = PTHREAD_ONCE_INIT;
+
+static void
+pick_impl(void)
+{
+	__builtin_cpu_init();
+	crc_impl = __builtin_cpu_supports("sse4.2") ? crc32c_sse42 :
+		cx_crc32c_portable;
+}
+
+uint32_t
+cx_crc32c(uint32_t crc, const void *data, size_t len)
+{
+	pthread_once(&impl_once, pick_impl);
+	return crc_impl(crc, data, len);
+}
+
+#else
+
+uint32_t
+cx_crc32c(uint32_t crc, const void *data, size_t len)
+{
+	return cx_crc32c_portable(crc, data, len);
+}
+
+#endif

@@ -15,6 +15,9 @@
 /* Checksum of len bytes.  Chain calls by passing the previous result as crc;
  * start with 0. */
 uint32_t	cx_crc32c(uint32_t crc, const void *data, size_t len);
+/* The same, by table on every CPU: what cx_crc32c falls back to, and what
+ * the tests hold the CPU's instruction to. */
+uint32_t	cx_crc32c_portable(uint32_t crc, const void *data, size_t len);
 
 /*
  * Whether a stored checksum (CRC-32C or, for Parquet pages, CRC-32) matches

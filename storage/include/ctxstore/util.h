@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ctxstore/error.h"
 
@@ -28,10 +29,65 @@ void		cx_buf_init(cx_buf *b);
 void		cx_buf_free(cx_buf *b);
 static inline bool cx_buf_ok(const cx_buf *b) { return !b->failed; }
 
-void		cx_buf_put(cx_buf *b, const void *p, size_t n);
-void		cx_buf_put_u8(cx_buf *b, uint8_t v);
-void		cx_buf_put_u64(cx_buf *b, uint64_t v);
-uint64_t	cx_load_u64(const uint8_t *p);
+/*
+ * The appends and loads below are inline: encoders and page builders call
+ * them once per field and per value, and a call each cost more than the
+ * copy.  Only growing the buffer is out of line.
+ */
+
+/* Grows b to hold extra more bytes: false (and failed) when it cannot. */
+bool		cx_buf_reserve_slow(cx_buf *b, size_t extra);
+
+/* Room for extra more bytes (len <= cap always holds, so no overflow). */
+static inline bool
+cx_buf_reserve(cx_buf *b, size_t extra)
+{
+	if (!b->failed && extra <= b->cap - b->len)
+		return true;
+	return cx_buf_reserve_slow(b, extra);
+}
+
+static inline void
+cx_buf_put(cx_buf *b, const void *p, size_t n)
+{
+	if (n == 0 || !cx_buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+static inline void
+cx_buf_put_u8(cx_buf *b, uint8_t v)
+{
+	cx_buf_put(b, &v, 1);
+}
+
+/* Little-endian stores/loads on raw memory (unaligned-safe); the compiler
+ * turns the shifts into one move. */
+static inline void
+cx_store_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static inline uint64_t
+cx_load_u64(const uint8_t *p)
+{
+	return (uint64_t) p[0] | (uint64_t) p[1] << 8 | (uint64_t) p[2] << 16 |
+		(uint64_t) p[3] << 24 | (uint64_t) p[4] << 32 |
+		(uint64_t) p[5] << 40 | (uint64_t) p[6] << 48 |
+		(uint64_t) p[7] << 56;
+}
+
+static inline void
+cx_buf_put_u64(cx_buf *b, uint64_t v)
+{
+	uint8_t		t[8];
+
+	cx_store_u64(t, v);
+	cx_buf_put(b, t, 8);
+}
 
 typedef struct cx_rd
 {
