@@ -1,8 +1,9 @@
 /*
  * test_thread_cache.c — what a thread keeps between engine calls
  * (util/cx_thread_cache.h) and what rides on it: a thread's slots are its
- * own and are freed when it exits; fragment readers open at the same time
- * in one thread, which take turns
+ * own and are freed when it exits; the schema JSON memos give each schema
+ * its own conversion, in both directions, whatever was converted before;
+ * fragment readers open at the same time in one thread, which take turns
  * with the thread's spare decompression context, each read their own
  * fragment.
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "format/cx_fragment.h"
+#include "format/cx_parquet_schema.h"
 #include "format/cx_schema.h"
 #include "objstore/cx_objstore.h"
 #include "util/cx_thread_cache.h"
@@ -61,6 +63,86 @@ CX_TEST(thread_cache_slots_are_per_thread_and_freed_at_exit)
 	CHECK(freed_values == 1);	/* the thread's exit freed its value */
 	CHECK(mine->p == before);	/* and left this thread's slot alone */
 	CHECK(cx_thread_cache_get(CX_THREAD_ZSTD_DCTX) == mine);
+}
+
+/* Two columns; `required` and `ext_type` of the second as given. */
+static cx_schema *
+two_columns(bool required, const char *ext_type)
+{
+	cx_schema  *s = cx_schema_new();
+	cx_err		err;
+
+	if (s == NULL ||
+		cx_schema_add(s, "id", CX_T_STRING, 0, NULL, &err) != CX_OK ||
+		cx_schema_add(s, "v", ext_type ? CX_T_EXTERNAL : CX_T_INT64, 0,
+					  ext_type, &err) != CX_OK)
+	{
+		cx_schema_free(s);
+		return NULL;
+	}
+	s->columns[1].required = required;
+	return s;
+}
+
+static bool
+same_schema(const cx_schema *a, const cx_schema *b)
+{
+	if (a == NULL || b == NULL || !cx_schema_equal(a, b))
+		return false;
+	for (uint32_t c = 0; c < a->ncolumns; c++)
+		if (a->columns[c].required != b->columns[c].required)
+			return false;
+	return true;
+}
+
+/* Whether json decodes to exactly s. */
+static bool
+decodes_to(const char *json, const cx_schema *s)
+{
+	const char *why;
+	cx_schema  *got = cx_pq_schema_from_json(json, &why);
+	bool		ok = same_schema(got, s);
+
+	cx_schema_free(got);
+	return ok;
+}
+
+CX_TEST(pq_schema_json_memos_give_each_schema_its_own_conversion)
+{
+	cx_schema  *plain = two_columns(false, NULL);
+	cx_schema  *required = two_columns(true, NULL);
+	cx_schema  *external = two_columns(false, "inet");
+	cx_schema  *all[] = {plain, required, external, plain, external, required};
+	char	   *first[3] = {0};
+	const char *why;
+
+	REQUIRE(plain != NULL && required != NULL && external != NULL);
+	for (int i = 0; i < 6; i++)
+	{
+		char	   *json = cx_pq_schema_json(all[i]);
+
+		REQUIRE(json != NULL);
+		CHECK(decodes_to(json, all[i]));
+		CHECK(decodes_to(json, all[i]));	/* the memo's answer, a copy */
+		if (i < 3)
+			first[i] = json;
+		else
+		{
+			CHECK(strcmp(json, first[i == 3 ? 0 : i == 4 ? 2 : 1]) == 0);
+			free(json);
+		}
+	}
+	/* Schemas that differ only in what cx_schema_equal() ignores still get
+	 * their own JSON. */
+	CHECK(strcmp(first[0], first[1]) != 0);
+	/* A memo never lets malformed JSON through after a good one. */
+	CHECK(cx_pq_schema_from_json("[{\"name\": \"id\"}]", &why) == NULL && why != NULL);
+	CHECK(decodes_to(first[0], plain));
+	for (int i = 0; i < 3; i++)
+		free(first[i]);
+	cx_schema_free(plain);
+	cx_schema_free(required);
+	cx_schema_free(external);
 }
 
 static cx_code

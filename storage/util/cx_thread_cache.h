@@ -2,8 +2,9 @@
  * cx_thread_cache.h — what a thread keeps between calls of the engine, one
  * slot per kind, freed when the thread exits.
  *
- * For what every call would otherwise set up again (a decompression
- * context per fragment reader): a thread's slot is touched by
+ * For memos of pure work that every call would otherwise repeat (decoding
+ * the same schema JSON for every generation footer of a store, setting up a
+ * decompression context per fragment reader): a thread's slot is touched by
  * that thread only, so nothing needs a lock, and what a slot holds never
  * outlives its thread.
  */
@@ -12,6 +13,9 @@
 
 typedef enum cx_thread_cache_kind
 {
+	CX_THREAD_SCHEMA_FROM_JSON, /* the last schema JSON decoded
+								 * (format/cx_parquet_schema.c) */
+	CX_THREAD_SCHEMA_TO_JSON,	/* the last schema encoded as JSON (same) */
 	CX_THREAD_ZSTD_DCTX,		/* a decompression context no fragment reader
 								 * holds (format/cx_fragment_read.c) */
 	CX_THREAD_CACHES
