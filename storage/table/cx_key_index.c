@@ -975,7 +975,10 @@ next_block(cx_keyseg_cursor *c, cx_err *err)
 	if (c->next_leaf == c->ahead_end && read_ahead(c, err) != CX_OK)
 		return err->code;
 	k = &c->leaves[c->next_leaf++];
-	if (k->offset - c->ahead_offset + k->len > c->ahead.len)
+	/* A block too short to hold a frame is damaged before its bytes are
+	 * looked at: an empty one was never read into c->ahead. */
+	if (k->len < CX_FRAME_HEADER_LEN + CX_FRAME_TRAILER_LEN ||
+		k->offset - c->ahead_offset + k->len > c->ahead.len)
 		return damaged(c->ref, "a data block is cut short", err);
 	if (cx_frame_check(c->ahead.data + (k->offset - c->ahead_offset), k->len,
 					   CX_KEYSEG_DATA_MAGIC, CX_KEYSEG_FORMAT,

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "merge/cx_merge.h"
 #include "table/cx_base_probe.h"
@@ -376,6 +377,71 @@ CX_TEST(key_index_cursor_reads_data_blocks_in_few_gets)
 		in_order &= e->row == n++;
 	CHECK(rc == CX_OK && n == 50000 && in_order);
 	CHECK(ref.size > 1500000 && s->stats.gets - gets <= 2);
+	cx_keyseg_cursor_close(c);
+	cx_keyseg_ref_free(&ref);
+	cx_obj_close(s);
+}
+
+/*
+ * Sets the length of the first child the root of a depth-1 segment lists
+ * (its first data block) to 0 and frames the root again, as a damaged or
+ * hostile index would say it (found by fuzz_key_index: the cursor then
+ * offset a buffer it had never read into).
+ */
+static cx_code
+empty_first_leaf(cx_objstore *s, const cx_keyseg_ref *ref, cx_err *err)
+{
+	cx_buf		obj;
+	cx_buf		out;
+	uint64_t	root_at;
+	uint8_t    *body;
+	uint32_t	body_len = ref->tail_len - CX_KEYSEG_TRAILER_LEN -
+		CX_FRAME_HEADER_LEN - CX_FRAME_TRAILER_LEN;
+	size_t		start;
+	cx_code		rc;
+
+	cx_buf_init(&obj);
+	cx_buf_init(&out);
+	if (cx_obj_get(s, ref->path, &obj, err) != CX_OK)
+		return err->code;
+	root_at = obj.len - ref->tail_len;
+	body = obj.data + root_at + CX_FRAME_HEADER_LEN;
+	/* root body: column u32, flags u8, depth u8, entries u64, filter
+	 * offset u64 and length u32, the child count u32, then each child:
+	 * its first value (u32 length and bytes), offset u64, length u32 */
+	if (body[5] != 1)
+		rc = cx_err_set(err, CX_ERR_INVALID, "the segment is %u deep", body[5]);
+	else
+	{
+		cx_store_u32(body + 30 + 4 + cx_load_u32(body + 30) + 8, 0);
+		cx_buf_put(&out, obj.data, root_at);
+		start = cx_frame_begin(&out, CX_KEYSEG_ROOT_MAGIC, 1);
+		cx_buf_put(&out, body, body_len);
+		rc = cx_frame_end(&out, start, "test root", err);
+		cx_buf_put(&out, obj.data + obj.len - CX_KEYSEG_TRAILER_LEN,
+				   CX_KEYSEG_TRAILER_LEN);
+	}
+	if (rc == CX_OK)
+		rc = cx_obj_put(s, ref->path, out.data, out.len, CX_PUT_OVERWRITE, err);
+	cx_buf_free(&obj);
+	cx_buf_free(&out);
+	return rc;
+}
+
+CX_TEST(key_index_cursor_refuses_an_empty_data_block)
+{
+	cx_objstore *s = mw_open_store();
+	cx_keyseg_ref ref;
+	cx_keyseg_cursor *c = NULL;
+	const cx_keyentry *e;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(write_segment(s, 40, &ref, &err), &err);
+	REQUIRE_OK(empty_first_leaf(s, &ref, &err), &err);
+	REQUIRE_OK(cx_keyseg_cursor_open(s, &ref, &c, &err), &err);
+	CHECK_CODE(cx_keyseg_cursor_next(c, &e, &err), CX_ERR_CORRUPT);
+	CHECK(strstr(err.msg, "cut short") != NULL);
 	cx_keyseg_cursor_close(c);
 	cx_keyseg_ref_free(&ref);
 	cx_obj_close(s);
