@@ -380,14 +380,9 @@ dctx_free(void *p)
 static ZSTD_DCtx *
 dctx_take(void)
 {
-	cx_thread_cache *spare = cx_thread_cache_get(CX_THREAD_ZSTD_DCTX);
-	ZSTD_DCtx  *zd;
+	ZSTD_DCtx  *zd = cx_thread_spare_take(CX_THREAD_ZSTD_DCTX);
 
-	if (spare == NULL || spare->p == NULL)
-		return ZSTD_createDCtx();
-	zd = spare->p;
-	spare->p = NULL;
-	return zd;
+	return zd != NULL ? zd : ZSTD_createDCtx();
 }
 
 /* Keeps zd as the thread's spare when it has none, else frees it.  No
@@ -397,14 +392,7 @@ dctx_take(void)
 static void
 dctx_give_back(ZSTD_DCtx *zd)
 {
-	cx_thread_cache *spare = zd != NULL ? cx_thread_cache_get(CX_THREAD_ZSTD_DCTX) : NULL;
-
-	if (spare != NULL && spare->p == NULL)
-	{
-		spare->p = zd;
-		spare->free_fn = dctx_free;
-	}
-	else
+	if (zd != NULL && !cx_thread_spare_give(CX_THREAD_ZSTD_DCTX, zd, dctx_free))
 		ZSTD_freeDCtx(zd);
 }
 

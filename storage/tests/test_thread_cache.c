@@ -5,7 +5,8 @@
  * its own conversion, in both directions, whatever was converted before;
  * fragment readers open at the same time in one thread, which take turns
  * with the thread's spare decompression context, each read their own
- * fragment.
+ * fragment; a thread keeps one spare of a kind, and a fragment writer that
+ * takes the spare compression context writes what a new context writes.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -224,6 +225,89 @@ CX_TEST(fragment_readers_open_together_in_one_thread_read_their_own)
 	cx_fragr_close(r[2]);
 	for (int i = 0; i < 3; i++)
 		cx_fragment_info_free(&info[i]);
+	cx_schema_free(schema);
+	cx_obj_close(s);
+}
+
+CX_TEST(thread_spare_is_kept_once_and_taken_once)
+{
+	int		   *a = malloc(sizeof(int));
+	int		   *b = malloc(sizeof(int));
+
+	REQUIRE(a != NULL && b != NULL);
+	*a = *b = 0;
+	cx_thread_cache_clear(cx_thread_cache_get(CX_THREAD_ZSTD_CCTX));
+	CHECK(cx_thread_spare_take(CX_THREAD_ZSTD_CCTX) == NULL);
+	CHECK(cx_thread_spare_give(CX_THREAD_ZSTD_CCTX, a, count_free));
+	CHECK(!cx_thread_spare_give(CX_THREAD_ZSTD_CCTX, b, count_free));	/* b stays ours */
+	CHECK(cx_thread_spare_take(CX_THREAD_ZSTD_CCTX) == a);
+	CHECK(cx_thread_spare_take(CX_THREAD_ZSTD_CCTX) == NULL);
+	free(a);
+	free(b);
+}
+
+/* The bytes of the fragment at key: 500 rows of two columns, at level. */
+static cx_code
+write_at_level(cx_objstore *s, const char *key, const cx_schema *schema,
+			   int level, cx_buf *bytes, cx_err *err)
+{
+	cx_fragw_options opt;
+	cx_fragw   *w;
+	cx_datum	vals[2] = {0};
+	cx_fragment_info info;
+
+	memset(&info, 0, sizeof(info));
+	cx_fragw_options_default(&opt);
+	opt.compression_level = level;
+	if (cx_fragw_open(s, key, schema, &opt, &w, err) != CX_OK)
+		return err->code;
+	for (uint32_t i = 0; i < 500; i++)
+	{
+		vals[0].v.i64 = i % 7;
+		vals[1].v.i64 = (int64_t) i * i;
+		if (cx_fragw_append(w, vals, err) != CX_OK)
+		{
+			cx_fragw_abort(w);
+			return err->code;
+		}
+	}
+	if (cx_fragw_finish(w, &info, err) != CX_OK)
+		return err->code;
+	cx_fragment_info_free(&info);
+	return cx_obj_get(s, key, bytes, err);
+}
+
+/* A writer that takes the spare compression context a writer at another
+ * level gave back writes the same bytes as one with a new context. */
+CX_TEST(fragment_writers_reusing_a_context_write_what_a_new_one_writes)
+{
+	cx_objstore *s = NULL;
+	cx_schema  *schema = cx_schema_new();
+	cx_buf		fresh;
+	cx_buf		other;
+	cx_buf		reused;
+	cx_err		err;
+
+	cx_buf_init(&fresh);
+	cx_buf_init(&other);
+	cx_buf_init(&reused);
+	REQUIRE(schema != NULL);
+	CHECK_CODE(cx_schema_add(schema, "a", CX_T_INT64, 0, NULL, &err), CX_OK);
+	CHECK_CODE(cx_schema_add(schema, "b", CX_T_INT64, 0, NULL, &err), CX_OK);
+	CHECK_CODE(cx_objstore_open(cx_test_uri("/tcz"), NULL, 0, &s, &err), CX_OK);
+	REQUIRE(s != NULL);
+	cx_thread_cache_clear(cx_thread_cache_get(CX_THREAD_ZSTD_CCTX));
+	CHECK_CODE(write_at_level(s, "fresh", schema, 1, &fresh, &err), CX_OK);
+	cx_thread_cache_clear(cx_thread_cache_get(CX_THREAD_ZSTD_CCTX));
+	CHECK_CODE(write_at_level(s, "other", schema, 9, &other, &err), CX_OK);
+	CHECK(cx_thread_cache_get(CX_THREAD_ZSTD_CCTX)->p != NULL);	/* its spare */
+	CHECK_CODE(write_at_level(s, "reused", schema, 1, &reused, &err), CX_OK);
+	CHECK(fresh.len > 0 && fresh.len == reused.len &&
+		  memcmp(fresh.data, reused.data, fresh.len) == 0);
+	CHECK(other.len != fresh.len || memcmp(other.data, fresh.data, fresh.len) != 0);
+	cx_buf_free(&fresh);
+	cx_buf_free(&other);
+	cx_buf_free(&reused);
 	cx_schema_free(schema);
 	cx_obj_close(s);
 }

@@ -59,3 +59,27 @@ cx_thread_cache_clear(cx_thread_cache *slot)
 	slot->p = NULL;
 	slot->free_fn = NULL;
 }
+
+void *
+cx_thread_spare_take(cx_thread_cache_kind kind)
+{
+	cx_thread_cache *slot = cx_thread_cache_get(kind);
+	void	   *p = slot != NULL ? slot->p : NULL;
+
+	if (p != NULL)
+		slot->p = NULL;
+	return p;
+}
+
+bool
+cx_thread_spare_give(cx_thread_cache_kind kind, void *p,
+					 void (*free_fn) (void *p))
+{
+	cx_thread_cache *slot = cx_thread_cache_get(kind);
+
+	if (slot == NULL || slot->p != NULL)
+		return false;
+	slot->p = p;
+	slot->free_fn = free_fn;
+	return true;
+}

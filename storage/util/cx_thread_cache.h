@@ -11,6 +11,8 @@
 #ifndef CX_THREAD_CACHE_H
 #define CX_THREAD_CACHE_H
 
+#include <stdbool.h>
+
 typedef enum cx_thread_cache_kind
 {
 	CX_THREAD_SCHEMA_FROM_JSON, /* the last schema JSON decoded
@@ -18,6 +20,8 @@ typedef enum cx_thread_cache_kind
 	CX_THREAD_SCHEMA_TO_JSON,	/* the last schema encoded as JSON (same) */
 	CX_THREAD_ZSTD_DCTX,		/* a decompression context no fragment reader
 								 * holds (format/cx_fragment_read.c) */
+	CX_THREAD_ZSTD_CCTX,		/* a compression context no fragment writer
+								 * holds (format/cx_fragment_write.c) */
 	CX_THREAD_CACHES
 } cx_thread_cache_kind;
 
@@ -33,5 +37,17 @@ cx_thread_cache *cx_thread_cache_get(cx_thread_cache_kind kind);
 
 /* Frees what the slot holds and empties it. */
 void		cx_thread_cache_clear(cx_thread_cache *slot);
+
+/*
+ * For slots that keep one spare object (a context a user takes and gives
+ * back): takes the thread's spare of that kind (NULL when it has none; the
+ * caller then makes one), and gives p back as the spare when the slot is
+ * empty (true; free_fn frees it when the thread exits), false when it
+ * holds one already or the slots could not be made (p is the caller's to
+ * free).
+ */
+void	   *cx_thread_spare_take(cx_thread_cache_kind kind);
+bool		cx_thread_spare_give(cx_thread_cache_kind kind, void *p,
+								 void (*free_fn) (void *p));
 
 #endif							/* CX_THREAD_CACHE_H */
