@@ -669,7 +669,7 @@ cx_maint_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
-		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes());
+		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes, false);
 		if (take_job(generation, &job))
 		{
 			run_job(&job);
@@ -683,6 +683,7 @@ cx_maint_main(Datum main_arg)
 		}
 		wait_ms = timed_work_due();
 		cx_worker_release_free_memory();
+		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes, true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait_ms, PG_WAIT_EXTENSION);
 	}

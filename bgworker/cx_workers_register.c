@@ -13,6 +13,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "cx_module.h"
 #include "cx_writer_int.h"
@@ -32,15 +33,32 @@ cx_worker_loop_continues(void)
 	return true;
 }
 
-void
-cx_worker_publish_memory(CxWorkerInfo *w, uint64 cache_bytes)
-{
-	/* mallinfo2 walks malloc's arenas: cheap once per round, not per row */
-	struct mallinfo2 mi = mallinfo2();
+/*
+ * How often a busy worker publishes its memory.  Publishing walks malloc's
+ * arenas (mallinfo2), sums the caches of every open store and takes the
+ * lock every commit posts under: once per round would put all three on
+ * the append path, thousands of times a second.
+ */
+#define PUBLISH_INTERVAL_MS 1000
 
+void
+cx_worker_publish_memory(CxWorkerInfo *w, uint64 (*cache_bytes) (void),
+						 bool idle)
+{
+	static TimestampTz last_published;
+	TimestampTz now = GetCurrentTimestamp();
+	struct mallinfo2 mi;
+	uint64		caches;
+
+	if (!idle && !TimestampDifferenceExceeds(last_published, now,
+											 PUBLISH_INTERVAL_MS))
+		return;
+	last_published = now;
+	mi = mallinfo2();
+	caches = cache_bytes();
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	w->heap_bytes = (uint64) mi.uordblks + (uint64) mi.hblkhd;
-	w->cache_bytes = cache_bytes;
+	w->cache_bytes = caches;
 	LWLockRelease(CxWriter->lock);
 }
 

@@ -91,9 +91,11 @@ extern void cx_unsealed_recover(void);
 /* The top of a worker's main loop: resets the latch, serves interrupts and
  * a configuration reload; false once a shutdown was requested. */
 extern bool cx_worker_loop_continues(void);
-/* At the top of a worker's loop: publishes its live heap bytes and, of
- * them, cache_bytes held by caches, into w for the view. */
-extern void cx_worker_publish_memory(CxWorkerInfo *w, uint64 cache_bytes);
+/* Publishes a worker's live heap bytes and, of them, the bytes its caches
+ * hold (cache_bytes()) into w for the view: before it sleeps (idle), and
+ * while it works at most once a second. */
+extern void cx_worker_publish_memory(CxWorkerInfo *w, uint64 (*cache_bytes) (void),
+									 bool idle);
 /* Before a worker sleeps: malloc's free memory beyond a few MiB goes back to
  * the OS, so that one large transaction or merge does not leave it large. */
 extern void cx_worker_release_free_memory(void);

@@ -182,7 +182,7 @@ cx_writer_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
-		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes());
+		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes, false);
 		round_start = GetCurrentTimestamp();
 		cx_writer_run_round(generation, &round);
 		round_us = GetCurrentTimestamp() - round_start;
@@ -195,6 +195,7 @@ cx_writer_main(Datum main_arg)
 		if (worked)
 			continue;
 		cx_worker_release_free_memory();
+		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes, true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 cx_writer_next_due_ms(IDLE_WAIT_MS), PG_WAIT_EXTENSION);
 	}

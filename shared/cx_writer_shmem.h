@@ -131,8 +131,8 @@ typedef struct CxWorkerInfo
 	char		phase[32];
 	uint64		progress_done;
 	uint64		progress_total;
-	/* The worker's memory as it last published it, once per loop iteration
-	 * (cx_worker_publish_memory): the heap bytes malloc has handed out and
+	/* The worker's memory as it last published it, before it slept and at
+	 * most once a second while it works (cx_worker_publish_memory): the heap bytes malloc has handed out and
 	 * not had back (its free heap excluded), and of those the bytes the
 	 * engine's caches hold.  heap_bytes 0: not published since it started. */
 	uint64		heap_bytes;
