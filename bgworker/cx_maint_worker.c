@@ -434,6 +434,41 @@ compact_store(CxOpenStore *os, MaintStoreState *ms)
 	}
 }
 
+/*
+ * After a job that merged, unless the table sets compact_on_merge 'false':
+ * compacts the smallest size tier of small base fragments once it holds
+ * compact_min_fragments (asked first without the lease: a job with no
+ * full tier writes nothing more and records no compaction run).  Each merge adds a
+ * fragment and every base version lists them all, so without it a store
+ * under steady ingest makes each later commit larger and each merge
+ * slower.  It runs before the job is reported done, so that a merge_wal()
+ * that returns has it behind it too (versions are predictable), and
+ * appends never wait for it.
+ */
+static void
+compact_after_merge(MaintJob *job)
+{
+	MaintStoreState *ms;
+	cx_compact_options opt;
+	bool		due;
+	cx_err		err;
+
+	if (!job->ok || job->commits == 0 || job->store == NULL ||
+		ShutdownRequestPending)
+		return;
+	ms = store_state(job->store);
+	if (!ms->settings.compact_on_merge)
+		return;
+	cx_compact_options_from(&ms->settings, &opt);
+	if (cx_compact_due(job->store->handle, &opt, &due, &err) != CX_OK)
+		ereport(LOG,
+				errmsg("ctxstore maintenance: could not tell whether store \"%s\" needs a compaction",
+					   job->store->uri),
+				errdetail_internal("%s", err.msg));
+	else if (due)
+		compact_store(job->store, ms);
+}
+
 /* Logs a failed GC and keeps it as the worker's last error. */
 static void
 gc_failed(CxOpenStore *os, const cx_err *err)
@@ -674,6 +709,7 @@ cx_maint_main(Datum main_arg)
 		{
 			run_job(&job);
 			index_after_merge(&job);
+			compact_after_merge(&job);
 			finish_job(&job);
 			note_publish_due(&job);
 			/* Between jobs too, so that a busy store is published and

@@ -105,6 +105,8 @@ const CxOptDef cx_options[] =
 	FIELD(compact_min_fragments)},
 	{"compact_interval", TABLE, OF_STORE, OPT_SECONDS, 0, INT_MAX, "0",
 	FIELD(compact_interval_s)},
+	{"compact_on_merge", TABLE, OF_STORE, OPT_BOOL, 0, 0, "true",
+	FIELD(compact_on_merge)},
 	{"retain_versions", TABLE, OF_STORE, OPT_INT, 1, INT_MAX,
 		ENGINE_DEFAULT(CX_GC_DEFAULT_RETAIN_VERSIONS),
 	FIELD(retain_versions)},

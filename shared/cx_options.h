@@ -131,7 +131,9 @@ typedef struct CxStoreSettings
 	int			compression_level;
 	int			iceberg_interval_s; /* 0 = no automatic Iceberg publish */
 	int			compact_min_fragments;
-	int			compact_interval_s; /* 0 = no automatic compaction */
+	int			compact_interval_s; /* 0 = no timed compaction */
+	bool		compact_on_merge;	/* compact a full size tier after
+									 * each merge job */
 	int			retain_versions;
 	int			retain_interval_s;
 	int			gc_grace_s;

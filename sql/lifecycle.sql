@@ -92,6 +92,40 @@ INSERT INTO lc_timed VALUES ('a', 1);
 SELECT ctxstore.merge_wal('lc_timed') > 0 AS merged;
 SELECT lc_wait_for('lc_timed', 'compaction') AS compaction;
 
+-- After a merge job the maintenance worker compacts the smallest size
+-- tier once it holds compact_min_fragments small fragments (before
+-- merge_wal() returns); compact_on_merge 'false' leaves that to
+-- compact_interval and ctxstore.compact().  Three merges of one row each
+-- with compact_min_fragments 3: one fragment on lc_auto, three on
+-- lc_manual.
+CREATE FOREIGN TABLE lc_auto (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_auto', merge_after_generations '0',
+           compact_min_fragments '3');
+CREATE FOREIGN TABLE lc_manual (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_manual', merge_after_generations '0',
+           compact_min_fragments '3', compact_on_merge 'false');
+ALTER FOREIGN TABLE lc_manual OPTIONS (SET compact_on_merge 'sometimes');
+INSERT INTO lc_auto VALUES ('a', 1);
+SELECT ctxstore.merge_wal('lc_auto') > 0 AS merged;
+INSERT INTO lc_manual VALUES ('a', 1);
+SELECT ctxstore.merge_wal('lc_manual') > 0 AS merged;
+SELECT ctxstore.stats('lc_auto')->'fragments' AS auto_fragments,
+       ctxstore.stats('lc_auto')->'compaction' AS auto_compaction;
+INSERT INTO lc_auto VALUES ('b', 2);
+SELECT ctxstore.merge_wal('lc_auto') > 0 AS merged;
+INSERT INTO lc_manual VALUES ('b', 2);
+SELECT ctxstore.merge_wal('lc_manual') > 0 AS merged;
+INSERT INTO lc_auto VALUES ('c', 3);
+SELECT ctxstore.merge_wal('lc_auto') > 0 AS merged;
+INSERT INTO lc_manual VALUES ('c', 3);
+SELECT ctxstore.merge_wal('lc_manual') > 0 AS merged;
+SELECT t, ctxstore.stats(t)->'fragments' AS fragments,
+       ctxstore.stats(t)->'compaction'->>'outcome' AS compaction,
+       (SELECT string_agg(operation, ', ' ORDER BY version)
+        FROM ctxstore.versions(t)) AS operations
+FROM (VALUES ('lc_auto'::regclass), ('lc_manual')) v(t);
+SELECT count(*), sum(n) FROM lc_auto;
+
 -- With gc_interval the maintenance worker collects a store's garbage by
 -- itself, an interval after a merge job told it the settings, keeping the
 -- versions tables pin: every request carries its database's pins.  With
@@ -127,7 +161,8 @@ SELECT count(*), sum(n) FROM lc_gc_pinned;
 CREATE FOREIGN TABLE lc_ret (id text, n int) SERVER lc_srv
   OPTIONS (uri 'file://@store_root@/lc_ret', merge_after_generations '0',
            cleanup_interval '0', compact_min_fragments '2',
-           retain_versions '1', retain_interval '0', gc_grace '0');
+           compact_on_merge 'false', retain_versions '1',
+           retain_interval '0', gc_grace '0');
 INSERT INTO lc_ret SELECT 'k' || g, g FROM generate_series(1, 10) g;
 SELECT ctxstore.merge_wal('lc_ret') > 0 AS merged;
 SELECT max(version) AS ret_pinned FROM ctxstore.versions('lc_ret') \gset

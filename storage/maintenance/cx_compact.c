@@ -2,7 +2,8 @@
  * cx_compact.c — the compaction job (cx_compact, ctxstore/lifecycle.h;
  * docs/design/maintenance.md "Compaction").
  *
- * Takes the lease, loads the newest base, chooses inputs, rewrites them
+ * Finds whether anything is due (no lease for nothing), takes the lease,
+ * loads the newest base, chooses inputs, rewrites them
  * (cx_compact_merge.c), commits (cx_compact_commit.c), with force again
  * batch after batch while small fragments are left, and releases the
  * lease on every path.  Outputs that are not committed (canceled, failed
@@ -230,12 +231,33 @@ check_options(const cx_compact_options *o, cx_err *err)
 }
 
 cx_code
+cx_compact_due(cx_objstore *s, const cx_compact_options *o, bool *due,
+			   cx_err *err)
+{
+	cx_manifest *m = NULL;
+	uint32_t   *picked = NULL;
+	uint32_t	n = 0;
+	cx_code		rc;
+
+	*due = false;
+	rc = cx_manifest_load_latest(s, &m, err);
+	if (rc == CX_OK && m != NULL)
+		rc = cx_compact_select(m, o, &picked, &n, err);
+	*due = rc == CX_OK && n > 0;
+	free(picked);
+	if (m != NULL)
+		cx_manifest_free(m);
+	return rc;
+}
+
+cx_code
 cx_compact(cx_objstore *s, const cx_compact_options *o,
 		   const cx_job_progress *progress, cx_compact_result *res,
 		   cx_err *err)
 {
 	compact_job job = {.s = s, .o = o, .progress = progress, .res = res};
 	cx_err		release_err;
+	bool		due;
 	cx_code		rc;
 
 	memset(res, 0, sizeof(*res));
@@ -245,6 +267,10 @@ cx_compact(cx_objstore *s, const cx_compact_options *o,
 		snprintf(job.holder, sizeof(job.holder), "%s", o->holder);
 	else
 		snprintf(job.holder, sizeof(job.holder), "pid %d", (int) getpid());
+	if (cx_compact_due(s, o, &due, err) != CX_OK)
+		return err->code;
+	if (!due)
+		return CX_OK;
 	if (take_lease(&job, err) != CX_OK)
 		return err->code;
 	rc = run_job(&job, err);

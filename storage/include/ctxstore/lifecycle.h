@@ -89,6 +89,13 @@ cx_code		cx_compact(cx_objstore *s, const cx_compact_options *o,
 					   const cx_job_progress *progress,
 					   cx_compact_result *res, cx_err *err);
 
+/* *due: whether cx_compact() with o would find fragments to compact in the
+ * newest base now (no lease, nothing written; a store without a base has
+ * none).  cx_compact() asks this first, so a compaction with nothing to do
+ * writes nothing. */
+cx_code		cx_compact_due(cx_objstore *s, const cx_compact_options *o,
+						   bool *due, cx_err *err);
+
 /* ---- garbage collection (maintenance/cx_gc*.c) ---- */
 
 typedef struct cx_gc_options
