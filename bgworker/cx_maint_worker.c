@@ -403,6 +403,30 @@ show_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
 	return !ShutdownRequestPending;
 }
 
+/* Adds to *requests what os's handle asked of the object store since the
+ * last time; the caller holds CxWriter->lock. */
+static void
+add_requests(CxOpenStore *os, cx_objstats *requests)
+{
+	cx_counters_add_delta((uint64 *) requests,
+						  (const uint64 *) &os->handle->stats,
+						  (uint64 *) &os->published, CX_NCOUNTERS(cx_objstats));
+}
+
+/* The requests of os's handle since the last publish, as those of the job
+ * that made them: the store stats field at offset. */
+static void
+publish_requests(CxOpenStore *os, size_t offset)
+{
+	CxStoreStatsEntry *e;
+
+	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
+	e = cx_stats_entry(os->uri, true);
+	if (e != NULL)
+		add_requests(os, (cx_objstats *) ((char *) &e->stats + offset));
+	LWLockRelease(CxWriter->lock);
+}
+
 /* Compacts os with its tables' settings, then indexes the outputs.
  * Another holder of the lease (BUSY) or a stop is not a failure. */
 static void
@@ -423,7 +447,8 @@ compact_store(CxOpenStore *os, MaintStoreState *ms)
 	cx_stats_note_compact(os->uri, rc, &res, &err);
 	if (rc == CX_OK && res.compacted)
 		index_store(os, ms->settings.upsert_key);
-	else if (rc != CX_OK && rc != CX_ERR_BUSY && rc != CX_ERR_CANCELED)
+	publish_requests(os, offsetof(CxWriterStoreStats, compaction_requests));
+	if (rc != CX_OK && rc != CX_ERR_BUSY && rc != CX_ERR_CANCELED)
 	{
 		ereport(LOG,
 				errmsg("ctxstore maintenance: compacting store \"%s\" failed",
@@ -466,7 +491,12 @@ compact_after_merge(MaintJob *job)
 					   job->store->uri),
 				errdetail_internal("%s", err.msg));
 	else if (due)
+	{
+		/* The merge's requests are the merge's, not the compaction's. */
+		publish_requests(job->store,
+						 offsetof(CxWriterStoreStats, maintenance_requests));
 		compact_store(job->store, ms);
+	}
 }
 
 /* Logs a failed GC and keeps it as the worker's last error. */
@@ -509,6 +539,7 @@ gc_store(CxOpenStore *os, MaintStoreState *ms)
 	rc = cx_gc(os->handle, &opt, &progress, &res, &err);
 	(void) show_progress(NULL, "", 0, 0);
 	cx_stats_note_gc(os->uri, rc, &res, false, &err);
+	publish_requests(os, offsetof(CxWriterStoreStats, gc_requests));
 	if (rc != CX_OK && rc != CX_ERR_CANCELED)
 		gc_failed(os, &err);
 }
@@ -577,10 +608,7 @@ publish_store_locked(MaintJob *job)
 	strlcpy(st->last_merge_error, job->ok ? "" : job->failure.msg,
 			sizeof(st->last_merge_error));
 	if (job->store != NULL)
-		cx_counters_add_delta((uint64 *) &st->maintenance_requests,
-							  (const uint64 *) &job->store->handle->stats,
-							  (uint64 *) &job->store->published,
-							  CX_NCOUNTERS(cx_objstats));
+		add_requests(job->store, &st->maintenance_requests);
 }
 
 /* RUNNING -> DONE with the outcome, and the writer is woken. */

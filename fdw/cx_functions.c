@@ -258,7 +258,7 @@ merge_object(StringInfo buf, const CxWriterStoreStats *ws)
  * it counted as garbage. */
 static void
 lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run,
-				 bool garbage)
+				 const cx_objstats *requests, bool garbage)
 {
 	json_key(buf, key);
 	appendStringInfoChar(buf, '{');
@@ -274,6 +274,7 @@ lifecycle_object(StringInfo buf, const char *key, const CxLifecycleRun *run,
 		cxfdw_json_uint(buf, "objects_garbage", run->objects_garbage);
 		cxfdw_json_uint(buf, "bytes_garbage", run->bytes_garbage);
 	}
+	request_stats(buf, "requests", requests);
 	appendStringInfoChar(buf, '}');
 }
 
@@ -292,8 +293,9 @@ writer_stats(StringInfo buf, const char *uri)
 	cxfdw_json_uint(buf, "failed_transactions", ws.failed_transactions);
 	writer_object(buf, &ws);
 	merge_object(buf, &ws);
-	lifecycle_object(buf, "compaction", &ws.last_compaction, false);
-	lifecycle_object(buf, "gc", &ws.last_gc, true);
+	lifecycle_object(buf, "compaction", &ws.last_compaction,
+					 &ws.compaction_requests, false);
+	lifecycle_object(buf, "gc", &ws.last_gc, &ws.gc_requests, true);
 }
 
 /* Requests this backend's read handle has made, since it was opened. */

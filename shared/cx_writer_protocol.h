@@ -144,9 +144,13 @@ typedef struct CxWriterStoreStats
 	 * (ctxstore.compact / ctxstore.gc or the maintenance worker) */
 	CxLifecycleRun last_compaction;
 	CxLifecycleRun last_gc;
-	/* object-store requests of the workers' own handles */
+	/* object-store requests of the workers' own handles: the writer's,
+	 * and the maintenance worker's for merges (with their index updates),
+	 * its compactions and its GC */
 	cx_objstats writer_requests;
 	cx_objstats maintenance_requests;
+	cx_objstats compaction_requests;
+	cx_objstats gc_requests;
 } CxWriterStoreStats;
 
 /* Who holds a compaction lease this process takes: shard and pid, as the
