@@ -1,6 +1,7 @@
 # bench/common.sh — shared by the benchmarks: a throw-away PostgreSQL 15
 # cluster with ctxstore preloaded, run as the postgres OS user.
 # Source it; call bench_start, then psql_b / pgbench_b, then bench_stop.
+# CTXSTORE_BENCH_CONF: more postgresql.conf lines (e.g. a GUC to compare).
 
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}  # a relocated copy: CTXSTORE_PGBIN
 bench_dir=${CTXSTORE_BENCH_DIR:-/var/tmp/ctxstore-bench}
@@ -29,6 +30,7 @@ listen_addresses = ''
 unix_socket_directories = '$bench_dir'
 max_connections = 64
 shared_buffers = 1GB
+${CTXSTORE_BENCH_CONF:-}
 CONF
   as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -l "$bench_dir/server.log" -w start >/dev/null
   "$pgbin/psql" -X -q -h "$bench_dir" -p "$bench_port" -U postgres -d postgres -c "CREATE DATABASE bench"

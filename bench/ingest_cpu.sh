@@ -11,6 +11,8 @@
 #   DURATION=10 bash bench/ingest_cpu.sh
 #   SEAL=off DURATION=10 PERF=1 bash bench/ingest_cpu.sh
 #   ROWS=1000 CLIENTS=4 DURATION=10 bash bench/ingest_cpu.sh
+# TABLE_OPTIONS adds table options ("merge_after_generations '16'");
+# CTXSTORE_BENCH_CONF adds postgresql.conf lines (bench/common.sh).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 duration=${DURATION:-10}
@@ -19,7 +21,7 @@ rows=${ROWS:-1}
 
 bench_start
 trap bench_stop EXIT
-create_context_tables single "seal_on_insert '${SEAL:-on}'"
+create_context_tables single "seal_on_insert '${SEAL:-on}'${TABLE_OPTIONS:+, $TABLE_OPTIONS}"
 
 ticks() {  # $1 = pid, $2 = first field (14: utime+stime, 16: cutime+cstime)
   awk -v f="$2" '{ sub(/^.*\) /, ""); print $(f - 2) + $(f - 1) }' "/proc/$1/stat"

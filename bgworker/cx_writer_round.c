@@ -837,6 +837,24 @@ size_seal_pool(void)
 			errmsg("ctxstore writer: stores are sealed one at a time: %s", err.msg));
 }
 
+/*
+ * Once the round's commits are all published, each store that appended gets
+ * ready for its next append of the same kind (cx_sw_prepare_append: a
+ * local store makes the put's unnamed inode), while the woken sessions
+ * commit again instead of on their next commit's path.
+ */
+static void
+prepare_next_appends(Round *r)
+{
+	for (int i = 0; i < r->ngroups; i++)
+	{
+		RoundGroup *g = &r->groups[i];
+
+		if (g->started && g->store != NULL && g->store->w != NULL)
+			cx_sw_prepare_append(g->store->w, g->append.seal);
+	}
+}
+
 void
 cx_writer_run_round(uint64 generation, CxRoundSummary *summary)
 {
@@ -874,6 +892,7 @@ cx_writer_run_round(uint64 generation, CxRoundSummary *summary)
 		}
 		PG_END_TRY();
 		publish_settled(r, true);
+		prepare_next_appends(r);
 		release(r);
 		cx_resident_round_end();
 	}

@@ -160,3 +160,21 @@ cx_sw_add_generation(cx_shard_manifest *m, cx_generation *gen, cx_err *err)
 	memset(gen, 0, sizeof(*gen));
 	return CX_OK;
 }
+
+void
+cx_sw_prepare_append(cx_shardwriter *w, bool sealed)
+{
+	char		prefix[CX_KEY_MAX + 1];
+	char		key[CX_KEY_MAX + 1];
+	cx_vseq		q;
+
+	if (w->m == NULL)
+		return;
+	if (sealed)
+		cx_layout_shard_versions(w->shard_id, prefix, &q);
+	else
+		cx_layout_wal(w->shard_id, prefix, &q);
+	/* Any key of the directory: its puts all go there. */
+	cx_vseq_key(&q, w->m->version + 1, key);
+	cx_obj_prepare_put(w->s, key);
+}

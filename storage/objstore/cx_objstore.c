@@ -164,6 +164,15 @@ cx_obj_delete(cx_objstore *s, const char *key, cx_err *err)
 	return CX_OK;
 }
 
+void
+cx_obj_prepare_put(cx_objstore *s, const char *key)
+{
+	cx_err		ignored;
+
+	if (s->ops->prepare_put != NULL && cx_key_check(key, false, &ignored) == CX_OK)
+		s->ops->prepare_put(s, key);
+}
+
 /* An upload counts as one put, from begin; its bytes count once published. */
 cx_code
 cx_obj_upload_begin(cx_objstore *s, const char *key, cx_put_mode mode,

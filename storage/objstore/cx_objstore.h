@@ -72,6 +72,8 @@ struct cx_objstore_ops
 								 cx_err *err);
 	cx_code		(*upload_finish) (cx_upload *up, cx_err *err);
 	void		(*upload_abort) (cx_upload *up);
+	/* Optional: NULL where preparing gains nothing (cx_obj_prepare_put). */
+	void		(*prepare_put) (cx_objstore *s, const char *key);
 	void		(*close) (cx_objstore *s);
 };
 typedef struct cx_objstore_ops cx_objstore_ops;
@@ -158,6 +160,15 @@ cx_code		cx_obj_sweep_temporaries(cx_objstore *s, const char *prefix,
 									 cx_err *err);
 /* Deleting a missing object is not an error. */
 cx_code		cx_obj_delete(cx_objstore *s, const char *key, cx_err *err);
+/*
+ * A hint, best effort: the next put-if-absent goes to key's directory, so
+ * whatever that put can do ahead of its bytes may be done now, while the
+ * caller would otherwise wait (a local store makes the put's unnamed inode:
+ * file systems that avoid reusing recently freed inodes can take longer
+ * over that than over the put's fsyncs).  No request is made or counted;
+ * a failure costs nothing but the head start.
+ */
+void		cx_obj_prepare_put(cx_objstore *s, const char *key);
 cx_code		cx_obj_upload_begin(cx_objstore *s, const char *key,
 								cx_put_mode mode, cx_upload **up, cx_err *err);
 cx_code		cx_obj_upload_write(cx_upload *up, const void *data, size_t len,

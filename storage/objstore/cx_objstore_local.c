@@ -52,6 +52,12 @@
  * unlink() of the temporary name (a reader in between, or after a crash
  * there, sees two links and is refused until the temporary name goes).
  *
+ * cx_obj_prepare_put() makes the next put-if-absent's unnamed inode ahead
+ * (a spare: one per handle, with its directory's descriptor), because
+ * making one can take as long as the put's fsyncs (ext4 without a journal
+ * scans for inodes not recently freed); a put into that directory takes it,
+ * and names it in the key's directory opened again if the spare's went.
+ *
  * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
  * fragment written column chunk by column chunk costs a few write() calls,
  * not one per chunk; what is buffered is written before the fsync.
@@ -98,6 +104,11 @@ typedef struct local_store
 	bool		tmpfile;		/* put-if-absent may use O_TMPFILE */
 	bool		openat2;		/* paths may be resolved by openat2() */
 	bool		noreplace;		/* rename() may take RENAME_NOREPLACE */
+	/* An unnamed inode made ahead (cx_obj_prepare_put) in directory
+	 * spare_dir of the keys, and that directory; -1 when none. */
+	int			spare_fd;
+	int			spare_dfd;
+	char		spare_dir[CX_KEY_MAX + 1];
 } local_store;
 
 typedef struct local_upload
@@ -106,6 +117,8 @@ typedef struct local_upload
 	int			dfd;			/* the key's directory, -1 if not open */
 	int			fd;				/* the file being written, -1 once closed */
 	bool		anon;			/* fd is an unnamed (O_TMPFILE) inode */
+	bool		spare;			/* ...made ahead, with dfd (the directory
+								 * may have gone since) */
 	const char *name;			/* final name in dfd: base.key's last segment */
 	char		tmp[TMP_NAME_MAX];	/* temporary name in dfd, "" once gone or
 									 * if anon */
@@ -473,6 +486,18 @@ open_dir(local_store *ls, const char *dir, bool create, int *out, cx_err *err)
 	return CX_OK;
 }
 
+/* The directory part of key ("" at the root) into dir; returns the key's
+ * last segment. */
+static const char *
+key_dir(const char *key, char *dir)
+{
+	const char *name = base_name(key);
+
+	snprintf(dir, CX_KEY_MAX + 1, "%.*s",
+			 (int) (name > key ? name - key - 1 : 0), key);
+	return name;
+}
+
 /* Opens the directory of key; *name is the key's last segment. */
 static cx_code
 open_key_dir(local_store *ls, const char *key, bool create, int *dfd,
@@ -480,9 +505,7 @@ open_key_dir(local_store *ls, const char *key, bool create, int *dfd,
 {
 	char		dir[CX_KEY_MAX + 1];
 
-	*name = base_name(key);
-	snprintf(dir, sizeof(dir), "%.*s",
-			 (int) (*name > key ? *name - key - 1 : 0), key);
+	*name = key_dir(key, dir);
 	return open_dir(ls, dir, create, dfd, err);
 }
 
@@ -557,9 +580,76 @@ open_anon(local_upload *up, bool *unsupported, cx_err *err)
 	return sys_fail(err, errno, "create unnamed file for %s", up->base.key);
 }
 
+/* Closes the spare unnamed inode and its directory, if any. */
+static void
+drop_spare(local_store *ls)
+{
+	if (ls->spare_fd >= 0)
+		close(ls->spare_fd);
+	if (ls->spare_dfd >= 0)
+		close(ls->spare_dfd);
+	ls->spare_fd = ls->spare_dfd = -1;
+}
+
+/* Gives the upload the spare unnamed inode if it was made in the key's
+ * directory (and drops a spare made elsewhere). */
+static bool
+take_spare(local_store *ls, local_upload *up)
+{
+	char		dir[CX_KEY_MAX + 1];
+	const char *name = key_dir(up->base.key, dir);
+
+	if (ls->spare_fd < 0)
+		return false;
+	if (!ls->tmpfile || strcmp(dir, ls->spare_dir) != 0)
+	{
+		drop_spare(ls);
+		return false;
+	}
+	up->dfd = ls->spare_dfd;
+	up->fd = ls->spare_fd;
+	up->anon = true;
+	up->spare = true;
+	up->name = name;
+	ls->spare_fd = ls->spare_dfd = -1;
+	return true;
+}
+
+/* cx_obj_prepare_put: the unnamed inode of the next put-if-absent into
+ * key's directory, made now.  Nothing on any failure: the put makes its
+ * own then. */
+static void
+local_prepare_put(cx_objstore *s, const char *key)
+{
+	local_store *ls = (local_store *) s;
+	char		dir[CX_KEY_MAX + 1];
+	const char *name;
+	cx_err		ignored;
+
+	(void) key_dir(key, dir);
+	if (ls->spare_fd >= 0 && strcmp(dir, ls->spare_dir) == 0)
+		return;
+	drop_spare(ls);
+	if (!ls->tmpfile ||
+		open_key_dir(ls, key, true, &ls->spare_dfd, &name, &ignored) != CX_OK)
+	{
+		ls->spare_dfd = -1;
+		return;
+	}
+	ls->spare_fd = openat(ls->spare_dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+						  0666);
+	if (ls->spare_fd < 0)
+	{
+		drop_spare(ls);
+		return;
+	}
+	snprintf(ls->spare_dir, sizeof(ls->spare_dir), "%s", dir);
+}
+
 /*
  * Opens the key's directory (making it if need be) and the file the upload
- * writes in it: unnamed where possible, else temporary.
+ * writes in it: the spare unnamed inode if one was made there, else
+ * unnamed where possible, else temporary.
  */
 static cx_code
 open_upload_file(local_store *ls, local_upload *up, cx_err *err)
@@ -571,6 +661,8 @@ open_upload_file(local_store *ls, local_upload *up, cx_err *err)
 	if (injected_errno != 0)
 		return sys_fail(err, injected_errno, "create the file for %s",
 						up->base.key);
+	if (up->base.mode == CX_PUT_IF_ABSENT && take_spare(ls, up))
+		return CX_OK;
 	if (open_key_dir(ls, up->base.key, true, &up->dfd, &up->name, err) != CX_OK)
 		return err->code;
 	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
@@ -710,18 +802,38 @@ exists_fail(const local_upload *up, cx_err *err)
  * Names the unnamed inode: linkat() through /proc/self/fd.  The fd stays open
  * until the name exists (the /proc link needs it).
  */
+/* linkat() of the upload's unnamed inode to its name: 0 or an errno. */
+static int
+link_anon(const local_upload *up, const char *proc)
+{
+	return linkat(AT_FDCWD, proc, up->dfd, up->name, AT_SYMLINK_FOLLOW) == 0 ?
+		0 : errno;
+}
+
 static cx_code
 publish_anon(local_upload *up, cx_err *err)
 {
 	char		proc[64];
+	int			e;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", up->fd);
-	if (linkat(AT_FDCWD, proc, up->dfd, up->name, AT_SYMLINK_FOLLOW) != 0)
+	e = link_anon(up, proc);
+	if (e == ENOENT && up->spare)
 	{
-		if (errno == EEXIST)
-			return exists_fail(up, err);
-		return sys_fail(err, errno, "link unnamed file to %s", up->name);
+		/* The directory the spare was made in is gone (removed, perhaps
+		 * made again): the key's directory, opened as a put opens it, is
+		 * on the same file system. */
+		close(up->dfd);
+		up->dfd = -1;
+		if (open_key_dir((local_store *) up->base.store, up->base.key, true,
+						 &up->dfd, &up->name, err) != CX_OK)
+			return err->code;
+		e = link_anon(up, proc);
 	}
+	if (e == EEXIST)
+		return exists_fail(up, err);
+	if (e != 0)
+		return sys_fail(err, e, "link unnamed file to %s", up->name);
 
 	/*
 	 * The name is published and the bytes were fsynced before it: a failing
@@ -1189,6 +1301,7 @@ local_close(cx_objstore *s)
 {
 	local_store *ls = (local_store *) s;
 
+	drop_spare(ls);
 	free(ls->root);
 	free(ls->base.uri);
 	free(ls);
@@ -1205,6 +1318,7 @@ static const cx_objstore_ops local_ops = {
 	.upload_write = local_upload_write,
 	.upload_finish = local_upload_finish,
 	.upload_abort = local_upload_abort,
+	.prepare_put = local_prepare_put,
 	.close = local_close,
 };
 
@@ -1230,6 +1344,7 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	ls = calloc(1, sizeof(*ls));
 	if (ls == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
+	ls->spare_fd = ls->spare_dfd = -1;
 	ls->root = strndup(root, len);
 	ls->base.uri = malloc(len + sizeof("file:///"));
 	if (ls->root == NULL || ls->base.uri == NULL)
@@ -1243,6 +1358,7 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	ls->tmpfile = access("/proc/self/fd", X_OK) == 0;
 	ls->openat2 = true;
 	ls->noreplace = true;
+	ls->spare_fd = ls->spare_dfd = -1;
 	*out = &ls->base;
 	return CX_OK;
 }

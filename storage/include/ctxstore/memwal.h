@@ -168,6 +168,12 @@ cx_code		cx_sw_append(cx_shardwriter *w, const cx_schema *schema,
 /* Seals the memtable (no-op when empty). */
 cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
 
+/* A hint for a caller about to wait (for its next requests): the next
+ * append will be sealed (a shard-manifest commit) or not (a WAL entry), so
+ * the store may get ready for that put now (a local store makes its
+ * unnamed inode), off the append's path.  Best effort, never an error. */
+void		cx_sw_prepare_append(cx_shardwriter *w, bool sealed);
+
 /*
  * Removes from the shard manifest exactly the generations at or below
  * merged_through, the watermark the merge returned (no GET, no decode: the
