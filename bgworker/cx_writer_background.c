@@ -7,7 +7,9 @@
  * The writer is the shard's owner, so it alone decides when its shard is
  * merged; the merge itself (cx_merge_shard, the long part) runs in the
  * maintenance worker on that worker's own store handle, and the writer only
- * runs the drain afterwards (one shard-manifest commit).  Between two rounds
+ * runs the drain afterwards (one shard-manifest commit): at once when a
+ * control request waits for the merge, otherwise a second later unless a
+ * seal, whose commit leaves merged generations out anyway, did it first.  Between two rounds
  * the writer does at most one background step, and a step makes at most one
  * shard-manifest commit (a seal or a drain), so an append never waits on
  * background work longer than that (docs/INVARIANTS.md, invariant 8).
@@ -17,6 +19,8 @@
  *   merge_after_generations  after a seal, pending >= it wants a merge
  *   cleanup_interval     seal, then pending >= cleanup_min_generations wants
  *                        a merge
+ *   a merge noted        drained a second later unless a seal dropped its
+ *                        generations first (cx_resident_note_merged)
  * A wanted merge covers every generation listed at that moment; the
  * maintenance worker merges in steps of merge_max_generations /
  * merge_max_bytes until it has.  One merge job is out at a time; stores
@@ -259,8 +263,11 @@ merge_finished(CxResident *r, const CxMergeJob *job)
 		cx_waiters_fail(r, &job->failure);
 		return;
 	}
-	if (job->generations > 0)
+	/* A waiter reads the shard once answered: it gets the drain now. */
+	if (job->generations > 0 && !dlist_is_empty(&r->waiters))
 		(void) cx_resident_drain(r, job->merged_through, &fail);
+	else if (job->generations > 0)
+		cx_resident_note_merged(r, job->merged_through);
 	if (job->generations == 0 || job->merged_through >= r->merge_until)
 		r->merge_until = 0;
 	waiters_advance(r, job->generations, job->merged_through);
@@ -352,6 +359,24 @@ cleanup_due_at(const CxResident *r)
 	return r->w != NULL && r->settings.cleanup_interval_s > 0 ? r->next_cleanup : 0;
 }
 
+static TimestampTz
+drain_due_at(const CxResident *r)
+{
+	return r->w != NULL ? r->drain_at : 0;
+}
+
+/* The drain of a merge noted earlier; nothing to commit if seals since
+ * left its generations out. */
+static void
+timed_drain(CxResident *r)
+{
+	CxFailure	fail;
+
+	r->drain_at = 0;
+	(void) cx_resident_drain(r, 0, &fail);
+	cx_resident_publish(r);
+}
+
 static void
 timed_seal(CxResident *r)
 {
@@ -403,6 +428,12 @@ timers_step(void)
 			timed_cleanup(r);
 			return true;
 		}
+		due = drain_due_at(r);
+		if (due != 0 && due <= now)
+		{
+			timed_drain(r);
+			return true;
+		}
 	}
 	return false;
 }
@@ -417,13 +448,14 @@ cx_writer_next_due_ms(long cap)
 	{
 		CxOpenStore *os = cx_stores_at(i);
 		CxResident *r = os != NULL ? os->state : NULL;
-		TimestampTz due[2];
+		TimestampTz due[3];
 
 		if (r == NULL)
 			continue;
 		due[0] = flush_due_at(r);
 		due[1] = cleanup_due_at(r);
-		for (int k = 0; k < 2; k++)
+		due[2] = drain_due_at(r);
+		for (int k = 0; k < 3; k++)
 			if (due[k] != 0)
 				ms = Min(ms, TimestampDifferenceMilliseconds(now, due[k]));
 	}

@@ -126,6 +126,8 @@ typedef struct CxResident
 	TimestampTz unsealed_since; /* 0: memtable empty */
 	TimestampTz seal_retry_at;	/* a timed seal failed: not before this */
 	TimestampTz next_cleanup;
+	TimestampTz drain_at;		/* a merge noted, not drained: drain then
+								 * (0: none due) */
 	TimestampTz last_warned;
 	TimestampTz clock_warned_at;	/* last commit-time-ahead warning */
 	uint64		merge_until;	/* merge wanted through this generation;
@@ -193,6 +195,9 @@ extern cx_code cx_resident_seal(CxResident *r, uint64 *sealed_rows,
  * just committed to the base (one shard-manifest commit, nothing read). */
 extern cx_code cx_resident_drain(CxResident *r, uint64 merged_through,
 								 CxFailure *fail);
+/* A merge job merged through merged_through, with nobody waiting for it:
+ * noted now, drained by the next seal or LAZY_DRAIN_MS later. */
+extern void cx_resident_note_merged(CxResident *r, uint64 merged_through);
 extern uint32 cx_resident_pending(const CxResident *r);
 /* Newest generation listed (0 if none). */
 extern uint64 cx_resident_newest_gen(const CxResident *r);

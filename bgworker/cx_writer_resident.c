@@ -738,6 +738,33 @@ cx_resident_drain(CxResident *r, uint64 merged_through, CxFailure *fail)
 	return CX_OK;
 }
 
+/*
+ * A drain is a shard-manifest commit between two rounds, on the appends'
+ * path, while every seal's commit leaves merged generations out anyway: so
+ * a merge nobody waits for is only noted, and the writer drains (a commit
+ * only if a listed generation is still merged) once this long has passed
+ * without a seal doing it, so that an idle shard's manifest sheds them too.
+ */
+#define LAZY_DRAIN_MS 1000
+
+void
+cx_resident_note_merged(CxResident *r, uint64 merged_through)
+{
+	CxFailure	fail;
+	cx_err		err;
+
+	if (r->w == NULL)
+		return;
+	if (cx_sw_note_merged(r->w, merged_through, &err) != CX_OK)
+	{
+		(void) background_call_failed(r, err.code, &err,
+									  "note merged generations of", &fail);
+		return;
+	}
+	r->drain_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											  LAZY_DRAIN_MS);
+}
+
 CxResident *
 cx_resident_find(const char *uri)
 {

@@ -133,6 +133,41 @@ is(sql('SELECT count(*) FROM deferred'), '11', 'and they are visible');
 			$acked, $appends, $puts / $acked));
 }
 
+# ---- drains of merges nobody waits for ----
+
+# A seal's shard-manifest commit leaves merged generations out anyway, so
+# after a merge job nobody waits for the writer only notes it: under steady
+# commits the seals drop the merged generations and drains (one more commit
+# each on the appends' path) are rare; once the shard is quiet a drain
+# follows within a second or so.
+file_table($node, 'lazy', merge_after_generations => 2, cleanup_interval => 0);
+sql("INSERT INTO lazy VALUES ('warm', 0)");
+{
+	my $drains0 = stats_of('lazy', 'writer,drains');
+	my $merges0 = stats_of('lazy', 'merge,merges');
+	$node->pgbench(
+		'--no-vacuum --client=16 --jobs=4 --transactions=50',
+		0, [qr{processed: 800/800}], [qr{^$}],
+		'16 sessions commit into a store merged every 2 generations',
+		{ '050_lazy' => q{INSERT INTO lazy VALUES ('l' || :client_id || '-' || random(), 1);} });
+	my $merges = stats_of('lazy', 'merge,merges') - $merges0;
+	my $drains = stats_of('lazy', 'writer,drains') - $drains0;
+	cmp_ok($merges, '>=', 8, 'the writer handed out merges as it sealed');
+	cmp_ok($drains, '<=', $merges / 4, 'seals, not drains, dropped most merged generations');
+	diag("lazy drains: $merges merges, $drains drains during 800 commits");
+
+	# Two more seals want a merge; nothing is sealed after it.
+	my $drained = stats_of('lazy', 'writer,drains');
+	my $merged = stats_of('lazy', 'merge,merges');
+	sql("INSERT INTO lazy VALUES ('q1', 1)");
+	sql("INSERT INTO lazy VALUES ('q2', 2)");
+	wait_for("SELECT (ctxstore.stats('lazy') #>> '{merge,merges}')::int > $merged",
+		'the quiet shard is merged');
+	wait_for("SELECT (ctxstore.stats('lazy') #>> '{writer,drains}')::int > $drained",
+		'and drained without another write');
+	is(stats_of('lazy', 'writer,pending_generations'), '0', 'leaving nothing pending');
+}
+
 # ---- no new connection per append once warm (Azurite) ----
 
 sql(server_sql('az', 'lake_az'));

@@ -589,10 +589,8 @@ drain(cx_shardwriter *w, cx_err *err)
 }
 
 cx_code
-cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
+cx_sw_note_merged(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
 {
-	if (begin_write(w, err) != CX_OK)
-		return err->code;
 	/* A merge merges listed generations: a watermark past the newest one is
 	 * no merge's, and would drop generations sealed later. */
 	if (merged_through >= w->m->next_gen)
@@ -602,6 +600,15 @@ cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
 						  (unsigned long long) w->m->next_gen - 1);
 	if (merged_through > w->merged_gen)
 		w->merged_gen = merged_through;
+	return CX_OK;
+}
+
+cx_code
+cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through, cx_err *err)
+{
+	if (begin_write(w, err) != CX_OK ||
+		cx_sw_note_merged(w, merged_through, err) != CX_OK)
+		return err->code;
 	return drain(w, err);
 }
 

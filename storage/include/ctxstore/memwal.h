@@ -187,6 +187,12 @@ void		cx_sw_prepare_append(cx_shardwriter *w, bool sealed);
  */
 cx_code		cx_sw_drain_through(cx_shardwriter *w, uint64_t merged_through,
 								cx_err *err);
+/* The same watermark noted without a commit: the generations at or below
+ * it are no longer pending, and the writer's next commit (a seal, or a
+ * cx_sw_drain_through) leaves them out; until then readers skip them by
+ * the base's watermark, as they do between a merge and its drain. */
+cx_code		cx_sw_note_merged(cx_shardwriter *w, uint64_t merged_through,
+							  cx_err *err);
 
 /* Unmerged generations listed now (drained ones excluded). */
 uint32_t	cx_sw_pending_generations(const cx_shardwriter *w);
