@@ -53,7 +53,8 @@
  * there, sees two links and is refused until the temporary name goes).
  *
  * cx_obj_prepare_put() makes the next put-if-absent's unnamed inode ahead
- * (a spare: one per handle, with its directory's descriptor), because
+ * (a spare, with its directory's descriptor: one per handle, SPARES_MAX in
+ * the process), because
  * making one can take as long as the put's fsyncs (ext4 without a journal
  * scans for inodes not recently freed); a put into that directory takes it,
  * and names it in the key's directory opened again if the spare's went.
@@ -76,6 +77,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -104,12 +106,30 @@ typedef struct local_store
 	bool		tmpfile;		/* put-if-absent may use O_TMPFILE */
 	bool		openat2;		/* paths may be resolved by openat2() */
 	bool		noreplace;		/* rename() may take RENAME_NOREPLACE */
-	/* An unnamed inode made ahead (cx_obj_prepare_put) in directory
-	 * spare_dir of the keys, and that directory; -1 when none. */
-	int			spare_fd;
-	int			spare_dfd;
-	char		spare_dir[CX_KEY_MAX + 1];
 } local_store;
+
+/*
+ * Unnamed inodes made ahead (cx_obj_prepare_put), each with the descriptor
+ * of its directory (dir, a key prefix): at most one per handle and
+ * SPARES_MAX in the process, oldest first, the oldest dropped for a new
+ * one, so that a process writing a thousand stores in turn holds a few
+ * dozen descriptors for them, not thousands.  The seal pool's threads put
+ * to different handles at once, hence the lock; no system call runs under
+ * it.
+ */
+#define SPARES_MAX 16
+
+typedef struct spare_inode
+{
+	const local_store *owner;
+	int			fd;
+	int			dfd;
+	char		dir[CX_KEY_MAX + 1];
+} spare_inode;
+
+static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
+static spare_inode spares[SPARES_MAX];
+static int	nspares = 0;
 
 typedef struct local_upload
 {
@@ -580,39 +600,101 @@ open_anon(local_upload *up, bool *unsupported, cx_err *err)
 	return sys_fail(err, errno, "create unnamed file for %s", up->base.key);
 }
 
-/* Closes the spare unnamed inode and its directory, if any. */
+/* Closes a spare's descriptors (never under spares_lock). */
 static void
-drop_spare(local_store *ls)
+close_spare(const spare_inode *sp)
 {
-	if (ls->spare_fd >= 0)
-		close(ls->spare_fd);
-	if (ls->spare_dfd >= 0)
-		close(ls->spare_dfd);
-	ls->spare_fd = ls->spare_dfd = -1;
+	if (sp->fd >= 0)
+		close(sp->fd);
+	if (sp->dfd >= 0)
+		close(sp->dfd);
 }
 
-/* Gives the upload the spare unnamed inode if it was made in the key's
- * directory (and drops a spare made elsewhere). */
+/* Takes owner's spare out of the table into *out (fd -1 if it had none).
+ * The caller holds spares_lock. */
+static void
+remove_spare_locked(const local_store *owner, spare_inode *out)
+{
+	out->fd = out->dfd = -1;
+	for (int i = 0; i < nspares; i++)
+		if (spares[i].owner == owner)
+		{
+			*out = spares[i];
+			memmove(&spares[i], &spares[i + 1],
+					sizeof(spare_inode) * (nspares - i - 1));
+			nspares--;
+			return;
+		}
+}
+
+/* Drops owner's spare, if any. */
+static void
+drop_spare(const local_store *owner)
+{
+	spare_inode old;
+
+	pthread_mutex_lock(&spares_lock);
+	remove_spare_locked(owner, &old);
+	pthread_mutex_unlock(&spares_lock);
+	close_spare(&old);
+}
+
+/* Gives the upload its handle's spare if that was made in the key's
+ * directory (a spare made elsewhere is dropped). */
 static bool
 take_spare(local_store *ls, local_upload *up)
 {
 	char		dir[CX_KEY_MAX + 1];
 	const char *name = key_dir(up->base.key, dir);
+	spare_inode sp;
 
-	if (ls->spare_fd < 0)
+	pthread_mutex_lock(&spares_lock);
+	remove_spare_locked(ls, &sp);
+	pthread_mutex_unlock(&spares_lock);
+	if (sp.fd < 0)
 		return false;
-	if (!ls->tmpfile || strcmp(dir, ls->spare_dir) != 0)
+	if (!ls->tmpfile || strcmp(dir, sp.dir) != 0)
 	{
-		drop_spare(ls);
+		close_spare(&sp);
 		return false;
 	}
-	up->dfd = ls->spare_dfd;
-	up->fd = ls->spare_fd;
+	up->dfd = sp.dfd;
+	up->fd = sp.fd;
 	up->anon = true;
 	up->spare = true;
 	up->name = name;
-	ls->spare_fd = ls->spare_dfd = -1;
 	return true;
+}
+
+/* Whether owner has a spare in dir already. */
+static bool
+has_spare(const local_store *owner, const char *dir)
+{
+	bool		has = false;
+
+	pthread_mutex_lock(&spares_lock);
+	for (int i = 0; i < nspares && !has; i++)
+		has = spares[i].owner == owner && strcmp(spares[i].dir, dir) == 0;
+	pthread_mutex_unlock(&spares_lock);
+	return has;
+}
+
+/* Enters sp as its owner's spare, replacing the owner's old one and, with
+ * the table full, the oldest. */
+static void
+install_spare(const spare_inode *sp)
+{
+	spare_inode old;
+	spare_inode evicted = {.fd = -1, .dfd = -1};
+
+	pthread_mutex_lock(&spares_lock);
+	remove_spare_locked(sp->owner, &old);
+	if (nspares == SPARES_MAX)
+		remove_spare_locked(spares[0].owner, &evicted);
+	spares[nspares++] = *sp;
+	pthread_mutex_unlock(&spares_lock);
+	close_spare(&old);
+	close_spare(&evicted);
 }
 
 /* cx_obj_prepare_put: the unnamed inode of the next put-if-absent into
@@ -622,28 +704,22 @@ static void
 local_prepare_put(cx_objstore *s, const char *key)
 {
 	local_store *ls = (local_store *) s;
-	char		dir[CX_KEY_MAX + 1];
+	spare_inode sp = {.owner = ls, .fd = -1, .dfd = -1};
 	const char *name;
 	cx_err		ignored;
 
-	(void) key_dir(key, dir);
-	if (ls->spare_fd >= 0 && strcmp(dir, ls->spare_dir) == 0)
+	(void) key_dir(key, sp.dir);
+	if (!ls->tmpfile || has_spare(ls, sp.dir))
 		return;
-	drop_spare(ls);
-	if (!ls->tmpfile ||
-		open_key_dir(ls, key, true, &ls->spare_dfd, &name, &ignored) != CX_OK)
+	if (open_key_dir(ls, key, true, &sp.dfd, &name, &ignored) != CX_OK)
+		return;
+	sp.fd = openat(sp.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+	if (sp.fd < 0)
 	{
-		ls->spare_dfd = -1;
+		close_spare(&sp);
 		return;
 	}
-	ls->spare_fd = openat(ls->spare_dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
-						  0666);
-	if (ls->spare_fd < 0)
-	{
-		drop_spare(ls);
-		return;
-	}
-	snprintf(ls->spare_dir, sizeof(ls->spare_dir), "%s", dir);
+	install_spare(&sp);
 }
 
 /*
@@ -1344,7 +1420,6 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	ls = calloc(1, sizeof(*ls));
 	if (ls == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "out of memory");
-	ls->spare_fd = ls->spare_dfd = -1;
 	ls->root = strndup(root, len);
 	ls->base.uri = malloc(len + sizeof("file:///"));
 	if (ls->root == NULL || ls->base.uri == NULL)
@@ -1358,7 +1433,6 @@ cx_objstore_open_local(const char *root, cx_objstore **out, cx_err *err)
 	ls->tmpfile = access("/proc/self/fd", X_OK) == 0;
 	ls->openat2 = true;
 	ls->noreplace = true;
-	ls->spare_fd = ls->spare_dfd = -1;
 	*out = &ls->base;
 	return CX_OK;
 }

@@ -385,3 +385,33 @@ CX_TEST(local_prepared_put_names_the_spare_inode)
 	cx_obj_close(s);
 	CHECK(open_fds() == base);
 }
+
+/* Spares are bounded per process (16, the oldest dropped for a new one):
+ * a writer preparing puts to many stores in turn holds 32 descriptors for
+ * them, not two per store, and every put still lands. */
+CX_TEST(local_prepared_puts_are_bounded_per_process)
+{
+	enum
+	{
+		STORES = 24
+	};
+	cx_objstore *s[STORES];
+	char		suffix[32];
+	cx_err		err;
+	int			base = open_fds();
+
+	for (int i = 0; i < STORES; i++)
+	{
+		snprintf(suffix, sizeof(suffix), "/many/%d", i);
+		REQUIRE_OK(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], &err), &err);
+		cx_obj_prepare_put(s[i], "d/k");
+	}
+	CHECK(open_fds() == base + 2 * 16);
+	for (int i = 0; i < STORES; i++)
+	{
+		REQUIRE_OK(cx_obj_put(s[i], "d/k", "v", 1, CX_PUT_IF_ABSENT, &err), &err);
+		CHECK(holds(s[i], "d/k", "v"));
+		cx_obj_close(s[i]);
+	}
+	CHECK(open_fds() == base);
+}
