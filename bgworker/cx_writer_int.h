@@ -128,6 +128,7 @@ typedef struct CxResident
 	TimestampTz next_cleanup;
 	TimestampTz drain_at;		/* a merge noted, not drained: drain then
 								 * (0: none due) */
+	uint64		appended_round; /* the last writer round it appended in */
 	TimestampTz last_warned;
 	TimestampTz clock_warned_at;	/* last commit-time-ahead warning */
 	uint64		merge_until;	/* merge wanted through this generation;

@@ -838,20 +838,30 @@ size_seal_pool(void)
 }
 
 /*
- * Once the round's commits are all published, each store that appended gets
- * ready for its next append of the same kind (cx_sw_prepare_append: a
- * local store makes the put's unnamed inode), while the woken sessions
- * commit again instead of on their next commit's path.
+ * Once the round's commits are all published, each store that appended in
+ * this round and the one before gets ready for its next append of the same
+ * kind (cx_sw_prepare_append: a local store makes the put's unnamed inode),
+ * while the woken sessions commit again, instead of on their next commit's
+ * path.  A store written now and then (many stores written in turn) is
+ * not: its inode would wait, and be dropped for others, long before its
+ * next put.
  */
 static void
 prepare_next_appends(Round *r)
 {
+	static uint64 round_no = 0;
+
+	round_no++;
 	for (int i = 0; i < r->ngroups; i++)
 	{
 		RoundGroup *g = &r->groups[i];
+		CxResident *store = g->store;
 
-		if (g->started && g->store != NULL && g->store->w != NULL)
-			cx_sw_prepare_append(g->store->w, g->append.seal);
+		if (!g->started || store == NULL || store->w == NULL)
+			continue;
+		if (store->appended_round + 1 == round_no)
+			cx_sw_prepare_append(store->w, g->append.seal);
+		store->appended_round = round_no;
 	}
 }
 
