@@ -235,6 +235,8 @@ cx_code		cx_sw_claim(cx_shardwriter *w, const cx_sw_kept *kept, cx_err *err);
 /* cx_shard_resolve.c */
 /* After the claim: the key cache from the listed unmerged generations. */
 cx_code		cx_sw_keys_open(cx_shardwriter *w, cx_err *err);
+/* What the next request would read first, read now (cx_shard_resolve.c). */
+void		cx_sw_read_ahead(cx_shardwriter *w);
 /* Takes base (ownership) as the writer's base view if it is newer than the
  * one it has, and trims the key cache through its watermark. */
 void		cx_sw_keep_base(cx_shardwriter *w, cx_manifest *base);

@@ -177,4 +177,6 @@ cx_sw_prepare_append(cx_shardwriter *w, bool sealed)
 	/* Any key of the directory: its puts all go there. */
 	cx_vseq_key(&q, w->m->version + 1, key);
 	cx_obj_prepare_put(w->s, key);
+	if (!w->fenced)
+		cx_sw_read_ahead(w);
 }

@@ -687,6 +687,35 @@ refresh_base_view(cx_shardwriter *w)
 		(void) cx_sw_read_watermark(w, &ignored);
 }
 
+/*
+ * Between rounds (cx_sw_prepare_append): the newer base view the next
+ * request would load, and, for a text key, one probe of it for the empty
+ * string, which reads
+ * what every probe of that base needs first (the probe plan, and the root
+ * and filter of each new key index segment) and no fragment (no key
+ * statistics hold a value below every key).  Best effort; only the next
+ * request's wait gets shorter.
+ */
+void
+cx_sw_read_ahead(cx_shardwriter *w)
+{
+	static const uint8_t empty = 0;
+	const uint8_t *value = &empty;
+	size_t		len = 0;
+	uint64_t	known = w->base != NULL ? w->base->version : 0;
+	cx_probe_result res;
+	cx_err		ignored;
+
+	refresh_base_view(w);
+	if (w->base == NULL || w->base->version == known || !w->columns_known ||
+		w->base->nfragments == 0 || w->schema == NULL ||
+		w->schema->columns[w->key_col].type != CX_T_STRING)
+		return;
+	if (cx_base_probe(w->s, w->base, w->key_col, &value, &len, 1, &res,
+					  &ignored) == CX_OK)
+		cx_probe_result_free(&res);
+}
+
 cx_code
 cx_sw_stage(cx_shardwriter *w, const cx_schema *schema, const uint8_t *rows,
 			size_t rows_len, uint64_t nrows, cx_sw_resolved *out, cx_err *err)

@@ -967,6 +967,51 @@ CX_TEST(merge_generation_sealed_during_merge_survives_drain)
 }
 
 /*
+ * A merge watermark noted without a commit (cx_sw_note_merged) takes the
+ * merged generations out of pending at once and out of the shard manifest
+ * with the next seal; and cx_sw_prepare_append reads the newer base and
+ * its new key index segment ahead, so the next request's append reads
+ * nothing.
+ */
+CX_TEST(merge_noted_watermark_rides_on_the_next_seal_and_is_read_ahead)
+{
+	cx_objstore *s = open_store("/store");
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_merge_options o = merge_opts(3, UINT64_MAX);
+	cx_keyindex_result kr;
+	cx_objstats before;
+	uint64_t	version;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	for (int g = 0; g < 6; g++)
+		REQUIRE_OK(mw_put(w, "k", g, 1, g, true, &err), &err);
+	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
+	version = cx_sw_manifest(w)->version;
+	before = s->stats;
+	REQUIRE_OK(cx_sw_note_merged(w, res.merged_through, &err), &err);
+	CHECK(s->stats.puts == before.puts && s->stats.gets == before.gets);
+	CHECK(cx_sw_manifest(w)->version == version &&
+		  cx_sw_manifest(w)->ngens == 6 && cx_sw_pending_generations(w) == 3);
+	CHECK_CODE(cx_sw_note_merged(w, 7, &err), CX_ERR_INVALID);
+	REQUIRE_OK(mw_put(w, "k", 6, 1, 6, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->ngens == 4 && cx_sw_manifest(w)->gens[0].gen == 4);
+
+	REQUIRE_OK(cx_merge_shard(s, "a", &o, &res, &err), &err);
+	REQUIRE_OK(cx_keyindex_update_table(s, NULL, NULL, &kr, &err), &err);
+	REQUIRE_OK(cx_sw_note_merged(w, res.merged_through, &err), &err);
+	cx_sw_prepare_append(w, true);
+	before = s->stats;
+	REQUIRE_OK(mw_put(w, "k", 7, 1, 7, true, &err), &err);
+	CHECK(s->stats.gets == before.gets && s->stats.heads == before.heads);
+	CHECK(cx_sw_manifest(w)->ngens == 2);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(s);
+}
+
+/*
  * A drain given the merge's own result reads nothing (no base manifest GET)
  * and removes exactly what mw_drain would: the generations at or below
  * the committed watermark, not one sealed after the merge.  A watermark no

@@ -171,7 +171,9 @@ cx_code		cx_sw_seal(cx_shardwriter *w, cx_err *err);
 /* A hint for a caller about to wait (for its next requests): the next
  * append will be sealed (a shard-manifest commit) or not (a WAL entry), so
  * the store may get ready for that put now (a local store makes its
- * unnamed inode), off the append's path.  Best effort, never an error. */
+ * unnamed inode), and the writer reads what the next request would read
+ * first (a newer base after a merge, and its new key index segments' roots
+ * and filters), off the append's path.  Best effort, never an error. */
 void		cx_sw_prepare_append(cx_shardwriter *w, bool sealed);
 
 /*
