@@ -737,20 +737,22 @@ open_upload_file(local_store *ls, local_upload *up, cx_err *err)
 	if (injected_errno != 0)
 		return sys_fail(err, injected_errno, "create the file for %s",
 						up->base.key);
-	if (up->base.mode == CX_PUT_IF_ABSENT && take_spare(ls, up))
+	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile &&
+		CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)
+		unsupported = true;
+	else if (up->base.mode == CX_PUT_IF_ABSENT && take_spare(ls, up))
 		return CX_OK;
 	if (open_key_dir(ls, up->base.key, true, &up->dfd, &up->name, err) != CX_OK)
 		return err->code;
 	if (up->base.mode == CX_PUT_IF_ABSENT && ls->tmpfile)
 	{
-		if (CX_FAILPOINT("local.no_tmpfile", &injected) != CX_OK)
-			unsupported = true;
-		else if (open_anon(up, &unsupported, err) != CX_OK)
+		if (!unsupported && open_anon(up, &unsupported, err) != CX_OK)
 			return err->code;
 		if (!unsupported)
 			return CX_OK;
 		/* For good: a filesystem does not learn O_TMPFILE later. */
 		ls->tmpfile = false;
+		drop_spare(ls);
 	}
 	return open_temp(up, err);
 }
@@ -874,10 +876,6 @@ exists_fail(const local_upload *up, cx_err *err)
 	return cx_err_set(err, CX_ERR_EXISTS, "object already exists");
 }
 
-/*
- * Names the unnamed inode: linkat() through /proc/self/fd.  The fd stays open
- * until the name exists (the /proc link needs it).
- */
 /* linkat() of the upload's unnamed inode to its name: 0 or an errno. */
 static int
 link_anon(const local_upload *up, const char *proc)
@@ -885,6 +883,11 @@ link_anon(const local_upload *up, const char *proc)
 	return linkat(AT_FDCWD, proc, up->dfd, up->name, AT_SYMLINK_FOLLOW) == 0 ?
 		0 : errno;
 }
+
+/*
+ * Names the unnamed inode: linkat() through /proc/self/fd.  The fd stays open
+ * until the name exists (the /proc link needs it).
+ */
 
 static cx_code
 publish_anon(local_upload *up, cx_err *err)

@@ -384,6 +384,18 @@ CX_TEST(local_prepared_put_names_the_spare_inode)
 	cx_obj_prepare_put(s, "g/k");
 	cx_obj_close(s);
 	CHECK(open_fds() == base);
+
+	/* A store that finds O_TMPFILE unsupported at a put drops its spare
+	 * and makes none again. */
+	REQUIRE_OK(cx_objstore_open(cx_test_uri("/prep"), NULL, 0, &s, &err), &err);
+	cx_obj_prepare_put(s, "h/k");
+	REQUIRE_OK(cx_failpoint_set("local.no_tmpfile=error", &err), &err);
+	REQUIRE_OK(cx_obj_put(s, "h/k", "tmp", 3, CX_PUT_IF_ABSENT, &err), &err);
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
+	CHECK(holds(s, "h/k", "tmp") && open_fds() == base);
+	cx_obj_prepare_put(s, "h/k2");
+	CHECK(open_fds() == base);
+	cx_obj_close(s);
 }
 
 /* Spares are bounded per process (16, the oldest dropped for a new one):
