@@ -427,22 +427,20 @@ publish_requests(CxOpenStore *os, size_t offset)
 	LWLockRelease(CxWriter->lock);
 }
 
-/* Compacts os with its tables' settings, then indexes the outputs.
+/* Compacts os with opt (its tables' settings), then indexes the outputs.
  * Another holder of the lease (BUSY) or a stop is not a failure. */
 static void
-compact_store(CxOpenStore *os, MaintStoreState *ms)
+compact_with(CxOpenStore *os, MaintStoreState *ms, cx_compact_options *opt)
 {
 	cx_job_progress progress = {show_progress, NULL};
-	cx_compact_options opt;
 	cx_compact_result res;
 	char		holder[NAMEDATALEN + 32];
 	cx_code		rc;
 	cx_err		err;
 
-	cx_compact_options_from(&ms->settings, &opt);
 	cx_lease_holder(holder, sizeof(holder));
-	opt.holder = holder;
-	rc = cx_compact(os->handle, &opt, &progress, &res, &err);
+	opt->holder = holder;
+	rc = cx_compact(os->handle, opt, &progress, &res, &err);
 	(void) show_progress(NULL, "", 0, 0);
 	cx_stats_note_compact(os->uri, rc, &res, &err);
 	if (rc == CX_OK && res.compacted)
@@ -457,6 +455,33 @@ compact_store(CxOpenStore *os, MaintStoreState *ms)
 		cx_worker_note_error(&CxWriter->maint, "store %s: %s", os->uri,
 							 err.msg);
 	}
+}
+
+/* The timed compaction (compact_interval): every small fragment counts. */
+static void
+compact_store(CxOpenStore *os, MaintStoreState *ms)
+{
+	cx_compact_options opt;
+
+	cx_compact_options_from(&ms->settings, &opt);
+	compact_with(os, ms, &opt);
+}
+
+/*
+ * What a compaction after a merge job may take: one tier's worth
+ * (compact_min_fragments) of fragments below a sixteenth of
+ * target_rows_per_fragment, so that it rewrites at most half a target's
+ * rows (about a second here) while the next merge job waits behind it;
+ * larger fragments are compact_interval's and ctxstore.compact()'s.
+ */
+#define AFTER_MERGE_SMALL_DIVISOR 16
+
+static void
+after_merge_options(const MaintStoreState *ms, cx_compact_options *opt)
+{
+	cx_compact_options_from(&ms->settings, opt);
+	opt->small_rows = Max(opt->target_rows_per_fragment / AFTER_MERGE_SMALL_DIVISOR, 1);
+	opt->max_inputs = Max(opt->min_fragments, 2);
 }
 
 /*
@@ -484,7 +509,7 @@ compact_after_merge(MaintJob *job)
 	ms = store_state(job->store);
 	if (!ms->settings.compact_on_merge)
 		return;
-	cx_compact_options_from(&ms->settings, &opt);
+	after_merge_options(ms, &opt);
 	if (cx_compact_due(job->store->handle, &opt, &due, &err) != CX_OK)
 		ereport(LOG,
 				errmsg("ctxstore maintenance: could not tell whether store \"%s\" needs a compaction",
@@ -495,7 +520,7 @@ compact_after_merge(MaintJob *job)
 		/* The merge's requests are the merge's, not the compaction's. */
 		publish_requests(job->store,
 						 offsetof(CxWriterStoreStats, maintenance_requests));
-		compact_store(job->store, ms);
+		compact_with(job->store, ms, &opt);
 	}
 }
 

@@ -11,6 +11,7 @@ cx_compact_options_default(cx_compact_options *o)
 {
 	o->min_fragments = CX_COMPACT_DEFAULT_MIN_FRAGMENTS;
 	o->target_rows_per_fragment = CX_MERGE_DEFAULT_TARGET_ROWS;
+	o->small_rows = 0;
 	cx_fragw_options_default(&o->fragment);
 	o->sort_key = NULL;
 	o->sort_memory = CX_MERGE_DEFAULT_SORT_MEMORY;
@@ -46,7 +47,11 @@ tier_of(uint64_t rows)
 static bool
 is_small(const cx_manifest *m, const cx_compact_options *o, uint32_t f)
 {
-	return live_rows(m, f) < o->target_rows_per_fragment;
+	uint64_t	below = o->target_rows_per_fragment;
+
+	if (o->small_rows > 0 && o->small_rows < below)
+		below = o->small_rows;
+	return live_rows(m, f) < below;
 }
 
 /* The tier to compact, or -1: the smallest with enough members. */

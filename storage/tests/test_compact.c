@@ -77,6 +77,7 @@ CX_TEST(compact_options_default_values)
 	CHECK(o.target_rows_per_fragment == CX_MERGE_DEFAULT_TARGET_ROWS);
 	CHECK(o.sort_memory == CX_MERGE_DEFAULT_SORT_MEMORY);
 	CHECK(o.sort_key == NULL && o.holder == NULL && !o.force);
+	CHECK(o.small_rows == 0);
 }
 
 /* Fragments of 5, 2, 5000, 6, 20, 3 and 9 rows, target 5000.  Tiers of
@@ -104,6 +105,25 @@ CX_TEST(compact_select_takes_smallest_tier_with_enough)
 	o.min_fragments = 4;
 	CHECK(strcmp(picked_list(m, &o), "") == 0);
 	o.force = true;
+	CHECK(strcmp(picked_list(m, &o), "0,1,3,4,5,6") == 0);
+	cx_manifest_free(m);
+}
+
+/* small_rows lowers what counts as small: below 9 rows the tier of 5, 6
+ * and 9 loses its 9 and no longer has three; even forced, 20 and 9 stay. */
+CX_TEST(compact_select_small_rows_bounds_the_inputs)
+{
+	cx_compact_options o;
+	cx_manifest *m = tiered_fragments(&o);
+
+	o.min_fragments = 3;
+	o.small_rows = 9;
+	CHECK(strcmp(picked_list(m, &o), "") == 0);
+	o.min_fragments = 2;
+	CHECK(strcmp(picked_list(m, &o), "1,5") == 0);
+	o.force = true;
+	CHECK(strcmp(picked_list(m, &o), "0,1,3,5") == 0);
+	o.small_rows = 100000;		/* above the target: the target rules */
 	CHECK(strcmp(picked_list(m, &o), "0,1,3,4,5,6") == 0);
 	cx_manifest_free(m);
 }

@@ -32,6 +32,8 @@ typedef struct cx_compact_options
 	uint32_t	min_fragments;	/* compact_min_fragments, default 8: a tier
 								 * of at least this many small fragments */
 	uint64_t	target_rows_per_fragment;	/* as merges' */
+	uint64_t	small_rows;		/* a fragment is small below this many live
+								 * rows; 0 (default): the target */
 	cx_fragw_options fragment;
 	const char *sort_key;		/* as merges' (NULL: by the key) */
 	uint64_t	sort_memory;
