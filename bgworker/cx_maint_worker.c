@@ -428,9 +428,11 @@ publish_requests(CxOpenStore *os, size_t offset)
 }
 
 /* Compacts os with opt (its tables' settings), then indexes the outputs.
- * Another holder of the lease (BUSY) or a stop is not a failure. */
+ * Another holder of the lease (BUSY) or a stop is not a failure.  A run
+ * that found nothing to do is recorded only if note_idle. */
 static void
-compact_with(CxOpenStore *os, MaintStoreState *ms, cx_compact_options *opt)
+compact_with(CxOpenStore *os, MaintStoreState *ms, cx_compact_options *opt,
+			 bool note_idle)
 {
 	cx_job_progress progress = {show_progress, NULL};
 	cx_compact_result res;
@@ -442,7 +444,8 @@ compact_with(CxOpenStore *os, MaintStoreState *ms, cx_compact_options *opt)
 	opt->holder = holder;
 	rc = cx_compact(os->handle, opt, &progress, &res, &err);
 	(void) show_progress(NULL, "", 0, 0);
-	cx_stats_note_compact(os->uri, rc, &res, &err);
+	if (note_idle || rc != CX_OK || res.compacted)
+		cx_stats_note_compact(os->uri, rc, &res, &err);
 	if (rc == CX_OK && res.compacted)
 		index_store(os, ms->settings.upsert_key);
 	publish_requests(os, offsetof(CxWriterStoreStats, compaction_requests));
@@ -464,7 +467,7 @@ compact_store(CxOpenStore *os, MaintStoreState *ms)
 	cx_compact_options opt;
 
 	cx_compact_options_from(&ms->settings, &opt);
-	compact_with(os, ms, &opt);
+	compact_with(os, ms, &opt, true);
 }
 
 /*
@@ -487,21 +490,19 @@ after_merge_options(const MaintStoreState *ms, cx_compact_options *opt)
 /*
  * After a job that merged, unless the table sets compact_on_merge 'false':
  * compacts the smallest size tier of small base fragments once it holds
- * compact_min_fragments (asked first without the lease: a job with no
- * full tier writes nothing more and records no compaction run).  Each merge adds a
- * fragment and every base version lists them all, so without it a store
- * under steady ingest makes each later commit larger and each merge
- * slower.  It runs before the job is reported done, so that a merge_wal()
- * that returns has it behind it too (versions are predictable), and
- * appends never wait for it.
+ * compact_min_fragments (cx_compact finds that first, without the lease: a
+ * job with no full tier writes nothing more, and no run is recorded).
+ * Each merge adds a fragment and every base version lists them all, so
+ * without it a store under steady ingest makes each later commit larger
+ * and each merge slower.  It runs before the job is reported done, so
+ * that a merge_wal() that returns has it behind it too (versions are
+ * predictable), and appends never wait for it.
  */
 static void
 compact_after_merge(MaintJob *job)
 {
 	MaintStoreState *ms;
 	cx_compact_options opt;
-	bool		due;
-	cx_err		err;
 
 	if (!job->ok || job->commits == 0 || job->store == NULL ||
 		ShutdownRequestPending)
@@ -509,19 +510,11 @@ compact_after_merge(MaintJob *job)
 	ms = store_state(job->store);
 	if (!ms->settings.compact_on_merge)
 		return;
+	/* The merge's requests are the merge's, not the compaction's. */
+	publish_requests(job->store,
+					 offsetof(CxWriterStoreStats, maintenance_requests));
 	after_merge_options(ms, &opt);
-	if (cx_compact_due(job->store->handle, &opt, &due, &err) != CX_OK)
-		ereport(LOG,
-				errmsg("ctxstore maintenance: could not tell whether store \"%s\" needs a compaction",
-					   job->store->uri),
-				errdetail_internal("%s", err.msg));
-	else if (due)
-	{
-		/* The merge's requests are the merge's, not the compaction's. */
-		publish_requests(job->store,
-						 offsetof(CxWriterStoreStats, maintenance_requests));
-		compact_with(job->store, ms, &opt);
-	}
+	compact_with(job->store, ms, &opt, false);
 }
 
 /* Logs a failed GC and keeps it as the worker's last error. */

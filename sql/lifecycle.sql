@@ -127,6 +127,30 @@ SELECT t, ctxstore.stats(t)->'fragments' AS fragments,
         FROM ctxstore.versions(t)) AS operations
 FROM (VALUES ('lc_auto'::regclass), ('lc_manual')) v(t);
 SELECT count(*), sum(n) FROM lc_auto;
+-- The merges made as many requests of each kind on both stores: the
+-- compaction's are its own.  (Byte counts differ with the encoded commit
+-- times.)
+SELECT (SELECT ctxstore.stats('lc_auto') #> '{merge,requests}') -
+         '{bytes_read,bytes_written}'::text[] =
+       (SELECT ctxstore.stats('lc_manual') #> '{merge,requests}') -
+         '{bytes_read,bytes_written}'::text[]
+  AS same_merge_requests;
+
+-- A compaction after a merge takes only fragments below a sixteenth of
+-- target_rows_per_fragment (the next merge waits behind it): with a target
+-- of 32 rows, two merges of three rows each stay two fragments, which
+-- ctxstore.compact() then compacts.
+CREATE FOREIGN TABLE lc_bounded (id text, n int) SERVER lc_srv
+  OPTIONS (uri 'file://@store_root@/lc_bounded', merge_after_generations '0',
+           compact_min_fragments '2', target_rows_per_fragment '32');
+INSERT INTO lc_bounded VALUES ('a', 1), ('b', 2), ('c', 3);
+SELECT ctxstore.merge_wal('lc_bounded') > 0 AS merged;
+INSERT INTO lc_bounded VALUES ('d', 4), ('e', 5), ('f', 6);
+SELECT ctxstore.merge_wal('lc_bounded') > 0 AS merged;
+SELECT ctxstore.stats('lc_bounded')->'fragments' AS fragments,
+       ctxstore.stats('lc_bounded') #>> '{compaction,outcome}' AS compaction;
+SELECT ctxstore.compact('lc_bounded')->'compacted' AS compacted;
+SELECT ctxstore.stats('lc_bounded')->'fragments' AS fragments;
 
 -- With gc_interval the maintenance worker collects a store's garbage by
 -- itself, an interval after a merge job told it the settings, keeping the

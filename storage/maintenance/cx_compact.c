@@ -230,8 +230,11 @@ check_options(const cx_compact_options *o, cx_err *err)
 	return CX_OK;
 }
 
-cx_code
-cx_compact_due(cx_objstore *s, const cx_compact_options *o, bool *due,
+/* *due: whether the newest base has fragments to compact with o now (no
+ * lease, nothing written; a store without a base has none), so that a
+ * compaction with nothing to do writes nothing. */
+static cx_code
+compaction_due(cx_objstore *s, const cx_compact_options *o, bool *due,
 			   cx_err *err)
 {
 	cx_manifest *m = NULL;
@@ -267,7 +270,7 @@ cx_compact(cx_objstore *s, const cx_compact_options *o,
 		snprintf(job.holder, sizeof(job.holder), "%s", o->holder);
 	else
 		snprintf(job.holder, sizeof(job.holder), "pid %d", (int) getpid());
-	if (cx_compact_due(s, o, &due, err) != CX_OK)
+	if (compaction_due(s, o, &due, err) != CX_OK)
 		return err->code;
 	if (!due)
 		return CX_OK;

@@ -1199,30 +1199,24 @@ CX_TEST(compact_job_unforced_takes_one_batch)
 	cx_obj_close(s);
 }
 
-/* With no tier full, cx_compact_due says so and a compaction writes
- * nothing, not even its lease, and is not refused by another holder's
- * lease; with one full, both see the work. */
+/* With no tier full a compaction writes nothing, not even its lease, and
+ * is not refused by another holder's lease; with one full it is. */
 CX_TEST(compact_job_with_nothing_due_writes_nothing)
 {
 	cx_objstore *s = typed_store("/store", 10, 3, false);
 	cx_compact_options o;
 	cx_compact_result res;
 	uint64_t	puts;
-	bool		due = true;
 	cx_err		err;
 
 	compact_options(&o, 1000);
 	o.min_fragments = 11;
 	REQUIRE_OK(cx_compact_lease_take(s, "another", 60, cx_clock_now_us(), &err), &err);
 	puts = s->stats.puts;
-	REQUIRE_OK(cx_compact_due(s, &o, &due, &err), &err);
-	CHECK(!due);
 	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);
 	CHECK(!res.compacted && newest_version(s) == 10);
 	CHECK(s->stats.puts == puts && s->stats.deletes == 0);
 	o.min_fragments = 10;
-	REQUIRE_OK(cx_compact_due(s, &o, &due, &err), &err);
-	CHECK(due);
 	CHECK_CODE(cx_compact(s, &o, NULL, &res, &err), CX_ERR_BUSY);
 	REQUIRE_OK(cx_compact_lease_release(s, "another", &err), &err);
 	REQUIRE_OK(cx_compact(s, &o, NULL, &res, &err), &err);

@@ -18,6 +18,7 @@
 #include "util/cx_failpoint.h"
 #include "objstore/cx_objstore.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 
 /* Where a run of a test puts its files, below the test's directory. */
 static const char *run_dir = "";
@@ -329,20 +330,6 @@ open_fds(void)
 	return n;
 }
 
-static bool
-holds(cx_objstore *s, const char *key, const char *text)
-{
-	cx_buf		b;
-	cx_err		err;
-	bool		ok;
-
-	cx_buf_init(&b);
-	ok = cx_obj_get(s, key, &b, &err) == CX_OK && b.len == strlen(text) &&
-		memcmp(b.data, text, b.len) == 0;
-	cx_buf_free(&b);
-	return ok;
-}
-
 /*
  * cx_obj_prepare_put makes the next put-if-absent's unnamed inode ahead:
  * it holds two descriptors (the inode and its directory) until a put into
@@ -364,22 +351,22 @@ CX_TEST(local_prepared_put_names_the_spare_inode)
 	CHECK(open_fds() == base + 2);
 	CHECK_CODE(cx_obj_head(s, "d/k1", &size, &err), CX_ERR_NOT_FOUND);
 	REQUIRE_OK(cx_obj_put(s, "d/k1", "one", 3, CX_PUT_IF_ABSENT, &err), &err);
-	CHECK(open_fds() == base && holds(s, "d/k1", "one"));
+	CHECK(open_fds() == base && cx_test_holds(s, "d/k1", "one", 3));
 
 	cx_obj_prepare_put(s, "d/k1");
 	CHECK_CODE(cx_obj_put(s, "d/k1", "two", 3, CX_PUT_IF_ABSENT, &err), CX_ERR_EXISTS);
-	CHECK(open_fds() == base && holds(s, "d/k1", "one"));
+	CHECK(open_fds() == base && cx_test_holds(s, "d/k1", "one", 3));
 
 	cx_obj_prepare_put(s, "d/k2");
 	REQUIRE_OK(cx_obj_put(s, "e/x", "ex", 2, CX_PUT_IF_ABSENT, &err), &err);
-	CHECK(open_fds() == base && holds(s, "e/x", "ex"));
+	CHECK(open_fds() == base && cx_test_holds(s, "e/x", "ex", 2));
 	REQUIRE_OK(cx_obj_put(s, "d/k2", "k2", 2, CX_PUT_IF_ABSENT, &err), &err);
-	CHECK(holds(s, "d/k2", "k2"));
+	CHECK(cx_test_holds(s, "d/k2", "k2", 2));
 
 	cx_obj_prepare_put(s, "f/k");
 	REQUIRE(rmdir(test_path(path, "/prep/f")) == 0);
 	REQUIRE_OK(cx_obj_put(s, "f/k", "again", 5, CX_PUT_IF_ABSENT, &err), &err);
-	CHECK(open_fds() == base && holds(s, "f/k", "again") && exists("/prep/f/k"));
+	CHECK(open_fds() == base && cx_test_holds(s, "f/k", "again", 5) && exists("/prep/f/k"));
 
 	cx_obj_prepare_put(s, "g/k");
 	cx_obj_close(s);
@@ -392,7 +379,7 @@ CX_TEST(local_prepared_put_names_the_spare_inode)
 	REQUIRE_OK(cx_failpoint_set("local.no_tmpfile=error", &err), &err);
 	REQUIRE_OK(cx_obj_put(s, "h/k", "tmp", 3, CX_PUT_IF_ABSENT, &err), &err);
 	REQUIRE_OK(cx_failpoint_set("", &err), &err);
-	CHECK(holds(s, "h/k", "tmp") && open_fds() == base);
+	CHECK(cx_test_holds(s, "h/k", "tmp", 3) && open_fds() == base);
 	cx_obj_prepare_put(s, "h/k2");
 	CHECK(open_fds() == base);
 	cx_obj_close(s);
@@ -422,7 +409,7 @@ CX_TEST(local_prepared_puts_are_bounded_per_process)
 	for (int i = 0; i < STORES; i++)
 	{
 		REQUIRE_OK(cx_obj_put(s[i], "d/k", "v", 1, CX_PUT_IF_ABSENT, &err), &err);
-		CHECK(holds(s[i], "d/k", "v"));
+		CHECK(cx_test_holds(s[i], "d/k", "v", 1));
 		cx_obj_close(s[i]);
 	}
 	CHECK(open_fds() == base);

@@ -84,19 +84,14 @@ typedef struct cx_compact_result
  * CX_ERR_CANCELED: progress said stop.  An error commits nothing more
  * (the batches before it stay committed: compacted true), except one
  * after the commit (compacted true) and a commit of unknown outcome
- * ("outcome unknown": the version may exist).  The key index is not
- * updated: run cx_keyindex_update_table afterwards when compacted.
+ * ("outcome unknown": the version may exist).  With nothing to compact
+ * it returns CX_OK, compacted false, having taken no lease and written
+ * nothing (so not CX_ERR_BUSY either).  The key index is not updated: run
+ * cx_keyindex_update_table afterwards when compacted.
  */
 cx_code		cx_compact(cx_objstore *s, const cx_compact_options *o,
 					   const cx_job_progress *progress,
 					   cx_compact_result *res, cx_err *err);
-
-/* *due: whether cx_compact() with o would find fragments to compact in the
- * newest base now (no lease, nothing written; a store without a base has
- * none).  cx_compact() asks this first, so a compaction with nothing to do
- * writes nothing. */
-cx_code		cx_compact_due(cx_objstore *s, const cx_compact_options *o,
-						   bool *due, cx_err *err);
 
 /* ---- garbage collection (maintenance/cx_gc*.c) ---- */
 
