@@ -28,6 +28,7 @@
 #include "table/cx_key_filter.h"
 #include "table/cx_key_index_int.h"
 #include "table/cx_probe_plan.h"
+#include "table/cx_probe_rows.h"
 #include "table/cx_row_key.h"
 
 typedef struct probe_value
@@ -401,7 +402,8 @@ probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 }
 
 /* Reads the probed column of the live fragments no segment answers for
- * that may hold a value. */
+ * that may hold a value (a small one's rows once per handle:
+ * cx_probe_rows.h). */
 static cx_code
 probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 				uint32_t key_col, probe *pr, cx_err *err)
@@ -412,6 +414,7 @@ probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 	for (uint32_t f = 0; f < m->nfragments; f++)
 	{
 		const cx_fragment_info *fi = &m->fragments[f];
+		bool		from_store;
 
 		if (pr->owner[f] >= 0 || cx_manifest_deleted_count(m, f) == fi->rows)
 			continue;
@@ -422,9 +425,11 @@ probe_fragments(cx_objstore *s, const cx_manifest *m, uint32_t column,
 			continue;
 		pr->fragment = f;
 		spec.dv = m->dvs != NULL ? &m->dvs[f] : NULL;
-		if (cx_colscan(s, fi, m->schema, &spec, err) != CX_OK)
+		if (cx_probe_rows_scan(s, fi, m->schema, &spec, &from_store,
+							   err) != CX_OK)
 			return cx_manifest_fragment_failed(m, fi->path, err);
 		pr->out->fragments_scanned++;
+		pr->out->fragments_kept += !from_store;
 	}
 	return CX_OK;
 }

@@ -36,6 +36,8 @@ typedef struct cx_probe_result
 	uint32_t	nhits;
 	uint32_t	fragments_scanned;	/* fragments whose column was read (not
 									 * indexed) */
+	uint32_t	fragments_kept; /* of those, answered from the rows the
+								 * handle kept (nothing read) */
 	uint32_t	index_segments_read;
 	uint64_t	bytes_read;
 } cx_probe_result;
@@ -45,8 +47,8 @@ typedef struct cx_probe_result
  * deletion vector, and rows older than m's truncated_before, are never hits;
  * tombstone rows are hits only when column is the key column.  Uses the key
  * index where m lists one, reads the column of fragments it does not cover
- * (pruned by min/max statistics).  Never wrong with a missing or stale
- * index. */
+ * (pruned by min/max statistics; a small fragment's column once per
+ * handle: cx_probe_rows.h).  Never wrong with a missing or stale index. */
 cx_code		cx_base_probe(cx_objstore *s, const cx_manifest *m, uint32_t column,
 						  const uint8_t *const *values, const size_t *lens,
 						  uint32_t n, cx_probe_result *out, cx_err *err);

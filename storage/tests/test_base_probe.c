@@ -192,27 +192,123 @@ CX_TEST(probe_non_key_column_finds_every_live_row)
 	on_three_fragments(non_key_probe);
 }
 
+/* On a handle of its own: the merges' probes kept rows on fx->s. */
 static void
 pruned_probe(const fixture *fx)
 {
 	static const char *const in_one[] = {"b1"};
 	static const char *const in_none[] = {"zz"};
+	cx_objstore *reader = mw_open_store();
 	cx_probe_result r;
 	cx_err		err;
 
+	REQUIRE(reader != NULL);
 	/* key ranges: [a1, a3], [a1, b2], [b2, b2] */
-	REQUIRE_OK(probe_strings(fx->s, fx->m, 0, in_one, 1, &r, &err), &err);
-	CHECK(r.nhits == 1 && r.fragments_scanned == 1);
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, in_one, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && r.fragments_scanned == 1 && r.fragments_kept == 0);
 	CHECK(r.bytes_read > 0 && r.bytes_read <= fx->m->fragments[1].size);
 	cx_probe_result_free(&r);
-	REQUIRE_OK(probe_strings(fx->s, fx->m, 0, in_none, 1, &r, &err), &err);
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, in_none, 1, &r, &err), &err);
 	CHECK(r.nhits == 0 && r.fragments_scanned == 0 && r.bytes_read == 0);
 	cx_probe_result_free(&r);
+	cx_obj_close(reader);
 }
 
 CX_TEST(probe_reads_only_fragments_that_may_hold_the_values)
 {
 	on_three_fragments(pruned_probe);
+}
+
+/*
+ * A small fragment's rows are read once per handle: the next probes of it
+ * read nothing, find the same rows, and apply the deletion vector of the
+ * version they probe, not the one it was read under.
+ */
+static void
+kept_probe(const fixture *fx)
+{
+	static const char *const a2[] = {"a2"};
+	static const char *const a1[] = {"a1"};
+	cx_objstore *reader = mw_open_store();
+	cx_deletion_vector *dv0 = &fx->m->dvs[0];
+	uint32_t	deleted = dv0->n;
+	cx_probe_result r;
+	uint64_t	gets;
+	cx_err		err;
+
+	REQUIRE(reader != NULL && fx->m->dvs != NULL && deleted == 1);
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, a2, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && r.fragments_kept == 0 && r.bytes_read > 0);
+	cx_probe_result_free(&r);
+	gets = reader->stats.gets;
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, a2, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && hit_is(&r.hits[0], 0, 0, 1, "a2", false) &&
+		  r.hits[0].ts == 11);
+	/* fragments 0 [a1, a3] and 1 [a1, b2] may hold it */
+	CHECK(r.fragments_scanned == 2 && r.fragments_kept == 2);
+	CHECK(r.bytes_read == 0 && reader->stats.gets == gets);
+	cx_probe_result_free(&r);
+	/* fragment 0's a1 is deleted in this version, live without its DV */
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, a1, 1, &r, &err), &err);
+	CHECK(r.nhits == 1 && r.hits[0].fragment == 1 && r.fragments_kept == 2);
+	cx_probe_result_free(&r);
+	dv0->n = 0;
+	REQUIRE_OK(probe_strings(reader, fx->m, 0, a1, 1, &r, &err), &err);
+	dv0->n = deleted;
+	CHECK(r.nhits == 2 && hit_is(&r.hits[0], 0, 0, 0, "a1", false) &&
+		  r.hits[0].ts == 10);
+	CHECK(r.fragments_kept == 2 && reader->stats.gets == gets);
+	cx_probe_result_free(&r);
+	cx_obj_close(reader);
+}
+
+CX_TEST(probe_keeps_small_fragments_rows_per_handle)
+{
+	on_three_fragments(kept_probe);
+}
+
+/*
+ * More small fragments than a handle keeps: fragment i holds a<i> and z<i>,
+ * so a probe of "m" reads every one of them; the least recently probed
+ * make room, and every probe still finds exactly its rows.
+ */
+CX_TEST(probe_keeps_a_bounded_number_of_fragments)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	char		ids[2][12][8];
+	static const char *const middle[] = {"m"};
+	const char *const some[] = {"a3", "z11", "a0"};
+	cx_probe_result r;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	for (int i = 0; i < 12; i++)
+	{
+		mw_genrow	rows[2];
+
+		snprintf(ids[0][i], 8, "a%d", i);
+		snprintf(ids[1][i], 8, "z%d", i);
+		rows[0] = (mw_genrow) {ids[0][i], i, 10 + i, false};
+		rows[1] = (mw_genrow) {ids[1][i], i, 10 + i, false};
+		REQUIRE_OK(seal_and_merge(s, rows, 2, NULL, &err), &err);
+	}
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 12);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		REQUIRE_OK(probe_strings(s, m, 0, middle, 1, &r, &err), &err);
+		CHECK(r.nhits == 0 && r.fragments_scanned == 12);
+		cx_probe_result_free(&r);
+		REQUIRE_OK(probe_strings(s, m, 0, some, 3, &r, &err), &err);
+		CHECK(r.nhits == 3);
+		CHECK(r.nhits == 3 && hit_is(&r.hits[0], 0, 3, 0, "a3", false) &&
+			  hit_is(&r.hits[1], 1, 11, 1, "z11", false) &&
+			  hit_is(&r.hits[2], 2, 0, 0, "a0", false));
+		cx_probe_result_free(&r);
+	}
+	cx_manifest_free(m);
+	cx_obj_close(s);
 }
 
 static void
@@ -256,7 +352,8 @@ key_column_bytes(cx_objstore *s, const cx_fragment_info *fi)
 }
 
 /* 20,000 keys in order, 500 rows per group: a probe of two keys reads two
- * groups of the key column, not the whole column. */
+ * groups of the key column, not the whole column (a fragment this large is
+ * not kept whole: cx_probe_rows.h). */
 CX_TEST(probe_reads_only_row_groups_that_may_hold_the_values)
 {
 	cx_objstore *s = mw_open_store();

@@ -61,6 +61,8 @@ typedef enum cx_handle_cache_kind
 								 * (table/cx_manifest_cache.c) */
 	CX_CACHE_PROBE_PLAN,		/* the last base probed, as its probes use
 								 * it (table/cx_probe_plan.c) */
+	CX_CACHE_PROBE_ROWS,		/* small fragments' rows the probes read
+								 * (table/cx_probe_rows.c) */
 	CX_HANDLE_CACHES
 } cx_handle_cache_kind;
 
