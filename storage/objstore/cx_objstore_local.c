@@ -27,7 +27,9 @@
  *                  there, the store falls back for good to the temporary-name
  *                  protocol below (link() also refuses an existing name);
  *   overwrite      a temporary name is written and fsynced, then renamed over
- *                  the final name (rename() cannot take an unnamed inode).
+ *                  the final name (rename() cannot take an unnamed inode);
+ *   hint           written over an object of the same size in place, with
+ *                  no fsync (rewrite_hint), else as an overwrite.
  *
  * Temporary names are ".<base>.tmp.<16 hex digits>" (cx_layout.h); listings
  * skip them and keys whose last segment has that shape are refused.  A crash
@@ -992,12 +994,85 @@ local_upload_finish(cx_upload *base, cx_err *err)
 	return rc;
 }
 
+/*
+ * Opens key's object with flags.  O_NONBLOCK: a FIFO planted in the store
+ * must not block the open (check_object then refuses it as no regular
+ * file); a symlink in the object's place is refused; a missing object is
+ * CX_ERR_NOT_FOUND.
+ */
+static cx_code
+open_object(local_store *ls, const char *key, int flags, int *fd, cx_err *err)
+{
+	const char *name;
+	int			dfd;
+	int			e;
+
+	if (open_key_dir(ls, key, false, &dfd, &name, err) != CX_OK)
+		return err->code;
+	*fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	e = errno;
+	close(dfd);
+	if (*fd < 0 && e == ELOOP)
+		return link_refused("the object", err);
+	if (*fd < 0)
+		return is_missing(e) ? not_found(err) : sys_fail(err, e, "open");
+	return CX_OK;
+}
+
+/*
+ * A hint (CX_PUT_HINT) as large as the object there is written over it in
+ * place: no new inode, no fsync, no rename.  That is what a hint may cost:
+ * it need not survive a crash, and a reader finding it torn takes it for
+ * no hint.  *done is false when there is no object of that size (the first
+ * hint): it is then put as any overwrite is.
+ */
+static cx_code
+rewrite_hint(local_store *ls, const char *key, const void *data, size_t len,
+			 bool *done, cx_err *err)
+{
+	struct stat st;
+	ssize_t		n = -1;
+	int			fd;
+	int			e;
+	cx_code		rc;
+
+	*done = false;
+	rc = open_object(ls, key, O_WRONLY, &fd, err);
+	if (rc != CX_OK)
+		return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
+	if (fstat(fd, &st) != 0)
+		e = errno;
+	else if (check_object(&st, err) != CX_OK)
+		e = -1;
+	else if ((uint64_t) st.st_size == len && (n = pwrite(fd, data, len, 0)) < 0)
+		e = errno;
+	else
+		e = 0;
+	close(fd);
+	if (e > 0)
+		return sys_fail(err, e, "rewrite");
+	if (e < 0)
+		return err->code;
+	*done = n >= 0 && (size_t) n == len;
+	return CX_OK;
+}
+
 static cx_code
 local_put(cx_objstore *s, const char *key, const void *data, size_t len,
 		  cx_put_mode mode, cx_err *err)
 {
 	cx_upload  *up;
+	bool		done;
 
+	if (mode == CX_PUT_HINT)
+	{
+		if (check_not_reserved(key, err) != CX_OK ||
+			rewrite_hint((local_store *) s, key, data, len, &done, err) != CX_OK)
+			return err->code;
+		if (done)
+			return CX_OK;
+		mode = CX_PUT_OVERWRITE;
+	}
 	if (local_upload_begin(s, key, mode, &up, err) != CX_OK)
 		return err->code;
 	if (local_upload_write(up, data, len, err) != CX_OK)
@@ -1045,31 +1120,16 @@ read_range(int fd, uint64_t offset, size_t len, cx_buf *out, cx_err *err)
 	return CX_OK;
 }
 
-/*
- * O_NONBLOCK: a FIFO planted in the store must not block the open; it is
- * then refused as no regular file.
- */
 static cx_code
 local_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 		  cx_buf *out, cx_err *err)
 {
-	const char *name;
-	int			dfd;
 	int			fd;
-	int			e;
 	cx_code		rc;
 
-	if (check_not_reserved(key, err) != CX_OK)
+	if (check_not_reserved(key, err) != CX_OK ||
+		open_object((local_store *) s, key, O_RDONLY, &fd, err) != CX_OK)
 		return err->code;
-	if (open_key_dir((local_store *) s, key, false, &dfd, &name, err) != CX_OK)
-		return err->code;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	e = errno;
-	close(dfd);
-	if (fd < 0 && e == ELOOP)
-		return link_refused("the object", err);
-	if (fd < 0)
-		return is_missing(e) ? not_found(err) : sys_fail(err, e, "open");
 	rc = read_range(fd, offset, len, out, err);
 	close(fd);
 	return rc;

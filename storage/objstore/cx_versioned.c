@@ -233,7 +233,7 @@ cx_hint_write(cx_objstore *s, const char *key, uint64_t n, cx_err *err)
 	memcpy(hint, HINT_MAGIC, 4);
 	cx_store_u64(hint + 4, n);
 	cx_store_u32(hint + 12, cx_crc32c(0, hint, 12));
-	return cx_obj_put(s, key, hint, sizeof(hint), CX_PUT_OVERWRITE, err);
+	return cx_obj_put(s, key, hint, sizeof(hint), CX_PUT_HINT, err);
 }
 
 cx_code

@@ -18,7 +18,11 @@
 typedef enum cx_put_mode
 {
 	CX_PUT_OVERWRITE = 0,		/* replace whatever is there */
-	CX_PUT_IF_ABSENT = 1		/* fail with CX_ERR_EXISTS if the key exists */
+	CX_PUT_IF_ABSENT = 1,		/* fail with CX_ERR_EXISTS if the key exists */
+	CX_PUT_HINT = 2				/* an overwrite that need not be durable nor
+								 * atomic: a reader may find the old bytes, or
+								 * the old and new mixed (docs/FORMAT.md, "The
+								 * `_latest` hint") */
 } cx_put_mode;
 
 /* Request accounting, read by callers for stats.  The cx_obj_* wrappers count
