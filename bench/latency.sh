@@ -4,7 +4,9 @@
 # trip.  CLIENTS (16) sessions, then 1 session, of sealed single-row INSERT
 # transactions (seal_on_insert on) for DURATION s each into one store, or
 # into STORES stores (session i writes store i % STORES, so a writer round
-# commits several), with merges off (merge_after_generations 0).  Prints per
+# commits several), merging after MERGE_AFTER generations (default 0:
+# merges off; with 8, the product's default, the writer probes a merged
+# base for each request).  Prints per
 # run: tps, seals, the proxy's requests per seal by method (and the
 # writer's share of them, from ctxstore.stats), the round trips a seal
 # waits for in sequence (the writer's requests per seal / the mean number
@@ -23,6 +25,7 @@ duration=${DURATION:-15}
 clients=${CLIENTS:-16}
 delay_ms=${DELAY_MS:-20}
 stores=${STORES:-1}
+merge_after=${MERGE_AFTER:-0}
 
 if [ "${1:-}" != run ]; then
   bash "$repo/scripts/emulators.sh" install >/dev/null
@@ -37,7 +40,7 @@ create_az_server azslow "$CX_TEST_AZ_PROXY"
 for i in $(seq 0 $((stores - 1))); do
   psql_b -c "CREATE FOREIGN TABLE ctx_$i ($context_columns)
     SERVER azslow OPTIONS (uri 'az://bench/latency$$-$i', key 'id',
-                           seal_on_insert 'true', merge_after_generations '0')"
+                           seal_on_insert 'true', merge_after_generations '$merge_after')"
 done
 
 script=$(mktemp); chmod 644 "$script"
