@@ -85,14 +85,8 @@ cache_bytes(const void *p)
 static shard_cache *
 cache_of(cx_objstore *s)
 {
-	cx_handle_cache *slot = &s->caches[CX_CACHE_SHARD_MANIFESTS];
-
-	if (slot->p == NULL && (slot->p = calloc(1, sizeof(shard_cache))) != NULL)
-	{
-		slot->free_fn = cache_free;
-		slot->bytes_fn = cache_bytes;
-	}
-	return slot->p;
+	return cx_obj_cache_of(s, CX_CACHE_SHARD_MANIFESTS, sizeof(shard_cache),
+						   cache_free, cache_bytes);
 }
 
 static int

@@ -244,6 +244,20 @@ cx_obj_cache_bytes(const cx_objstore *s)
 	return bytes;
 }
 
+void *
+cx_obj_cache_of(cx_objstore *s, cx_handle_cache_kind kind, size_t size,
+				void (*free_fn) (void *p), size_t (*bytes_fn) (const void *p))
+{
+	cx_handle_cache *slot = &s->caches[kind];
+
+	if (slot->p == NULL && (slot->p = calloc(1, size)) != NULL)
+	{
+		slot->free_fn = free_fn;
+		slot->bytes_fn = bytes_fn;
+	}
+	return slot->p;
+}
+
 bool
 cx_put_may_have_landed(cx_code rc, const cx_err *err)
 {

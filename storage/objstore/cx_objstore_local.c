@@ -1031,9 +1031,8 @@ rewrite_hint(local_store *ls, const char *key, const void *data, size_t len,
 			 bool *done, cx_err *err)
 {
 	struct stat st;
-	ssize_t		n = -1;
+	ssize_t		n;
 	int			fd;
-	int			e;
 	cx_code		rc;
 
 	*done = false;
@@ -1041,20 +1040,18 @@ rewrite_hint(local_store *ls, const char *key, const void *data, size_t len,
 	if (rc != CX_OK)
 		return rc == CX_ERR_NOT_FOUND ? CX_OK : rc;
 	if (fstat(fd, &st) != 0)
-		e = errno;
-	else if (check_object(&st, err) != CX_OK)
-		e = -1;
-	else if ((uint64_t) st.st_size == len && (n = pwrite(fd, data, len, 0)) < 0)
-		e = errno;
+		rc = sys_fail(err, errno, "fstat");
 	else
-		e = 0;
+		rc = check_object(&st, err);
+	if (rc == CX_OK && (uint64_t) st.st_size == len)
+	{
+		if ((n = pwrite(fd, data, len, 0)) < 0)
+			rc = sys_fail(err, errno, "rewrite");
+		else
+			*done = (size_t) n == len;
+	}
 	close(fd);
-	if (e > 0)
-		return sys_fail(err, e, "rewrite");
-	if (e < 0)
-		return err->code;
-	*done = n >= 0 && (size_t) n == len;
-	return CX_OK;
+	return rc;
 }
 
 static cx_code

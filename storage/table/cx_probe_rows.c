@@ -11,8 +11,9 @@
  * the table's type), so a schema change never replays rows read under an
  * older one.  At most KEPT_FRAGMENTS fragments and KEPT_BYTES_MAX bytes are
  * kept; the least recently probed goes first.  A fragment whose rows
- * outgrow the bound (values that compress well) is read from the store on
- * every probe, as before.
+ * outgrow the bound (values that compress well) is not kept: the rows
+ * read until then, and the rest as they are read, go to the probe, so
+ * each probe of it reads it once, as before.
  */
 #include "table/cx_probe_rows.h"
 
@@ -47,11 +48,8 @@ typedef struct kept_fragment
 {
 	char	   *path;			/* NULL: a free entry */
 	pass_id		pass;
-	kept_row   *rows;
-	uint32_t	nrows;
-	uint32_t	cap;
+	cx_buf		rows;			/* kept_row array, in row order */
 	cx_buf		bytes;			/* the rows' values and keys */
-	bool		too_big;		/* outgrew KEPT_BYTES_MAX while read */
 	uint64_t	used;			/* the clock when last probed */
 } kept_fragment;
 
@@ -61,11 +59,24 @@ typedef struct kept_rows
 	uint64_t	clock;
 } kept_rows;
 
+/*
+ * A fragment's pass being read into f.  Past the bound, the rows read so
+ * far and every row after them go to spec->fn instead (passed): the probe
+ * then has its hits from this one read, and nothing is kept.
+ */
+typedef struct reading
+{
+	kept_fragment *f;
+	const cx_colscan_spec *spec;
+	cx_dvcursor dv;				/* spec->dv, for the rows passed on */
+	bool		passed;
+} reading;
+
 static void
 fragment_clear(kept_fragment *f)
 {
 	free(f->path);
-	free(f->rows);
+	cx_buf_free(&f->rows);
 	cx_buf_free(&f->bytes);
 	memset(f, 0, sizeof(*f));
 }
@@ -73,8 +84,7 @@ fragment_clear(kept_fragment *f)
 static size_t
 fragment_bytes(const kept_fragment *f)
 {
-	return cx_str_memory(f->path) + (size_t) f->cap * sizeof(kept_row) +
-		f->bytes.cap;
+	return cx_str_memory(f->path) + f->rows.cap + f->bytes.cap;
 }
 
 static void
@@ -96,20 +106,6 @@ kept_bytes(const void *p)
 	for (int i = 0; i < KEPT_FRAGMENTS; i++)
 		bytes += fragment_bytes(&k->f[i]);
 	return bytes;
-}
-
-/* The handle's kept rows, made on first use (NULL: out of memory). */
-static kept_rows *
-kept_rows_of(cx_objstore *s)
-{
-	cx_handle_cache *slot = &s->caches[CX_CACHE_PROBE_ROWS];
-
-	if (slot->p == NULL && (slot->p = calloc(1, sizeof(kept_rows))) != NULL)
-	{
-		slot->free_fn = kept_free;
-		slot->bytes_fn = kept_bytes;
-	}
-	return slot->p;
 }
 
 static pass_id
@@ -139,62 +135,94 @@ kept_find(kept_rows *k, const char *path, pass_id id)
 	return NULL;
 }
 
+/* The kept rows dv does not delete, through spec->fn, in row order. */
+static cx_code
+replay(const kept_fragment *f, const cx_colscan_spec *spec, cx_dvcursor *dv,
+	   cx_err *err)
+{
+	const kept_row *rows = (const kept_row *) f->rows.data;
+	size_t		n = f->rows.len / sizeof(kept_row);
+
+	for (size_t i = 0; i < n; i++)
+	{
+		const kept_row *r = &rows[i];
+		cx_keyrow	kr;
+
+		if (cx_dvcursor_deleted(dv, r->row))
+			continue;
+		kr.key = f->bytes.data + r->key_off;
+		kr.len = r->key_len;
+		kr.rowkey = f->bytes.data + r->rowkey_off;
+		kr.rowkey_len = r->rowkey_len;
+		kr.ts = r->ts;
+		kr.tombstone = r->tombstone;
+		kr.row = r->row;
+		if (spec->fn(spec->arg, &kr, err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
+static cx_code
+pass_row(reading *rd, const cx_keyrow *kr, cx_err *err)
+{
+	if (cx_dvcursor_deleted(&rd->dv, kr->row))
+		return CX_OK;
+	return rd->spec->fn(rd->spec->arg, kr, err);
+}
+
 static cx_code
 collect_row(void *arg, const cx_keyrow *kr, cx_err *err)
 {
-	kept_fragment *f = arg;
-	kept_row   *r;
+	reading    *rd = arg;
+	kept_fragment *f = rd->f;
+	kept_row	r;
 
-	if (f->bytes.len + kr->len + kr->rowkey_len > KEPT_BYTES_MAX)
+	if (!rd->passed && f->bytes.len + kr->len + kr->rowkey_len > KEPT_BYTES_MAX)
 	{
-		f->too_big = true;
-		return cx_err_set(err, CX_ERR_LIMIT, "kept probe rows: over the bound");
+		rd->passed = true;
+		if (replay(f, rd->spec, &rd->dv, err) != CX_OK)
+			return err->code;
 	}
-	if (f->nrows == f->cap)
-	{
-		uint32_t	cap = f->cap == 0 ? 64 : f->cap * 2;
-		kept_row   *grown = realloc(f->rows, cap * sizeof(kept_row));
-
-		if (grown == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-		f->rows = grown;
-		f->cap = cap;
-	}
-	r = &f->rows[f->nrows++];
-	r->key_off = (uint32_t) f->bytes.len;
-	r->key_len = (uint32_t) kr->len;
+	if (rd->passed)
+		return pass_row(rd, kr, err);
+	r.key_off = (uint32_t) f->bytes.len;
+	r.key_len = (uint32_t) kr->len;
 	cx_buf_put(&f->bytes, kr->key, kr->len);
-	r->rowkey_off = r->key_off;
-	r->rowkey_len = r->key_len;
+	r.rowkey_off = r.key_off;
+	r.rowkey_len = r.key_len;
 	if (kr->rowkey != kr->key)
 	{
-		r->rowkey_off = (uint32_t) f->bytes.len;
-		r->rowkey_len = (uint32_t) kr->rowkey_len;
+		r.rowkey_off = (uint32_t) f->bytes.len;
+		r.rowkey_len = (uint32_t) kr->rowkey_len;
 		cx_buf_put(&f->bytes, kr->rowkey, kr->rowkey_len);
 	}
-	r->ts = kr->ts;
-	r->row = kr->row;
-	r->tombstone = kr->tombstone;
-	if (!cx_buf_ok(&f->bytes))
+	r.ts = kr->ts;
+	r.row = kr->row;
+	r.tombstone = kr->tombstone;
+	cx_buf_put(&f->rows, &r, sizeof(r));
+	if (!cx_buf_ok(&f->bytes) || !cx_buf_ok(&f->rows))
 		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
 	return CX_OK;
 }
 
-/* Every row of fi's pass into f (f->too_big: they would outgrow the bound). */
+/* Every row of fi's pass into f, or past the bound to spec->fn (*passed). */
 static cx_code
 read_fragment(cx_objstore *s, const cx_fragment_info *fi,
 			  const cx_schema *table, const cx_colscan_spec *spec,
-			  kept_fragment *f, cx_err *err)
+			  kept_fragment *f, bool *passed, cx_err *err)
 {
+	reading		rd = {f, spec, {spec->dv, 0}, false};
 	cx_colscan_spec all = {spec->column, spec->key_col, NULL, NULL,
-	collect_row, NULL, f};
+	collect_row, NULL, &rd};
 	cx_code		rc;
 
 	f->pass = pass_of(table, spec);
 	rc = cx_colscan(s, fi, table, &all, err);
-	if (rc == CX_OK && (f->path = cx_strdup(fi->path)) == NULL)
+	*passed = rd.passed;
+	if (rc == CX_OK && !rd.passed && (f->path = cx_strdup(fi->path)) == NULL)
 		rc = cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-	return f->too_big ? CX_OK : rc;
+	return rc;
 }
 
 /* A free entry, made by dropping the least recently probed fragments until
@@ -225,62 +253,38 @@ make_room(kept_rows *k, size_t bytes)
 	}
 }
 
-/* The rows spec->dv does not delete, through spec->fn, in row order. */
-static cx_code
-replay(const kept_fragment *f, const cx_colscan_spec *spec, cx_err *err)
-{
-	cx_dvcursor dv = {spec->dv, 0};
-
-	for (uint32_t i = 0; i < f->nrows; i++)
-	{
-		const kept_row *r = &f->rows[i];
-		cx_keyrow	kr;
-
-		if (cx_dvcursor_deleted(&dv, r->row))
-			continue;
-		kr.key = f->bytes.data + r->key_off;
-		kr.len = r->key_len;
-		kr.rowkey = f->bytes.data + r->rowkey_off;
-		kr.rowkey_len = r->rowkey_len;
-		kr.ts = r->ts;
-		kr.tombstone = r->tombstone;
-		kr.row = r->row;
-		if (spec->fn(spec->arg, &kr, err) != CX_OK)
-			return err->code;
-	}
-	return CX_OK;
-}
-
 cx_code
 cx_probe_rows_scan(cx_objstore *s, const cx_fragment_info *fi,
 				   const cx_schema *table, const cx_colscan_spec *spec,
 				   bool *from_store, cx_err *err)
 {
-	kept_rows  *k;
+	kept_rows  *k = NULL;
 	kept_fragment *f;
 	kept_fragment read = {0};
+	cx_dvcursor dv = {spec->dv, 0};
+	bool		passed;
+	cx_code		rc;
 
 	*from_store = true;
-	if (fi->size > CX_PROBE_ROWS_FRAGMENT_MAX || (k = kept_rows_of(s)) == NULL)
+	if (fi->size <= CX_PROBE_ROWS_FRAGMENT_MAX)
+		k = cx_obj_cache_of(s, CX_CACHE_PROBE_ROWS, sizeof(kept_rows),
+							kept_free, kept_bytes);
+	if (k == NULL)
 		return cx_colscan(s, fi, table, spec, err);
 	f = kept_find(k, fi->path, pass_of(table, spec));
 	if (f != NULL)
 		*from_store = false;
 	else
 	{
-		if (read_fragment(s, fi, table, spec, &read, err) != CX_OK)
+		rc = read_fragment(s, fi, table, spec, &read, &passed, err);
+		if (rc != CX_OK || passed)
 		{
 			fragment_clear(&read);
-			return err->code;
-		}
-		if (read.too_big)
-		{
-			fragment_clear(&read);
-			return cx_colscan(s, fi, table, spec, err);
+			return rc;
 		}
 		f = make_room(k, fragment_bytes(&read));
 		*f = read;
 	}
 	f->used = ++k->clock;
-	return replay(f, spec, err);
+	return replay(f, spec, &dv, err);
 }

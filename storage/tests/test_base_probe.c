@@ -9,6 +9,7 @@
 
 #include "merge/cx_merge.h"
 #include "table/cx_base_probe.h"
+#include "table/cx_probe_rows.h"
 #include "cx_test.h"
 #include "mw_util.h"
 
@@ -392,5 +393,54 @@ CX_TEST(probe_reads_only_row_groups_that_may_hold_the_values)
 	cx_manifest_free(m);
 	free(rows);
 	free(ids);
+	cx_obj_close(s);
+}
+
+/*
+ * A fragment small on disk whose keys decode to more than a handle keeps
+ * (1,200 keys of 1,000 bytes, compressed): not kept, and each probe of it
+ * reads it once, finding its row.
+ */
+CX_TEST(probe_passes_on_a_fragment_too_large_to_keep)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *reader = mw_open_store();
+	cx_manifest *m = NULL;
+	mw_genrow  *rows = calloc(1200, sizeof(mw_genrow));
+	char	  (*ids)[1001] = calloc(1200, 1001);
+	const uint8_t *v;
+	size_t		len = 1000;
+	uint64_t	full;
+	cx_probe_result r;
+	cx_err		err;
+
+	REQUIRE(s != NULL && reader != NULL && rows != NULL && ids != NULL);
+	for (int i = 0; i < 1200; i++)
+	{
+		snprintf(ids[i], 1001, "k%04d%0995d", i, 0);
+		rows[i] = (mw_genrow) {ids[i], i, 100 + i, false};
+	}
+	REQUIRE_OK(seal_and_merge(s, rows, 1200, NULL, &err), &err);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE(m->nfragments == 1 &&
+			m->fragments[0].size <= CX_PROBE_ROWS_FRAGMENT_MAX);
+	full = key_column_bytes(s, &m->fragments[0]);
+	v = (const uint8_t *) ids[700];
+	for (int pass = 0; pass < 2; pass++)
+	{
+		uint64_t	gets = reader->stats.gets;
+
+		REQUIRE_OK(cx_base_probe(reader, m, 0, &v, &len, 1, &r, &err), &err);
+		CHECK(r.nhits == 1 &&
+			  hit_is(&r.hits[0], 0, 0, 700, ids[700], false));
+		CHECK(r.fragments_scanned == 1 && r.fragments_kept == 0);
+		CHECK(r.bytes_read > 0 && r.bytes_read <= full);
+		CHECK(reader->stats.gets > gets);
+		cx_probe_result_free(&r);
+	}
+	cx_manifest_free(m);
+	free(rows);
+	free(ids);
+	cx_obj_close(reader);
 	cx_obj_close(s);
 }

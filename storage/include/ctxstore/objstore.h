@@ -124,6 +124,12 @@ void		cx_obj_close(cx_objstore *s);
 /* The bytes the handle's caches hold (each cache counts its own: the bytes
  * it asked malloc for, without malloc's per-chunk overhead). */
 size_t		cx_obj_cache_bytes(const cx_objstore *s);
+/* The handle's cache of that kind, made zeroed (size bytes, freed and
+ * counted by free_fn and bytes_fn) on first use; NULL without memory:
+ * then nothing is cached. */
+void	   *cx_obj_cache_of(cx_objstore *s, cx_handle_cache_kind kind,
+							size_t size, void (*free_fn) (void *p),
+							size_t (*bytes_fn) (const void *p));
 
 /* HTTP transport settings of the cloud backends (objstore/cx_http.h). */
 typedef struct cx_http_config
