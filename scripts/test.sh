@@ -78,6 +78,11 @@ run_unit() {
   s=$(echo "$line" | sed -n 's/.*, \([0-9]*\) skipped$/\1/p')
   skipped=$((skipped + ${s:-0}))
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  # Its build is warning-free too (the sanitizer build's -O1 warns apart).
+  if grep -qE '^[^ ]+:[0-9]+:[0-9]+: warning:' <<<"$out"; then
+    echo "the build of make -C storage $target produced warnings"
+    f=$((f + 1))
+  fi
   count "$p" "$f"
 }
 

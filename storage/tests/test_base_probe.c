@@ -277,7 +277,7 @@ CX_TEST(probe_keeps_a_bounded_number_of_fragments)
 {
 	cx_objstore *s = mw_open_store();
 	cx_manifest *m = NULL;
-	char		ids[2][12][8];
+	char		ids[2][12][16];
 	static const char *const middle[] = {"m"};
 	const char *const some[] = {"a3", "z11", "a0"};
 	cx_probe_result r;
@@ -288,8 +288,8 @@ CX_TEST(probe_keeps_a_bounded_number_of_fragments)
 	{
 		mw_genrow	rows[2];
 
-		snprintf(ids[0][i], 8, "a%d", i);
-		snprintf(ids[1][i], 8, "z%d", i);
+		snprintf(ids[0][i], 16, "a%d", i);
+		snprintf(ids[1][i], 16, "z%d", i);
 		rows[0] = (mw_genrow) {ids[0][i], i, 10 + i, false};
 		rows[1] = (mw_genrow) {ids[1][i], i, 10 + i, false};
 		REQUIRE_OK(seal_and_merge(s, rows, 2, NULL, &err), &err);
@@ -417,7 +417,10 @@ CX_TEST(probe_passes_on_a_fragment_too_large_to_keep)
 	REQUIRE(s != NULL && reader != NULL && rows != NULL && ids != NULL);
 	for (int i = 0; i < 1200; i++)
 	{
-		snprintf(ids[i], 1001, "k%04d%0995d", i, 0);
+		/* "k0042" and zeros to 1000 bytes */
+		snprintf(ids[i], 1001, "k%04d", i);
+		memset(ids[i] + 5, '0', 995);
+		ids[i][1000] = '\0';
 		rows[i] = (mw_genrow) {ids[i], i, 100 + i, false};
 	}
 	REQUIRE_OK(seal_and_merge(s, rows, 1200, NULL, &err), &err);

@@ -784,12 +784,14 @@ pinned_opts(const uint64_t *pins, uint32_t npins)
 static void
 collected_list(cx_objstore *s, uint64_t upto, char *out, size_t size)
 {
-	uint64_t	versions[16];
+	uint64_t	versions[16] = {0};
 	bool		collected[16];
 	size_t		len = 0;
 	cx_err		err;
 
 	out[0] = '\0';
+	if (upto > 16)
+		upto = 16;
 	for (uint64_t v = 1; v <= upto; v++)
 		versions[v - 1] = v;
 	if (cx_gc_collected_versions(s, versions, upto, collected, &err) != CX_OK)
