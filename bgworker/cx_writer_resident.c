@@ -799,6 +799,7 @@ publish_shard(CxWriterStoreStats *st, CxResident *r)
 	st->wal_entries += sw->wal_entries - r->published_sw.wal_entries;
 	st->seals += sw->seals - r->published_sw.seals;
 	st->drains += sw->drains - r->published_sw.drains;
+	st->hints += sw->hints - r->published_sw.hints;
 	st->replayed_entries += sw->replayed_entries - r->published_sw.replayed_entries;
 	st->clock_ahead_commits += sw->clock_ahead_commits - r->published_sw.clock_ahead_commits;
 	st->clock_ahead_max_us = Max(st->clock_ahead_max_us, sw->clock_ahead_max_us);

@@ -223,6 +223,7 @@ writer_object(StringInfo buf, const CxWriterStoreStats *ws)
 	cxfdw_json_uint(buf, "wal_entries", ws->wal_entries);
 	cxfdw_json_uint(buf, "seals", ws->seals);
 	cxfdw_json_uint(buf, "drains", ws->drains);
+	cxfdw_json_uint(buf, "hints", ws->hints);
 	cxfdw_json_uint(buf, "replayed_entries", ws->replayed_entries);
 	request_stats(buf, "requests", &ws->writer_requests);
 	appendStringInfoChar(buf, '}');

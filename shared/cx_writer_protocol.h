@@ -113,6 +113,7 @@ typedef struct CxWriterStoreStats
 	uint64		wal_entries;	/* unsealed appends' WAL entries */
 	uint64		seals;			/* generations sealed */
 	uint64		drains;
+	uint64		hints;			/* shard hints written */
 	uint64		claims;			/* shard claims (opens and re-claims) */
 	uint64		replayed_entries;	/* WAL entries replayed by claims */
 	uint64		fenced;			/* times the writer found itself fenced */

@@ -79,7 +79,8 @@ sub requests
 	return split /\|/, sql(qq{
 SELECT s #>> '{writer,requests,puts}', s #>> '{writer,requests,gets}',
        s #>> '{writer,requests,heads}', s #>> '{writer,requests,lists}',
-       s ->> 'store_commits', s #>> '{writer,wal_entries}'
+       s ->> 'store_commits', s #>> '{writer,wal_entries}',
+       s #>> '{writer,hints}'
   FROM ctxstore.stats('$table') s});
 }
 
@@ -102,7 +103,7 @@ for my $table ('sealed', 'deferred', 'large')
 	my @d = map { $after[$_] - $before[$_] } 0 .. $#before;
 	my $per = $per{$table};
 	is($d[4], 10, "$table: 10 transactions, 10 appends");
-	is($d[0], 10 * $per, "$table: $per PUT(s) per append");
+	is($d[0] - $d[6], 10 * $per, "$table: $per PUT(s) per append, besides shard hints");
 	is("$d[1]|$d[2]|$d[3]", '0|0|0', "$table: nothing read on the way");
 	is($d[5], $table eq 'deferred' ? 10 : 0,
 		"$table: " . ($table eq 'deferred' ? 'one WAL entry each' : 'no WAL entry'));
@@ -125,9 +126,11 @@ is(sql('SELECT count(*) FROM deferred'), '11', 'and they are visible');
 		{ '050_insert' => q{INSERT INTO sealed VALUES ('p' || :client_id || '-' || random(), 1);} });
 	my @after = requests('sealed');
 	my ($puts, $appends) = ($after[0] - $before[0], $after[4] - $before[4]);
+	my $hints = $after[6] - $before[6];
 	my $acked = stats_of('sealed', 'acked_transactions') - $acked0;
 	is($acked, 800, 'every transaction acknowledged');
-	is($puts, $appends, 'exactly 1 PUT per group commit');
+	is($puts - $hints, $appends, 'exactly 1 PUT per group commit');
+	cmp_ok($hints, '<=', int($appends / 64) + 1, 'and a shard hint per 64 versions at most');
 	cmp_ok($appends, '<', $acked, 'group commits hold several transactions');
 	diag(sprintf('16 sessions: %d transactions in %d group commits, %.2f PUTs per transaction',
 			$acked, $appends, $puts / $acked));

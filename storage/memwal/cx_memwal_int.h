@@ -159,7 +159,7 @@ struct cx_shardwriter
 /* cx_shard_writer.c */
 /* Commit time for new rows: now, but always after the last one handed out. */
 int64_t		cx_sw_next_ts(cx_shardwriter *w);
-/* Best effort: the shard hint, if it is 16 or more versions behind. */
+/* Best effort: the shard hint, if it is HINT_EVERY or more versions behind. */
 void		cx_sw_maybe_hint(cx_shardwriter *w);
 
 /* cx_shard_commit.c: the commits of the writer's epoch (the writer and its

@@ -1,14 +1,17 @@
 /*
  * cx_shard_cache.c — the newest shard manifests a handle read, kept on the
- * handle (cx_objstore.caches) so that a reader that comes back pays one HEAD
+ * handle (cx_objstore.caches) so that a reader that comes back pays two HEADs
  * per unchanged shard instead of a cold lookup (hint GET, HEADs, manifest
  * GET and decode).  docs/design/scan.md ("Many shards") says why this and
  * not a base-manifest summary.
  *
- * Versions of a shard manifest are contiguous and put-if-absent, so version
- * V is the newest exactly when V + 1 does not exist; GC removes only older
- * versions, never the newest.  A kept manifest is therefore returned only
- * after a HEAD of V + 1 finds nothing, as fresh as a cold read made then.
+ * Versions of a shard manifest are contiguous and put-if-absent, so an
+ * existing version V is the newest exactly when V + 1 does not exist.  GC
+ * removes only older versions, never the newest, but a kept V may be old:
+ * once V + 1 and V + 2 were committed, GC may have removed V and V + 1, and
+ * a missing V + 1 then says nothing.  A kept manifest is therefore returned
+ * only after a HEAD of V + 1 finds nothing and a HEAD of V finds it, as
+ * fresh as a cold read made then; a kept V that is gone is read cold.
  *
  * A kept version keeps the inline generation it carries (at most
  * inline_generation_max bytes, so at most 256 x 64 KiB by default), which
@@ -127,6 +130,19 @@ cx_shard_cache_lists_generations(const cx_objstore *s, const char *shard_id)
 	return at >= 0 && c->m[at]->ngens > 0;
 }
 
+/* The newest version as a cold reader finds it, kept in slot at (-1: a new
+ * one) when there is one. */
+static cx_code
+load_cold(cx_objstore *s, shard_cache *c, int at, const char *shard_id,
+		  cx_shard_manifest **out, cx_err *err)
+{
+	if (cx_shard_manifest_load_latest(s, shard_id, 0, out, err) != CX_OK)
+		return err->code;
+	if (c != NULL && *out != NULL)
+		remember(c, at, *out);
+	return CX_OK;
+}
+
 cx_code
 cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 									 cx_shard_manifest **out, cx_err *err)
@@ -140,19 +156,19 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 
 	*out = NULL;
 	if (at < 0)
-	{
-		if (cx_shard_manifest_load_latest(s, shard_id, 0, out, err) != CX_OK)
-			return err->code;
-		if (c != NULL && *out != NULL)
-			remember(c, -1, *out);
-		return CX_OK;
-	}
+		return load_cold(s, c, -1, shard_id, out, err);
 	cx_layout_shard_versions(shard_id, prefix, &q);
 	cx_layout_shard_hint(shard_id, hint);
 	if (cx_vseq_latest(s, &q, hint, c->m[at]->version, &latest, err) != CX_OK)
 		return err->code;
 	if (latest == c->m[at]->version)
 	{
+		bool		exists;
+
+		if (cx_vseq_exists(s, &q, latest, &exists, err) != CX_OK)
+			return err->code;
+		if (!exists)
+			return load_cold(s, c, at, shard_id, out, err);
 		if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
 			return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
 		return CX_OK;

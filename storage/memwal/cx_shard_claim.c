@@ -472,7 +472,10 @@ cx_sw_claim(cx_shardwriter *w, const cx_sw_kept *kept, cx_err *err)
 		return err->code;
 	w->last_ts = w->m->committed_at_us;
 	if (cx_shard_hint_write(w->s, w->shard_id, w->m->version, &ignored) == CX_OK)
+	{
 		w->hint_version = w->m->version;
+		w->stats.hints++;
+	}
 	memset(&l, 0, sizeof(l));
 	rc = list_wal(w, &l, err);
 	if (rc == CX_OK)

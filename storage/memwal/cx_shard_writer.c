@@ -20,7 +20,10 @@
 
 #define DEFAULT_REVALIDATE_MS 300000
 #define DEFAULT_CLOCK_AHEAD_WARN_MS 1000
-#define HINT_EVERY 16			/* shard-manifest versions between hints */
+/* Shard-manifest versions between hints: a cold reader probes on from the
+ * hint (about 2 log2 of how far behind it is in HEADs), and a hint is a PUT
+ * that sealed appends, one PUT each otherwise, pay 1/HINT_EVERY of. */
+#define HINT_EVERY 64
 #define MAX_DEAD_FENCES 64		/* overtaken claims' fences an append skips */
 
 void
@@ -197,7 +200,10 @@ cx_sw_maybe_hint(cx_shardwriter *w)
 	if (w->m->version < w->hint_version + HINT_EVERY)
 		return;
 	if (cx_shard_hint_write(w->s, w->shard_id, w->m->version, &ignored) == CX_OK)
+	{
 		w->hint_version = w->m->version;
+		w->stats.hints++;
+	}
 }
 
 /* --------------------------------------------------------------------------
@@ -486,7 +492,10 @@ append_sealed(cx_shardwriter *w, uint64_t nrows, int64_t ts, cx_err *err)
 	if (cx_memtable_add(&w->mt, &w->staged_rows, nrows, ts, err) != CX_OK)
 		return err->code;
 	if (seal(w, err) == CX_OK)
+	{
+		cx_sw_maybe_hint(w);
 		return CX_OK;
+	}
 	/* Not acknowledged, so not to be sealed later either — unless the
 	 * outcome is unknown, which settle() decides. */
 	if (w->unsettled == NULL)

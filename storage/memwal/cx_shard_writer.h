@@ -18,8 +18,10 @@
  *       A sealed append therefore costs exactly 2 PUTs, an unsealed one 1.
  *   Every shard-manifest commit also leaves out the generations the writer
  *   knows to be merged (a drain for free).  The shard hint is written by the
- *   claim and then, once 16 versions behind, by seals, drains and closes
- *   that are not part of an append (never on the append path).  A put whose
+ *   claim and then, once HINT_EVERY versions behind, by seals (sealed
+ *   appends' too), drains and closes: a shard written only by sealed
+ *   appends would otherwise keep the claim's hint, and every cold reader
+ *   probe on from there.  A put whose
  *   outcome is unknown is settled by putting the same bytes there again: a
  *   shard manifest before the writer writes anything else, a WAL entry
  *   before the next WAL entry (so the WAL has no gap below a later entry).

@@ -230,14 +230,18 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
  * manifest that lists generations has the schema (read the other way
  * round, a first append between the two reads looked like a corrupt
  * store).  A base newer than the shard manifest only skips generations
- * another merge took meanwhile.
+ * another merge took meanwhile.  The shard manifest comes through the
+ * handle's cache: a maintenance handle merges the same shard job after job,
+ * and probing on from the version it saw last costs a HEAD or a few, where
+ * a cold read probes on from the shard hint (as old as the claim when only
+ * sealed appends have written since).
  */
 static cx_code
 plan(merge_state *ms, cx_err *err)
 {
 	if (cx_shard_id_validate(ms->shard_id, err) != CX_OK ||
-		cx_shard_manifest_load_latest(ms->s, ms->shard_id, 0, &ms->sm,
-									  err) != CX_OK ||
+		cx_shard_manifest_load_latest_cached(ms->s, ms->shard_id, &ms->sm,
+											 err) != CX_OK ||
 		cx_manifest_load_latest(ms->s, &ms->start, err) != CX_OK)
 		return err->code;
 	if (ms->start == NULL && (ms->start = cx_manifest_new()) == NULL)

@@ -20,7 +20,7 @@
  * shard read; new shards are rare (one per writer, ever), so it is bounded.
  *
  * Shard manifests come through the handle's cache (memwal/cx_shard_cache.c):
- * one HEAD per shard that did not change since this handle last read it.
+ * two HEADs per shard that did not change since this handle last read it.
  *
  * Shards the base flags dirty_marked are read only if they have a dirty
  * marker (memwal/cx_shard_dirty.c), all found by one listing, made when it
@@ -124,7 +124,7 @@ note_dirty(void *arg, const char *key, uint64_t size)
 
 /* Lists the dirty markers once, if base has a dirty_marked shard not read
  * yet that the listing may let the snapshot skip: one listing costs no more
- * than reading that shard (a HEAD warm, four requests cold).  Shards the
+ * than reading that shard (two HEADs warm, four requests cold).  Shards the
  * handle last saw listing generations most likely still do, and would be
  * read anyway, so they alone make no listing. */
 static cx_code

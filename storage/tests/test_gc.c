@@ -767,6 +767,52 @@ CX_TEST(gc_deletes_dirty_markers_no_generation_needs)
 	cx_obj_close(s);
 }
 
+/*
+ * A reader keeps the shard manifest it last read; GC (retain_versions 1)
+ * may then remove that version and its successor both, once two newer ones
+ * exist.  The reader's next snapshot must not take the missing successor as
+ * proof that its kept version is still the newest: it sees the rows sealed
+ * since.
+ */
+CX_TEST(gc_removing_a_readers_kept_shard_version_hides_no_rows)
+{
+	cx_objstore *s = mw_open_store();
+	cx_objstore *reader = mw_open_store();
+	cx_shardwriter *a;
+	cx_merge_result res;
+	cx_gc_options o = gc_opts(1, 0, 0);
+	cx_gc_result gc;
+	mw_rows		r;
+	uint64_t	kept;
+	cx_err		err;
+
+	REQUIRE(s != NULL && reader != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &a, &err), &err);
+	REQUIRE_OK(mw_put(a, "a", 0, 10, 1, true, &err), &err);
+	kept = cx_sw_manifest(a)->version;
+	REQUIRE_OK(mw_scan(reader, NULL, &r, &err), &err);	/* keeps version kept */
+	CHECK(r.n == 10);
+	mw_rows_free(&r);
+
+	for (int i = 0; i < 2; i++)
+	{
+		REQUIRE_OK(cx_merge_shard(s, "a", NULL, &res, &err), &err);
+		REQUIRE_OK(mw_drain(s, a, &err), &err);
+		REQUIRE_OK(mw_put(a, "a", 10 + 5 * i, 5, 2 + i, true, &err), &err);
+	}
+	REQUIRE(cx_sw_manifest(a)->version == kept + 4);
+	REQUIRE_OK(cx_gc(s, &o, NULL, &gc, &err), &err);
+	REQUIRE(!shard_version_exists(s, kept) &&
+			!shard_version_exists(s, kept + 1));
+
+	REQUIRE_OK(mw_scan(reader, NULL, &r, &err), &err);
+	CHECK(r.n == 20 && mw_count(&r, "a17", NULL) == 1);
+	mw_rows_free(&r);
+	REQUIRE_OK(cx_sw_close(a, false, &err), &err);
+	cx_obj_close(reader);
+	cx_obj_close(s);
+}
+
 /* ---- retention records ---- */
 
 /* Retains the newest and the npins of pins; deletes at once. */

@@ -20,9 +20,9 @@
 #include "memwal/cx_shard_writer.h"
 #include "memwal/cx_memwal_int.h"
 #include "format/cx_row_codec.h"
-#include "memwal/cx_memwal_int.h"
 #include "merge/cx_merge.h"
-#include "format/cx_row_codec.h"
+#include "objstore/cx_layout.h"
+#include "objstore/cx_versioned.h"
 #include "cx_test.h"
 #include "mw_util.h"
 #include "swtest.h"
@@ -372,7 +372,7 @@ sealed_then_unsealed(uint32_t inline_max, uint64_t puts_per_seal)
 	CHECK(cx_sw_memtable_bytes(w) > 0);
 	p = writes(s);
 	REQUIRE_OK(cx_sw_seal(w, &err), &err);
-	/* Plus the shard hint every 16 versions. */
+	/* Plus the shard hint every 64 versions. */
 	CHECK(writes(s) - p <= puts_per_seal + 1);
 	CHECK(cx_sw_memtable_rows(w) == 0);
 	/* A seal of nothing writes nothing. */
@@ -398,6 +398,56 @@ CX_TEST(sw_small_sealed_append_is_one_put_unsealed_is_one)
 CX_TEST(sw_large_sealed_append_is_two_puts)
 {
 	sealed_then_unsealed(0, 2);
+}
+
+/* The shard hint as a cold reader finds it (0: none). */
+static uint64_t
+shard_hint(cx_objstore *s, const char *shard_id)
+{
+	char		key[CX_KEY_MAX + 1];
+	uint64_t	n = 0;
+	cx_err		err;
+
+	cx_layout_shard_hint(shard_id, key);
+	if (cx_hint_read(s, key, &n, &err) != CX_OK)
+		return 0;
+	return n;
+}
+
+/* A shard written only by sealed appends keeps its hint within 64 versions
+ * (one extra PUT in 64), so a cold reader's probe stays short however old
+ * the shard grows. */
+CX_TEST(sw_sealed_appends_keep_the_shard_hint_recent)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_objstore *cold = sw_store("/st");
+	cx_shardwriter *w;
+	cx_shard_manifest *m = NULL;
+	uint64_t	p;
+	uint64_t	r;
+	cx_err		err;
+
+	REQUIRE(s != NULL && cold != NULL);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	CHECK(cx_sw_get_stats(w)->hints == 1);	/* the claim's */
+	CHECK(shard_hint(s, "a") == cx_sw_manifest(w)->version);
+	/* The first append records the store schema (one base commit). */
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	p = writes(s);
+	for (int i = 1; i < 200; i++)
+		REQUIRE_OK(append(w, "r", i, 1, true, &err), &err);
+	CHECK(cx_sw_manifest(w)->version >= 200);
+	CHECK(cx_sw_manifest(w)->version - shard_hint(s, "a") < 64);
+	CHECK(cx_sw_get_stats(w)->hints == 1 + 3);
+	CHECK(writes(s) - p == 199 + 3);	/* shard manifests, hints */
+	r = reads(cold);
+	REQUIRE_OK(cx_shard_manifest_load_latest(cold, "a", 0, &m, &err), &err);
+	CHECK(m->version == cx_sw_manifest(w)->version);
+	CHECK(reads(cold) - r <= 2 + 2 * 6 + 1);	/* hint, its HEAD, probe, GET */
+	cx_shard_manifest_free(m);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(cold);
+	cx_obj_close(s);
 }
 
 CX_TEST(sw_generation_fragments_carry_hidden_columns)

@@ -229,6 +229,7 @@ typedef struct cx_sw_stats
 	uint64_t	wal_entries;
 	uint64_t	seals;
 	uint64_t	drains;
+	uint64_t	hints;			/* shard hints written */
 	uint64_t	replayed_entries;
 	uint64_t	replayed_rows;	/* rows of those entries: made visible by
 								 * the claim's replay generation */
