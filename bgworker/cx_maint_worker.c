@@ -70,6 +70,7 @@ typedef struct MaintJob
 	uint64		id;
 	dsm_handle	handle;
 	uint64		until_gen;
+	uint64		shard_version;	/* merge from it (cx_merge_options) */
 	uint32		step_generations;
 	char		uri[CX_STATS_URI_MAX];
 	/* outcome */
@@ -160,6 +161,7 @@ take_job(uint64 generation, MaintJob *job)
 		job->id = shared->id;
 		job->handle = shared->handle;
 		job->until_gen = shared->until_gen;
+		job->shard_version = shared->shard_version;
 		job->step_generations = shared->step_generations;
 		strlcpy(job->uri, shared->uri, sizeof(job->uri));
 		taken = true;
@@ -280,6 +282,7 @@ run_job(MaintJob *job)
 		{
 			set_maint_open(job->uri, true);
 			merge_options_from(view.settings, job->step_generations, &opt);
+			opt.shard_version = job->shard_version;
 			strlcpy(job->upsert_key, view.settings->upsert_key,
 					sizeof(job->upsert_key));
 			job->iceberg_interval_s = view.settings->iceberg_interval_s;

@@ -207,6 +207,7 @@ job_dispatch(void)
 	strlcpy(CxWriter->job.uri, r->os->uri, sizeof(CxWriter->job.uri));
 	CxWriter->job.handle = dsm_segment_handle(seg);
 	CxWriter->job.until_gen = r->merge_until;
+	CxWriter->job.shard_version = cx_sw_manifest(r->w)->version;
 	CxWriter->job.step_generations =
 		merge_step_generations(&r->settings, cx_resident_pending(r));
 	LWLockRelease(CxWriter->lock);

@@ -155,6 +155,8 @@ typedef struct CxMergeJob
 	char		uri[CX_STATS_URI_MAX];
 	dsm_handle	handle;			/* one-request batch: options, settings */
 	uint64		until_gen;		/* merge until the watermark reaches it */
+	uint64		shard_version;	/* the writer's shard-manifest version when
+								 * it posted the job: lists them all */
 	uint32		step_generations;	/* most generations one merge call
 									 * takes (cx_merge_step_generations) */
 	uint64		taken_generation;	/* maintenance generation running it */

@@ -223,6 +223,23 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
 	return cx_manifest_set_merged_gen(next, ms->shard_id, last, err);
 }
 
+/* The shard manifest the merge chooses from (see plan). */
+static cx_code
+load_shard(merge_state *ms, cx_err *err)
+{
+	if (ms->opt.shard_version > 0)
+	{
+		cx_code		rc = cx_shard_manifest_load(ms->s, ms->shard_id,
+												ms->opt.shard_version,
+												&ms->sm, err);
+
+		if (rc != CX_ERR_NOT_FOUND)
+			return rc;
+	}
+	return cx_shard_manifest_load_latest_cached(ms->s, ms->shard_id, &ms->sm,
+												err);
+}
+
 /*
  * Reads the shard and base manifests and picks the generations.  The shard
  * manifest comes first: a writer records the table's schema in the base
@@ -230,18 +247,17 @@ merge_rebase(void *arg, const cx_manifest *base, cx_manifest *next,
  * manifest that lists generations has the schema (read the other way
  * round, a first append between the two reads looked like a corrupt
  * store).  A base newer than the shard manifest only skips generations
- * another merge took meanwhile.  The shard manifest comes through the
- * handle's cache: a maintenance handle merges the same shard job after job,
- * and probing on from the version it saw last costs a HEAD or a few, where
- * a cold read probes on from the shard hint (as old as the claim when only
- * sealed appends have written since).
+ * another merge took meanwhile.  The shard manifest is the version the
+ * options name (the writer's newest when it asked for the merge), else the
+ * newest through the handle's cache: a maintenance handle merges the same
+ * shard job after job, and probing on from the version it saw last costs a
+ * few HEADs, where a cold read probes on from the shard hint.
  */
 static cx_code
 plan(merge_state *ms, cx_err *err)
 {
 	if (cx_shard_id_validate(ms->shard_id, err) != CX_OK ||
-		cx_shard_manifest_load_latest_cached(ms->s, ms->shard_id, &ms->sm,
-											 err) != CX_OK ||
+		load_shard(ms, err) != CX_OK ||
 		cx_manifest_load_latest(ms->s, &ms->start, err) != CX_OK)
 		return err->code;
 	if (ms->start == NULL && (ms->start = cx_manifest_new()) == NULL)

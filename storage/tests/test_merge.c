@@ -1112,3 +1112,41 @@ CX_TEST(merge_finds_the_shard_manifest_from_the_last_one_it_saw)
 	cx_obj_close(maint);
 	cx_obj_close(s);
 }
+
+/*
+ * A merge told the shard-manifest version its writer had when it asked
+ * (cx_merge_options.shard_version) reads that version with one GET and
+ * probes nothing on the shard; it merges the generations that version
+ * lists, and those sealed since wait for the next merge.  A version that is
+ * gone falls back to the newest.
+ */
+CX_TEST(merge_from_the_shard_version_its_writer_names)
+{
+	cx_objstore *s = open_store("/store");
+	cx_objstore *maint = open_store("/store");
+	cx_shardwriter *w;
+	cx_merge_result res;
+	cx_merge_options o = merge_opts(64, UINT64_MAX);
+	cx_objstats before;
+	cx_err		err;
+
+	REQUIRE(s != NULL && maint != NULL);
+	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
+	for (int g = 0; g < 6; g++)
+		REQUIRE_OK(mw_put(w, "k", g, 1, g, true, &err), &err);
+	o.shard_version = cx_sw_manifest(w)->version;
+	for (int g = 6; g < 8; g++)
+		REQUIRE_OK(mw_put(w, "k", g, 1, g, true, &err), &err);
+	before = maint->stats;
+	REQUIRE_OK(cx_merge_shard(maint, "a", &o, &res, &err), &err);
+	CHECK(res.generations == 6 && res.merged_through == 6);
+	/* the base's lookup and a probe; the shard's newest found cold: 12 */
+	CHECK(maint->stats.heads - before.heads <= 4);
+
+	o.shard_version = 1000;		/* never written */
+	REQUIRE_OK(cx_merge_shard(maint, "a", &o, &res, &err), &err);
+	CHECK(res.generations == 2 && res.merged_through == 8);
+	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
+	cx_obj_close(maint);
+	cx_obj_close(s);
+}

@@ -301,6 +301,11 @@ typedef struct cx_merge_options
 	uint64_t	sort_memory;	/* default 256 MiB: the rows one sorted run
 								 * holds; more make several runs, each
 								 * its own base fragments */
+	/* 0 (default): merge from the newest shard-manifest version.  Else
+	 * that version, which its writer knew to list the generations wanted
+	 * (its newest when it asked): one GET and no probe for the newest; a
+	 * version GC has removed since falls back to the newest. */
+	uint64_t	shard_version;
 } cx_merge_options;
 
 /* The defaults, which are also those of the options named above.  Plain
