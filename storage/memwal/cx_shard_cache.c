@@ -179,6 +179,28 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 	return CX_OK;
 }
 
+cx_code
+cx_shard_manifest_load_version_cached(cx_objstore *s, const char *shard_id,
+									  uint64_t version,
+									  cx_shard_manifest **out, cx_err *err)
+{
+	shard_cache *c = cache_of(s);
+	int			at = c != NULL ? find(c, shard_id) : -1;
+
+	*out = NULL;
+	if (at >= 0 && c->m[at]->version == version)
+	{
+		if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
+			return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
+		return CX_OK;
+	}
+	if (cx_shard_manifest_load(s, shard_id, version, out, err) != CX_OK)
+		return err->code;
+	if (c != NULL && (at < 0 || c->m[at]->version < version))
+		remember(c, at, *out);
+	return CX_OK;
+}
+
 const uint8_t *
 cx_shard_cache_carried(cx_objstore *s, const char *shard_id, uint64_t version,
 					   uint64_t *len)

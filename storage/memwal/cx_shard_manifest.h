@@ -123,13 +123,24 @@ cx_code		cx_shard_manifest_load_latest(cx_objstore *s, const char *shard_id,
 /*
  * The same, for readers that come back: the handle keeps the newest
  * manifest of each shard it read (the last 256 shards), and a later call
- * costs one HEAD (of the next version: absent, the kept one is still the
- * newest) when the shard did not change.  *out is the caller's copy.
+ * costs two HEADs (of the next version: absent, and of the kept one:
+ * there, so still the newest) when the shard did not change.  *out is the
+ * caller's copy.
  */
 cx_code		cx_shard_manifest_load_latest_cached(cx_objstore *s,
 												 const char *shard_id,
 												 cx_shard_manifest **out,
 												 cx_err *err);
+
+/* Version `version` of shard_id: the kept copy if the handle keeps exactly
+ * that version, else read (one GET) and kept if newer than the kept one, so
+ * the inline generation it carries is not read again.  *out is the
+ * caller's copy. */
+cx_code		cx_shard_manifest_load_version_cached(cx_objstore *s,
+												  const char *shard_id,
+												  uint64_t version,
+												  cx_shard_manifest **out,
+												  cx_err *err);
 
 /* Whether the manifest the handle keeps of shard_id lists generations
  * (false when it keeps none): a guess that the shard still does. */

@@ -229,9 +229,9 @@ load_shard(merge_state *ms, cx_err *err)
 {
 	if (ms->opt.shard_version > 0)
 	{
-		cx_code		rc = cx_shard_manifest_load(ms->s, ms->shard_id,
-												ms->opt.shard_version,
-												&ms->sm, err);
+		cx_code		rc = cx_shard_manifest_load_version_cached(ms->s, ms->shard_id,
+															   ms->opt.shard_version,
+															   &ms->sm, err);
 
 		if (rc != CX_ERR_NOT_FOUND)
 			return rc;

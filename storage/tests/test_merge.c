@@ -1117,8 +1117,9 @@ CX_TEST(merge_finds_the_shard_manifest_from_the_last_one_it_saw)
  * A merge told the shard-manifest version its writer had when it asked
  * (cx_merge_options.shard_version) reads that version with one GET and
  * probes nothing on the shard; it merges the generations that version
- * lists, and those sealed since wait for the next merge.  A version that is
- * gone falls back to the newest.
+ * lists, and those sealed since wait for the next merge.  The job's next
+ * call takes the version from the handle's cache.  A version that is gone
+ * falls back to the newest.
  */
 CX_TEST(merge_from_the_shard_version_its_writer_names)
 {
@@ -1143,9 +1144,22 @@ CX_TEST(merge_from_the_shard_version_its_writer_names)
 	/* the base's lookup and a probe; the shard's newest found cold: 12 */
 	CHECK(maint->stats.heads - before.heads <= 4);
 
+	/* A job's next call, from the same version: the kept copy, no GET of it */
+	for (int g = 8; g < 14; g++)
+		REQUIRE_OK(mw_put(w, "k", g, 1, g, true, &err), &err);
+	o.shard_version = cx_sw_manifest(w)->version;
+	o.max_generations = 3;
+	REQUIRE_OK(cx_merge_shard(maint, "a", &o, &res, &err), &err);
+	before = maint->stats;
+	REQUIRE_OK(cx_merge_shard(maint, "a", &o, &res, &err), &err);
+	CHECK(res.generations == 3 && res.merged_through == 12);
+	/* its generations, the base and its index: 6 (7 reading the version) */
+	CHECK(maint->stats.gets - before.gets <= 6);
+	o.max_generations = 64;
+
 	o.shard_version = 1000;		/* never written */
 	REQUIRE_OK(cx_merge_shard(maint, "a", &o, &res, &err), &err);
-	CHECK(res.generations == 2 && res.merged_through == 8);
+	CHECK(res.generations == 2 && res.merged_through == 14);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(maint);
 	cx_obj_close(s);
