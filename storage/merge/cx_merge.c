@@ -21,6 +21,7 @@
 void
 cx_merge_options_default(cx_merge_options *o)
 {
+	memset(o, 0, sizeof(*o));	/* every option added later defaults to 0 */
 	o->max_generations = CX_MERGE_DEFAULT_MAX_GENERATIONS;
 	o->max_bytes = CX_MERGE_DEFAULT_MAX_BYTES;
 	o->target_rows_per_fragment = CX_MERGE_DEFAULT_TARGET_ROWS;
