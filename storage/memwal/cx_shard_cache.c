@@ -130,6 +130,16 @@ cx_shard_cache_lists_generations(const cx_objstore *s, const char *shard_id)
 	return at >= 0 && c->m[at]->ngens > 0;
 }
 
+/* The caller's copy of the manifest kept in slot at. */
+static cx_code
+kept_copy(const shard_cache *c, int at, const char *shard_id,
+		  cx_shard_manifest **out, cx_err *err)
+{
+	if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
+	return CX_OK;
+}
+
 /* The newest version as a cold reader finds it, kept in slot at (-1: a new
  * one) when there is one. */
 static cx_code
@@ -167,11 +177,8 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 
 		if (cx_vseq_exists(s, &q, latest, &exists, err) != CX_OK)
 			return err->code;
-		if (!exists)
-			return load_cold(s, c, at, shard_id, out, err);
-		if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
-		return CX_OK;
+		return exists ? kept_copy(c, at, shard_id, out, err) :
+			load_cold(s, c, at, shard_id, out, err);
 	}
 	if (cx_shard_manifest_load(s, shard_id, latest, out, err) != CX_OK)
 		return err->code;
@@ -189,11 +196,7 @@ cx_shard_manifest_load_version_cached(cx_objstore *s, const char *shard_id,
 
 	*out = NULL;
 	if (at >= 0 && c->m[at]->version == version)
-	{
-		if ((*out = cx_shard_manifest_clone(c->m[at])) == NULL)
-			return cx_err_set(err, CX_ERR_NOMEM, "shard %s: out of memory", shard_id);
-		return CX_OK;
-	}
+		return kept_copy(c, at, shard_id, out, err);
 	if (cx_shard_manifest_load(s, shard_id, version, out, err) != CX_OK)
 		return err->code;
 	if (c != NULL && (at < 0 || c->m[at]->version < version))

@@ -15,7 +15,8 @@
  *       at once: no WAL entry (it would be a wasted PUT).  Visible on return.
  *   seal:  memtable -> generation fragment -> next shard-manifest version
  *       listing it, with replay_seq advanced past the WAL entries it holds.
- *       A sealed append therefore costs exactly 2 PUTs, an unsealed one 1.
+ *       A sealed append therefore costs 2 PUTs (1 with the generation
+ *       carried inline in the shard manifest), an unsealed one 1.
  *   Every shard-manifest commit also leaves out the generations the writer
  *   knows to be merged (a drain for free).  The shard hint is written by the
  *   claim and then, once HINT_EVERY versions behind, by seals (sealed
