@@ -143,13 +143,15 @@ LANGUAGE C STRICT VOLATILE;
 -- worker's malloc has handed out and not had back (its free heap excluded),
 -- cache_bytes: the part of it the engine's caches hold, both as the worker
 -- last published them, once per loop iteration (NULL until it first did).
+-- gathers and gather_sleeps (writer only): its waits after a round for the
+-- sessions it acknowledged to commit again, and its sleeps in them.
 CREATE FUNCTION ctxstore.worker_info(
   OUT pid integer, OUT kind text, OUT shard_id text, OUT stores integer,
   OUT store_uris text[], OUT queue_depth integer, OUT rounds bigint,
   OUT commits bigint, OUT last_error text, OUT last_error_at timestamptz,
   OUT phase text, OUT progress_done bigint, OUT progress_total bigint,
   OUT ring_batches bigint, OUT dsm_batches bigint, OUT heap_bytes bigint,
-  OUT cache_bytes bigint)
+  OUT cache_bytes bigint, OUT gathers bigint, OUT gather_sleeps bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ctxstore_worker_info'
 LANGUAGE C STRICT VOLATILE ROWS 2;

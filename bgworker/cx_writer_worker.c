@@ -41,17 +41,41 @@ PGDLLEXPORT void cx_writer_main(Datum main_arg);
  */
 #define GATHER_MAX_US (50 * 1000L)
 
-/* Whether every session the last round settled has committed again. */
-static bool
-all_resubmitted(const CxRoundSummary *last)
+/*
+ * How many of the sessions the last round settled have not committed
+ * again.  Read without the lock: a stale state only moves a wake-up within
+ * the gather's bound.
+ */
+static int
+missing_commits(const CxRoundSummary *last)
 {
-	bool		all = true;
+	int			missing = 0;
 
-	LWLockAcquire(CxWriter->lock, LW_SHARED);
-	for (int i = 0; i < last->nsettled && all; i++)
-		all = CxWriter->slots[last->settled[i]].state == CX_SLOT_QUEUED;
-	LWLockRelease(CxWriter->lock);
-	return all;
+	pg_read_barrier();
+	for (int i = 0; i < last->nsettled; i++)
+		missing += ((volatile CxWriterSlot *) &CxWriter->slots[last->settled[i]])->state !=
+			CX_SLOT_QUEUED;
+	return missing;
+}
+
+/*
+ * Sleeps until the missing commits have been posted (the last of them sets
+ * the latch: cx_writer_post_wakes), the latch is set otherwise, or
+ * left_us passes.  A post between the count and the store of gather_quiet
+ * took one from the old value: the recount sees it, and the count is
+ * stored again, so the writer never waits for a post that came already.
+ */
+static void
+await_missing(const CxRoundSummary *last, int missing, int64 left_us)
+{
+	pg_atomic_write_u32(&CxWriter->gather_quiet, (uint32) (missing - 1));
+	pg_memory_barrier();
+	if (missing_commits(last) != missing)
+		return;
+	pg_atomic_fetch_add_u64(&CxWriter->gather_sleeps, 1);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 (long) ((left_us + 999) / 1000), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
 }
 
 /*
@@ -67,7 +91,9 @@ all_resubmitted(const CxRoundSummary *last)
  * local store's millisecond fsync a fraction of one), whichever comes
  * first.  The bound is rounded up to whole milliseconds, as WaitLatch
  * counts them, so a local store waits up to one.  A lone session never
- * waits.
+ * waits.  The writer wakes once, when the last of them has committed,
+ * not once per commit (await_missing); it clears the count before the
+ * round that follows every gather, so posts after that set its latch.
  */
 static void
 gather(const CxRoundSummary *last, int64 round_us)
@@ -77,18 +103,20 @@ gather(const CxRoundSummary *last, int64 round_us)
 
 	if (cx_writer_commit_delay == 0 || last->nsettled < 2)
 		return;
+	pg_atomic_fetch_add_u64(&CxWriter->gathers, 1);
 	bound_us = Min(round_us * cx_writer_commit_delay / 100, GATHER_MAX_US);
 	until = GetCurrentTimestamp() + Max((bound_us + 999) / 1000, 1) * 1000;
-	while (!ShutdownRequestPending && !all_resubmitted(last))
+	while (!ShutdownRequestPending)
 	{
+		int			missing = missing_commits(last);
 		int64		left_us = until - GetCurrentTimestamp();
 
-		if (left_us <= 0)
+		if (missing == 0 || left_us <= 0)
 			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 (long) ((left_us + 999) / 1000), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		await_missing(last, missing, left_us);
 	}
+	pg_atomic_write_u32(&CxWriter->gather_quiet, 0);
+	pg_memory_barrier();
 }
 
 /*
@@ -104,6 +132,8 @@ claim_writer_role(void)
 
 	LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 	generation = cx_worker_start_locked(&CxWriter->writer);
+	/* A writer that died in a gather left its count. */
+	pg_atomic_write_u32(&CxWriter->gather_quiet, 0);
 	for (int i = 0; i < CxWriter->nslots; i++)
 	{
 		CxWriterSlot *slot = &CxWriter->slots[i];

@@ -25,7 +25,7 @@
 #include "cx_module.h"
 #include "cx_writer_shmem.h"
 
-#define NCOLS 17
+#define NCOLS 19
 
 typedef enum WorkerKind
 {
@@ -106,6 +106,10 @@ worker_row(ReturnSetInfo *rsinfo, WorkerKind kind, bool see_details)
 	nulls[15] = pid == 0 || w->heap_bytes == 0;
 	values[16] = Int64GetDatum((int64) w->cache_bytes);
 	nulls[16] = nulls[15];
+	values[17] = Int64GetDatum((int64) pg_atomic_read_u64(&CxWriter->gathers));
+	nulls[17] = kind != KIND_WRITER;
+	values[18] = Int64GetDatum((int64) pg_atomic_read_u64(&CxWriter->gather_sleeps));
+	nulls[18] = kind != KIND_WRITER;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -114,7 +118,7 @@ PG_FUNCTION_INFO_V1(ctxstore_worker_info);
 /* ctxstore.worker_info() returns setof (pid, kind, shard_id, stores,
  * store_uris, queue_depth, rounds, commits, last_error, last_error_at,
  * phase, progress_done, progress_total, ring_batches, dsm_batches,
- * heap_bytes, cache_bytes). */
+ * heap_bytes, cache_bytes, gathers, gather_sleeps). */
 Datum
 ctxstore_worker_info(PG_FUNCTION_ARGS)
 {

@@ -300,7 +300,8 @@ post_request(const CxCall *call, CxWriterSlot *slot, const Batch *b,
 			report_timeout(call, d, GIVEUP_WITHDRAWN);
 		nap(d);
 	}
-	cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
+	if (cx_writer_post_wakes())
+		cx_set_latch(pg_atomic_read_u32(&CxWriter->writer.procno));
 }
 
 static const char *

@@ -82,6 +82,9 @@ writer_shmem_startup(void)
 		CxWriter->lock = &(GetNamedLWLockTranche(CX_WRITER_TRANCHE))->lock;
 		worker_info_init(&CxWriter->writer);
 		worker_info_init(&CxWriter->maint);
+		pg_atomic_init_u32(&CxWriter->gather_quiet, 0);
+		pg_atomic_init_u64(&CxWriter->gathers, 0);
+		pg_atomic_init_u64(&CxWriter->gather_sleeps, 0);
 		CxWriter->nslots = MaxBackends * CX_LANES;
 	}
 	RequestRing = ShmemInitStruct("ctxstore request ring", ring_shmem_size(), &found);
@@ -203,6 +206,29 @@ void
 cx_set_latch(int procno)
 {
 	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+/*
+ * Called by a backend after it posted a request: whether to set the
+ * writer's latch.  While the writer gathers the sessions its last round
+ * woke, it asks to be woken once, by the post that completes the count it
+ * still waits for, not by each of them: every post before that one takes
+ * one from gather_quiet and leaves the latch alone.  Nothing is stranded:
+ * a gather always ends in a round, which takes every request queued before
+ * it, and a post after the writer cleared the count (before that round
+ * took the lock this post took later) sees it cleared.
+ */
+bool
+cx_writer_post_wakes(void)
+{
+	uint32		quiet = pg_atomic_read_u32(&CxWriter->gather_quiet);
+
+	while (quiet > 0)
+	{
+		if (pg_atomic_compare_exchange_u32(&CxWriter->gather_quiet, &quiet, quiet - 1))
+			return false;
+	}
+	return true;
 }
 
 uint64

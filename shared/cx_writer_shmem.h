@@ -187,6 +187,15 @@ typedef struct CxWriterShared
 	uint64		stats_clock;
 	uint64		ring_batches;	/* batches the writer took from the ring */
 	uint64		dsm_batches;	/* ... and in DSM segments */
+	/*
+	 * Posts the writer lets pass without a latch set while it gathers
+	 * (cx_writer_post_wakes); 0 whenever it does not gather: every post
+	 * then sets it.
+	 */
+	pg_atomic_uint32 gather_quiet;
+	/* The writer's gathers since the server started, and its sleeps in them. */
+	pg_atomic_uint64 gathers;
+	pg_atomic_uint64 gather_sleeps;
 	int			nslots;
 	CxStoreStatsEntry stats[CX_STATS_ENTRIES];
 	CxWriterSlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -198,6 +207,7 @@ extern CxWriterShared *CxWriter;
 /* ---- set-up and shared helpers (cx_writer_shmem.c) ---- */
 
 extern void cx_shmem_install_hooks(void);
+extern bool cx_writer_post_wakes(void);
 
 /* Fills a failure (no hint) from a printf-style message. */
 extern void cx_failure_set(CxFailure *fail, cx_code code, const char *fmt,...)
