@@ -101,6 +101,8 @@ struct cx_shardwriter
 	char	   *key_column;
 	cx_sw_options opt;			/* its strings point at the copies above */
 	cx_shard_manifest *m;		/* newest version, written by us */
+	cx_gen_entries *entries;	/* its list, encoded: what the next
+								 * version's encoding copies */
 	uint64_t	merged_gen;		/* watermark last read from the base */
 	cx_schema  *schema;			/* the store's columns; NULL until known */
 	uint64_t	next_seq;		/* where the next WAL entry goes */

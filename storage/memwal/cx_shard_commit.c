@@ -119,7 +119,8 @@ cx_sw_commit(cx_shardwriter *w, cx_shard_manifest *next, cx_err *err)
 		cx_shard_manifest_free(next);
 		return err->code;
 	}
-	rc = cx_shard_manifest_put(w->s, next, &winner, &unknown, err);
+	rc = cx_shard_manifest_put_reusing(w->s, next, w->entries, &winner,
+									   &unknown, err);
 	if (rc == CX_OK && winner == NULL)
 	{
 		cx_shard_manifest_free(w->m);

@@ -282,8 +282,21 @@ encode_carried(const cx_shard_manifest *m, cx_buf *out)
 		cx_buf_put(out, m->carried, m->carried_len);
 }
 
+void
+cx_shard_generation_encode(const cx_generation *g, uint16_t format,
+						   cx_buf *out)
+{
+	cx_buf_put_u64(out, g->gen);
+	cx_buf_put_i64(out, g->min_ts);
+	cx_buf_put_i64(out, g->max_ts);
+	if (format != 1)
+		cx_buf_put_u64(out, g->carrier);
+	cx_fragentry_encode(&g->fragment, out);
+}
+
 static void
-encode_body(const cx_shard_manifest *m, uint16_t format, cx_buf *out)
+encode_body(const cx_shard_manifest *m, uint16_t format,
+			cx_gen_entries *reuse, cx_buf *out)
 {
 	if (format == 3)
 		encode_carried(m, out);
@@ -296,19 +309,23 @@ encode_body(const cx_shard_manifest *m, uint16_t format, cx_buf *out)
 	cx_buf_put_u64(out, m->replay_seq);
 	cx_buf_put_u64(out, m->next_gen);
 	cx_buf_put_u32(out, m->ngens);
-	for (uint32_t i = 0; i < m->ngens; i++)
-	{
-		cx_buf_put_u64(out, m->gens[i].gen);
-		cx_buf_put_i64(out, m->gens[i].min_ts);
-		cx_buf_put_i64(out, m->gens[i].max_ts);
-		if (format != 1)
-			cx_buf_put_u64(out, m->gens[i].carrier);
-		cx_fragentry_encode(&m->gens[i].fragment, out);
-	}
+	if (reuse != NULL)
+		cx_gen_entries_encode(reuse, m->gens, m->ngens, format, out);
+	else
+		for (uint32_t i = 0; i < m->ngens; i++)
+			cx_shard_generation_encode(&m->gens[i], format, out);
 }
 
 cx_code
 cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
+{
+	return cx_shard_manifest_encode_reusing(m, NULL, out, err);
+}
+
+cx_code
+cx_shard_manifest_encode_reusing(const cx_shard_manifest *m,
+								 cx_gen_entries *reuse, cx_buf *out,
+								 cx_err *err)
 {
 	char		what[64 + CX_SHARD_ID_MAX];
 	uint16_t	format = lists_inline(m) ? CX_SHARD_FORMAT : 1;
@@ -319,7 +336,7 @@ cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out, cx_err *err)
 	snprintf(what, sizeof(what), "shard %s manifest version %llu",
 			 m->shard_id, (unsigned long long) m->version);
 	start = cx_frame_begin(out, CX_SHARD_MAGIC, format);
-	encode_body(m, format, out);
+	encode_body(m, format, reuse, out);
 	return cx_frame_end(out, start, what, err);
 }
 
@@ -606,6 +623,15 @@ cx_code
 cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 					  cx_shard_manifest **winner, bool *unknown, cx_err *err)
 {
+	return cx_shard_manifest_put_reusing(s, m, NULL, winner, unknown, err);
+}
+
+cx_code
+cx_shard_manifest_put_reusing(cx_objstore *s, const cx_shard_manifest *m,
+							  cx_gen_entries *reuse,
+							  cx_shard_manifest **winner, bool *unknown,
+							  cx_err *err)
+{
 	char		prefix[CX_KEY_MAX + 1];
 	cx_vseq		q;
 	cx_buf		bytes;
@@ -618,7 +644,7 @@ cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 	cx_layout_shard_versions(m->shard_id, prefix, &q);
 	cx_buf_init(&bytes);
 	cx_buf_init(&taken);
-	rc = cx_shard_manifest_encode(m, &bytes, err);
+	rc = cx_shard_manifest_encode_reusing(m, reuse, &bytes, err);
 	if (rc == CX_OK)
 		rc = cx_vseq_put(s, &q, m->version, &bytes, &taken, &outcome, err);
 	if (rc == CX_OK && outcome == CX_VSEQ_TAKEN)

@@ -85,6 +85,35 @@ size_t		cx_shard_manifest_memory(const cx_shard_manifest *m);
 cx_shard_manifest *cx_shard_manifest_successor(const cx_shard_manifest *m);
 cx_code		cx_shard_manifest_encode(const cx_shard_manifest *m, cx_buf *out,
 									 cx_err *err);
+/* One generation's entry in a version's list, in format. */
+void		cx_shard_generation_encode(const cx_generation *g, uint16_t format,
+									   cx_buf *out);
+
+/*
+ * The encoded entries of the generations a writer's last version listed
+ * (cx_gen_entries.c), which its next versions copy instead of encoding
+ * each pending generation's fragment entry again: a version's encoding
+ * costs the bytes of its list, not the work of building it.  The bytes are
+ * those cx_shard_manifest_encode() writes, with or without the cache.
+ */
+typedef struct cx_gen_entries cx_gen_entries;
+
+cx_gen_entries *cx_gen_entries_new(void);	/* NULL on OOM */
+void		cx_gen_entries_free(cx_gen_entries *c);
+/* Appends the n entries of gens (in generation order), in format, to out,
+ * copying those c holds; c then holds exactly these. */
+void		cx_gen_entries_encode(cx_gen_entries *c, const cx_generation *gens,
+								  uint32_t n, uint16_t format, cx_buf *out);
+/* Entries copied and entries encoded since c was made. */
+void		cx_gen_entries_counts(const cx_gen_entries *c, uint64_t *reused,
+								  uint64_t *encoded);
+uint64_t	cx_gen_entries_memory(const cx_gen_entries *c);
+
+/* cx_shard_manifest_encode(), copying the entries reuse holds (NULL: none)
+ * and leaving it holding m's. */
+cx_code		cx_shard_manifest_encode_reusing(const cx_shard_manifest *m,
+											 cx_gen_entries *reuse,
+											 cx_buf *out, cx_err *err);
 cx_code		cx_shard_manifest_decode(const uint8_t *data, size_t len,
 									 const char *name,
 									 cx_shard_manifest **out, cx_err *err);
@@ -158,6 +187,12 @@ bool		cx_shard_cache_lists_generations(const cx_objstore *s,
 cx_code		cx_shard_manifest_put(cx_objstore *s, const cx_shard_manifest *m,
 								  cx_shard_manifest **winner, bool *unknown,
 								  cx_err *err);
+/* The same, encoding through reuse (cx_shard_manifest_encode_reusing). */
+cx_code		cx_shard_manifest_put_reusing(cx_objstore *s,
+										  const cx_shard_manifest *m,
+										  cx_gen_entries *reuse,
+										  cx_shard_manifest **winner,
+										  bool *unknown, cx_err *err);
 
 /*
  * Overwrites the shard hint "_shards/<shard_id>/_latest" (same 16-byte form

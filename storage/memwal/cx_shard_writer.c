@@ -638,6 +638,7 @@ sw_free(cx_shardwriter *w)
 		cx_schema_free(w->schema);
 	cx_memtable_free(&w->mt);
 	cx_sw_keys_free(w);
+	cx_gen_entries_free(w->entries);
 	free(w);
 }
 
@@ -693,7 +694,8 @@ cx_sw_open_kept(cx_objstore *s, const char *shard_id,
 	cx_memtable_init(&w->mt);
 	cx_buf_init(&w->wal_bytes);
 	cx_buf_init(&w->staged_rows);
-	if ((w->shard_id = cx_strdup(shard_id)) == NULL)
+	if ((w->shard_id = cx_strdup(shard_id)) == NULL ||
+		(w->entries = cx_gen_entries_new()) == NULL)
 	{
 		sw_free(w);
 		return cx_err_set(err, CX_ERR_NOMEM, "opening a shard writer: out of memory");
@@ -773,7 +775,8 @@ cx_sw_cache_bytes(const cx_shardwriter *w)
 {
 	return (w->keys != NULL ? cx_kc_memory(w->keys) : 0) +
 		(w->staged != NULL ? cx_kc_memory(w->staged) : 0) +
-		(w->base != NULL ? cx_manifest_memory(w->base) : 0);
+		(w->base != NULL ? cx_manifest_memory(w->base) : 0) +
+		cx_gen_entries_memory(w->entries);
 }
 
 uint64_t

@@ -540,3 +540,110 @@ CX_TEST(shard_manifest_matches_the_documented_example)
 	cx_buf_free(&b);
 	cx_shard_manifest_free(m);
 }
+
+/* ---- the encoded entries a writer reuses (cx_gen_entries.c) ---- */
+
+/* Encodes m with and without reuse and checks that the bytes agree. */
+static void
+check_reused_encoding(const cx_shard_manifest *m, cx_gen_entries *reuse)
+{
+	cx_buf		plain;
+	cx_buf		reusing;
+	cx_err		err;
+
+	cx_buf_init(&plain);
+	cx_buf_init(&reusing);
+	REQUIRE_OK(cx_shard_manifest_encode(m, &plain, &err), &err);
+	REQUIRE_OK(cx_shard_manifest_encode_reusing(m, reuse, &reusing, &err), &err);
+	CHECK(plain.len == reusing.len &&
+		  memcmp(plain.data, reusing.data, plain.len) == 0);
+	cx_buf_free(&plain);
+	cx_buf_free(&reusing);
+}
+
+/* m's successor without its oldest generation and with generation gen
+ * (path, carried by the new version if inline). */
+static cx_shard_manifest *
+next_version(const cx_shard_manifest *m, uint64_t gen, const char *path,
+			 bool inline_gen)
+{
+	cx_shard_manifest *n = cx_shard_manifest_successor(m);
+	cx_generation *g;
+
+	n->version = m->version + 1;
+	cx_fragment_info_free(&n->gens[0].fragment);
+	memmove(&n->gens[0], &n->gens[1], (n->ngens - 1) * sizeof(cx_generation));
+	g = &n->gens[n->ngens - 1];
+	memset(g, 0, sizeof(*g));
+	g->gen = gen;
+	g->min_ts = g->max_ts = (int64_t) gen * 10;
+	g->carrier = inline_gen ? n->version : 0;
+	fill_fragment(&g->fragment, path, 4);
+	if (inline_gen)
+	{
+		n->carried = calloc(1, g->fragment.size);
+		n->carried_len = g->fragment.size;
+	}
+	n->next_gen = gen + 1;
+	return n;
+}
+
+CX_TEST(gen_entries_encode_what_the_plain_encoding_does)
+{
+	cx_gen_entries *reuse = cx_gen_entries_new();
+	cx_shard_manifest *m = sample();
+	cx_shard_manifest *n;
+	uint64_t	reused;
+	uint64_t	encoded;
+
+	REQUIRE(reuse != NULL);
+	check_reused_encoding(m, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 0 && encoded == 2);
+	/* Generation 4 drained, 6 added: 5 is copied. */
+	n = next_version(m, 6, "data/c.parquet", false);
+	check_reused_encoding(n, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 1 && encoded == 3);
+	cx_shard_manifest_free(m);
+	/* An inline generation makes the version format 3, whose entries carry
+	 * the carrier: none of format 1's is copied, then format 3's are. */
+	m = next_version(n, 7, "inline/d", true);
+	check_reused_encoding(m, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 1 && encoded == 5);
+	cx_shard_manifest_free(n);
+	n = next_version(m, 8, "inline/e", true);
+	check_reused_encoding(n, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 2 && encoded == 6);
+	cx_shard_manifest_free(m);
+	cx_shard_manifest_free(n);
+	cx_gen_entries_free(reuse);
+}
+
+/* After a seal whose outcome was unknown a generation may be built again
+ * under its number: another path (or footer), so its entry is encoded
+ * afresh, never copied from the first build. */
+CX_TEST(gen_entries_encode_a_rebuilt_generation_afresh)
+{
+	cx_gen_entries *reuse = cx_gen_entries_new();
+	cx_shard_manifest *m = sample();
+	uint64_t	reused;
+	uint64_t	encoded;
+
+	REQUIRE(reuse != NULL);
+	check_reused_encoding(m, reuse);
+	free(m->gens[1].fragment.path);
+	m->gens[1].fragment.path = cx_strdup("data/b2.parquet");
+	check_reused_encoding(m, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 1 && encoded == 3);
+	m->gens[1].fragment.footer_crc ^= 1;
+	m->gens[1].fragment.stats[0].min[0] = 9;
+	check_reused_encoding(m, reuse);
+	cx_gen_entries_counts(reuse, &reused, &encoded);
+	CHECK(reused == 2 && encoded == 4);
+	cx_shard_manifest_free(m);
+	cx_gen_entries_free(reuse);
+}

@@ -450,6 +450,35 @@ CX_TEST(sw_sealed_appends_keep_the_shard_hint_recent)
 	cx_obj_close(s);
 }
 
+/* Each seal's version lists every pending generation; the writer encodes
+ * only the one it adds and copies the others' entries as its last version
+ * encoded them. */
+CX_TEST(sw_seals_encode_only_their_new_generation)
+{
+	cx_objstore *s = sw_store("/st");
+	cx_shardwriter *w;
+	uint64_t	reused0;
+	uint64_t	encoded0;
+	uint64_t	reused;
+	uint64_t	encoded;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	REQUIRE_OK(open_writer(s, "a", &w, &err), &err);
+	REQUIRE_OK(append(w, "r", 0, 1, true, &err), &err);
+	REQUIRE(cx_sw_pending_generations(w) == 1);
+	cx_gen_entries_counts(w->entries, &reused0, &encoded0);
+	for (int i = 1; i < 10; i++)
+		REQUIRE_OK(append(w, "r", i, 1, true, &err), &err);
+	CHECK(cx_sw_pending_generations(w) == 10);
+	cx_gen_entries_counts(w->entries, &reused, &encoded);
+	CHECK(encoded - encoded0 == 9);
+	CHECK(reused - reused0 == 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9);
+	CHECK(exactly_once(s, "a", "r", 10));
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	cx_obj_close(s);
+}
+
 CX_TEST(sw_generation_fragments_carry_hidden_columns)
 {
 	cx_objstore *s = sw_store("/st");
