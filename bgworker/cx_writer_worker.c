@@ -62,8 +62,11 @@ missing_commits(const CxRoundSummary *last)
  * Sleeps until the missing commits have been posted (the last of them sets
  * the latch: cx_writer_post_wakes), the latch is set otherwise, or
  * left_us passes.  A post between the count and the store of gather_quiet
- * took one from the old value: the recount sees it, and the count is
- * stored again, so the writer never waits for a post that came already.
+ * took one from the old value (or, with the old value 0, set the latch):
+ * the recount sees it, and the caller counts and stores again, so the
+ * writer never waits for a post that came already.  The caller reset the
+ * latch before counting, so a post counted already does not end the
+ * sleep.
  */
 static void
 await_missing(const CxRoundSummary *last, int missing, int64 left_us)
@@ -75,7 +78,6 @@ await_missing(const CxRoundSummary *last, int missing, int64 left_us)
 	pg_atomic_fetch_add_u64(&CxWriter->gather_sleeps, 1);
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					 (long) ((left_us + 999) / 1000), PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
 }
 
 /*
@@ -108,9 +110,17 @@ gather(const CxRoundSummary *last, int64 round_us)
 	until = GetCurrentTimestamp() + Max((bound_us + 999) / 1000, 1) * 1000;
 	while (!ShutdownRequestPending)
 	{
-		int			missing = missing_commits(last);
-		int64		left_us = until - GetCurrentTimestamp();
+		int			missing;
+		int64		left_us;
 
+		/*
+		 * Before counting, as latch loops do: whatever set the latch so far
+		 * is in the count or, for the maintenance worker's reports, polled
+		 * by the round and background step that follow every gather.
+		 */
+		ResetLatch(MyLatch);
+		missing = missing_commits(last);
+		left_us = until - GetCurrentTimestamp();
 		if (missing == 0 || left_us <= 0)
 			break;
 		await_missing(last, missing, left_us);
