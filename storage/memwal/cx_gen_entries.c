@@ -78,13 +78,14 @@ same_generation(const cx_generation *a, const cx_generation *b)
 		x->size == y->size && x->rows == y->rows &&
 		x->footer_offset == y->footer_offset &&
 		x->footer_len == y->footer_len && x->footer_crc == y->footer_crc &&
-		x->ncolumns == y->ncolumns && strcmp(x->path, y->path) == 0;
+		x->ncolumns == y->ncolumns && x->path != NULL &&
+		strcmp(x->path, y->path) == 0;
 }
 
 /* The cached entry of g, if any; *from: where the search goes on (the
  * entries and the generations listed are both in generation order). */
-static const gen_entry *
-find_entry(const cx_gen_entries *c, const cx_generation *g, uint32_t *from)
+static gen_entry *
+find_entry(cx_gen_entries *c, const cx_generation *g, uint32_t *from)
 {
 	while (*from < c->n && c->e[*from].id.gen < g->gen)
 		(*from)++;
@@ -93,15 +94,16 @@ find_entry(const cx_gen_entries *c, const cx_generation *g, uint32_t *from)
 	return NULL;
 }
 
-/* Records g's entry, the last len bytes of kept, in list[i]. */
+/* Records g's entry, the last len bytes of kept, in list[i], with path
+ * (taken over; NULL: a copy of g's is made). */
 static bool
-note_entry(gen_entry *list, uint32_t i, const cx_generation *g,
+note_entry(gen_entry *list, uint32_t i, const cx_generation *g, char *path,
 		   const cx_buf *kept, size_t len)
 {
 	list[i].id = *g;
 	list[i].id.fragment.stats = NULL;
 	list[i].id.fragment.origin_shard = NULL;
-	list[i].id.fragment.path = cx_strdup(g->fragment.path);
+	list[i].id.fragment.path = path != NULL ? path : cx_strdup(g->fragment.path);
 	list[i].off = kept->len - len;
 	list[i].len = len;
 	return list[i].id.fragment.path != NULL && cx_buf_ok(kept);
@@ -127,28 +129,32 @@ cx_gen_entries_encode(cx_gen_entries *c, const cx_generation *gens,
 		from = c->n;			/* encoded in another format: none reused */
 	for (uint32_t i = 0; i < n; i++)
 	{
-		const gen_entry *old = find_entry(c, &gens[i], &from);
+		gen_entry  *old = find_entry(c, &gens[i], &from);
 		size_t		start = out->len;
+		char	   *path = NULL;
 
 		if (old != NULL)
 		{
 			cx_buf_put(out, c->bytes.data + old->off, old->len);
 			c->reused++;
+			/* The old list goes at the end: its path moves, not copied. */
+			path = old->id.fragment.path;
+			old->id.fragment.path = NULL;
 		}
 		else
 		{
 			cx_shard_generation_encode(&gens[i], format, out);
 			c->encoded++;
 		}
-		if (!keep)
-			continue;
-		if (!cx_buf_ok(out))
-		{
+		if (keep && !cx_buf_ok(out))
 			keep = false;		/* the encoding fails anyway */
+		if (!keep)
+		{
+			free(path);
 			continue;
 		}
 		cx_buf_put(&kept, out->data + start, out->len - start);
-		keep = note_entry(list, i, &gens[i], &kept, out->len - start);
+		keep = note_entry(list, i, &gens[i], path, &kept, out->len - start);
 		noted = i + 1;
 	}
 	if (!keep)

@@ -561,6 +561,17 @@ check_reused_encoding(const cx_shard_manifest *m, cx_gen_entries *reuse)
 	cx_buf_free(&reusing);
 }
 
+/* Whether reuse copied `reused` entries and encoded `encoded` so far. */
+static bool
+counted(const cx_gen_entries *reuse, uint64_t reused, uint64_t encoded)
+{
+	uint64_t	r;
+	uint64_t	e;
+
+	cx_gen_entries_counts(reuse, &r, &e);
+	return r == reused && e == encoded;
+}
+
 /* m's successor without its oldest generation and with generation gen
  * (path, carried by the new version if inline). */
 static cx_shard_manifest *
@@ -593,30 +604,24 @@ CX_TEST(gen_entries_encode_what_the_plain_encoding_does)
 	cx_gen_entries *reuse = cx_gen_entries_new();
 	cx_shard_manifest *m = sample();
 	cx_shard_manifest *n;
-	uint64_t	reused;
-	uint64_t	encoded;
 
 	REQUIRE(reuse != NULL);
 	check_reused_encoding(m, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 0 && encoded == 2);
+	CHECK(counted(reuse, 0, 2));
 	/* Generation 4 drained, 6 added: 5 is copied. */
 	n = next_version(m, 6, "data/c.parquet", false);
 	check_reused_encoding(n, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 1 && encoded == 3);
+	CHECK(counted(reuse, 1, 3));
 	cx_shard_manifest_free(m);
 	/* An inline generation makes the version format 3, whose entries carry
 	 * the carrier: none of format 1's is copied, then format 3's are. */
 	m = next_version(n, 7, "inline/d", true);
 	check_reused_encoding(m, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 1 && encoded == 5);
+	CHECK(counted(reuse, 1, 5));
 	cx_shard_manifest_free(n);
 	n = next_version(m, 8, "inline/e", true);
 	check_reused_encoding(n, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 2 && encoded == 6);
+	CHECK(counted(reuse, 2, 6));
 	cx_shard_manifest_free(m);
 	cx_shard_manifest_free(n);
 	cx_gen_entries_free(reuse);
@@ -629,21 +634,17 @@ CX_TEST(gen_entries_encode_a_rebuilt_generation_afresh)
 {
 	cx_gen_entries *reuse = cx_gen_entries_new();
 	cx_shard_manifest *m = sample();
-	uint64_t	reused;
-	uint64_t	encoded;
 
 	REQUIRE(reuse != NULL);
 	check_reused_encoding(m, reuse);
 	free(m->gens[1].fragment.path);
 	m->gens[1].fragment.path = cx_strdup("data/b2.parquet");
 	check_reused_encoding(m, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 1 && encoded == 3);
+	CHECK(counted(reuse, 1, 3));
 	m->gens[1].fragment.footer_crc ^= 1;
 	m->gens[1].fragment.stats[0].min[0] = 9;
 	check_reused_encoding(m, reuse);
-	cx_gen_entries_counts(reuse, &reused, &encoded);
-	CHECK(reused == 2 && encoded == 4);
+	CHECK(counted(reuse, 2, 4));
 	cx_shard_manifest_free(m);
 	cx_gen_entries_free(reuse);
 }
