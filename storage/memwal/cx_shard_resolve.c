@@ -674,17 +674,26 @@ resolve_request(resolve *rs, size_t rows_len, cx_err *err)
  * After a drain the writer knows a merge committed rows of its generations
  * into a newer base: that base becomes its base view (and only then does the
  * key cache let go of those rows), at the next request rather than in the
- * drain, which reads nothing.  Best effort: until a refresh succeeds the
- * cache keeps the rows, which is still correct.
+ * drain, which reads nothing, and only once merges have taken
+ * view_lag_generations past the view, so that a slow store's round trips
+ * for it are paid once per that many generations rather than per merge.
+ * Best effort: until a refresh succeeds the cache keeps the rows, which is
+ * still correct.
  */
 static void
 refresh_base_view(cx_shardwriter *w)
 {
+	uint64_t	lag = w->opt.view_lag_generations;
+	uint64_t	viewed;
 	cx_err		ignored;
 
-	if (w->base == NULL ||
-		cx_manifest_merged_gen(w->base, w->shard_id) < w->merged_gen)
-		(void) cx_sw_read_watermark(w, &ignored);
+	if (w->base != NULL)
+	{
+		viewed = cx_manifest_merged_gen(w->base, w->shard_id);
+		if (w->merged_gen <= viewed || w->merged_gen - viewed < (lag > 0 ? lag : 1))
+			return;
+	}
+	(void) cx_sw_read_watermark(w, &ignored);
 }
 
 /*

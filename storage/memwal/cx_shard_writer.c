@@ -36,6 +36,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->revalidate_after_ms = DEFAULT_REVALIDATE_MS;
 	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
 	o->inline_generation_max = CX_SW_DEFAULT_INLINE_MAX;
+	o->view_lag_generations = CX_SW_DEFAULT_VIEW_LAG;
 	cx_fragw_options_default(&o->fragment);
 }
 

@@ -26,6 +26,7 @@ open_writer(cx_objstore **s, bool unique, bool upsert, uint32_t pending_max,
 	cx_sw_options o;
 
 	mw_writer_options(unique, &o);
+	o.view_lag_generations = 1;	/* a drain's merge becomes the view */
 	o.upsert_column = upsert ? "v" : NULL;
 	if (pending_max > 0)
 		o.pending_generations_max = pending_max;
@@ -407,6 +408,48 @@ collect_fragments_of(cx_objstore *s, uint64_t version, cx_err *err)
 		rc = cx_obj_delete(s, m->fragments[f].path, err);
 	cx_manifest_free(m);
 	return rc;
+}
+
+/*
+ * A writer lets its base view fall view_lag_generations behind the merges it
+ * drained before it loads a newer one: until then its key cache keeps the
+ * merged rows (a live key is still a unique violation) and the checks read
+ * nothing; at the lag the newer base becomes the view and the cache lets
+ * go of what it holds.
+ */
+CX_TEST(resolve_base_view_follows_merges_at_its_lag)
+{
+	cx_objstore *s = mw_open_store();
+	cx_shardwriter *w;
+	cx_sw_options o;
+	cx_objstats before;
+	const char *ids[] = {"a", "b", "c"};
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	mw_writer_options(true, &o);
+	o.view_lag_generations = 3;
+	REQUIRE_OK(cx_sw_open(s, SHARD, &o, &w, &err), &err);
+	for (int i = 0; i < 3; i++)
+	{
+		REQUIRE_OK(insert(w, ids[i], true, &err), &err);
+		REQUIRE_OK(merge_and_drain(s, w, &err), &err);
+		if (i == 2)
+			break;
+		/* i + 1 generations merged past the view */
+		before = s->stats;
+		CHECK_CODE(insert(w, "a", false, &err), CX_ERR_UNIQUE);
+		CHECK(s->stats.gets == before.gets && s->stats.heads == before.heads);
+		CHECK(cx_kc_keys(w->keys) == (uint64_t) i + 1);
+		CHECK(cx_manifest_merged_gen(w->base, SHARD) == 0);
+	}
+	CHECK_CODE(insert(w, "a", false, &err), CX_ERR_UNIQUE);
+	CHECK(cx_manifest_merged_gen(w->base, SHARD) == 3);
+	CHECK(cx_kc_keys(w->keys) == 0);
+	REQUIRE_OK(insert(w, "d", true, &err), &err);
+	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
+	CHECK(visible(s, "a", NULL) == 1 && visible(s, "d", NULL) == 1);
+	cx_obj_close(s);
 }
 
 /*

@@ -93,6 +93,12 @@ typedef struct cx_sw_options
 										 * shard-manifest version (one PUT);
 										 * 0: every generation is its own
 										 * object */
+	uint32_t	view_lag_generations;	/* CX_SW_DEFAULT_VIEW_LAG: after a
+										 * drain, the writer loads a newer
+										 * base as its view once merges have
+										 * taken this many generations past
+										 * the view it has (1: after every
+										 * drain) */
 } cx_sw_options;
 
 /* The defaults of the options above that are also the store's options
@@ -106,6 +112,12 @@ typedef struct cx_sw_options
  * fetches at most this much more than the generation (docs/FORMAT.md
  * "Inline generations"). */
 #define CX_SW_DEFAULT_INLINE_MAX (64 * 1024)
+/* 64: loading a newer base view costs a manifest GET and the new key index
+ * segments' roots and filters, a few round trips a slow store makes the
+ * writer's next round wait for; until then the key cache holds the merged
+ * rows (about 50 bytes a key), which is as correct (docs/design/memwal.md,
+ * "The base view and drains"). */
+#define CX_SW_DEFAULT_VIEW_LAG 64
 
 void		cx_sw_options_default(cx_sw_options *o);
 
