@@ -44,6 +44,7 @@ struct sim_actor
 	char		name[32];
 	sim_action_fn action;		/* one bounded action per call */
 	void	   *state;
+	cx_objstore *store;			/* its handle on sim.store (a view) */
 	/* Scheduler-owned. */
 	void	   *ctx;
 	void	   *stack;
@@ -87,6 +88,11 @@ typedef struct sim_faults
 } sim_faults;
 
 cx_objstore *sim_store_open(void);
+/* Another handle on s's objects, with caches and stats of its own: every
+ * actor has one, as every process has its own, since an actor yields in
+ * the middle of a call and a handle's caches are one caller's at a time.
+ * Close it before s. */
+cx_objstore *sim_store_view(cx_objstore *s);
 /* Faults off (the checks, the final phase) or on with f. */
 void		sim_store_faults(cx_objstore *s, const sim_faults *f);
 /* At a scheduler step: lands a deferred put now and then (all: every one). */
@@ -143,6 +149,7 @@ typedef struct sim_world
 	uint32_t	revalidate_after_ms;
 	uint32_t	inline_generation_max;	/* the writers' (0: seals write
 										 * their generation as an object) */
+	uint32_t	view_lag_generations;	/* the writers' */
 	int64_t		skew_us[SIM_CLUSTERS_MAX];	/* each cluster's clock error */
 	bool		trace;			/* CX_SIM_TRACE: print calls and appends */
 	uint64_t	step;
@@ -150,7 +157,9 @@ typedef struct sim_world
 	uint64_t	version_rows[SIM_VERSIONS_MAX];	/* a hash of what each base
 												 * version held when first
 												 * read (0: not read yet) */
-	sim_append *appends;		/* per cluster in the order made */
+	sim_append **appends;		/* per cluster in the order made; each
+								 * record stays where it is, since actors
+								 * hold theirs across switches */
 	size_t		nappends;
 	size_t		cap;
 } sim_world;

@@ -22,6 +22,7 @@ typedef struct sim_writer
 	int			cluster;
 	char		shard[8];
 	cx_shardwriter *w;			/* NULL: none open (the next action opens) */
+	cx_objstore **store;		/* its actor's handle, which w uses */
 } sim_writer;
 
 bool
@@ -47,6 +48,7 @@ actor_new(const char *name, sim_action_fn action, void *state)
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	a->action = action;
 	a->state = state;
+	a->store = sim_store_view(sim.store);
 	return a;
 }
 
@@ -54,6 +56,7 @@ void
 sim_actor_free(sim_actor *a)
 {
 	free(a->state);
+	cx_obj_close(a->store);
 	free(a);
 }
 
@@ -73,7 +76,7 @@ static int64_t (*const cluster_clocks[SIM_CLUSTERS_MAX]) (void) = {
 };
 
 static cx_code
-open_writer(sim_writer *sw, cx_shardwriter **w, cx_err *err)
+open_writer(sim_writer *sw, cx_objstore *s, cx_shardwriter **w, cx_err *err)
 {
 	cx_sw_options o;
 
@@ -82,7 +85,8 @@ open_writer(sim_writer *sw, cx_shardwriter **w, cx_err *err)
 	o.pending_generations_max = 6;
 	o.revalidate_after_ms = sim.revalidate_after_ms;
 	o.inline_generation_max = sim.inline_generation_max;
-	return cx_sw_open(sim.store, sw->shard, &o, w, err);
+	o.view_lag_generations = sim.view_lag_generations;
+	return cx_sw_open(s, sw->shard, &o, w, err);
 }
 
 static void
@@ -176,7 +180,7 @@ append_requests(cx_shardwriter *w, sim_append *a, const mw_op *ops,
 	rc = record_outcome(a, rc, err);
 	if (nrefused > 0)
 	{
-		sim_append *f = sim_record_append();	/* a may move */
+		sim_append *f = sim_record_append();
 
 		f->cluster = cluster;
 		f->nops = nrefused;
@@ -239,18 +243,21 @@ after_error(sim_writer *sw, cx_code rc, const cx_err *err)
 		close_writer(&sw->w, false);
 }
 
-/* A second process of the cluster claims the shard; the first one then
- * writes once more (it must be fenced or its rows kept) and dies. */
+/* A second process of the cluster (a handle of its own) claims the shard;
+ * the first one then writes once more (it must be fenced or its rows kept)
+ * and dies. */
 static void
 stale_write(sim_writer *sw)
 {
+	cx_objstore *other = sim_store_view(sim.store);
 	cx_shardwriter *next;
 	cx_err		err;
-	cx_code		rc = open_writer(sw, &next, &err);
+	cx_code		rc = open_writer(sw, other, &next, &err);
 	size_t		made = sim.nappends;	/* the record append_batch makes */
 
 	if (rc != CX_OK)
 	{
+		cx_obj_close(other);
 		after_error(sw, rc, &err);
 		return;
 	}
@@ -259,10 +266,12 @@ stale_write(sim_writer *sw)
 	/* The newer claim is complete: the stale writer's next write is
 	 * fenced (invariant 2), whatever it is (commit time 0: nothing was
 	 * left to write, every row dropped or refused). */
-	if (rc == CX_OK && sim.appends[made].ts != 0)
+	if (rc == CX_OK && sim.appends[made]->ts != 0)
 		sim_violation("shard %s: a writer acknowledged an append after a newer claim of its shard",
 					  sw->shard);
 	close_writer(&sw->w, false);
+	cx_obj_close(*sw->store);
+	*sw->store = other;
 	sw->w = next;
 }
 
@@ -276,7 +285,7 @@ writer_action(sim_actor *a)
 
 	if (sw->w == NULL)
 	{
-		rc = open_writer(sw, &sw->w, &err);
+		rc = open_writer(sw, *sw->store, &sw->w, &err);
 		if (rc != CX_OK)
 		{
 			report_damage(sw->shard, rc, &err);
@@ -289,7 +298,7 @@ writer_action(sim_actor *a)
 	else if (r < 72)
 		rc = cx_sw_seal(sw->w, &err);
 	else if (r < 84)
-		rc = mw_drain(sim.store, sw->w, &err);
+		rc = mw_drain(*sw->store, sw->w, &err);
 	else if (r < 90)
 		close_writer(&sw->w, false);	/* a crash: the next claim replays */
 	else if (r < 94)
@@ -304,6 +313,7 @@ sim_actor *
 sim_writer_new(int cluster)
 {
 	sim_writer *sw = calloc(1, sizeof(*sw));
+	sim_actor  *a;
 	char		name[32];
 
 	if (sw == NULL)
@@ -311,7 +321,9 @@ sim_writer_new(int cluster)
 	sw->cluster = cluster;
 	sim_shard_name(cluster, sw->shard);
 	snprintf(name, sizeof(name), "writer %s", sw->shard);
-	return actor_new(name, writer_action, sw);
+	a = actor_new(name, writer_action, sw);
+	sw->store = &a->store;
+	return a;
 }
 
 void
@@ -333,12 +345,11 @@ merger_action(sim_actor *a)
 	cx_err		err;
 	cx_code		rc;
 
-	(void) a;
 	cx_merge_options_default(&o);
 	o.max_generations = 1 + sim_below(4);
 	o.target_rows_per_fragment = 2 + sim_below(30);
 	sim_shard_name((int) sim_below((uint32_t) sim.nclusters), shard);
-	rc = cx_merge_shard(sim.store, shard, &o, &res, &err);
+	rc = cx_merge_shard(a->store, shard, &o, &res, &err);
 	report_damage("merge", rc, &err);
 }
 
@@ -370,7 +381,7 @@ compact_action(sim_actor *a)
 	cx_code		rc;
 
 	sim_compact_options(&o, a->name, sim_chance(200));
-	rc = cx_compact(sim.store, &o, NULL, &res, &err);
+	rc = cx_compact(a->store, &o, NULL, &res, &err);
 	report_damage(a->name, rc, &err);
 }
 
@@ -393,11 +404,10 @@ index_action(sim_actor *a)
 	cx_err		err;
 	cx_code		rc;
 
-	(void) a;
 	cx_keyindex_options_default(&o);
 	o.max_entries = 4 + sim_below(16);
 	o.max_segments = 1 + sim_below(3);
-	rc = cx_keyindex_update_table(sim.store, NULL, &o, &res, &err);
+	rc = cx_keyindex_update_table(a->store, NULL, &o, &res, &err);
 	report_damage("key index", rc, &err);
 }
 
@@ -427,9 +437,8 @@ gc_action(sim_actor *a)
 	cx_err		err;
 	cx_code		rc;
 
-	(void) a;
 	sim_gc_options(&o);
-	rc = cx_gc(sim.store, &o, NULL, &res, &err);
+	rc = cx_gc(a->store, &o, NULL, &res, &err);
 	report_damage("gc", rc, &err);
 }
 
@@ -458,7 +467,7 @@ check_unique(const mw_rows *rows, const char *what)
  * looking make this round check nothing.
  */
 static void
-check_snapshot_sees_committed_generations(void)
+check_snapshot_sees_committed_generations(cx_objstore *s)
 {
 	cx_shard_manifest *before[SIM_CLUSTERS_MAX] = {0};
 	cx_snapshot *snap = NULL;
@@ -470,10 +479,10 @@ check_snapshot_sees_committed_generations(void)
 	for (int c = 0; c < sim.nclusters && looked; c++)
 	{
 		sim_shard_name(c, shard);
-		looked = cx_shard_manifest_load_latest(sim.store, shard, 0, &before[c],
+		looked = cx_shard_manifest_load_latest(s, shard, 0, &before[c],
 											   &err) == CX_OK;
 	}
-	if (looked && cx_snapshot_open(sim.store, 0, &snap, &err) == CX_OK)
+	if (looked && cx_snapshot_open(s, 0, &snap, &err) == CX_OK)
 	{
 		const cx_manifest *base = cx_snapshot_base(snap);
 
@@ -521,18 +530,17 @@ reader_action(sim_actor *a)
 	cx_err		err;
 	cx_code		rc;
 
-	(void) a;
 	if (sim_chance(500))
 	{
-		if (cx_manifest_latest_version(sim.store, &latest, &err) != CX_OK ||
+		if (cx_manifest_latest_version(a->store, &latest, &err) != CX_OK ||
 			latest == 0)
 			return;
 		v = latest - sim_below(latest < SIM_RETAIN_VERSIONS - 1 ?
 							   (uint32_t) latest : SIM_RETAIN_VERSIONS - 1);
 	}
 	if (v == 0)
-		check_snapshot_sees_committed_generations();
-	rc = mw_scan_version(sim.store, v, NULL, &rows, &err);
+		check_snapshot_sees_committed_generations(a->store);
+	rc = mw_scan_version(a->store, v, NULL, &rows, &err);
 	if (rc == CX_OK)
 	{
 		check_unique(&rows, v == 0 ? "newest snapshot" : "retained version");
@@ -543,7 +551,7 @@ reader_action(sim_actor *a)
 		cx_err		err2;
 
 		sim_store_faults(sim.store, NULL);
-		if (cx_manifest_latest_version(sim.store, &now, &err2) == CX_OK &&
+		if (cx_manifest_latest_version(a->store, &now, &err2) == CX_OK &&
 			(v == 0 || now - v < SIM_RETAIN_VERSIONS))
 			sim_violation("read of version %llu (newest %llu): %s",
 						  (unsigned long long) v, (unsigned long long) now,

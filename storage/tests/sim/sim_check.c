@@ -327,7 +327,7 @@ unknown_bounds(void)
 		last[c] = INT64_MIN;
 	for (size_t i = 0; i < sim.nappends; i++)
 	{
-		const sim_append *a = &sim.appends[i];
+		const sim_append *a = sim.appends[i];
 
 		b[i].lo = last[a->cluster];
 		if (wrote(a))
@@ -337,7 +337,7 @@ unknown_bounds(void)
 		last[c] = INT64_MAX;
 	for (size_t i = sim.nappends; i-- > 0;)
 	{
-		const sim_append *a = &sim.appends[i];
+		const sim_append *a = sim.appends[i];
 
 		b[i].hi = last[a->cluster];
 		if (wrote(a))
@@ -385,7 +385,7 @@ last_acked(int key, int64_t *ts)
 	*ts = INT64_MIN;
 	for (size_t i = 0; i < sim.nappends; i++)
 	{
-		const sim_append *a = &sim.appends[i];
+		const sim_append *a = sim.appends[i];
 		const sim_op *op = op_on(a, key);
 
 		if (op != NULL && !op->maybe && a->outcome == SIM_ACKED && a->ts >= *ts)
@@ -408,7 +408,7 @@ allowed(int key, const shown *s, const bounds *b)
 		return true;
 	for (size_t i = 0; i < sim.nappends; i++)
 	{
-		const sim_append *a = &sim.appends[i];
+		const sim_append *a = sim.appends[i];
 		const sim_op *op = op_on(a, key);
 
 		/* An exact tie of commit times across clusters may go either way;
@@ -433,7 +433,7 @@ check_all_or_nothing(const shown *state, const bounds *b, const char *when)
 {
 	for (size_t i = 0; i < sim.nappends; i++)
 	{
-		const sim_append *a = &sim.appends[i];
+		const sim_append *a = sim.appends[i];
 		int			landed = -1,
 					missing = -1;
 

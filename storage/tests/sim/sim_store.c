@@ -50,10 +50,19 @@ typedef struct sim_upload
 	cx_buf		data;
 } sim_upload;
 
+/* Another handle on a store: its own caches and stats, the same objects. */
+typedef struct sim_view
+{
+	cx_objstore base;
+	sim_store  *st;
+} sim_view;
+
+static const cx_objstore_ops sim_view_ops;
+
 static sim_store *
 store_of(cx_objstore *s)
 {
-	return (sim_store *) s;
+	return s->ops == &sim_view_ops ? ((sim_view *) s)->st : (sim_store *) s;
 }
 
 /* Index of key, or where it would go (*found false). */
@@ -480,6 +489,38 @@ static const cx_objstore_ops sim_ops = {
 	.upload_abort = sim_upload_abort,
 	.close = sim_close,
 };
+
+static void
+sim_view_close(cx_objstore *s)
+{
+	free(s->uri);
+	free(s);
+}
+
+static const cx_objstore_ops sim_view_ops = {
+	.put = sim_put_op,
+	.get = sim_get,
+	.head = sim_head,
+	.list = sim_list,
+	.del = sim_del,
+	.upload_begin = sim_upload_begin,
+	.upload_write = sim_upload_write,
+	.upload_finish = sim_upload_finish,
+	.upload_abort = sim_upload_abort,
+	.close = sim_view_close,
+};
+
+cx_objstore *
+sim_store_view(cx_objstore *s)
+{
+	sim_view   *v = calloc(1, sizeof(*v));
+
+	if (v == NULL || (v->base.uri = strdup(s->uri)) == NULL)
+		abort();
+	v->base.ops = &sim_view_ops;
+	v->st = store_of(s);
+	return &v->base;
+}
 
 cx_objstore *
 sim_store_open(void)

@@ -71,12 +71,16 @@ sim_record_append(void)
 	if (sim.nappends == sim.cap)
 	{
 		sim.cap = sim.cap ? sim.cap * 2 : 64;
-		sim.appends = realloc(sim.appends, sim.cap * sizeof(sim_append));
+		sim.appends = realloc(sim.appends, sim.cap * sizeof(sim_append *));
 		if (sim.appends == NULL)
 			abort();
 	}
-	memset(&sim.appends[sim.nappends], 0, sizeof(sim_append));
-	return &sim.appends[sim.nappends++];
+	/* Its own allocation: an actor that yields inside its append writes
+	 * the outcome after others have recorded theirs (a record inside the
+	 * growing array moved under it). */
+	if ((sim.appends[sim.nappends] = calloc(1, sizeof(sim_append))) == NULL)
+		abort();
+	return sim.appends[sim.nappends++];
 }
 
 /* The run's shape, drawn from its seed. */
@@ -123,6 +127,9 @@ draw_shape(sim_shape *sh)
 	sim.faults.lost_ack = storm * sim_below(30);
 	sim.faults.deferred = storm * sim_below(20);
 	sim.faults.delay = storm * sim_below(50);
+	/* Half the seeds refresh the writers' base views after every drain,
+	 * half let them fall a few generations behind (stale views). */
+	sim.view_lag_generations = sim_chance(500) ? 1 : 1 + (uint32_t) sim_below(6);
 }
 
 /* Runs check with the faults off (it reads through the engine). */
@@ -327,12 +334,14 @@ run_seed(uint64_t seed, sim_totals *t)
 	t->steps += sim.step;
 	t->faults += sim_store_faults_injected(sim.store);
 	for (size_t i = 0; i < sim.nappends; i++)
-		t->appends[sim.appends[i].outcome]++;
+		t->appends[sim.appends[i]->outcome]++;
 	/* Coroutines stopped mid-action (after a violation) leak their state. */
 	sim_sched_end();
 	for (int i = 0; i < nactors; i++)
 		sim_actor_free(actors[i]);
 	cx_obj_close(sim.store);
+	for (size_t i = 0; i < sim.nappends; i++)
+		free(sim.appends[i]);
 	free(sim.appends);
 	return first_violation[0] == '\0';
 }
