@@ -7,7 +7,8 @@
 # lives, connection set-up included).  Load on the machine disturbs these
 # figures much less than it does tps.  PERF=1 also records a call-graph
 # profile of the writer, the sessions and the maintenance worker (perf record -g) and prints the
-# top symbols of each.
+# top symbols of each; PERF_CALLGRAPH replaces -g ("--call-graph dwarf"
+# unwinds code built without frame pointers).
 #   DURATION=10 bash bench/ingest_cpu.sh
 #   SEAL=off DURATION=10 PERF=1 bash bench/ingest_cpu.sh
 #   ROWS=1000 CLIENTS=4 DURATION=10 bash bench/ingest_cpu.sh
@@ -56,9 +57,9 @@ if [ "${PERF:-0}" = 1 ]; then
   bench=$!
   sleep 1
   sessions=$(pgrep -d, -P "$postmaster" -f "postgres: postgres bench" || true)
-  perf record -q -g -o "$perf_dir/writer.data" -p "$writer" -- sleep $((duration - 2)) >/dev/null 2>&1 &
-  perf record -q -g -o "$perf_dir/sessions.data" -p "$sessions" -- sleep $((duration - 2)) >/dev/null 2>&1 &
-  perf record -q -g -o "$perf_dir/maintenance.data" -p "$maint" -- sleep $((duration - 2)) >/dev/null 2>&1 &
+  perf record -q ${PERF_CALLGRAPH:--g} -o "$perf_dir/writer.data" -p "$writer" -- sleep $((duration - 2)) >/dev/null 2>&1 &
+  perf record -q ${PERF_CALLGRAPH:--g} -o "$perf_dir/sessions.data" -p "$sessions" -- sleep $((duration - 2)) >/dev/null 2>&1 &
+  perf record -q ${PERF_CALLGRAPH:--g} -o "$perf_dir/maintenance.data" -p "$maint" -- sleep $((duration - 2)) >/dev/null 2>&1 &
   wait "$bench"; wait
 else
   pgbench_b -n -f "$script" -c "$clients" -j 2 -T "$duration" >"$out" 2>&1
