@@ -2,6 +2,9 @@
 # cluster with ctxstore preloaded, run as the postgres OS user.
 # Source it; call bench_start, then psql_b / pgbench_b, then bench_stop.
 # CTXSTORE_BENCH_CONF: more postgresql.conf lines (e.g. a GUC to compare).
+# CTXSTORE_BENCH_STORES: a directory for the stores (made afresh; e.g. on
+# /dev/shm, to see what the device's fsyncs and inode allocation cost), linked
+# as $bench_dir/stores; the cluster's own files stay in $bench_dir.
 
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}  # a relocated copy: CTXSTORE_PGBIN
 bench_dir=${CTXSTORE_BENCH_DIR:-/var/tmp/ctxstore-bench}
@@ -20,7 +23,15 @@ bench_start() {
     make -C "$repo" -s PG_CONFIG="$pgbin/pg_config" all install >/dev/null
   [ -f "$bench_dir/data/postmaster.pid" ] && as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -m immediate stop >/dev/null 2>&1
   rm -rf "$bench_dir"
-  mkdir -p "$bench_dir/stores"
+  mkdir -p "$bench_dir"
+  if [ -n "${CTXSTORE_BENCH_STORES:-}" ]; then
+    rm -rf "$CTXSTORE_BENCH_STORES"
+    mkdir -p "$CTXSTORE_BENCH_STORES"
+    chown postgres: "$CTXSTORE_BENCH_STORES"
+    ln -s "$CTXSTORE_BENCH_STORES" "$bench_dir/stores"
+  else
+    mkdir "$bench_dir/stores"
+  fi
   chown -R postgres: "$bench_dir"
   as_pg "$pgbin/initdb" -D "$bench_dir/data" --auth=trust -U postgres >/dev/null
   cat >> "$bench_dir/data/postgresql.conf" <<CONF
