@@ -164,14 +164,16 @@ find_truncation(merge_state *ms, cx_err *err)
 	ms->cut_ts = ms->start->truncated_before_us;
 	for (uint32_t i = ms->ngens; ms->keyed && i > 0; i--)
 	{
-		cx_objstore *src;
+		cx_objstore *from;
 		cx_code		rc;
 
-		if (cx_gen_memo_open_gen(ms->memo, i - 1, &src, err) != CX_OK)
-			return err->code;
-		rc = cx_marker_find(src, &ms->gens[i - 1].fragment, ms->table,
+		if (cx_generation_open(ms->s, ms->sm, &ms->gens[i - 1], &from,
+							   err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
+		rc = cx_marker_find(cx_gen_memo_source(ms->memo, from),
+							&ms->gens[i - 1].fragment, ms->table,
 							ms->key_col, &ms->mark, err);
-		cx_gen_memo_close_gen(ms->memo, i - 1, src);
+		cx_generation_done(ms->s, from);
 		if (rc != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i - 1], err);
 		if (!ms->mark.found)
@@ -304,7 +306,7 @@ cx_merge_shard(cx_objstore *s, const char *shard_id,
 		merge_state_free(&ms);
 		return rc;
 	}
-	rc = cx_gen_memo_open(s, ms.sm, ms.gens, ms.ngens, &ms.memo, err);
+	rc = cx_gen_memo_open(s, ms.gens, ms.ngens, &ms.memo, err);
 	if (rc == CX_OK)
 		rc = fix_table(&ms, err);
 	if (rc == CX_OK)

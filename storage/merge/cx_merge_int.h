@@ -87,26 +87,20 @@ int			cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *a,
 uint64_t	cx_sort_order_prefix(const cx_sort_order *o, const cx_datum *values);
 
 /*
- * Where the merge reads the chosen generations (gens[0..n), listed by sm)
- * from, holding their bytes after the first read of each
- * (cx_merge_memo.c): the merge reads each up to three times.  Requests it
- * passes on are made on real.
+ * A read-only view of a store that holds the chosen generations' bytes
+ * after their first read (cx_merge_memo.c): the merge reads each twice.
+ * Requests it passes on are made on real.
  */
 typedef struct cx_gen_memo cx_gen_memo;
 
-cx_code		cx_gen_memo_open(cx_objstore *real, const cx_shard_manifest *sm,
-							 const cx_generation *gens, uint32_t n,
-							 cx_gen_memo **out, cx_err *err);
+cx_code		cx_gen_memo_open(cx_objstore *real, const cx_generation *gens,
+							 uint32_t n, cx_gen_memo **out, cx_err *err);
 /*
- * The store to read generation gens[i] through (*src, gets and heads
- * only), handed back with cx_gen_memo_close_gen(): the memo's view of real
- * for one with its own object, an in-memory store for an inline one.  An
- * error names the generation (cx_shard_generation_failed).
+ * The store to read a generation through, given where cx_generation_open
+ * says its bytes are: the memo's view (gets and heads only) for one with
+ * its own object on real; an inline one's in-memory store as it is.
  */
-cx_code		cx_gen_memo_open_gen(cx_gen_memo *m, uint32_t i,
-								 cx_objstore **src, cx_err *err);
-void		cx_gen_memo_close_gen(cx_gen_memo *m, uint32_t i,
-								  cx_objstore *src);
+cx_objstore *cx_gen_memo_source(cx_gen_memo *m, cx_objstore *from);
 void		cx_gen_memo_close(cx_gen_memo *m);
 
 typedef struct merge_state

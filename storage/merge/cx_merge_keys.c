@@ -61,14 +61,16 @@ cx_merge_build_keymap(merge_state *ms, cx_err *err)
 	for (uint32_t i = 0; i < ms->ngens; i++)
 	{
 		gen_keys	gk = {ms, i};
-		cx_objstore *src;
+		cx_objstore *from;
 		cx_code		rc;
 
-		if (cx_gen_memo_open_gen(ms->memo, i, &src, err) != CX_OK)
-			return err->code;
-		rc = cx_keyscan(src, &ms->gens[i].fragment, ms->table, ms->key_col,
+		if (cx_generation_open(ms->s, ms->sm, &ms->gens[i], &from,
+							   err) != CX_OK)
+			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
+		rc = cx_keyscan(cx_gen_memo_source(ms->memo, from),
+						&ms->gens[i].fragment, ms->table, ms->key_col,
 						NULL, add_merged_key, &gk, err);
-		cx_gen_memo_close_gen(ms->memo, i, src);
+		cx_generation_done(ms->s, from);
 		if (rc != CX_OK)
 			return cx_shard_generation_failed(ms->sm, &ms->gens[i], err);
 	}

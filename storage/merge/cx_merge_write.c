@@ -230,14 +230,17 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	cx_fragr   *r;
 	cx_layout	layout = {0};
 	uint64_t	row = 0;
-	cx_objstore *src;
+	cx_objstore *from;
 	cx_code		rc;
 
-	if (cx_gen_memo_open_gen(wr->ms->memo, source, &src, err) != CX_OK)
-		return err->code;
-	if (cx_fragr_open_entry(src, fi, &r, err) != CX_OK)
+	if (cx_generation_open(wr->ms->s, wr->ms->sm, &wr->ms->gens[source],
+						   &from, err) != CX_OK)
+		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
+										  err);
+	if (cx_fragr_open_entry(cx_gen_memo_source(wr->ms->memo, from), fi, &r,
+							err) != CX_OK)
 	{
-		cx_gen_memo_close_gen(wr->ms->memo, source, src);
+		cx_generation_done(wr->ms->s, from);
 		return cx_shard_generation_failed(wr->ms->sm, &wr->ms->gens[source],
 										  err);
 	}
@@ -266,7 +269,7 @@ write_generation(writer *wr, uint32_t source, cx_err *err)
 	wr->layout = NULL;
 	cx_layout_free(&layout);
 	cx_fragr_close(r);
-	cx_gen_memo_close_gen(wr->ms->memo, source, src);
+	cx_generation_done(wr->ms->s, from);
 	return rc;
 }
 

@@ -4,7 +4,6 @@
  * reading one costs, and that scans, key lookups, merges and compaction
  * read them like generations of their own.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "objstore/cx_objstore.h"
@@ -140,7 +139,6 @@ CX_TEST(inline_generations_are_read_by_scans_lookups_merges_and_compaction)
 static cx_objstore_ops counting_ops;
 static const cx_objstore_ops *real_ops;
 static uint64_t version_bytes;	/* read from shard-manifest versions */
-static uint64_t version_gets[64];	/* GETs of shard "a"'s versions 0..63 */
 
 static cx_code
 counting_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
@@ -150,36 +148,8 @@ counting_get(cx_objstore *s, const char *key, uint64_t offset, size_t len,
 	cx_code		rc = real_ops->get(s, key, offset, len, out, err);
 
 	if (strncmp(key, "_shards/", 8) == 0 && strstr(key, "/_versions/") != NULL)
-	{
-		uint64_t	v = strtoull(strstr(key, "/_versions/") + 11, NULL, 10);
-
 		version_bytes += out->len - before;
-		if (v < 64)
-			version_gets[v]++;
-	}
 	return rc;
-}
-
-/* A handle on the test store whose GETs counting_get counts. */
-static cx_objstore *
-counting_store(void)
-{
-	cx_objstore *s = mw_open_store();
-
-	if (s == NULL)
-		return NULL;
-	real_ops = s->ops;
-	counting_ops = *s->ops;
-	counting_ops.get = counting_get;
-	s->ops = &counting_ops;
-	return s;
-}
-
-static void
-close_counting_store(cx_objstore *s)
-{
-	s->ops = real_ops;
-	cx_obj_close(s);
 }
 
 static uint64_t
@@ -246,52 +216,20 @@ CX_TEST(merge_reads_only_the_carried_bytes_of_inline_generations)
 		carried += CX_SHARD_CARRIED_AT + m->gens[i].fragment.size;
 		whole += object_size(s, "a", m->gens[i].carrier);
 	}
-	merger = counting_store();
+	merger = mw_open_store();
 	REQUIRE(merger != NULL);
+	real_ops = merger->ops;
+	counting_ops = *merger->ops;
+	counting_ops.get = counting_get;
+	merger->ops = &counting_ops;
 	version_bytes = 0;
 	REQUIRE_OK(cx_merge_shard(merger, "a", NULL, &merged, &err), &err);
 	CHECK(merged.generations == 8);
 	CHECK(version_bytes == object_size(s, "a", 9) + carried);
 	CHECK(carried < whole);
-	close_counting_store(merger);
+	merger->ops = real_ops;
+	cx_obj_close(merger);
 	check_eighty_rows(s);
-	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
-	cx_obj_close(s);
-}
-
-/* A catch-up merge of more inline generations than the handle keeps
- * carried bytes of (8) reads each carrying version once, though it reads
- * every generation three times (TRUNCATE markers, keys, rows): before, it
- * read them all again on every pass, three GETs per generation. */
-CX_TEST(merge_reads_each_carrying_version_once)
-{
-	cx_objstore *s = mw_open_store();
-	cx_objstore *merger;
-	cx_shardwriter *w;
-	cx_merge_options o;
-	cx_merge_result merged;
-	mw_rows		r;
-	cx_err		err;
-
-	REQUIRE(s != NULL);
-	REQUIRE_OK(mw_writer(s, "a", true, &w, &err), &err);
-	for (int i = 0; i < 20; i++)
-		REQUIRE_OK(mw_put(w, "k", i * 10, 10, i, true, &err), &err);
-	REQUIRE(cx_sw_manifest(w)->version == 21);
-	merger = counting_store();
-	REQUIRE(merger != NULL);
-	memset(version_gets, 0, sizeof(version_gets));
-	cx_merge_options_default(&o);
-	o.max_generations = 20;
-	REQUIRE_OK(cx_merge_shard(merger, "a", &o, &merged, &err), &err);
-	CHECK(merged.generations == 20);
-	/* Versions 2..20 carry generations 1..19; 21 is the shard's state. */
-	for (uint64_t v = 2; v <= 21; v++)
-		CHECK(version_gets[v] == 1);
-	close_counting_store(merger);
-	REQUIRE_OK(mw_scan(s, NULL, &r, &err), &err);
-	CHECK(r.n == 200);
-	mw_rows_free(&r);
 	REQUIRE_OK(cx_sw_close(w, false, &err), &err);
 	cx_obj_close(s);
 }
