@@ -676,9 +676,10 @@ resolve_request(resolve *rs, size_t rows_len, cx_err *err)
  * key cache let go of those rows), at the next request rather than in the
  * drain, which reads nothing, and only once merges have taken
  * view_lag_generations past the view, so that a slow store's round trips
- * for it are paid once per that many generations rather than per merge.
- * Best effort: until a refresh succeeds the cache keeps the rows, which is
- * still correct.
+ * for it are paid once per that many generations rather than per merge, or
+ * once the cache holds view_lag_keys keys, so that large generations do not
+ * keep it large.  Best effort: until a refresh succeeds the cache keeps the
+ * rows, which is still correct.
  */
 static void
 refresh_base_view(cx_shardwriter *w)
@@ -690,7 +691,10 @@ refresh_base_view(cx_shardwriter *w)
 	if (w->base != NULL)
 	{
 		viewed = cx_manifest_merged_gen(w->base, w->shard_id);
-		if (w->merged_gen <= viewed || w->merged_gen - viewed < (lag > 0 ? lag : 1))
+		if (w->merged_gen <= viewed)
+			return;
+		if (w->merged_gen - viewed < (lag > 0 ? lag : 1) &&
+			cx_kc_keys(w->keys) < w->opt.view_lag_keys)
 			return;
 	}
 	(void) cx_sw_read_watermark(w, &ignored);

@@ -37,6 +37,7 @@ cx_sw_options_default(cx_sw_options *o)
 	o->clock_ahead_warn_ms = DEFAULT_CLOCK_AHEAD_WARN_MS;
 	o->inline_generation_max = CX_SW_DEFAULT_INLINE_MAX;
 	o->view_lag_generations = CX_SW_DEFAULT_VIEW_LAG;
+	o->view_lag_keys = CX_SW_DEFAULT_VIEW_LAG_KEYS;
 	cx_fragw_options_default(&o->fragment);
 }
 

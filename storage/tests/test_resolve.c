@@ -412,12 +412,14 @@ collect_fragments_of(cx_objstore *s, uint64_t version, cx_err *err)
 
 /*
  * A writer lets its base view fall view_lag_generations behind the merges it
- * drained before it loads a newer one: until then its key cache keeps the
- * merged rows (a live key is still a unique violation) and the checks read
- * nothing; at the lag the newer base becomes the view and the cache lets
- * go of what it holds.
+ * drained, or its key cache grow to view_lag_keys keys, before it loads a
+ * newer one: until then its key cache keeps the merged rows (a live key is
+ * still a unique violation) and the checks read nothing; at the lag the
+ * newer base becomes the view and the cache lets go of what it holds.
+ * Three one-row generations reach a lag of 3 either way.
  */
-CX_TEST(resolve_base_view_follows_merges_at_its_lag)
+static void
+view_follows_merges(uint32_t lag_generations, uint32_t lag_keys)
 {
 	cx_objstore *s = mw_open_store();
 	cx_shardwriter *w;
@@ -428,7 +430,8 @@ CX_TEST(resolve_base_view_follows_merges_at_its_lag)
 
 	REQUIRE(s != NULL);
 	mw_writer_options(true, &o);
-	o.view_lag_generations = 3;
+	o.view_lag_generations = lag_generations;
+	o.view_lag_keys = lag_keys;
 	REQUIRE_OK(cx_sw_open(s, SHARD, &o, &w, &err), &err);
 	for (int i = 0; i < 3; i++)
 	{
@@ -450,6 +453,17 @@ CX_TEST(resolve_base_view_follows_merges_at_its_lag)
 	REQUIRE_OK(cx_sw_close(w, true, &err), &err);
 	CHECK(visible(s, "a", NULL) == 1 && visible(s, "d", NULL) == 1);
 	cx_obj_close(s);
+}
+
+CX_TEST(resolve_base_view_follows_merges_at_its_lag)
+{
+	view_follows_merges(3, 1000);
+}
+
+/* Large generations reach the keys bound long before the generations one. */
+CX_TEST(resolve_base_view_follows_merges_at_its_key_bound)
+{
+	view_follows_merges(1000, 3);
 }
 
 /*

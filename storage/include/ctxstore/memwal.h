@@ -99,6 +99,10 @@ typedef struct cx_sw_options
 										 * taken this many generations past
 										 * the view it has (1: after every
 										 * drain) */
+	uint32_t	view_lag_keys;	/* CX_SW_DEFAULT_VIEW_LAG_KEYS: or, sooner,
+								 * once its key cache holds this many keys
+								 * (large generations: the cache's memory
+								 * stays bounded) */
 } cx_sw_options;
 
 /* The defaults of the options above that are also the store's options
@@ -118,6 +122,7 @@ typedef struct cx_sw_options
  * rows (about 50 bytes a key), which is as correct (docs/design/memwal.md,
  * "The base view and drains"). */
 #define CX_SW_DEFAULT_VIEW_LAG 64
+#define CX_SW_DEFAULT_VIEW_LAG_KEYS 16384
 
 void		cx_sw_options_default(cx_sw_options *o);
 
