@@ -163,6 +163,7 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 	char		hint[CX_KEY_MAX + 1];
 	cx_vseq		q;
 	uint64_t	latest;
+	cx_code		rc;
 
 	*out = NULL;
 	if (at < 0)
@@ -180,8 +181,14 @@ cx_shard_manifest_load_latest_cached(cx_objstore *s, const char *shard_id,
 		return exists ? kept_copy(c, at, shard_id, out, err) :
 			load_cold(s, c, at, shard_id, out, err);
 	}
-	if (cx_shard_manifest_load(s, shard_id, latest, out, err) != CX_OK)
-		return err->code;
+	/* GC may remove the version the probe stopped at, and those after it,
+	 * while the probe runs (it removes the oldest first, never the newest):
+	 * then the versions are listed, as cx_shard_manifest_load_latest does. */
+	rc = cx_shard_manifest_load(s, shard_id, latest, out, err);
+	if (rc == CX_ERR_NOT_FOUND)
+		return load_cold(s, c, at, shard_id, out, err);
+	if (rc != CX_OK)
+		return rc;
 	remember(c, at, *out);
 	return CX_OK;
 }

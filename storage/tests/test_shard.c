@@ -356,9 +356,9 @@ CX_TEST(shard_ids_and_keys)
 
 /* Writes versions 1..n of shard s1 (epoch 1), with or without the hint. */
 static void
-write_versions(cx_objstore *s, uint64_t n, bool hint)
+write_versions_from(cx_objstore *s, uint64_t from, uint64_t n, bool hint)
 {
-	for (uint64_t v = 1; v <= n; v++)
+	for (uint64_t v = from; v <= n; v++)
 	{
 		cx_shard_manifest *m = cx_shard_manifest_new("s1");
 		cx_shard_manifest *winner;
@@ -375,6 +375,12 @@ write_versions(cx_objstore *s, uint64_t n, bool hint)
 			cx_shard_hint_write(s, "s1", v, &err);
 		cx_shard_manifest_free(m);
 	}
+}
+
+static void
+write_versions(cx_objstore *s, uint64_t n, bool hint)
+{
+	write_versions_from(s, 1, n, hint);
 }
 
 CX_TEST(shard_latest_uses_known_then_hint_then_listing)
@@ -437,6 +443,42 @@ CX_TEST(shard_latest_survives_gc_removing_the_hint_during_the_probe)
 	if (rc != CX_OK)
 		cx_test_fail(__FILE__, __LINE__, err.msg);
 	CHECK(rc == CX_OK && m != NULL && m->version == 5);
+	cx_shard_manifest_free(m);
+	cx_obj_close(s);
+}
+
+/* The same race for a reader that keeps the version it last read: its
+ * probe from the kept version stops at one GC then removes, and the
+ * versions are listed instead of failing with "not found" (found by the
+ * simulation, seed 2535 with CX_SIM_LENGTH=10). */
+CX_TEST(shard_latest_cached_survives_gc_removing_versions_during_the_probe)
+{
+	cx_objstore *s = sw_store("/st");
+	const char *const gone[] = {
+		"_shards/s1/_versions/00000000000000000001.shard",
+		"_shards/s1/_versions/00000000000000000002.shard",
+		"_shards/s1/_versions/00000000000000000003.shard",
+		"_shards/s1/_versions/00000000000000000004.shard",
+		"_shards/s1/_versions/00000000000000000005.shard"
+	};
+	cx_shard_manifest *m = NULL;
+	cx_err		err;
+	cx_code		rc;
+
+	REQUIRE(s != NULL);
+	write_versions(s, 2, true);
+	REQUIRE_OK(cx_shard_manifest_load_latest_cached(s, "s1", &m, &err), &err);
+	REQUIRE(m != NULL && m->version == 2);
+	cx_shard_manifest_free(m);
+	m = NULL;
+	write_versions_from(s, 3, 6, false);
+	/* The probe HEADs 3 (there), then 5: GC removes 1 to 5 just before. */
+	sw_gc_race(s, gone[4], gone, 5);
+	rc = cx_shard_manifest_load_latest_cached(s, "s1", &m, &err);
+	sw_gc_race_end(s);
+	if (rc != CX_OK)
+		cx_test_fail(__FILE__, __LINE__, err.msg);
+	CHECK(rc == CX_OK && m != NULL && m->version == 6);
 	cx_shard_manifest_free(m);
 	cx_obj_close(s);
 }

@@ -150,6 +150,7 @@ typedef struct sim_world
 	uint32_t	inline_generation_max;	/* the writers' (0: seals write
 										 * their generation as an object) */
 	uint32_t	view_lag_generations;	/* the writers' */
+	uint32_t	view_lag_keys;	/* the writers' */
 	int64_t		skew_us[SIM_CLUSTERS_MAX];	/* each cluster's clock error */
 	bool		trace;			/* CX_SIM_TRACE: print calls and appends */
 	uint64_t	step;

@@ -86,6 +86,7 @@ open_writer(sim_writer *sw, cx_objstore *s, cx_shardwriter **w, cx_err *err)
 	o.revalidate_after_ms = sim.revalidate_after_ms;
 	o.inline_generation_max = sim.inline_generation_max;
 	o.view_lag_generations = sim.view_lag_generations;
+	o.view_lag_keys = sim.view_lag_keys;
 	return cx_sw_open(s, sw->shard, &o, w, err);
 }
 

@@ -130,6 +130,9 @@ draw_shape(sim_shape *sh)
 	/* Half the seeds refresh the writers' base views after every drain,
 	 * half let them fall a few generations behind (stale views). */
 	sim.view_lag_generations = sim_chance(500) ? 1 : 1 + (uint32_t) sim_below(6);
+	/* A quarter of them also reload the view at a handful of cached keys. */
+	sim.view_lag_keys = sim_chance(250) ? 2 + (uint32_t) sim_below(8) :
+		CX_SW_DEFAULT_VIEW_LAG_KEYS;
 }
 
 /* Runs check with the faults off (it reads through the engine). */
