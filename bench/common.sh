@@ -2,9 +2,10 @@
 # cluster with ctxstore preloaded, run as the postgres OS user.
 # Source it; call bench_start, then psql_b / pgbench_b, then bench_stop.
 # CTXSTORE_BENCH_CONF: more postgresql.conf lines (e.g. a GUC to compare).
-# CTXSTORE_BENCH_STORES: a directory for the stores (made afresh; e.g. on
-# /dev/shm, to see what the device's fsyncs and inode allocation cost), linked
-# as $bench_dir/stores; the cluster's own files stay in $bench_dir.
+# CTXSTORE_BENCH_STORES: a directory to hold the stores (e.g. on /dev/shm, to
+# see what the device's fsyncs and inode allocation cost): its subdirectory
+# ctxstore-bench-stores is made afresh and linked as $bench_dir/stores; the
+# cluster's own files stay in $bench_dir.
 
 pgbin=${CTXSTORE_PGBIN:-/usr/lib/postgresql/15/bin}  # a relocated copy: CTXSTORE_PGBIN
 bench_dir=${CTXSTORE_BENCH_DIR:-/var/tmp/ctxstore-bench}
@@ -25,10 +26,11 @@ bench_start() {
   rm -rf "$bench_dir"
   mkdir -p "$bench_dir"
   if [ -n "${CTXSTORE_BENCH_STORES:-}" ]; then
-    rm -rf "$CTXSTORE_BENCH_STORES"
-    mkdir -p "$CTXSTORE_BENCH_STORES"
-    chown postgres: "$CTXSTORE_BENCH_STORES"
-    ln -s "$CTXSTORE_BENCH_STORES" "$bench_dir/stores"
+    local stores="$CTXSTORE_BENCH_STORES/ctxstore-bench-stores"
+    rm -rf "$stores"
+    mkdir -p "$stores"
+    chown postgres: "$stores"
+    ln -s "$stores" "$bench_dir/stores"
   else
     mkdir "$bench_dir/stores"
   fi

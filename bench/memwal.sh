@@ -57,8 +57,9 @@ fragments() {  # fragments the scan of table $1 opens (EXPLAIN ANALYZE)
 }
 pending() { psql_b -tAc "SELECT ctxstore.pending_wal_generations('$1')"; }
 puts_per_txn() {  # writer PUTs per acknowledged transaction of table $1
-  psql_b -tAc "SELECT round((s->'writer_requests'->>'puts')::numeric / (s->>'acked_transactions')::numeric, 2),
-                      s->>'acked_transactions', s->>'merges', s->'maintenance_requests'->>'puts'
+  psql_b -tAc "SELECT round((s #>> '{writer,requests,puts}')::numeric / (s->>'acked_transactions')::numeric, 2),
+                      s->>'acked_transactions', s #>> '{merge,merges}',
+                      (s #>> '{merge,requests,puts}')::bigint + (s #>> '{compaction,requests,puts}')::bigint
                FROM ctxstore.stats('$1') s"
 }
 ms_on=$(best_ms "$scan ctx_merge_on"); ms_off=$(best_ms "$scan ctx_merge_off"); ms_batch=$(best_ms "$scan ctx_batch")

@@ -122,6 +122,10 @@ typedef struct cx_sw_options
  * rows (about 50 bytes a key), which is as correct (docs/design/memwal.md,
  * "The base view and drains"). */
 #define CX_SW_DEFAULT_VIEW_LAG 64
+/* 16,384 keys (under 1 MB): single-row group commits over a slow store put
+ * about 1,000 keys in 64 generations and never reach it; generations of
+ * thousands of rows reach it within a few merges, so the held rows stay
+ * bounded in memory, not only in generations. */
 #define CX_SW_DEFAULT_VIEW_LAG_KEYS 16384
 
 void		cx_sw_options_default(cx_sw_options *o);
