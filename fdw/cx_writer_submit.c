@@ -38,6 +38,16 @@
 /* Longest sleep between two looks at the slot and the worker. */
 #define POLL_MS 100L
 
+/*
+ * Longest a request waits for a writer worker that is not running before it
+ * fails: the postmaster starts the worker after the server accepts
+ * connections and restarts it a second after it stopped (bgw_restart_time),
+ * so a COMMIT right after a (re)start would otherwise fail for no lasting
+ * reason.  A request already handed to a worker that then stops is not
+ * re-posted: it fails at once and says what became of its rows.
+ */
+#define WRITER_START_WAIT_MS 5000L
+
 /* What a call hands over: rows (a commit) or a control request. */
 typedef struct CxCall
 {
@@ -258,10 +268,27 @@ deadline_passed(const WaitDeadline *d)
 	return d->at != PG_INT64_MAX && GetCurrentTimestamp() >= d->at;
 }
 
+/* Returns once a writer worker runs; fails after WRITER_START_WAIT_MS
+ * without one, or at the deadline. */
+static void
+await_running_worker(const CxCall *call, const WaitDeadline *d)
+{
+	TimestampTz give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 WRITER_START_WAIT_MS);
+
+	while (!worker_running())
+	{
+		if (deadline_passed(d) || GetCurrentTimestamp() >= give_up_at)
+			report_no_worker(call, GIVEUP_NONE);
+		nap(d);
+	}
+}
+
 /*
- * Posts the batch.  The slot may still be ABANDONED by this backend's
- * previous request of the same lane (or a previous backend with this slot);
- * then wait, boundedly, for the worker to finish with it.
+ * Posts the batch once a writer worker runs.  The slot may still be
+ * ABANDONED by this backend's previous request of the same lane (or a
+ * previous backend with this slot); then wait, boundedly, for the worker to
+ * finish with it.
  */
 static void
 post_request(const CxCall *call, CxWriterSlot *slot, const Batch *b,
@@ -271,8 +298,7 @@ post_request(const CxCall *call, CxWriterSlot *slot, const Batch *b,
 	{
 		CxSlotState state;
 
-		if (!worker_running())
-			report_no_worker(call, GIVEUP_NONE);
+		await_running_worker(call, d);
 		LWLockAcquire(CxWriter->lock, LW_EXCLUSIVE);
 		state = slot->state;
 		if (state == CX_SLOT_FREE)

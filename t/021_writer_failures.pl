@@ -9,7 +9,7 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use CxStores qw(waiting_commit);
+use CxStores qw(waiting_commit writer_pid wait_for_writer);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -33,23 +33,6 @@ CREATE EXTENSION ctxstore;
 CREATE SERVER lake FOREIGN DATA WRAPPER ctxstore;
 CREATE FOREIGN TABLE items (id text NOT NULL, n int) SERVER lake OPTIONS (uri '$uri');
 });
-
-sub writer_pid
-{
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
-}
-
-# Waits for a writer other than $old (any writer if $old is empty).
-sub wait_for_writer
-{
-	my ($old) = @_;
-	my $cond = $old ? "AND pid <> $old" : '';
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer' $cond"
-	) or die 'the ctxstore writer did not come back';
-	return writer_pid();
-}
 
 sub count_like
 {
@@ -84,7 +67,7 @@ sub finish_session
 	return $err;
 }
 
-my $writer = wait_for_writer('');
+my $writer = wait_for_writer($node);
 $node->safe_psql('postgres', "INSERT INTO items VALUES ('warm-up', 0)");
 
 # ---- a stopped worker: timeouts and cancel withdraw the request ----
@@ -132,12 +115,25 @@ like($err, qr/ctxstore writer worker is not running/,
 	'a commit queued when the worker exits fails with a clear error');
 like($err, qr/not written/, 'and says its rows were not written');
 
-my $new_writer = wait_for_writer($writer);
+my $new_writer = wait_for_writer($node, $writer);
 isnt($new_writer, $writer, 'the worker restarted with a new pid');
 $writer = $new_writer;
 $node->safe_psql('postgres', "INSERT INTO items VALUES ('after-sigterm', 1)");
 is(count_like('after-sigterm'), '1', 'the restarted worker commits');
 is(count_like('sigterm-queued'), '0', 'the failed commit left no rows');
+
+# ---- a commit made while no worker runs waits for the restarted one ----
+
+# The postmaster restarts the worker a second after it stopped; a commit in
+# that second waits for it instead of failing.
+kill 'TERM', $writer;
+$node->poll_query_until('postgres',
+	"SELECT pid IS NULL FROM ctxstore.workers WHERE kind = 'writer'")
+  or die 'the ctxstore writer did not stop';
+(undef, $err) = timed_psql("INSERT INTO items VALUES ('while-restarting', 1)");
+is($err, '', 'a commit made while the worker restarts does not fail');
+is(count_like('while-restarting'), '1', 'and its row is stored');
+$writer = wait_for_writer($node, $writer);
 
 # ---- giving up on a request the worker has taken ----
 
@@ -209,7 +205,7 @@ for my $out (@outs)
 cmp_ok(scalar(keys %acked), '>', 0, 'some commits were acknowledged before the crash');
 diag(scalar(keys %acked) . ' commits were acknowledged before the crash');
 
-$writer = wait_for_writer('');
+$writer = wait_for_writer($node);
 my %stored;
 my $dups = 0;
 for my $id (split /\n/,

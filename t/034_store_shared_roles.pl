@@ -96,8 +96,7 @@ is($admitted, 1, 'bob was checked once for 50 commits')
 # resolve to the one open store, whose shard writer has one staging area:
 # both rows must be written, not only the last group's.
 {
-	my $writer = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+	my $writer = writer_pid($node);
 	kill 'STOP', $writer;
 	my %sessions = map {
 		$_ => (waiting_commit($node,
@@ -152,8 +151,7 @@ CREATE USER MAPPING FOR erin SERVER az OPTIONS (account_name '$account', sas_tok
 		"erin's commit after her token expired is refused (the store is marked for reopening)");
 	$erin[0]->quit;
 
-	my $writer = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+	my $writer = writer_pid($node);
 	my $log_offset = -s $node->logfile;
 	kill 'STOP', $writer;
 	# erin's COMMIT first, so her group (the handle's own options) finds
@@ -178,8 +176,7 @@ CREATE USER MAPPING FOR erin SERVER az OPTIONS (account_name '$account', sas_tok
 			"$who: a commit of the round on the store marked for reopening is refused cleanly");
 		$bg->quit;
 	}
-	is($node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'"),
+	is(writer_pid($node),
 		$writer, 'the writer survived the round');
 	unlike(substr(slurp_file($node->logfile), $log_offset), qr/terminated by signal/,
 		'no process was terminated by a signal');

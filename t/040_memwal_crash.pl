@@ -20,6 +20,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use CxMemwal;
+use CxStores qw(writer_pid wait_for_writer);
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -36,20 +37,12 @@ CREATE FOREIGN TABLE $table (id text NOT NULL, n int) SERVER lake
 });
 }
 
-sub writer_pid
-{
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
-}
-
 # Makes every acknowledged row of a deferred table visible: the claim of the
 # restarted writer replays the WAL, and flush seals whatever is left.
 sub settle
 {
 	my ($table) = @_;
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'")
-	  or die 'the ctxstore writer did not come back';
+	wait_for_writer($node);
 	$node->safe_psql('postgres', "SELECT ctxstore.flush('$table')");
 	return;
 }
@@ -63,7 +56,7 @@ for my $table ('sealed', 'deferred')
 		ok(wait_for_acks($clients, 200), "$prefix: sessions commit before the kill");
 		if ($victim eq 'writer')
 		{
-			is(kill('KILL', writer_pid()), 1, "$prefix: the writer was killed");
+			is(kill('KILL', writer_pid($node)), 1, "$prefix: the writer was killed");
 		}
 		else
 		{

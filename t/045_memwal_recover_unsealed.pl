@@ -12,7 +12,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use CxMemwal;
-use CxStores qw(server_sql);
+use CxStores qw(server_sql writer_pid wait_for_writer);
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -41,14 +41,11 @@ for my $kind ('file', 's3', 'az')
 		"$kind: acknowledged rows are not visible before a seal");
 }
 
-my $writer = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+my $writer = writer_pid($node);
 is(kill('KILL', $writer), 1, 'the writer was killed');
 
 # Nothing but waiting: the restarted cluster's writer finds its records.
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'")
-  or die 'the cluster did not come back';
+wait_for_writer($node, $writer);
 for my $kind ('file', 's3', 'az')
 {
 	ok( wait_until(sub {
@@ -67,13 +64,10 @@ is($node->safe_psql('postgres',
 	3 * 41 * 42 / 2, 'every row once');
 
 # Recovered stores leave no record behind: another crash recovers nothing.
-$writer = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
+$writer = writer_pid($node);
 my $before = () = slurp_file($node->logfile) =~ /ctxstore recovery: made/g;
 kill('KILL', $writer);
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'")
-  or die 'the writer did not come back';
+wait_for_writer($node, $writer);
 $node->safe_psql('postgres', 'SELECT pg_sleep(1)');
 my $after = () = slurp_file($node->logfile) =~ /ctxstore recovery: made/g;
 is($after, $before, 'a store whose rows were recovered is not recovered again');

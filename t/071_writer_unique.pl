@@ -15,6 +15,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use CxMemwal;
+use CxStores qw(writer_pid wait_for_writer);
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -25,12 +26,6 @@ $node->safe_psql('postgres', qq{
 CREATE FOREIGN TABLE race (id text NOT NULL, n int) SERVER lake
   OPTIONS (uri '$uri', seal_on_insert 'true');
 });
-
-sub writer_pid
-{
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'");
-}
 
 # A session whose statement $sql was sent; with $wait, one that is now
 # waiting for the (stopped) writer.
@@ -66,7 +61,7 @@ sub finish_sessions
 sub race
 {
 	my ($id, $stop) = @_;
-	my $writer = writer_pid();
+	my $writer = writer_pid($node);
 	kill 'STOP', $writer if $stop;
 	my @sessions =
 	  map { start_statement("INSERT INTO race VALUES ('$id', $_)", $stop) } 1 .. 8;
@@ -106,7 +101,7 @@ CREATE FOREIGN TABLE mixed_bad (id text NOT NULL, s text) SERVER lake
   OPTIONS (uri '$muri');
 });
 {
-	my $writer = writer_pid();
+	my $writer = writer_pid($node);
 	kill 'STOP', $writer;
 	my @sessions = (
 		start_statement("INSERT INTO mixed_good VALUES ('good', 1)", 1),
@@ -204,7 +199,7 @@ for my $seal ('true', 'false')
 	my $clients = start_changers($table);
 	ok(wait_until(sub { keys %{ acked_changes($clients) } >= 40 }),
 		"$table: changes commit before the kill");
-	is(kill('KILL', writer_pid()), 1, "$table: the writer was killed");
+	is(kill('KILL', writer_pid($node)), 1, "$table: the writer was killed");
 	my $hung = 0;
 	for my $c (@$clients)
 	{
@@ -216,9 +211,7 @@ for my $seal ('true', 'false')
 	is($hung, 0, "$table: every session ended in bounded time");
 	my $acked = acked_changes($clients);
 	cmp_ok(scalar(keys %$acked), '>', 40, "$table: changes were acknowledged");
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ctxstore writer'")
-	  or die 'the ctxstore writer did not come back';
+	wait_for_writer($node);
 	$node->safe_psql('postgres', "SELECT ctxstore.flush('$table')");
 	check_changes($table, $acked, "$table after the restart");
 	$node->safe_psql('postgres', "SELECT ctxstore.merge_wal('$table')");

@@ -23,7 +23,7 @@ use MIME::Base64;
 use POSIX qw(strftime);
 
 our @EXPORT = qw(emu store_uri file_table server_sql proxy_fault proxy_clear proxy_stat
-  proxy_endpoint az_account_sas psql_as waiting_commit);
+  proxy_endpoint az_account_sas psql_as waiting_commit writer_pid wait_for_writer);
 
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
@@ -205,6 +205,29 @@ sub waiting_commit
 		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid")
 	  or die "the COMMIT of $sql never waited for the writer";
 	return ($bg, $pid);
+}
+
+# The pid of the writer worker that takes requests, or '' while none does.
+# It comes from ctxstore.workers, not pg_stat_activity: a restarted worker is
+# listed there as soon as it connects, before it took the writer role, and a
+# COMMIT in between fails with "the ctxstore writer worker is not running".
+sub writer_pid
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM ctxstore.workers WHERE kind = 'writer' AND pid IS NOT NULL");
+}
+
+# Waits (bounded) until a writer other than $old (any, if $old is empty)
+# takes requests; returns its pid.
+sub wait_for_writer
+{
+	my ($node, $old) = @_;
+	my $other = $old ? "AND pid <> $old" : '';
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM ctxstore.workers WHERE kind = 'writer' AND pid IS NOT NULL $other")
+	  or die 'the ctxstore writer did not come back';
+	return writer_pid($node);
 }
 
 # Arms a rule in the fault proxy in front of S3 or AZ (faultproxy.js).
