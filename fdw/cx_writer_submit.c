@@ -273,15 +273,17 @@ deadline_passed(const WaitDeadline *d)
 static void
 await_running_worker(const CxCall *call, const WaitDeadline *d)
 {
-	TimestampTz give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 WRITER_START_WAIT_MS);
+	TimestampTz give_up_at;
 
-	while (!worker_running())
+	if (worker_running())
+		return;
+	give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), WRITER_START_WAIT_MS);
+	do
 	{
 		if (deadline_passed(d) || GetCurrentTimestamp() >= give_up_at)
 			report_no_worker(call, GIVEUP_NONE);
 		nap(d);
-	}
+	} while (!worker_running());
 }
 
 /*
