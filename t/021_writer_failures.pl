@@ -222,4 +222,43 @@ $node->safe_psql('postgres', "INSERT INTO items VALUES ('after-crash', 1)");
 is(count_like('after-crash'), '1', 'commits work after the crash');
 
 $node->stop;
+
+# ---- no writer at all: a commit waits for one, boundedly, then fails ----
+
+# With no background worker slots the postmaster never starts the writer.
+my $bare = PostgreSQL::Test::Cluster->new('no_worker_slots');
+$bare->init;
+$bare->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'ctxstore'
+max_worker_processes = 0
+});
+$bare->start;
+$bare->safe_psql('postgres', qq{
+CREATE EXTENSION ctxstore;
+CREATE SERVER lake FOREIGN DATA WRAPPER ctxstore;
+CREATE FOREIGN TABLE items (id text NOT NULL, n int) SERVER lake
+  OPTIONS (uri 'file://$root/writer_failures_no_worker');
+});
+
+sub timed_bare_psql
+{
+	my ($sql) = @_;
+	my $start = time;
+	my ($rc, $out, $err) = $bare->psql('postgres', $sql, timeout => 60);
+	return (time - $start, $err);
+}
+
+($elapsed, $err) = timed_bare_psql("INSERT INTO items VALUES ('no-writer', 1)");
+like($err, qr/ctxstore writer worker is not running/,
+	'a commit with no writer to wait for fails with a clear error');
+like($err, qr/not written/, 'and says its rows were not written');
+cmp_ok($elapsed, '>=', 4.9, 'it first waited the 5 s a starting writer may take');
+cmp_ok($elapsed, '<', 30, 'and no longer than that');
+
+($elapsed, $err) = timed_bare_psql(
+	"SET ctxstore.commit_timeout = 300; INSERT INTO items VALUES ('no-writer', 2)");
+like($err, qr/ctxstore writer worker is not running/,
+	'ctxstore.commit_timeout shortens the wait for a writer');
+cmp_ok($elapsed, '<', 4.5, 'to the commit timeout');
+$bare->stop;
 done_testing();
