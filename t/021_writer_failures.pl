@@ -41,12 +41,12 @@ sub count_like
 		"SELECT count(*) FROM items WHERE id LIKE '$pattern'");
 }
 
-# Runs $sql in psql; returns (elapsed seconds, stderr).
+# Runs $sql in psql on $on (default $node); returns (elapsed seconds, stderr).
 sub timed_psql
 {
-	my ($sql) = @_;
+	my ($sql, $on) = @_;
 	my $start = time;
-	my ($rc, $out, $err) = $node->psql('postgres', $sql, timeout => 60);
+	my ($rc, $out, $err) = ($on // $node)->psql('postgres', $sql, timeout => 60);
 	return (time - $start, $err);
 }
 
@@ -240,23 +240,15 @@ CREATE FOREIGN TABLE items (id text NOT NULL, n int) SERVER lake
   OPTIONS (uri 'file://$root/writer_failures_no_worker');
 });
 
-sub timed_bare_psql
-{
-	my ($sql) = @_;
-	my $start = time;
-	my ($rc, $out, $err) = $bare->psql('postgres', $sql, timeout => 60);
-	return (time - $start, $err);
-}
-
-($elapsed, $err) = timed_bare_psql("INSERT INTO items VALUES ('no-writer', 1)");
+($elapsed, $err) = timed_psql("INSERT INTO items VALUES ('no-writer', 1)", $bare);
 like($err, qr/ctxstore writer worker is not running/,
 	'a commit with no writer to wait for fails with a clear error');
 like($err, qr/not written/, 'and says its rows were not written');
 cmp_ok($elapsed, '>=', 4.9, 'it first waited the 5 s a starting writer may take');
 cmp_ok($elapsed, '<', 30, 'and no longer than that');
 
-($elapsed, $err) = timed_bare_psql(
-	"SET ctxstore.commit_timeout = 300; INSERT INTO items VALUES ('no-writer', 2)");
+($elapsed, $err) = timed_psql(
+	"SET ctxstore.commit_timeout = 300; INSERT INTO items VALUES ('no-writer', 2)", $bare);
 like($err, qr/ctxstore writer worker is not running/,
 	'ctxstore.commit_timeout shortens the wait for a writer');
 cmp_ok($elapsed, '<', 4.5, 'to the commit timeout');
