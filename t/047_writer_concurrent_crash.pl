@@ -12,6 +12,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use CxMemwal;
+use CxStores qw(poll_until_true);
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -46,7 +47,7 @@ ok( wait_until(
 my %acked = %{ finish_clients(\@clients) };
 
 # The restarted cluster, without failpoints, settles what was in flight.
-$node->poll_query_until('postgres', 'SELECT true') or die 'the cluster did not come back';
+poll_until_true($node, 'SELECT true') or die 'the cluster did not come back';
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET ctxstore.failpoints; SELECT pg_reload_conf()');
 $node->restart;
 for my $t (@tables)

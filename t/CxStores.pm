@@ -18,12 +18,13 @@ use warnings;
 use Digest::SHA qw(hmac_sha256);
 use Exporter 'import';
 use HTTP::Tiny;
+use IPC::Run;
 use JSON::PP;
 use MIME::Base64;
 use POSIX qw(strftime);
 
 our @EXPORT = qw(emu store_uri file_table server_sql proxy_fault proxy_clear proxy_stat
-  proxy_endpoint az_account_sas psql_as waiting_commit writer_pid wait_for_writer);
+  proxy_endpoint az_account_sas psql_as waiting_commit writer_pid wait_for_writer poll_until_true);
 
 # Per test file, so that files sharing the emulators never share a store.
 my $run = "t$$";
@@ -218,13 +219,33 @@ sub writer_pid
 		"SELECT pid FROM ctxstore.workers WHERE kind = 'writer' AND pid IS NOT NULL");
 }
 
+# Polls $node (database postgres) every 100 ms until $query returns true;
+# false after the test timeout.  Unlike poll_query_until it passes the query
+# on psql's command line: while a cluster restarts after a crash, psql can
+# exit before it reads its input, and poll_query_until's write to it then
+# dies with "Broken pipe".
+sub poll_until_true
+{
+	my ($node, $query) = @_;
+	my $end = time + ($PostgreSQL::Test::Utils::timeout_default // 180);
+	while (time < $end)
+	{
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $query ],
+			'<', '/dev/null', '>', \$out, '2>', \$err);
+		return 1 if $out =~ /^t$/m;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+
 # Waits (bounded) until a writer other than $old (any, if $old is empty)
 # takes requests; returns its pid.
 sub wait_for_writer
 {
 	my ($node, $old) = @_;
 	my $other = $old ? "AND pid <> $old" : '';
-	$node->poll_query_until('postgres',
+	poll_until_true($node,
 		"SELECT count(*) = 1 FROM ctxstore.workers WHERE kind = 'writer' AND pid IS NOT NULL $other")
 	  or die 'the ctxstore writer did not come back';
 	return writer_pid($node);
