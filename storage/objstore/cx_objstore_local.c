@@ -56,10 +56,14 @@
  *
  * cx_obj_prepare_put() makes the next put-if-absent's unnamed inode ahead
  * (a spare, with its directory's descriptor: one per handle, SPARES_MAX in
- * the process), because
- * making one can take as long as the put's fsyncs (ext4 without a journal
- * scans for inodes not recently freed); a put into that directory takes it,
- * and names it in the key's directory opened again if the spare's went.
+ * the process), because making one can take as long as the put's fsyncs
+ * (ext4 without a journal scans for inodes not recently freed); a put into
+ * that directory takes it, and names it in the key's directory opened again
+ * if the spare's went.  A spare is never freed to make another: an unnamed
+ * inode can be named in any directory of its mount, so a new spare takes
+ * the inode of one it replaces there (its handle's old one, or the oldest
+ * when the table is full), and freeing inodes, which makes the next ones
+ * slow to find, stays rare.
  *
  * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
  * fragment written column chunk by column chunk costs a few write() calls,
@@ -113,11 +117,11 @@ typedef struct local_store
 /*
  * Unnamed inodes made ahead (cx_obj_prepare_put), each with the descriptor
  * of its directory (dir, a key prefix): at most one per handle and
- * SPARES_MAX in the process, oldest first, the oldest dropped for a new
- * one, so that a process writing a thousand stores in turn holds a few
- * dozen descriptors for them, not thousands.  The seal pool's threads put
- * to different handles at once, hence the lock; no system call runs under
- * it.
+ * SPARES_MAX in the process, oldest first, the oldest giving its inode to
+ * a new one on the same mount (else dropped), so that a process writing a
+ * thousand stores in turn holds a few dozen descriptors for them, not
+ * thousands, and frees no inode per put.  The seal pool's threads put to
+ * different handles at once, hence the lock; no system call runs under it.
  */
 #define SPARES_MAX 16
 
@@ -125,7 +129,8 @@ typedef struct spare_inode
 {
 	const local_store *owner;
 	int			fd;
-	int			dfd;
+	int			dfd;			/* the directory dir, where it is linked */
+	uint64_t	mount;			/* mount_of(dfd), which is fd's too */
 	char		dir[CX_KEY_MAX + 1];
 } spare_inode;
 
@@ -612,21 +617,29 @@ close_spare(const spare_inode *sp)
 		close(sp->dfd);
 }
 
-/* Takes owner's spare out of the table into *out (fd -1 if it had none).
- * The caller holds spares_lock. */
+/* The index of owner's spare, in dir unless dir is NULL, or -1.  The caller
+ * holds spares_lock. */
+static int
+find_spare_locked(const local_store *owner, const char *dir)
+{
+	for (int i = 0; i < nspares; i++)
+		if (spares[i].owner == owner &&
+			(dir == NULL || strcmp(spares[i].dir, dir) == 0))
+			return i;
+	return -1;
+}
+
+/* Takes spares[i] (-1: none, then fd -1) out of the table into *out.  The
+ * caller holds spares_lock. */
 static void
-remove_spare_locked(const local_store *owner, spare_inode *out)
+remove_spare_locked(int i, spare_inode *out)
 {
 	out->fd = out->dfd = -1;
-	for (int i = 0; i < nspares; i++)
-		if (spares[i].owner == owner)
-		{
-			*out = spares[i];
-			memmove(&spares[i], &spares[i + 1],
-					sizeof(spare_inode) * (nspares - i - 1));
-			nspares--;
-			return;
-		}
+	if (i < 0)
+		return;
+	*out = spares[i];
+	memmove(&spares[i], &spares[i + 1], sizeof(spare_inode) * (nspares - i - 1));
+	nspares--;
 }
 
 /* Drops owner's spare, if any. */
@@ -636,13 +649,13 @@ drop_spare(const local_store *owner)
 	spare_inode old;
 
 	pthread_mutex_lock(&spares_lock);
-	remove_spare_locked(owner, &old);
+	remove_spare_locked(find_spare_locked(owner, NULL), &old);
 	pthread_mutex_unlock(&spares_lock);
 	close_spare(&old);
 }
 
-/* Gives the upload its handle's spare if that was made in the key's
- * directory (a spare made elsewhere is dropped). */
+/* Gives the upload its handle's spare if that was made for the key's
+ * directory.  A spare made for another directory stays for its put. */
 static bool
 take_spare(local_store *ls, local_upload *up)
 {
@@ -651,15 +664,10 @@ take_spare(local_store *ls, local_upload *up)
 	spare_inode sp;
 
 	pthread_mutex_lock(&spares_lock);
-	remove_spare_locked(ls, &sp);
+	remove_spare_locked(find_spare_locked(ls, dir), &sp);
 	pthread_mutex_unlock(&spares_lock);
 	if (sp.fd < 0)
 		return false;
-	if (!ls->tmpfile || strcmp(dir, sp.dir) != 0)
-	{
-		close_spare(&sp);
-		return false;
-	}
 	up->dfd = sp.dfd;
 	up->fd = sp.fd;
 	up->anon = true;
@@ -672,13 +680,57 @@ take_spare(local_store *ls, local_upload *up)
 static bool
 has_spare(const local_store *owner, const char *dir)
 {
-	bool		has = false;
+	bool		has;
 
 	pthread_mutex_lock(&spares_lock);
-	for (int i = 0; i < nspares && !has; i++)
-		has = spares[i].owner == owner && strcmp(spares[i].dir, dir) == 0;
+	has = find_spare_locked(owner, dir) >= 0;
 	pthread_mutex_unlock(&spares_lock);
 	return has;
+}
+
+/* The mount a descriptor is on (statx's mount id), 0 where the kernel does
+ * not say.  An unnamed inode can be linked into any directory of the mount
+ * it was made on, and only there. */
+static uint64_t
+mount_of(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) != 0 ||
+		!(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return stx.stx_mnt_id;
+}
+
+/*
+ * An unnamed inode made earlier on mount, taken out of the table for
+ * owner's next spare: owner's own spare made for another directory, else,
+ * with the table full, the oldest spare on that mount; -1 if none (the
+ * caller makes one).  Moving an inode rather than closing one and making
+ * another matters where the file system avoids recently freed inodes (ext4
+ * without a journal scans past every inode freed in the last minute): a
+ * writer of a thousand stores in turn would otherwise free an inode per put.
+ */
+static int
+reuse_spare_inode(const local_store *owner, uint64_t mount)
+{
+	spare_inode old;
+	int			i;
+
+	if (mount == 0)
+		return -1;
+	pthread_mutex_lock(&spares_lock);
+	i = find_spare_locked(owner, NULL);
+	if (i >= 0 && spares[i].mount != mount)
+		i = -1;
+	for (int j = 0; i < 0 && nspares == SPARES_MAX && j < nspares; j++)
+		if (spares[j].mount == mount)
+			i = j;
+	remove_spare_locked(i, &old);
+	pthread_mutex_unlock(&spares_lock);
+	if (old.dfd >= 0)
+		close(old.dfd);
+	return old.fd;
 }
 
 /* Enters sp as its owner's spare, replacing the owner's old one and, with
@@ -690,9 +742,9 @@ install_spare(const spare_inode *sp)
 	spare_inode evicted = {.fd = -1, .dfd = -1};
 
 	pthread_mutex_lock(&spares_lock);
-	remove_spare_locked(sp->owner, &old);
+	remove_spare_locked(find_spare_locked(sp->owner, NULL), &old);
 	if (nspares == SPARES_MAX)
-		remove_spare_locked(spares[0].owner, &evicted);
+		remove_spare_locked(0, &evicted);
 	spares[nspares++] = *sp;
 	pthread_mutex_unlock(&spares_lock);
 	close_spare(&old);
@@ -700,8 +752,8 @@ install_spare(const spare_inode *sp)
 }
 
 /* cx_obj_prepare_put: the unnamed inode of the next put-if-absent into
- * key's directory, made now.  Nothing on any failure: the put makes its
- * own then. */
+ * key's directory, made now or moved from another spare.  Nothing on any
+ * failure: the put makes its own then. */
 static void
 local_prepare_put(cx_objstore *s, const char *key)
 {
@@ -715,7 +767,10 @@ local_prepare_put(cx_objstore *s, const char *key)
 		return;
 	if (open_key_dir(ls, key, true, &sp.dfd, &name, &ignored) != CX_OK)
 		return;
-	sp.fd = openat(sp.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+	sp.mount = mount_of(sp.dfd);
+	sp.fd = reuse_spare_inode(ls, sp.mount);
+	if (sp.fd < 0)
+		sp.fd = openat(sp.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
 	if (sp.fd < 0)
 	{
 		close_spare(&sp);
