@@ -162,8 +162,8 @@ cx_keyfilter_may_hold_hash(const cx_keyfilter *f, uint64_t h)
  * The table of kept filters
  *
  * TABLE_SLOTS segments, least recently used replaced first, their filters
- * together at most TABLE_BYTES (one filter at most half of it: about 22
- * million values at 12 bits).  A slot without a filter counts the bytes of
+ * together at most TABLE_BYTES (one filter at most half of it: about 16
+ * million values at 16 bits).  A slot without a filter counts the bytes of
  * data blocks its segment's lookups may have read since it was last seen.
  * -------------------------------------------------------------------------- */
 

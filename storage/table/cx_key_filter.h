@@ -23,8 +23,8 @@
 #include "ctxstore/error.h"
 #include "util/cx_buf.h"
 
-#define CX_KEYFILTER_BITS_PER_VALUE 12
-#define CX_KEYFILTER_PROBES 8	/* about 0.3% false positives at 12 bits */
+#define CX_KEYFILTER_BITS_PER_VALUE 16
+#define CX_KEYFILTER_PROBES 11	/* about 0.05% false positives at 16 bits */
 #define CX_KEYFILTER_MAX_PROBES 32
 
 /* Hashes of the values a segment writer has seen, distinct neighbours
