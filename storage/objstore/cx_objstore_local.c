@@ -72,7 +72,9 @@
  * The failpoint "local.no_tmpfile" (action error) makes the next put-if-
  * absent behave as if O_TMPFILE were unsupported, so tests cover the
  * fallback; "local.no_openat2" (action error) makes the store resolve paths
- * by the walk for good.
+ * by the walk for good; "local.spare_project" (action error) makes the next
+ * spare's directory read as of another project than every spare held, so
+ * tests see a spare that cannot move.
  *
  * Error messages are bare reasons; cx_objstore.c adds "<op> <uri>/<key>".
  */
@@ -89,10 +91,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/fs.h>
 #include <linux/openat2.h>
 
 #include "util/cx_failpoint.h"
@@ -131,6 +135,7 @@ typedef struct spare_inode
 	int			fd;
 	int			dfd;			/* the directory dir, where it is linked */
 	uint64_t	mount;			/* mount_of(dfd), which is fd's too */
+	uint32_t	project;		/* project_of(fd) */
 	char		dir[CX_KEY_MAX + 1];
 } spare_inode;
 
@@ -688,9 +693,14 @@ has_spare(const local_store *owner, const char *dir)
 	return has;
 }
 
-/* The mount a descriptor is on (statx's mount id), 0 where the kernel does
- * not say.  An unnamed inode can be linked into any directory of the mount
- * it was made on, and only there. */
+/*
+ * Where an unnamed inode can be linked: into a directory of the mount it was
+ * made on (statx's mount id; 0 where the kernel does not say, and then no
+ * inode moves), of its own project (ext4 and XFS refuse, with EXDEV, a link
+ * into a directory that passes its project id on to new files when the ids
+ * differ; a move is allowed only where they are equal, 0 where the file
+ * system has none).
+ */
 static uint64_t
 mount_of(int fd)
 {
@@ -702,29 +712,44 @@ mount_of(int fd)
 	return stx.stx_mnt_id;
 }
 
+static uint32_t
+project_of(int fd)
+{
+	struct fsxattr fsx;
+
+	return ioctl(fd, FS_IOC_FSGETXATTR, &fsx) == 0 ? fsx.fsx_projid : 0;
+}
+
+/* Whether from's inode can be linked into to's directory. */
+static bool
+can_move(const spare_inode *from, const spare_inode *to)
+{
+	return from->mount == to->mount && from->project == to->project;
+}
+
 /*
- * An unnamed inode made earlier on mount, taken out of the table for
- * owner's next spare: owner's own spare made for another directory, else,
- * with the table full, the oldest spare on that mount; -1 if none (the
- * caller makes one).  Moving an inode rather than closing one and making
+ * An unnamed inode made earlier that sp's directory can take (same mount and
+ * project), taken out of the table for owner's next spare: owner's own
+ * spare made for another directory, else, with the table full, the oldest
+ * such spare; -1 if none (the caller makes one).  Moving an inode rather than closing one and making
  * another matters where the file system avoids recently freed inodes (ext4
  * without a journal scans past every inode freed in the last minute): a
  * writer of a thousand stores in turn would otherwise free an inode per put.
  */
 static int
-reuse_spare_inode(const local_store *owner, uint64_t mount)
+reuse_spare_inode(const spare_inode *sp)
 {
 	spare_inode old;
 	int			i;
 
-	if (mount == 0)
+	if (sp->mount == 0)
 		return -1;
 	pthread_mutex_lock(&spares_lock);
-	i = find_spare_locked(owner, NULL);
-	if (i >= 0 && spares[i].mount != mount)
+	i = find_spare_locked(sp->owner, NULL);
+	if (i >= 0 && !can_move(&spares[i], sp))
 		i = -1;
 	for (int j = 0; i < 0 && nspares == SPARES_MAX && j < nspares; j++)
-		if (spares[j].mount == mount)
+		if (can_move(&spares[j], sp))
 			i = j;
 	remove_spare_locked(i, &old);
 	pthread_mutex_unlock(&spares_lock);
@@ -768,9 +793,15 @@ local_prepare_put(cx_objstore *s, const char *key)
 	if (open_key_dir(ls, key, true, &sp.dfd, &name, &ignored) != CX_OK)
 		return;
 	sp.mount = mount_of(sp.dfd);
-	sp.fd = reuse_spare_inode(ls, sp.mount);
+	/* A moved inode keeps its project: it must be the directory's. */
+	sp.project = CX_FAILPOINT("local.spare_project", &ignored) != CX_OK ?
+		UINT32_MAX : project_of(sp.dfd);
+	sp.fd = reuse_spare_inode(&sp);
 	if (sp.fd < 0)
+	{
 		sp.fd = openat(sp.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+		sp.project = sp.fd < 0 ? 0 : project_of(sp.fd);
+	}
 	if (sp.fd < 0)
 	{
 		close_spare(&sp);

@@ -552,3 +552,41 @@ CX_TEST(local_hint_is_rewritten_in_place)
 	CHECK(file_holds("/hint-outside", "12345"));
 	cx_obj_close(s);
 }
+
+/*
+ * ...but only into a directory of the inode's own project (ext4 and XFS
+ * refuse links across projects with EXDEV): with the new spare's directory
+ * of another project (failpoint local.spare_project), the oldest spare is
+ * dropped and a new inode made, and the put names the new one.
+ */
+CX_TEST(local_spare_inodes_stay_within_their_project)
+{
+	enum
+	{
+		STORES = 17
+	};
+	cx_objstore *s[STORES];
+	ino_t		made[STORES];
+	char		suffix[32];
+	cx_err		err;
+
+	for (int i = 0; i < STORES; i++)
+	{
+		snprintf(suffix, sizeof(suffix), "/project/%d", i);
+		REQUIRE_OK(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], &err), &err);
+		if (i < STORES - 1)
+			cx_obj_prepare_put(s[i], "d/k");
+	}
+	REQUIRE(unnamed_inodes(made, STORES) == STORES - 1);
+	REQUIRE_OK(cx_failpoint_set("local.spare_project=error", &err), &err);
+	cx_obj_prepare_put(s[STORES - 1], "d/k");
+	REQUIRE_OK(cx_failpoint_set("", &err), &err);
+	CHECK(unnamed_inodes(NULL, 0) == STORES - 1 && !holds_exactly(made, STORES - 1));
+
+	REQUIRE_OK(cx_obj_put(s[STORES - 1], "d/k", "v", 1, CX_PUT_IF_ABSENT, &err), &err);
+	snprintf(suffix, sizeof(suffix), "/project/%d/d/k", STORES - 1);
+	CHECK(inode_of(suffix) != 0 && !holds_inode(made, STORES - 1, inode_of(suffix)));
+	for (int i = 0; i < STORES; i++)
+		cx_obj_close(s[i]);
+	CHECK(unnamed_inodes(NULL, 0) == 0);
+}
