@@ -30,9 +30,11 @@
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "lib/stringinfo.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "ctxstore_fdw.h"
@@ -53,10 +55,21 @@ struct CxStore
 	cx_schema  *fixed_schema;
 	char	   *fixed_key;
 	cx_manifest write_base;
-	CxStore    *next;
+	CxStore    *next;			/* another key of the same hash */
 };
 
-static CxStore *stores = NULL;
+/*
+ * The open stores by the hash of their key: a backend of a cluster writing
+ * a thousand stores finds each one's handle at every statement, so a search
+ * must not compare every key (they share long URI prefixes).
+ */
+typedef struct StoreBucket
+{
+	uint64		hash;			/* the hash key */
+	CxStore    *first;
+} StoreBucket;
+
+static HTAB *stores = NULL;
 
 /* What tells two handles apart: the URI and every option the engine gets. */
 static char *
@@ -125,14 +138,37 @@ open_handle(const CxRelInfo *ri)
 	return handle;
 }
 
+static StoreBucket *
+bucket_of(const char *key)
+{
+	uint64		hash = hash_bytes_extended((const unsigned char *) key,
+										   (int) strlen(key), 0);
+	StoreBucket *b;
+	bool		found;
+
+	if (stores == NULL)
+	{
+		HASHCTL		ctl = {.keysize = sizeof(uint64),
+		.entrysize = sizeof(StoreBucket)};
+
+		stores = hash_create("ctxstore stores", 64, &ctl,
+							 HASH_ELEM | HASH_BLOBS);
+	}
+	b = hash_search(stores, &hash, HASH_ENTER, &found);
+	if (!found)
+		b->first = NULL;
+	return b;
+}
+
 static CxStore *
 find_or_open(const CxRelInfo *ri)
 {
 	char	   *key = handle_key(ri);
+	StoreBucket *b = bucket_of(key);
 	CxStore    *st;
 	cx_objstore *handle;
 
-	for (st = stores; st != NULL; st = st->next)
+	for (st = b->first; st != NULL; st = st->next)
 		if (strcmp(st->key, key) == 0)
 			return st;
 
@@ -140,8 +176,8 @@ find_or_open(const CxRelInfo *ri)
 	st = MemoryContextAllocZero(TopMemoryContext, sizeof(CxStore));
 	st->key = MemoryContextStrdup(TopMemoryContext, key);
 	st->handle = handle;
-	st->next = stores;
-	stores = st;
+	st->next = b->first;
+	b->first = st;
 	return st;
 }
 
