@@ -29,8 +29,8 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
-#include "lib/stringinfo.h"
 #include "common/hashfn.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/acl.h"

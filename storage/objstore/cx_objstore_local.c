@@ -60,10 +60,10 @@
  * (ext4 without a journal scans for inodes not recently freed); a put into
  * that directory takes it, and names it in the key's directory opened again
  * if the spare's went.  A spare is never freed to make another: an unnamed
- * inode can be named in any directory of its mount, so a new spare takes
- * the inode of one it replaces there (its handle's old one, or the oldest
- * when the table is full), and freeing inodes, which makes the next ones
- * slow to find, stays rare.
+ * inode can be named in any directory of its mount and project, so a new
+ * spare takes the inode of one it replaces there (its handle's old one, or
+ * the oldest when the table is full), and freeing inodes, which makes the
+ * next ones slow to find, stays rare.
  *
  * Writes of an upload are gathered in a buffer of WBUF_SIZE bytes, so a
  * fragment written column chunk by column chunk costs a few write() calls,
@@ -122,7 +122,7 @@ typedef struct local_store
  * Unnamed inodes made ahead (cx_obj_prepare_put), each with the descriptor
  * of its directory (dir, a key prefix): at most one per handle and
  * SPARES_MAX in the process, oldest first, the oldest giving its inode to
- * a new one on the same mount (else dropped), so that a process writing a
+ * a new one it can move to (else dropped), so that a process writing a
  * thousand stores in turn holds a few dozen descriptors for them, not
  * thousands, and frees no inode per put.  The seal pool's threads put to
  * different handles at once, hence the lock; no system call runs under it.
@@ -731,10 +731,11 @@ can_move(const spare_inode *from, const spare_inode *to)
  * An unnamed inode made earlier that sp's directory can take (same mount and
  * project), taken out of the table for owner's next spare: owner's own
  * spare made for another directory, else, with the table full, the oldest
- * such spare; -1 if none (the caller makes one).  Moving an inode rather than closing one and making
- * another matters where the file system avoids recently freed inodes (ext4
- * without a journal scans past every inode freed in the last minute): a
- * writer of a thousand stores in turn would otherwise free an inode per put.
+ * such spare; -1 if none (the caller makes one).  Moving an inode rather
+ * than closing one and making another matters where the file system avoids
+ * recently freed inodes (ext4 without a journal scans past every inode
+ * freed in the last minute): a writer of a thousand stores in turn would
+ * otherwise free an inode per put.
  */
 static int
 reuse_spare_inode(const spare_inode *sp)

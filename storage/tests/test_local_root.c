@@ -385,7 +385,22 @@ CX_TEST(local_prepared_put_names_the_spare_inode)
 	cx_obj_close(s);
 }
 
-/* Spares are bounded per process (16, the oldest dropped for a new one):
+/* Opens n stores, <test dir><prefix>/0 .. n-1, into s. */
+static cx_code
+open_stores(const char *prefix, cx_objstore **s, int n, cx_err *err)
+{
+	char		suffix[64];
+
+	for (int i = 0; i < n; i++)
+	{
+		snprintf(suffix, sizeof(suffix), "%s/%d", prefix, i);
+		if (cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], err) != CX_OK)
+			return err->code;
+	}
+	return CX_OK;
+}
+
+/* Spares are bounded per process (16, the oldest giving way to a new one):
  * a writer preparing puts to many stores in turn holds 32 descriptors for
  * them, not two per store, and every put still lands. */
 CX_TEST(local_prepared_puts_are_bounded_per_process)
@@ -395,16 +410,12 @@ CX_TEST(local_prepared_puts_are_bounded_per_process)
 		STORES = 24
 	};
 	cx_objstore *s[STORES];
-	char		suffix[32];
 	cx_err		err;
 	int			base = open_fds();
 
+	REQUIRE_OK(open_stores("/many", s, STORES, &err), &err);
 	for (int i = 0; i < STORES; i++)
-	{
-		snprintf(suffix, sizeof(suffix), "/many/%d", i);
-		REQUIRE_OK(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], &err), &err);
 		cx_obj_prepare_put(s[i], "d/k");
-	}
 	CHECK(open_fds() == base + 2 * 16);
 	for (int i = 0; i < STORES; i++)
 	{
@@ -492,11 +503,7 @@ CX_TEST(local_spare_inodes_move_instead_of_being_freed)
 	cx_err		err;
 	int			base = open_fds();
 
-	for (int i = 0; i < STORES; i++)
-	{
-		snprintf(suffix, sizeof(suffix), "/move/%d", i);
-		REQUIRE_OK(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], &err), &err);
-	}
+	REQUIRE_OK(open_stores("/move", s, STORES, &err), &err);
 	cx_obj_prepare_put(s[0], "a/k");
 	REQUIRE(unnamed_inodes(made, STORES) == 1);
 	cx_obj_prepare_put(s[0], "d/k");	/* the handle's spare moves to d */
@@ -570,13 +577,9 @@ CX_TEST(local_spare_inodes_stay_within_their_project)
 	char		suffix[32];
 	cx_err		err;
 
-	for (int i = 0; i < STORES; i++)
-	{
-		snprintf(suffix, sizeof(suffix), "/project/%d", i);
-		REQUIRE_OK(cx_objstore_open(cx_test_uri(suffix), NULL, 0, &s[i], &err), &err);
-		if (i < STORES - 1)
-			cx_obj_prepare_put(s[i], "d/k");
-	}
+	REQUIRE_OK(open_stores("/project", s, STORES, &err), &err);
+	for (int i = 0; i < STORES - 1; i++)
+		cx_obj_prepare_put(s[i], "d/k");
 	REQUIRE(unnamed_inodes(made, STORES) == STORES - 1);
 	REQUIRE_OK(cx_failpoint_set("local.spare_project=error", &err), &err);
 	cx_obj_prepare_put(s[STORES - 1], "d/k");
