@@ -142,7 +142,8 @@ LANGUAGE C STRICT VOLATILE;
 -- in DSM segments since the server started.  heap_bytes: the heap the
 -- worker's malloc has handed out and not had back (its free heap excluded),
 -- cache_bytes: the part of it the engine's caches hold, both as the worker
--- last published them, once per loop iteration (NULL until it first did).
+-- last published them, at most once a second and within a second of going
+-- idle (NULL until it first did).
 -- gathers and gather_sleeps (writer only): its waits after a round for the
 -- sessions it acknowledged to commit again, and its sleeps in them.
 CREATE FUNCTION ctxstore.worker_info(

@@ -753,7 +753,7 @@ cx_maint_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
-		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes, false);
+		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes);
 		if (take_job(generation, &job))
 		{
 			run_job(&job);
@@ -766,9 +766,8 @@ cx_maint_main(Datum main_arg)
 			(void) timed_work_due();
 			continue;
 		}
-		wait_ms = timed_work_due();
-		cx_worker_release_free_memory();
-		cx_worker_publish_memory(&CxWriter->maint, cx_stores_cache_bytes, true);
+		wait_ms = cx_worker_settle_memory(&CxWriter->maint, cx_stores_cache_bytes,
+										  timed_work_due());
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 wait_ms, PG_WAIT_EXTENSION);
 	}

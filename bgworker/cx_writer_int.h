@@ -92,13 +92,14 @@ extern void cx_unsealed_recover(void);
  * a configuration reload; false once a shutdown was requested. */
 extern bool cx_worker_loop_continues(void);
 /* Publishes a worker's live heap bytes and, of them, the bytes its caches
- * hold (cache_bytes()) into w for the view: before it sleeps (idle), and
- * while it works at most once a second. */
-extern void cx_worker_publish_memory(CxWorkerInfo *w, uint64 (*cache_bytes) (void),
-									 bool idle);
+ * hold (cache_bytes()) into w for the view, at most once a second. */
+extern void cx_worker_publish_memory(CxWorkerInfo *w, uint64 (*cache_bytes) (void));
 /* Before a worker sleeps: malloc's free memory beyond a few MiB goes back to
- * the OS, so that one large transaction or merge does not leave it large. */
-extern void cx_worker_release_free_memory(void);
+ * the OS, so that one large transaction or merge does not leave it large,
+ * and the memory is published; at most once a second, so the wait_ms the
+ * worker may sleep comes back shortened to when it is next due. */
+extern long cx_worker_settle_memory(CxWorkerInfo *w, uint64 (*cache_bytes) (void),
+									long wait_ms);
 
 /* ---- the writer worker (cx_writer_*.c) ---- */
 

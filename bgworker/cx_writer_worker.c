@@ -222,7 +222,7 @@ cx_writer_main(Datum main_arg)
 
 		if (!cx_worker_loop_continues())
 			break;
-		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes, false);
+		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes);
 		round_start = GetCurrentTimestamp();
 		cx_writer_run_round(generation, &round);
 		round_us = GetCurrentTimestamp() - round_start;
@@ -234,10 +234,10 @@ cx_writer_main(Datum main_arg)
 		/* Work found: look again at once, without sleeping. */
 		if (worked)
 			continue;
-		cx_worker_release_free_memory();
-		cx_worker_publish_memory(&CxWriter->writer, cx_resident_cache_bytes, true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 cx_writer_next_due_ms(IDLE_WAIT_MS), PG_WAIT_EXTENSION);
+						 cx_worker_settle_memory(&CxWriter->writer, cx_resident_cache_bytes,
+												 cx_writer_next_due_ms(IDLE_WAIT_MS)),
+						 PG_WAIT_EXTENSION);
 	}
 
 	elog(LOG, "ctxstore writer shutting down: sealing the stores it holds");

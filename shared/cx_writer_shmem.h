@@ -170,6 +170,7 @@ typedef struct CxMergeJob
 typedef struct CxStoreStatsEntry
 {
 	char		uri[CX_STATS_URI_MAX];	/* "" = unused */
+	uint32		uri_hash;		/* of uri: compared before it */
 	uint64		last_used;		/* for eviction */
 	bool		maint_open;		/* the maintenance worker holds it open */
 	CxWriterStoreStats stats;
