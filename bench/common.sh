@@ -101,6 +101,24 @@ best_ms() {
 # tps from pgbench output
 tps_of() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+ticks() {  # $1 = pid, $2 = first field (14: utime+stime, 16: cutime+cstime)
+  awk -v f="$2" '{ sub(/^.*\) /, ""); print $(f - 2) + $(f - 1) }' "/proc/$1/stat"
+}
+worker_pid() { psql_b -tAc "SELECT pid FROM ctxstore.workers WHERE kind = '$1'"; }
+# CPU ticks of the sessions (through the postmaster's cutime+cstime, which
+# collects its children's CPU as they exit), the writer and the maintenance
+# worker, as "sessions writer maintenance".
+cpu_ticks() {
+  echo "$(ticks "$(head -1 "$bench_dir/data/postmaster.pid")" 16)" \
+    "$(ticks "$(worker_pid writer)" 14)" "$(ticks "$(worker_pid maintenance)" 14)"
+}
+# Microseconds of CPU per transaction of each process between two
+# cpu_ticks ($1, $2), for $3 transactions: "sessions writer maintenance".
+cpu_per_txn() {
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    for (i = 1; i <= 3; i++) printf "%s%.1f", (i > 1 ? " " : ""), (y[i] - x[i]) * 1e6 / hz / n }'
+}
 
 # Median wall time in ms of $repeat runs of statement $2 in one session, after
 # statements $1 (e.g. a PREPARE) and a warm-up run (the session's first read

@@ -24,11 +24,6 @@ bench_start
 trap bench_stop EXIT
 create_context_tables single "seal_on_insert '${SEAL:-on}'${TABLE_OPTIONS:+, $TABLE_OPTIONS}"
 
-ticks() {  # $1 = pid, $2 = first field (14: utime+stime, 16: cutime+cstime)
-  awk -v f="$2" '{ sub(/^.*\) /, ""); print $(f - 2) + $(f - 1) }' "/proc/$1/stat"
-}
-worker_pid() { psql_b -tAc "SELECT pid FROM ctxstore.workers WHERE kind = '$1'"; }
-
 script=$(mktemp); chmod 644 "$script"
 if [ "$rows" = 1 ]; then
   cat >"$script" <<SQL

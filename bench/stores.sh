@@ -6,7 +6,10 @@
 # every commit finds its store closed and reopens it, and with room for every
 # store (what the reopens cost, apart from the group commits a store loses
 # when each commit goes to another store).  Prints the throughputs, their
-# ratios to one store, and the shard claims per store: "claimed shard" lines
+# ratios to one store, each run's CPU per transaction in the sessions, the
+# writer and the maintenance worker (as bench/ingest_cpu.sh counts it: the
+# sessions' share includes their connection set-up and, here, their first
+# open of each table), and the shard claims per store: "claimed shard" lines
 # in the server log / STORES (ctxstore.stats keeps counters for 128 stores
 # only).  Every store is written once before the timed runs, which makes
 # the one claim each needs.  SEALS (e.g. "4 16") adds a round-robin run
@@ -50,11 +53,19 @@ warm_up() {
 warm_up
 psql_b -c "SELECT put('one', 0)" >/dev/null
 
+# "tps sessions writer maintenance": the throughput and each process's
+# CPU per transaction in us (bench/common.sh, cpu_per_txn).
 run() {  # $1 = the table expression of the script
-  local f
+  local f out c0 c1 txns
   f=$(mktemp); echo "SELECT put($1, :client_id);" > "$f"; chmod 644 "$f"
-  pgbench_b -n -f "$f" -c 16 -j 2 -T "$duration" 2>&1 | tps_of
-  rm -f "$f"
+  out=$(mktemp)
+  c0=$(cpu_ticks)
+  pgbench_b -n -f "$f" -c 16 -j 2 -T "$duration" >"$out" 2>&1
+  sleep 0.5   # the postmaster reaps the sessions
+  c1=$(cpu_ticks)
+  txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
+  echo "$(tps_of <"$out") $(cpu_per_txn "$c0" "$c1" "$txns")"
+  rm -f "$f" "$out"
 }
 
 claims_logged() { grep -cE 'ctxstore writer: (re-)?claimed shard' "$bench_dir/server.log" || true; }
@@ -73,12 +84,16 @@ for n in ${SEALS:-}; do
 done
 
 echo "stores, $duration s per run, 16 sessions, $(nproc) cores (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-52s %10s %8s\n' run tps ratio
-printf '%-52s %10s %8s\n' "one store" "$one" 1
-printf '%-52s %10s %8s\n' "$stores stores round-robin, 32 kept open" "$many" "$(ratio "$many" "$one")"
-printf '%-52s %10s %8s\n' "$stores stores round-robin, all kept open" "$all_open" "$(ratio "$all_open" "$one")"
+echo "CPU in us per transaction: sessions, writer, maintenance worker"
+row() {  # $1 = the run's name, $2 = its run output
+  local r=($2) o=($one)
+  printf '%-52s %10s %6s %9s %7s %7s\n' "$1" "${r[0]}" "$(ratio "${r[0]}" "${o[0]}")" "${r[1]}" "${r[2]}" "${r[3]}"
+}
+printf '%-52s %10s %6s %9s %7s %7s\n' run tps ratio sessions writer maint
+row "one store" "$one"
+row "$stores stores round-robin, 32 kept open" "$many"
+row "$stores stores round-robin, all kept open" "$all_open"
 for n in ${SEALS:-}; do
-  printf '%-52s %10s %8s\n' "$stores stores round-robin, all open, $n concurrent seals" \
-    "${with_seals[$n]}" "$(ratio "${with_seals[$n]}" "$one")"
+  row "$stores stores round-robin, all open, $n concurrent seals" "${with_seals[$n]}"
 done
 printf '%-52s %10s\n' "claims per store, 32 kept open (target 1)" "$(ratio "$claims" $((stores + 1)))"
