@@ -36,11 +36,21 @@ BEGIN
   CREATE FOREIGN TABLE one (id text NOT NULL, session_id text, content text)
     SERVER local OPTIONS (uri 'file://$bench_dir/stores/one');
 END \$\$;
--- One single-row transaction into table t: the same call for both runs.
+-- One single-row transaction into table t.
 CREATE FUNCTION put(t text, client int) RETURNS void LANGUAGE plpgsql AS \$\$
 BEGIN
   EXECUTE format('INSERT INTO %I VALUES (gen_random_uuid()::text, %L, %L)', t,
                  's' || client, 'a short agent message of a few words');
+END \$\$;
+-- The timed runs' call: the next of n stores in turn, or with n = 0 the
+-- store "one".  Both runs draw from the sequence (and so flush its WAL now
+-- and then) and pass put() a computed name, so that they differ only in
+-- the table they write.
+CREATE FUNCTION put_next(n int, client int) RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE
+  i bigint := nextval('rr');
+BEGIN
+  PERFORM put(CASE WHEN n = 0 THEN 'one' ELSE 's' || (i % n) END, client);
 END \$\$;
 SQL
 
@@ -55,9 +65,9 @@ psql_b -c "SELECT put('one', 0)" >/dev/null
 
 # "tps sessions writer maintenance": the throughput and each process's
 # CPU per transaction in us (bench/common.sh, cpu_per_txn).
-run() {  # $1 = the table expression of the script
+run() {  # $1 = how many stores the run writes in turn, 0 for "one"
   local f out c0 c1 txns
-  f=$(mktemp); echo "SELECT put($1, :client_id);" > "$f"; chmod 644 "$f"
+  f=$(mktemp); echo "SELECT put_next($1, :client_id);" > "$f"; chmod 644 "$f"
   out=$(mktemp)
   c0=$(cpu_ticks)
   pgbench_b -n -f "$f" -c 16 -j 2 -T "$duration" >"$out" 2>&1
@@ -70,17 +80,17 @@ run() {  # $1 = the table expression of the script
 
 claims_logged() { grep -cE 'ctxstore writer: (re-)?claimed shard' "$bench_dir/server.log" || true; }
 
-one=$(run "'one'")
-many=$(run "'s' || (nextval('rr') % $stores)")
+one=$(run 0)
+many=$(run "$stores")
 claims=$(claims_logged)
 psql_b -c "ALTER SYSTEM SET ctxstore.writer_max_open_stores = $((stores + 1))"
 as_pg "$pgbin/pg_ctl" -D "$bench_dir/data" -l "$bench_dir/server.log" -w restart >/dev/null
 warm_up
-all_open=$(run "'s' || (nextval('rr') % $stores)")
+all_open=$(run "$stores")
 declare -A with_seals
 for n in ${SEALS:-}; do
   psql_b -c "ALTER SYSTEM SET ctxstore.writer_concurrent_seals = $n" -c "SELECT pg_reload_conf()" >/dev/null
-  with_seals[$n]=$(run "'s' || (nextval('rr') % $stores)")
+  with_seals[$n]=$(run "$stores")
 done
 
 echo "stores, $duration s per run, 16 sessions, $(nproc) cores (load: $(cut -d' ' -f1-3 /proc/loadavg))"
