@@ -161,13 +161,23 @@ cx_keyfilter_may_hold_hash(const cx_keyfilter *f, uint64_t h)
 /* --------------------------------------------------------------------------
  * The table of kept filters
  *
- * TABLE_SLOTS segments, least recently used replaced first, their filters
- * together at most TABLE_BYTES (one filter at most half of it: about 16
- * million values at 16 bits).  A slot without a filter counts the bytes of
- * data blocks its segment's lookups may have read since it was last seen.
+ * TABLE_SLOTS segments, their filters together at most TABLE_BYTES (one
+ * filter at most half of it: about 16 million values at 16 bits).  A slot
+ * without a filter counts the bytes of data blocks its segment's lookups
+ * may have read since it was last seen.
+ *
+ * A segment's slot is one of the TABLE_WAYS of the set its name hashes to,
+ * the set's least recently used replaced first, so that finding one costs
+ * a few comparisons however many the table holds.  The table holds many:
+ * a writer of 1,000 stores in turn looks up the few segments of each
+ * store's key index once per commit of that store, and with room for 256
+ * every store's slots were gone by its next commit, so no filter was ever
+ * earned and each new key read the blocks of every segment.
  * -------------------------------------------------------------------------- */
 
-#define TABLE_SLOTS 256
+#define TABLE_SETS 1024
+#define TABLE_WAYS 8
+#define TABLE_SLOTS (TABLE_SETS * TABLE_WAYS)
 #define TABLE_BYTES (64 * 1024 * 1024)
 
 typedef struct table_slot
@@ -213,25 +223,35 @@ slot_clear(table_slot *slot)
 	memset(slot, 0, sizeof(*slot));
 }
 
+/* The TABLE_WAYS slots where the segment of name_hash may be. */
+static table_slot *
+slot_set(uint64_t name_hash)
+{
+	return &table[(name_hash % TABLE_SETS) * TABLE_WAYS];
+}
+
 static table_slot *
 slot_find(const char *name, uint64_t name_hash)
 {
-	for (int i = 0; i < TABLE_SLOTS; i++)
-		if (table[i].name != NULL && table[i].name_hash == name_hash &&
-			strcmp(table[i].name, name) == 0)
-			return &table[i];
+	table_slot *set = slot_set(name_hash);
+
+	for (int i = 0; i < TABLE_WAYS; i++)
+		if (set[i].name != NULL && set[i].name_hash == name_hash &&
+			strcmp(set[i].name, name) == 0)
+			return &set[i];
 	return NULL;
 }
 
-/* The least recently used slot, holding a filter if want_filter. */
+/* The least recently used of n slots from first (a free one before any),
+ * holding a filter if want_filter. */
 static table_slot *
-slot_oldest(bool want_filter)
+slot_oldest(table_slot *first, int n, bool want_filter)
 {
 	table_slot *oldest = NULL;
 
-	for (int i = 0; i < TABLE_SLOTS; i++)
+	for (int i = 0; i < n; i++)
 	{
-		table_slot *slot = &table[i];
+		table_slot *slot = &first[i];
 
 		if (want_filter && slot->filter == NULL)
 			continue;
@@ -254,7 +274,7 @@ slot_claim(const char *name)
 
 	if (slot == NULL && (copy = cx_strdup(name)) != NULL)
 	{
-		slot = slot_oldest(false);
+		slot = slot_oldest(slot_set(name_hash), TABLE_WAYS, false);
 		slot_clear(slot);
 		slot->name = copy;
 		slot->name_hash = name_hash;
@@ -299,7 +319,7 @@ cx_keyfilter_keep(const char *name, cx_keyfilter *f)
 	pthread_mutex_lock(&table_lock);
 	while (table_filter_bytes + bytes > TABLE_BYTES)
 	{
-		table_slot *victim = slot_oldest(true);
+		table_slot *victim = slot_oldest(table, TABLE_SLOTS, true);
 
 		filter_unref(victim->filter);
 		victim->filter = NULL;
