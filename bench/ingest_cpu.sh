@@ -44,7 +44,7 @@ pgbench_b -n -f "$script" -c 1 -t 10 >/dev/null 2>&1
 postmaster=$(head -1 "$bench_dir/data/postmaster.pid")
 writer=$(worker_pid writer)
 maint=$(worker_pid maintenance)
-s0=$(ticks "$postmaster" 16); w0=$(ticks "$writer" 14); m0=$(ticks "$maint" 14)
+read -r s0 w0 m0 <<<"$(cpu_ticks)"
 out=$(mktemp)
 if [ "${PERF:-0}" = 1 ]; then
   perf_dir=$(mktemp -d /tmp/ctxstore-ingest-perf.XXXXXX)
@@ -60,7 +60,7 @@ else
   pgbench_b -n -f "$script" -c "$clients" -j 2 -T "$duration" >"$out" 2>&1
 fi
 sleep 0.5   # the postmaster reaps the sessions
-s1=$(ticks "$postmaster" 16); w1=$(ticks "$writer" 14); m1=$(ticks "$maint" 14)
+read -r s1 w1 m1 <<<"$(cpu_ticks)"
 txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
 tps=$(tps_of <"$out")
 rm -f "$script" "$out"

@@ -247,7 +247,9 @@ extern CxControlOutcome cx_control_start(CxResident *r, CxControlKind kind,
 /* One step of background work (at most one shard-manifest commit):
  * merge completion and drain, job dispatch, a due flush or cleanup. */
 extern bool cx_writer_background_step(void);
-/* Milliseconds until a flush or cleanup falls due (cap if none). */
+/* Before the writer sleeps: milliseconds until a timer falls due or the
+ * next walk for timers may run (cap if none), publishing the count of
+ * stores that want a merge as it stands (the view's queue_depth). */
 extern long cx_writer_next_due_ms(long cap);
 /* A new writer's view of a job its predecessor left behind. */
 extern void cx_merge_job_adopt(void);

@@ -217,6 +217,7 @@ cx_writer_main(Datum main_arg)
 	for (;;)
 	{
 		bool		worked;
+		long		wait_ms;
 		TimestampTz round_start;
 		int64		round_us;
 
@@ -234,10 +235,10 @@ cx_writer_main(Datum main_arg)
 		/* Work found: look again at once, without sleeping. */
 		if (worked)
 			continue;
+		wait_ms = cx_worker_settle_memory(&CxWriter->writer, cx_resident_cache_bytes,
+										  cx_writer_next_due_ms(IDLE_WAIT_MS));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 cx_worker_settle_memory(&CxWriter->writer, cx_resident_cache_bytes,
-												 cx_writer_next_due_ms(IDLE_WAIT_MS)),
-						 PG_WAIT_EXTENSION);
+						 wait_ms, PG_WAIT_EXTENSION);
 	}
 
 	elog(LOG, "ctxstore writer shutting down: sealing the stores it holds");
