@@ -54,6 +54,13 @@ cx_code		cx_kc_truncate(cx_keycache *c, int64_t ts, uint64_t gen,
 /* The newest version of key, if the cache holds one. */
 bool		cx_kc_get(const cx_keycache *c, const uint8_t *key, size_t len,
 					  cx_kc_row *out);
+/*
+ * Fetches into the CPU cache where key is or would go (a hint, a few keys
+ * before a get or put of it): a cache of millions of keys misses memory on
+ * every lookup, and lookups issued one after another wait for each miss in
+ * turn, where prefetches a few keys ahead overlap them.
+ */
+void		cx_kc_prefetch(const cx_keycache *c, const uint8_t *key, size_t len);
 /* Whether a truncate marker is held, and its commit time. */
 bool		cx_kc_truncated(const cx_keycache *c, int64_t *ts);
 

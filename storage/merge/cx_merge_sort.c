@@ -417,6 +417,31 @@ item_cmp(const void *a, const void *b, void *arg)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* How many rows ahead a flush prefetches, and at most how many of a row's
+ * bytes. */
+#define PREFETCH_AHEAD 4
+#define PREFETCH_BYTES 512
+
+/*
+ * Fetches the row of sorted item i into the CPU cache (a hint).  Sorted,
+ * the rows are visited in an order unrelated to where they lie in the
+ * arena, so each one read in turn is a miss the decoding waits for; fetched
+ * a few rows ahead, the misses overlap.
+ */
+static void
+prefetch_row(const cx_sort_run *run, const run_item *sorted, uint32_t i)
+{
+	const uint8_t *row;
+	size_t		len;
+
+	if (i >= run->n)
+		return;
+	row = run->arena + sorted[i].row;
+	len = sorted[i].row_len < PREFETCH_BYTES ? sorted[i].row_len : PREFETCH_BYTES;
+	for (size_t off = 0; off < len; off += 64)
+		__builtin_prefetch(row + off);
+}
+
 cx_code
 cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit, void *arg,
 				  cx_err *err)
@@ -433,6 +458,7 @@ cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit, void *arg,
 		cx_row_kind kind;
 		cx_rd		rd;
 
+		prefetch_row(run, sorted, i + PREFETCH_AHEAD);
 		cx_rd_init(&rd, run->arena + it->row, it->row_len);
 		rc = cx_row_decode(schema, &rd, &kind, run->values, &run->lists, err);
 		if (rc == CX_OK)
