@@ -143,10 +143,18 @@ typedef struct run_item
 	cx_keyver  *v;				/* its key's map entry, or NULL */
 } run_item;
 
+/* An item's place in the sort: its prefix and its index in items(). */
+typedef struct sort_slot
+{
+	uint64_t	prefix;
+	uint32_t	item;
+} sort_slot;
+
 /*
  * The arena is one allocation: rows (each its order-column bytes, then the
- * row) from the start up, the items from the end down, so that what a run
- * holds is the arena's size.
+ * row) from the start up, the items from the end down, and between them
+ * room for two sort slots per item, which sorting uses; so what a run holds
+ * is the arena's size.
  */
 struct cx_sort_run
 {
@@ -300,7 +308,8 @@ reserve(cx_sort_run *run, size_t need)
 {
 	size_t		budget = (size_t) run->ms->opt.sort_memory & ~(ITEM_ALIGN - 1);
 	size_t		held = run->n * sizeof(run_item);
-	size_t		want = align_up(run->used + need) + held + sizeof(run_item);
+	size_t		want = align_up(run->used + need) + held + sizeof(run_item) +
+		(run->n + 1) * 2 * sizeof(sort_slot);
 	size_t		cap = run->cap;
 	uint8_t    *grown;
 
@@ -400,11 +409,8 @@ cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *px,
 }
 
 static int
-item_cmp(const void *a, const void *b, void *arg)
+item_cmp(const cx_sort_run *run, const run_item *x, const run_item *y)
 {
-	const cx_sort_run *run = arg;
-	const run_item *x = a;
-	const run_item *y = b;
 	int			c;
 
 	/* Most rows differ within their prefixes: no decoding, no memcmp. */
@@ -417,29 +423,119 @@ item_cmp(const void *a, const void *b, void *arg)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+static int
+slot_cmp(const void *a, const void *b, void *arg)
+{
+	const cx_sort_run *run = arg;
+	const run_item *all = items(run);
+
+	return item_cmp(run, &all[((const sort_slot *) a)->item],
+					&all[((const sort_slot *) b)->item]);
+}
+
+/* The byte of prefix p that radix pass `pass` sorts by. */
+static inline uint32_t
+digit(uint64_t p, int pass)
+{
+	return (uint32_t) (p >> (8 * pass)) & 0xff;
+}
+
+/*
+ * Sorts the n slots at *a by prefix, stably, a byte per pass from the
+ * least significant (an LSD radix sort), through spare (n more slots);
+ * passes over a byte every prefix shares are skipped.  Returns where the
+ * sorted slots are: *a or spare.  Comparisons through a function, which is
+ * what a general sort makes, cost several times more per row.
+ */
+static sort_slot *
+radix_sort(sort_slot *a, sort_slot *spare, uint32_t n)
+{
+	uint32_t	count[8][256] = {{0}};
+
+	for (uint32_t i = 0; i < n; i++)
+		for (int pass = 0; pass < 8; pass++)
+			count[pass][digit(a[i].prefix, pass)]++;
+	for (int pass = 0; pass < 8; pass++)
+	{
+		uint32_t   *at = count[pass];
+		uint32_t	next = 0;
+		sort_slot  *t;
+
+		if (at[digit(a[0].prefix, pass)] == n)
+			continue;
+		for (int d = 0; d < 256; d++)
+		{
+			uint32_t	c = at[d];
+
+			at[d] = next;
+			next += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			spare[at[digit(a[i].prefix, pass)]++] = a[i];
+		t = a;
+		a = spare;
+		spare = t;
+	}
+	return a;
+}
+
+/* Orders each stretch of slots sharing a prefix by the whole order, then
+ * arrival (item_cmp). */
+static void
+sort_ties(sort_slot *a, uint32_t n, cx_sort_run *run)
+{
+	for (uint32_t i = 0; i < n;)
+	{
+		uint32_t	j = i + 1;
+
+		while (j < n && a[j].prefix == a[i].prefix)
+			j++;
+		if (j - i > 1)
+			qsort_r(&a[i], j - i, sizeof(sort_slot), slot_cmp, run);
+		i = j;
+	}
+}
+
 /* How many rows ahead a flush prefetches, and at most how many of a row's
  * bytes. */
 #define PREFETCH_AHEAD 4
 #define PREFETCH_BYTES 512
 
 /*
- * Fetches the row of sorted item i into the CPU cache (a hint).  Sorted,
- * the rows are visited in an order unrelated to where they lie in the
- * arena, so each one read in turn is a miss the decoding waits for; fetched
- * a few rows ahead, the misses overlap.
+ * Fetches the row of item it into the CPU cache (a hint).  Sorted, the rows
+ * are visited in an order unrelated to where they lie in the arena, so each
+ * one read in turn is a miss the decoding waits for; fetched a few rows
+ * ahead, the misses overlap.
  */
 static void
-prefetch_row(const cx_sort_run *run, const run_item *sorted, uint32_t i)
+prefetch_row(const cx_sort_run *run, const run_item *it)
 {
-	const uint8_t *row;
-	size_t		len;
+	const uint8_t *row = run->arena + it->row;
+	size_t		len = it->row_len < PREFETCH_BYTES ? it->row_len : PREFETCH_BYTES;
 
-	if (i >= run->n)
-		return;
-	row = run->arena + sorted[i].row;
-	len = sorted[i].row_len < PREFETCH_BYTES ? sorted[i].row_len : PREFETCH_BYTES;
 	for (size_t off = 0; off < len; off += 64)
 		__builtin_prefetch(row + off);
+}
+
+/*
+ * The items in order: their slots, built and sorted in the arena's gap
+ * between the rows and the items, which reserve() keeps large enough.
+ */
+static const sort_slot *
+sort_items(cx_sort_run *run)
+{
+	const run_item *all = items(run);
+	sort_slot  *slots = (sort_slot *) (run->arena + run->used);
+	sort_slot  *sorted;
+
+	for (uint32_t i = 0; i < run->n; i++)
+	{
+		slots[i].prefix = all[i].prefix;
+		slots[i].item = i;
+	}
+	sorted = radix_sort(slots, slots + run->n, run->n);
+	sort_ties(sorted, run->n, run);
+	return sorted;
 }
 
 cx_code
@@ -447,18 +543,21 @@ cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit, void *arg,
 				  cx_err *err)
 {
 	const cx_schema *schema = run->ms->written_schema;
+	const run_item *all = items(run);
+	const sort_slot *sorted;
 	cx_code		rc = CX_OK;
 
-	run_item   *sorted = items(run);
-
-	qsort_r(sorted, run->n, sizeof(run_item), item_cmp, run);
+	if (run->n == 0)
+		return CX_OK;
+	sorted = sort_items(run);
 	for (uint32_t i = 0; rc == CX_OK && i < run->n; i++)
 	{
-		const run_item *it = &sorted[i];
+		const run_item *it = &all[sorted[i].item];
 		cx_row_kind kind;
 		cx_rd		rd;
 
-		prefetch_row(run, sorted, i + PREFETCH_AHEAD);
+		if (i + PREFETCH_AHEAD < run->n)
+			prefetch_row(run, &all[sorted[i + PREFETCH_AHEAD].item]);
 		cx_rd_init(&rd, run->arena + it->row, it->row_len);
 		rc = cx_row_decode(schema, &rd, &kind, run->values, &run->lists, err);
 		if (rc == CX_OK)
