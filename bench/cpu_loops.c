@@ -8,8 +8,11 @@
  *          (cx_sort_run_flush), NROWS rows per run;
  *   keys   the writer's key cache grown to 3,000,000 keys by 1,000-key
  *          requests: each request's keys looked up (absent, as new uuids
- *          are: what the uniqueness check does) and then applied
- *          (cx_kc_apply), timed once the cache holds 1,000,000.
+ *          are: what the uniqueness check does), then 8 MiB of other memory
+ *          written (what the writer does between staging a request and
+ *          committing it, encoding the generation, evicts the cache's slots
+ *          the lookups fetched), then the keys applied (cx_kc_apply);
+ *          timed once the cache holds 1,000,000.
  *
  * Usage: cpu_loops NROWS.  With HAVE_KC_PREFETCH the lookups prefetch a few
  * keys ahead, as resolving a request does in trees that have it.
@@ -25,6 +28,9 @@
 
 #define KEY_LEN 36
 #define REQUEST 1000
+#define OTHER_WORK (8 << 20)
+
+static volatile unsigned sink;	/* keeps the other work from being elided */
 #define AHEAD 8				/* as resolving a request does */
 
 static double
@@ -137,8 +143,9 @@ keys_loop(void)
 	double		get = 0;
 	double		apply = 0;
 	uint64_t	timed = 0;
+	char	   *other = malloc(OTHER_WORK);
 
-	if (cache == NULL)
+	if (cache == NULL || other == NULL)
 		return;
 	for (int r = 0; r < 3000; r++)
 	{
@@ -166,6 +173,8 @@ keys_loop(void)
 			if (req == NULL || cx_kc_put(req, &row, &err) != CX_OK)
 				die(&err);
 		}
+		memset(other, r, OTHER_WORK);
+		sink += (unsigned char) other[(size_t) r * 4099 % OTHER_WORK];
 		t2 = now();
 		if (cx_kc_apply(cache, req, 1, (uint64_t) r + 1, &err) != CX_OK)
 			die(&err);
@@ -183,6 +192,7 @@ keys_loop(void)
 	if (found != 0)
 		printf("unexpected: %llu keys found\n", (unsigned long long) found);
 	cx_kc_free(cache);
+	free(other);
 }
 
 int

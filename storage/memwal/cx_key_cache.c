@@ -398,6 +398,9 @@ cx_kc_each_upsert(const cx_keycache *c, const uint8_t *up, size_t len,
 	return CX_OK;
 }
 
+/* How many entries ahead a bulk put prefetches where the key goes. */
+#define PREFETCH_AHEAD 8
+
 /* Puts the entries of src of generations >= min_gen, stamped with ts and
  * gen unless ts is 0. */
 static cx_code
@@ -408,6 +411,14 @@ put_entries(cx_keycache *dst, const cx_keycache *src, uint64_t min_gen,
 	{
 		cx_kc_row	row;
 
+		if (i + PREFETCH_AHEAD < src->n)
+		{
+			const uint8_t *key;
+			size_t		len;
+
+			entry_key(src, (uint32_t) (i + PREFETCH_AHEAD), &key, &len);
+			cx_kc_prefetch(dst, key, len);
+		}
 		entry_row(src, &src->entries[i], &row);
 		if (row.gen < min_gen)
 			continue;
