@@ -12,7 +12,12 @@
  *          written (what the writer does between staging a request and
  *          committing it, encoding the generation, evicts the cache's slots
  *          the lookups fetched), then the keys applied (cx_kc_apply);
- *          timed once the cache holds 1,000,000.
+ *          timed once the cache holds 1,000,000;
+ *   order  NROWS uuid keys' indexes put in byte-wise order, as a base
+ *          probe orders the keys it looks up in the key index: with
+ *          HAVE_PREFIX_SORT by cx_prefix_sort (util/cx_prefix_sort.h), as
+ *          trees that have it do, else by qsort_r comparing the keys, as
+ *          the probe did before.
  *
  * Usage: cpu_loops NROWS.  With HAVE_KC_PREFETCH the lookups prefetch a few
  * keys ahead, as resolving a request does in trees that have it.
@@ -25,6 +30,9 @@
 #include "memwal/cx_key_cache.h"
 #include "merge/cx_merge.h"
 #include "merge/cx_merge_int.h"
+#ifdef HAVE_PREFIX_SORT
+#include "util/cx_prefix_sort.h"
+#endif
 
 #define KEY_LEN 36
 #define REQUEST 1000
@@ -195,12 +203,89 @@ keys_loop(void)
 	free(other);
 }
 
+/* Key x against key y (indexes into arg, KEY_LEN bytes each), then index. */
+static int
+key_order(const uint8_t *keys, uint32_t x, uint32_t y)
+{
+	int			c = memcmp(keys + (size_t) x * (KEY_LEN + 1),
+						   keys + (size_t) y * (KEY_LEN + 1), KEY_LEN);
+
+	return c != 0 ? c : (x > y) - (x < y);
+}
+
+#ifdef HAVE_PREFIX_SORT
+static int
+slot_order(const void *a, const void *b, void *arg)
+{
+	return key_order(arg, ((const cx_prefix_slot *) a)->item,
+					 ((const cx_prefix_slot *) b)->item);
+}
+#else
+static int
+index_order(const void *a, const void *b, void *arg)
+{
+	return key_order(arg, *(const uint32_t *) a, *(const uint32_t *) b);
+}
+#endif
+
+static void
+order_loop(uint32_t n)
+{
+	uint8_t    *keys = malloc((size_t) n * (KEY_LEN + 1));
+	uint32_t   *order = malloc((size_t) n * sizeof(uint32_t));
+	uint64_t	seed = 17;
+	uint64_t	check = 0;
+	double		t = 0;
+	int			runs = 20;
+
+	if (keys == NULL || order == NULL)
+		return;
+	for (int r = 0; r < runs; r++)
+	{
+		double		t0;
+
+		for (uint32_t i = 0; i < n; i++)
+			next_uuid(&seed, (char *) keys + (size_t) i * (KEY_LEN + 1));
+		t0 = now();
+#ifdef HAVE_PREFIX_SORT
+		{
+			cx_prefix_slot *slots = malloc((size_t) n * 2 * sizeof(cx_prefix_slot));
+			const cx_prefix_slot *sorted;
+
+			if (slots == NULL)
+				return;
+			for (uint32_t i = 0; i < n; i++)
+			{
+				slots[i].prefix = cx_bytes_prefix(keys + (size_t) i * (KEY_LEN + 1), KEY_LEN);
+				slots[i].item = i;
+			}
+			sorted = cx_prefix_sort(slots, slots + n, n, slot_order, keys);
+			for (uint32_t i = 0; i < n; i++)
+				order[i] = sorted[i].item;
+			free(slots);
+		}
+#else
+		for (uint32_t i = 0; i < n; i++)
+			order[i] = i;
+		qsort_r(order, n, sizeof(uint32_t), index_order, keys);
+#endif
+		t += now() - t0;
+		check += order[0];
+	}
+	printf("order_ns_per_key %.1f\n", t / runs / n * 1e9);
+	if (check == UINT64_MAX)
+		printf("unlikely\n");
+	free(keys);
+	free(order);
+}
+
 int
 main(int argc, char **argv)
 {
 	uint32_t	nrows = argc > 1 ? (uint32_t) atol(argv[1]) : 20000;
 
 	sort_loop(nrows);
+	order_loop(nrows);
 	keys_loop();
 	return 0;
 }

@@ -20,6 +20,7 @@ build() {  # $1 = tree, $2 = binary
   local defs=""
   make -C "$1/storage" -s build/libctxstore_storage.a >/dev/null
   grep -q cx_kc_prefetch "$1/storage/memwal/cx_key_cache.h" && defs=-DHAVE_KC_PREFETCH
+  [ -f "$1/storage/util/cx_prefix_sort.h" ] && defs="$defs -DHAVE_PREFIX_SORT"
   cc -O2 -Wall -Wextra -D_GNU_SOURCE $defs -I"$1/storage" -I"$1/storage/include" \
     -o "$2" "$repo/bench/cpu_loops.c" "$1/storage/build/libctxstore_storage.a" \
     -lzstd -lz -ljansson -lavro -lcurl -lcrypto -lexpat -lpthread -lm
@@ -37,7 +38,7 @@ echo "in-memory ingest loops, $nrows rows per sorted run, $runs runs each, load 
 echo "base: $(git -C "$repo" log -1 --format='%h %s' "$base")"
 echo "candidate: $repo at $(git -C "$repo" log -1 --format='%h')"
 printf '%-26s %10s %10s %8s\n' value base candidate ratio
-for k in sort_add_ns_per_row sort_flush_ns_per_row keys_lookup_ns_per_key keys_apply_ns_per_key; do
+for k in sort_add_ns_per_row sort_flush_ns_per_row order_ns_per_key keys_lookup_ns_per_key keys_apply_ns_per_key; do
   b=$(median "$work/base.out" "$k"); c=$(median "$work/candidate.out" "$k")
   printf '%-26s %10s %10s %8s\n' "$k" "$b" "$c" "$(ratio "$c" "$b")"
 done

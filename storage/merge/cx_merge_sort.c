@@ -16,6 +16,7 @@
 
 #include "format/cx_encoding.h"
 #include "merge/cx_merge_int.h"
+#include "util/cx_prefix_sort.h"
 
 /* ---- the sort key ---- */
 
@@ -143,13 +144,6 @@ typedef struct run_item
 	cx_keyver  *v;				/* its key's map entry, or NULL */
 } run_item;
 
-/* An item's place in the sort: its prefix and its index in items(). */
-typedef struct sort_slot
-{
-	uint64_t	prefix;
-	uint32_t	item;
-} sort_slot;
-
 /*
  * The arena is one allocation: rows (each its order-column bytes, then the
  * row) from the start up, the items from the end down, and between them
@@ -242,18 +236,6 @@ cx_sort_order_encode(const cx_sort_order *o, const cx_datum *values,
 	}
 }
 
-/* The big-endian value of the first (up to) 8 bytes at p, zero-padded:
- * byte-wise order of the values is never contradicted by the prefixes'. */
-static uint64_t
-bytes_prefix(const uint8_t *p, size_t len)
-{
-	uint64_t	prefix = 0;
-
-	for (size_t i = 0; i < sizeof(prefix); i++)
-		prefix = (prefix << 8) | (i < len ? p[i] : 0);
-	return prefix;
-}
-
 /* A signed integer moved into unsigned order. */
 static uint64_t
 int_prefix(int64_t v)
@@ -286,10 +268,10 @@ cx_sort_order_prefix(const cx_sort_order *o, const cx_datum *values)
 		case CX_T_TIMESTAMPTZ:
 			return int_prefix(d->v.i64);
 		case CX_T_UUID:
-			return bytes_prefix(d->v.uuid, sizeof(d->v.uuid));
+			return cx_bytes_prefix(d->v.uuid, sizeof(d->v.uuid));
 		case CX_T_STRING:
 		case CX_T_BINARY:
-			return bytes_prefix(d->v.bytes.ptr, d->v.bytes.len);
+			return cx_bytes_prefix(d->v.bytes.ptr, d->v.bytes.len);
 		default:
 			/* Floats (NaN, -0) compare in full. */
 			return 0;
@@ -309,7 +291,7 @@ reserve(cx_sort_run *run, size_t need)
 	size_t		budget = (size_t) run->ms->opt.sort_memory & ~(ITEM_ALIGN - 1);
 	size_t		held = run->n * sizeof(run_item);
 	size_t		want = align_up(run->used + need) + held + sizeof(run_item) +
-		(run->n + 1) * 2 * sizeof(sort_slot);
+		(run->n + 1) * 2 * sizeof(cx_prefix_slot);
 	size_t		cap = run->cap;
 	uint8_t    *grown;
 
@@ -429,71 +411,8 @@ slot_cmp(const void *a, const void *b, void *arg)
 	const cx_sort_run *run = arg;
 	const run_item *all = items(run);
 
-	return item_cmp(run, &all[((const sort_slot *) a)->item],
-					&all[((const sort_slot *) b)->item]);
-}
-
-/* The byte of prefix p that radix pass `pass` sorts by. */
-static inline uint32_t
-digit(uint64_t p, int pass)
-{
-	return (uint32_t) (p >> (8 * pass)) & 0xff;
-}
-
-/*
- * Sorts the n slots at *a by prefix, stably, a byte per pass from the
- * least significant (an LSD radix sort), through spare (n more slots);
- * passes over a byte every prefix shares are skipped.  Returns where the
- * sorted slots are: *a or spare.  Comparisons through a function, which is
- * what a general sort makes, cost several times more per row.
- */
-static sort_slot *
-radix_sort(sort_slot *a, sort_slot *spare, uint32_t n)
-{
-	uint32_t	count[8][256] = {{0}};
-
-	for (uint32_t i = 0; i < n; i++)
-		for (int pass = 0; pass < 8; pass++)
-			count[pass][digit(a[i].prefix, pass)]++;
-	for (int pass = 0; pass < 8; pass++)
-	{
-		uint32_t   *at = count[pass];
-		uint32_t	next = 0;
-		sort_slot  *t;
-
-		if (at[digit(a[0].prefix, pass)] == n)
-			continue;
-		for (int d = 0; d < 256; d++)
-		{
-			uint32_t	c = at[d];
-
-			at[d] = next;
-			next += c;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			spare[at[digit(a[i].prefix, pass)]++] = a[i];
-		t = a;
-		a = spare;
-		spare = t;
-	}
-	return a;
-}
-
-/* Orders each stretch of slots sharing a prefix by the whole order, then
- * arrival (item_cmp). */
-static void
-sort_ties(sort_slot *a, uint32_t n, cx_sort_run *run)
-{
-	for (uint32_t i = 0; i < n;)
-	{
-		uint32_t	j = i + 1;
-
-		while (j < n && a[j].prefix == a[i].prefix)
-			j++;
-		if (j - i > 1)
-			qsort_r(&a[i], j - i, sizeof(sort_slot), slot_cmp, run);
-		i = j;
-	}
+	return item_cmp(run, &all[((const cx_prefix_slot *) a)->item],
+					&all[((const cx_prefix_slot *) b)->item]);
 }
 
 /* How many rows ahead a flush prefetches, and at most how many of a row's
@@ -521,21 +440,18 @@ prefetch_row(const cx_sort_run *run, const run_item *it)
  * The items in order: their slots, built and sorted in the arena's gap
  * between the rows and the items, which reserve() keeps large enough.
  */
-static const sort_slot *
+static const cx_prefix_slot *
 sort_items(cx_sort_run *run)
 {
 	const run_item *all = items(run);
-	sort_slot  *slots = (sort_slot *) (run->arena + run->used);
-	sort_slot  *sorted;
+	cx_prefix_slot *slots = (cx_prefix_slot *) (run->arena + run->used);
 
 	for (uint32_t i = 0; i < run->n; i++)
 	{
 		slots[i].prefix = all[i].prefix;
 		slots[i].item = i;
 	}
-	sorted = radix_sort(slots, slots + run->n, run->n);
-	sort_ties(sorted, run->n, run);
-	return sorted;
+	return cx_prefix_sort(slots, slots + run->n, run->n, slot_cmp, run);
 }
 
 cx_code
@@ -544,7 +460,7 @@ cx_sort_run_flush(cx_sort_run *run, cx_sort_emit_fn emit, void *arg,
 {
 	const cx_schema *schema = run->ms->written_schema;
 	const run_item *all = items(run);
-	const sort_slot *sorted;
+	const cx_prefix_slot *sorted;
 	cx_code		rc = CX_OK;
 
 	if (run->n == 0)

@@ -30,6 +30,7 @@
 #include "table/cx_probe_plan.h"
 #include "table/cx_probe_rows.h"
 #include "table/cx_row_key.h"
+#include "util/cx_prefix_sort.h"
 
 typedef struct probe_value
 {
@@ -224,16 +225,40 @@ match_row(void *arg, const cx_keyrow *kr, cx_err *err)
  * Key index segments
  * -------------------------------------------------------------------------- */
 
+/* Two probed values' slots in byte-wise order, then by index. */
 static int
 bytewise_cmp(const void *a, const void *b, void *arg)
 {
 	const probe *pr = arg;
-	uint32_t	x = *(const uint32_t *) a;
-	uint32_t	y = *(const uint32_t *) b;
+	uint32_t	x = ((const cx_prefix_slot *) a)->item;
+	uint32_t	y = ((const cx_prefix_slot *) b)->item;
 	int			c = cx_keyseg_value_cmp(pr->values[x], pr->lens[x],
 										pr->values[y], pr->lens[y]);
 
 	return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* pr->order: the probed values' indexes in byte-wise order (the order of
+ * key index segments), sorted by their prefixes first (cx_prefix_sort.h). */
+static cx_code
+order_values(probe *pr, cx_err *err)
+{
+	uint32_t	n = pr->set.n;
+	cx_prefix_slot *slots = malloc(((size_t) n * 2 + 1) * sizeof(cx_prefix_slot));
+	const cx_prefix_slot *sorted;
+
+	if (slots == NULL)
+		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
+	for (uint32_t i = 0; i < n; i++)
+	{
+		slots[i].prefix = cx_bytes_prefix(pr->values[i], pr->lens[i]);
+		slots[i].item = i;
+	}
+	sorted = cx_prefix_sort(slots, slots + n, n, bytewise_cmp, pr);
+	for (uint32_t i = 0; i < n; i++)
+		pr->order[i] = sorted[i].item;
+	free(slots);
+	return CX_OK;
 }
 
 /* Whether a segment's value range holds one of the probed values. */
@@ -383,10 +408,8 @@ probe_index(cx_objstore *s, probe *pr, uint32_t column, cx_err *err)
 	pr->order = malloc(((size_t) pr->set.n + 1) * sizeof(uint32_t));
 	if (pr->owner == NULL || pr->order == NULL)
 		return cx_err_set(err, CX_ERR_NOMEM, "base probe: out of memory");
-	for (uint32_t i = 0; i < pr->set.n; i++)
-		pr->order[i] = i;
-	qsort_r(pr->order, pr->set.n, sizeof(uint32_t), bytewise_cmp, pr);
-	if (cx_probe_plan_get(s, pr->m, &pr->plan, err) != CX_OK ||
+	if (order_values(pr, err) != CX_OK ||
+		cx_probe_plan_get(s, pr->m, &pr->plan, err) != CX_OK ||
 		hash_values(pr, err) != CX_OK)
 		return err->code;
 	ix = &pr->plan->ix;
