@@ -390,29 +390,20 @@ cx_sort_order_cmp(const cx_sort_order *o, const uint8_t *px,
 	return 0;
 }
 
-static int
-item_cmp(const cx_sort_run *run, const run_item *x, const run_item *y)
-{
-	int			c;
-
-	/* Most rows differ within their prefixes: no decoding, no memcmp. */
-	if (x->prefix != y->prefix)
-		return x->prefix < y->prefix ? -1 : 1;
-	c = cx_sort_order_cmp(&run->ms->order, run->arena + x->keys,
-						  run->arena + y->keys);
-	if (c != 0)
-		return c;
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
+/*
+ * Two items of one stretch of equal prefixes (cx_prefix_sort compares only
+ * those): by their order bytes, then arrival.
+ */
 static int
 slot_cmp(const void *a, const void *b, void *arg)
 {
 	const cx_sort_run *run = arg;
-	const run_item *all = items(run);
+	const run_item *x = &items(run)[((const cx_prefix_slot *) a)->item];
+	const run_item *y = &items(run)[((const cx_prefix_slot *) b)->item];
+	int			c = cx_sort_order_cmp(&run->ms->order, run->arena + x->keys,
+									  run->arena + y->keys);
 
-	return item_cmp(run, &all[((const cx_prefix_slot *) a)->item],
-					&all[((const cx_prefix_slot *) b)->item]);
+	return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* How many rows ahead a flush prefetches, and at most how many of a row's
