@@ -109,6 +109,55 @@ CX_TEST(key_filter_bits_are_those_format_md_defines)
 }
 
 /* A body whose fields do not add up is damaged, whatever its checksum. */
+/* FORMAT.md's hash read byte by byte, as its text defines it. */
+static uint64_t
+hash_by_bytes(const uint8_t *p, size_t len)
+{
+	uint64_t	h = 0x9e3779b97f4a7c15ULL ^ len;
+
+	for (size_t i = 0; i < len; i += 8)
+	{
+		size_t		n = len - i < 8 ? len - i : 8;
+		uint64_t	w = 0;
+
+		for (size_t j = 0; j < n; j++)
+			w |= (uint64_t) p[i + j] << (8 * j);
+		h = cx_mix64(h ^ w ^ (n < 8 ? 0x100 : 0));
+	}
+	return cx_mix64(h);
+}
+
+/*
+ * The hash reads a key's last partial word with loads of a constant size
+ * (overlapping ones, or a shifted word from before it); every length and
+ * every position in a buffer must give the bytewise value, and bytes
+ * outside the key must not count.
+ */
+CX_TEST(hash_bytes_agrees_with_a_bytewise_reference)
+{
+	uint8_t		buf[96];
+	uint32_t	x = 12345;
+
+	for (int round = 0; round < 50; round++)
+		for (size_t len = 0; len <= 40; len++)
+			for (size_t start = 0; start < 8; start++)
+			{
+				for (size_t i = 0; i < sizeof(buf); i++)
+				{
+					x = x * 1103515245u + 12345u;
+					buf[i] = (uint8_t) (round == 0 ? 0xff : x >> 16);
+				}
+				CHECK(cx_hash_bytes(buf + start, len) ==
+					  hash_by_bytes(buf + start, len));
+				/* a byte just outside the key changes nothing */
+				buf[start + len] ^= 0x5a;
+				if (start > 0)
+					buf[start - 1] ^= 0xa5;
+				CHECK(cx_hash_bytes(buf + start, len) ==
+					  hash_by_bytes(buf + start, len));
+			}
+}
+
 CX_TEST(key_filter_refuses_impossible_fields)
 {
 	uint8_t		body[12 + 8];
