@@ -154,6 +154,26 @@ next_in_array(void *arg, const cx_keyentry **e, cx_err *err)
 	return CX_OK;
 }
 
+/* Sorts the batch's entries. */
+static void
+sort_batch(build *b)
+{
+	/* A column whose values are all NULL has no entries (and e is NULL). */
+	if (b->n > 0)
+		qsort(b->e, b->n, sizeof(cx_keyentry), entry_cmp);
+}
+
+/* Counts the batch as indexed (written, or merged into a segment), and
+ * empties it. */
+static void
+batch_done(build *b)
+{
+	b->res->keys_indexed += b->n;
+	b->res->fragments_covered += b->npaths;
+	free_entries(b);
+}
+
+/* Writes the batch, sorted, as a segment of its own. */
 static cx_code
 flush_batch(build *b, cx_err *err)
 {
@@ -162,17 +182,13 @@ flush_batch(build *b, cx_err *err)
 
 	if (b->npaths == 0)
 		return CX_OK;
-	/* A column whose values are all NULL has no entries (and e is NULL). */
-	if (b->n > 0)
-		qsort(b->e, b->n, sizeof(cx_keyentry), entry_cmp);
+	sort_batch(b);
 	rc = write_segment(b, next_in_array, &src, b->paths, b->npaths,
 					   &b->added, err);
 	if (rc == CX_OK)
-	{
-		b->res->keys_indexed += b->n;
-		b->res->fragments_covered += b->npaths;
-	}
-	free_entries(b);
+		batch_done(b);
+	else
+		free_entries(b);
 	return rc;
 }
 
@@ -219,7 +235,10 @@ index_uncovered(build *b, cx_err *err)
 		if (index_fragment(b, f, err) != CX_OK)
 			return err->code;
 	}
-	return flush_batch(b, err);
+	/* The last batch waits: merge_if_many merges it into a segment with
+	 * others, or writes it as one. */
+	sort_batch(b);
+	return CX_OK;
 }
 
 /* --------------------------------------------------------------------------
@@ -232,7 +251,8 @@ index_uncovered(build *b, cx_err *err)
 typedef struct merge_input
 {
 	const cx_keyseg_ref *ref;
-	cx_keyseg_cursor *cur;
+	cx_keyseg_cursor *cur;		/* NULL: the entries are batch's */
+	array_source batch;
 	int64_t    *to;
 	const cx_deletion_vector **dv;	/* per position: its deletions in m */
 	const cx_keyentry *head;
@@ -257,7 +277,9 @@ advance(merge_input *in, cx_err *err)
 	{
 		uint32_t	k;
 
-		if (cx_keyseg_cursor_next(in->cur, &in->head, err) != CX_OK)
+		if (in->cur == NULL)
+			(void) next_in_array(&in->batch, &in->head, err);
+		else if (cx_keyseg_cursor_next(in->cur, &in->head, err) != CX_OK)
 			return err->code;
 		if (in->head == NULL)
 			return CX_OK;
@@ -347,12 +369,13 @@ close_inputs(seg_merge *sm)
 #define MERGE_RATIO 2
 
 /* The column's segments, oldest first: those m lists (in its order, which
- * appends), then this update's. */
+ * appends), then this update's, then batch (the entries not written yet)
+ * unless NULL. */
 static cx_code
-column_segments(const build *b, const cx_keyseg_ref ***out, uint32_t *n,
-				cx_err *err)
+column_segments(const build *b, const cx_keyseg_ref *batch,
+				const cx_keyseg_ref ***out, uint32_t *n, cx_err *err)
 {
-	const cx_keyseg_ref **segs = calloc(b->existing.n + b->added.n + 1,
+	const cx_keyseg_ref **segs = calloc(b->existing.n + b->added.n + 2,
 										sizeof(*segs));
 
 	*out = segs;
@@ -364,6 +387,8 @@ column_segments(const build *b, const cx_keyseg_ref ***out, uint32_t *n,
 			segs[(*n)++] = &b->existing.segs[i];
 	for (uint32_t i = 0; i < b->added.n; i++)
 		segs[(*n)++] = &b->added.segs[i];
+	if (batch != NULL)
+		segs[(*n)++] = batch;
 	return CX_OK;
 }
 
@@ -386,10 +411,11 @@ merge_start(const cx_keyseg_ref *const *segs, uint32_t n,
 	return i;
 }
 
-/* Opens the inputs, the segments `in` holds, oldest first. */
+/* Opens the inputs, the segments `in` holds, oldest first; the one that is
+ * batch reads the build's sorted entries. */
 static cx_code
 open_inputs(build *b, const cx_keyseg_ref *const *in, uint32_t n,
-			seg_merge *sm, cx_err *err)
+			const cx_keyseg_ref *batch, seg_merge *sm, cx_err *err)
 {
 	uint32_t	npaths = 0;
 
@@ -404,10 +430,16 @@ open_inputs(build *b, const cx_keyseg_ref *const *in, uint32_t n,
 	if (plan_merge(b, sm, err) != CX_OK)
 		return err->code;
 	for (uint32_t i = 0; i < sm->n; i++)
-		if (cx_keyseg_cursor_open(b->s, sm->in[i].ref, &sm->in[i].cur,
-								  err) != CX_OK ||
-			advance(&sm->in[i], err) != CX_OK)
+	{
+		merge_input *mi = &sm->in[i];
+
+		if (mi->ref == batch)
+			mi->batch = (array_source) {b->e, b->n, 0};
+		else if (cx_keyseg_cursor_open(b->s, mi->ref, &mi->cur, err) != CX_OK)
 			return err->code;
+		if (advance(mi, err) != CX_OK)
+			return err->code;
+	}
 	return CX_OK;
 }
 
@@ -427,11 +459,21 @@ note_replaced(build *b, const cx_keyseg_ref *const *in, uint32_t n,
 	return CX_OK;
 }
 
-/* Keeps the column's segments at most max_segments by merging the newest
- * ones (merge_start), when there are more. */
+/*
+ * Keeps the column's segments at most max_segments by merging the newest
+ * ones (merge_start), when there are more; the batch index_uncovered left
+ * counts as the newest.  A merge always takes the newest two, so the batch
+ * goes into the merged segment rather than being written as a segment of
+ * its own that the same commit would replace (under steady ingest every
+ * update merges: that segment was a PUT, its fsyncs and an object for GC
+ * each time); with no merge due it is written as one.
+ */
 static cx_code
 merge_if_many(build *b, cx_err *err)
 {
+	cx_keyseg_ref batch = {.column = b->column, .entries = b->n,
+	.nfragments = b->npaths, .fragments = b->paths};
+	const cx_keyseg_ref *pending = b->npaths > 0 ? &batch : NULL;
 	const cx_keyseg_ref **segs;
 	uint32_t	n;
 	uint32_t	first;
@@ -439,15 +481,15 @@ merge_if_many(build *b, cx_err *err)
 	cx_keyindex merged = {0};
 	cx_code		rc;
 
-	if (column_segments(b, &segs, &n, err) != CX_OK)
+	if (column_segments(b, pending, &segs, &n, err) != CX_OK)
 		return err->code;
 	if (n <= b->opt.max_segments || n < 2)
 	{
 		free(segs);
-		return CX_OK;
+		return flush_batch(b, err);
 	}
 	first = merge_start(segs, n, b->opt.max_segments);
-	rc = open_inputs(b, segs + first, n - first, &sm, err);
+	rc = open_inputs(b, segs + first, n - first, pending, &sm, err);
 	if (rc == CX_OK)
 		rc = write_segment(b, next_merged, &sm, sm.paths, sm.npaths, &merged,
 						   err);
@@ -461,6 +503,8 @@ merge_if_many(build *b, cx_err *err)
 		return rc;
 	}
 	b->res->segments_merged = n - first;
+	if (pending != NULL)
+		batch_done(b);
 	cx_keyindex_free(&b->added);
 	b->added = merged;
 	return CX_OK;

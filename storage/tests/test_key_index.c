@@ -13,6 +13,7 @@
 #include "table/cx_base_probe.h"
 #include "table/cx_key_index.h"
 #include "cx_test.h"
+#include "cx_test_emu.h"
 #include "mw_util.h"
 
 /* Seals rows as one generation of shard "f" and merges it into the base. */
@@ -687,6 +688,53 @@ CX_TEST(key_index_merge_leaves_a_big_old_segment_alone)
 	cx_keyindex_free(&ix);
 	cx_manifest_free(m);
 	free(big);
+	cx_obj_close(s);
+}
+
+/*
+ * An update whose new segment would take the index past max_segments
+ * merges the new keys straight into the merged segment: it writes one
+ * segment, not the new one and then the merge that replaces it in the same
+ * commit (an object nothing ever listed, and a PUT, per merge under steady
+ * ingest).
+ */
+CX_TEST(key_index_update_that_merges_writes_one_segment)
+{
+	cx_objstore *s = mw_open_store();
+	cx_manifest *m = NULL;
+	cx_keyindex_options opt;
+	cx_keyindex_result res;
+	cx_keyindex ix;
+	cx_test_listed objects = {0};
+	uint32_t	segments;
+	uint32_t	scanned;
+	cx_err		err;
+
+	REQUIRE(s != NULL);
+	cx_keyindex_options_default(&opt);
+	opt.max_segments = 2;
+	for (int i = 0; i < 3; i++)
+	{
+		static const char *const prefixes[] = {"a", "b", "c"};
+
+		REQUIRE_OK(merge_range(s, prefixes[i], 0, 100, 1000 + i * 100, &err),
+				   &err);
+		REQUIRE_OK(cx_keyindex_update(s, 0, &opt, &res, &err), &err);
+		CHECK(res.keys_indexed == 100 && res.fragments_covered == 1);
+		CHECK(res.segments_written == 1);
+		CHECK(res.segments_merged == (i == 2 ? 3u : 0u));
+	}
+	/* two segments written alone, one merge of them and the third batch */
+	REQUIRE_OK(cx_obj_list(s, CX_INDEX_SEGMENT_PREFIX, cx_test_collect,
+						   &objects, &err), &err);
+	CHECK(objects.n == 3);
+	REQUIRE_OK(cx_manifest_load_latest(s, &m, &err), &err);
+	REQUIRE_OK(cx_keyindex_load(m, &ix, &err), &err);
+	CHECK(ix.n == 1 && ix.segs[0].entries == 300 && ix.segs[0].nfragments == 3);
+	CHECK(index_agrees(s, m, 300, &segments, &scanned));
+	CHECK(segments == 1 && scanned == 0);
+	cx_keyindex_free(&ix);
+	cx_manifest_free(m);
 	cx_obj_close(s);
 }
 
