@@ -40,24 +40,24 @@ cx_hash_word(const uint8_t *p, size_t n)
 }
 
 /*
- * The last n (1..7) bytes of the len >= n at end - len .. end, as
+ * The last n (1..7) bytes of a len-byte key that ends at end, as
  * cx_hash_word reads them, with loads of a constant size: a memcpy of n
- * bytes into a zeroed word is a call and a store the next load cannot
- * forward from, about a fifth of hashing a 36-byte key.  With 8 bytes
- * before end, one load of them shifted right; else two 4-byte loads that
- * may overlap, or three bytes.
+ * bytes into a zeroed word is a call, and a store the next load cannot
+ * forward from (about a fifth of hashing a 36-byte key).  A key of 8 bytes
+ * or more: its last 8 bytes, shifted right; a shorter one: two 4-byte
+ * loads that may overlap, or three single bytes.
  */
 static inline uint64_t
 cx_hash_tail(const uint8_t *end, size_t n, size_t len)
 {
+	const uint8_t *p = end - n;
+
 	if (len >= 8)
 		return cx_hash_word(end - 8, 8) >> (8 * (8 - n));
 	if (n >= 4)
-		return cx_hash_word(end - n, 4) |
-			cx_hash_word(end - 4, 4) << (8 * (n - 4));
-	return (uint64_t) end[-(ptrdiff_t) n] |
-		(uint64_t) end[-(ptrdiff_t) n + n / 2] << (8 * (n / 2)) |
-		(uint64_t) end[-1] << (8 * (n - 1));
+		return cx_hash_word(p, 4) | cx_hash_word(end - 4, 4) << (8 * (n - 4));
+	return (uint64_t) p[0] | (uint64_t) p[n / 2] << (8 * (n / 2)) |
+		(uint64_t) p[n - 1] << (8 * (n - 1));
 }
 
 static inline uint64_t
