@@ -464,8 +464,8 @@ note_replaced(build *b, const cx_keyseg_ref *const *in, uint32_t n,
  * ones (merge_start), when there are more; the batch index_uncovered left
  * counts as the newest.  A merge always takes the newest two, so the batch
  * goes into the merged segment rather than being written as a segment of
- * its own that the same commit would replace (under steady ingest every
- * update merges: that segment was a PUT, its fsyncs and an object for GC
+ * its own that the same commit would replace (under steady ingest most
+ * updates merge: that segment was a PUT, its fsyncs and an object for GC
  * each time); with no merge due it is written as one.
  */
 static cx_code
